@@ -1,0 +1,90 @@
+# plait — build, test, demo.
+#   make            library, the plait tool and the tests (build/)
+#   make test       set-up (scripts/setup.sh), then every suite; ends "N passed, N failed"
+#   make demo       set-up, then the main job on the King James Bible
+#   make asan       the unit tests under AddressSanitizer + UBSan (build-asan/)
+#   make fuzz       libFuzzer targets, long runs (FUZZ_SECONDS each)
+#   WERROR=1        warnings are errors (CI)
+
+CC       ?= cc
+BUILD    ?= build
+OPT      ?= -O2 -g
+WERROR   ?=
+WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
+CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
+CFLAGS   += -std=c11 $(OPT) $(WARN) -pthread -fno-strict-aliasing $(XCFLAGS)
+LDLIBS   += -lutf8proc -lcjson -lm -pthread
+LDFLAGS  += $(XLDFLAGS)
+
+LIB_SRC   := $(sort $(shell find src -name '*.c'))
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+LIB       := $(BUILD)/libplait.a
+PLAIT     := $(BUILD)/plait
+
+.PHONY: all test unit setup demo asan fuzz fuzz-build clean bench
+all: $(LIB) $(PLAIT) $(TEST_BIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(PLAIT): $(TOOL_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+setup:
+	scripts/setup.sh
+
+# The whole suite: set-up, build, the asan build, unit tests, script tests, brief fuzzing.
+test: setup
+	$(MAKE) all
+	$(MAKE) asan-build
+	$(MAKE) fuzz-build
+	tests/run.sh
+
+unit: all
+	tests/run.sh --unit-only
+
+asan-build:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
+
+asan: asan-build
+	PLAIT_TEST_BUILD=build-asan tests/run.sh --unit-only
+
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
+FUZZ_SECONDS ?= 300
+fuzz-build:
+	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 -g -fsanitize=address,undefined,fuzzer-no-link" build-fuzz/libplait.a
+	$(MAKE) $(FUZZ_BIN)
+
+build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libplait.a
+	clang $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=address,undefined,fuzzer -o $@ $< build-fuzz/libplait.a $(LDLIBS)
+
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+demo: setup all
+	scripts/demo.sh
+
+bench: setup all
+	bench/run_all.sh
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

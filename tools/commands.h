@@ -1,0 +1,22 @@
+/* The plait subcommands. Each takes the arguments after its name and returns
+ * the process exit code: 0 success, 1 failure, 2 bad usage. Only tools/ exits. */
+#ifndef PL_TOOLS_COMMANDS_H
+#define PL_TOOLS_COMMANDS_H
+
+#include "base/options.h"
+
+int plait_cmd_preprocess(int argc, char **argv);  /* cmd_preprocess.c */
+int plait_cmd_data(int argc, char **argv);        /* cmd_data.c: dispatches below */
+int plait_data_inspect(int argc, char **argv);    /* cmd_inspect.c */
+int plait_data_index(int argc, char **argv);      /* cmd_index.c */
+int plait_data_build_vocab(int argc, char **argv);/* cmd_vocab.c */
+
+/* Prints "plait: error: <message>" for st and returns the exit code for it. */
+int plait_report(pl_status st);
+
+/* Parses argv with cmd's table, handling --help. Returns -1 to continue, or the
+ * exit code to return right away (0 after --help, 2 after a usage error). */
+int plait_parse(const pl_command_spec *cmd, void *opts, int argc, char **argv,
+                unsigned char *given);
+
+#endif

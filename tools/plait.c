@@ -1,0 +1,71 @@
+/* plait: the command-line tool. Dispatches to subcommands; the only place
+ * (with the other files in tools/) that turns a pl_status into an exit code. */
+#include "commands.h"
+
+#include "base/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} subcommand;
+
+static const subcommand subcommands[] = {
+    {"preprocess", plait_cmd_preprocess,
+     "tokenize text into Megatron .bin/.idx datasets (tools/preprocess_data.py)"},
+    {"data", plait_cmd_data, "inspect datasets, build sample indices and vocabularies"},
+};
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: plait [--version] [--help] COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        fprintf(fp, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(fp, "\n'plait COMMAND --help' lists a command's flags.\n");
+}
+
+int plait_report(pl_status st)
+{
+    const char *msg = pl_error_msg();
+    fprintf(stderr, "plait: error: %s\n", *msg ? msg : pl_status_str(st));
+    return st == PL_ERR_ARG ? 2 : 1;
+}
+
+int plait_parse(const pl_command_spec *cmd, void *opts, int argc, char **argv,
+                unsigned char *given)
+{
+    if (pl_options_wants_help(argc, argv)) {
+        pl_options_help(cmd, stdout);
+        return 0;
+    }
+    pl_status st = pl_options_parse(cmd, opts, argc, argv, given);
+    if (st != PL_OK)
+        return plait_report(st);
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("plait %s\n", pl_version());
+        return 0;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        if (strcmp(argv[1], subcommands[i].name) == 0)
+            return subcommands[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "plait: error: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
