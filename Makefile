@@ -25,11 +25,13 @@ TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN  := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TTOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(BUILD)/testtools/%)
 LIB       := $(BUILD)/libplait.a
 PLAIT     := $(BUILD)/plait
 
 .PHONY: all test unit setup demo asan fuzz fuzz-build clean bench
-all: $(LIB) $(PLAIT) $(TEST_BIN)
+all: $(LIB) $(PLAIT) $(TEST_BIN) $(TTOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -45,6 +47,11 @@ $(PLAIT): $(TOOL_OBJ) $(LIB)
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+# Helper programs that script suites call (tests/tools/*.c).
+$(BUILD)/testtools/%: tests/tools/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 setup:
 	scripts/setup.sh
