@@ -54,6 +54,31 @@ void pl_ids_free(pl_ids *v)
     v->n = v->cap = 0;
 }
 
+pl_status pl_i64s_push(pl_i64s *v, int64_t x)
+{
+    if (v->n == v->cap) {
+        int64_t ncap = v->cap ? 2 * v->cap : 16;
+        size_t bytes;
+        if (pl_mul_size((size_t)ncap, sizeof(int64_t), &bytes))
+            return pl_errorf(PL_ERR_NOMEM, "int64 array of %lld entries is too large", (long long)ncap);
+        int64_t *d = pl_realloc(v->data, bytes);
+        if (!d)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory growing an int64 array to %lld",
+                             (long long)ncap);
+        v->data = d;
+        v->cap = ncap;
+    }
+    v->data[v->n++] = x;
+    return PL_OK;
+}
+
+void pl_i64s_free(pl_i64s *v)
+{
+    pl_free(v->data);
+    v->data = NULL;
+    v->n = v->cap = 0;
+}
+
 pl_status pl_bytes_reserve(pl_bytes *b, size_t cap)
 {
     if (cap + 1 <= b->cap)

@@ -1,4 +1,4 @@
-/* Growable arrays: token ids (pl_ids) and bytes (pl_bytes).
+/* Growable arrays: token ids (pl_ids), int64 (pl_i64s) and bytes (pl_bytes).
  *
  * Zero-initialised structs are empty and valid. Push functions return
  * PL_ERR_NOMEM (with a message) when growth fails; the contents stay intact. */
@@ -15,6 +15,11 @@ typedef struct pl_ids {
     int64_t n, cap;
 } pl_ids;
 
+typedef struct pl_i64s {
+    int64_t *data;
+    int64_t n, cap;
+} pl_i64s;
+
 typedef struct pl_bytes {
     char *data; /* kept NUL-terminated when non-NULL */
     size_t n, cap;
@@ -24,6 +29,9 @@ pl_status pl_ids_reserve(pl_ids *v, int64_t cap);
 pl_status pl_ids_push(pl_ids *v, int32_t id);
 pl_status pl_ids_append(pl_ids *v, const int32_t *ids, int64_t n);
 void pl_ids_free(pl_ids *v);
+
+pl_status pl_i64s_push(pl_i64s *v, int64_t x);
+void pl_i64s_free(pl_i64s *v);
 
 pl_status pl_bytes_reserve(pl_bytes *b, size_t cap);
 pl_status pl_bytes_append(pl_bytes *b, const void *data, size_t n);
