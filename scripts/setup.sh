@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${PLAIT_DATA:-$PWD/data}
 
-PACKAGES=(build-essential clang pkg-config libutf8proc-dev libcjson-dev python3 python3-numpy
+PACKAGES=(build-essential clang libclang-rt-14-dev pkg-config libutf8proc-dev libcjson-dev python3 python3-numpy
           bible-kjv nodejs npm)
 
 die() { echo "setup: error: $*" >&2; exit 1; }
