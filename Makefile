@@ -5,6 +5,7 @@
 #   make asan       the unit tests under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz       libFuzzer targets, long runs (FUZZ_SECONDS each)
 #   WERROR=1        warnings are errors (CI)
+#   MPI_PKG=mpich   build against MPICH instead of OpenMPI (e.g. BUILD=build-mpich)
 
 CC       ?= cc
 BUILD    ?= build
@@ -14,9 +15,11 @@ WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvl
 ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
-CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
-CFLAGS   += -std=c11 $(OPT) $(WARN) -pthread -fno-strict-aliasing $(XCFLAGS)
-LDLIBS   += -lutf8proc -lcjson -lm -pthread
+MPI_PKG  ?= ompi-c
+OPENMP   ?= -fopenmp
+CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(MPI_PKG))
+CFLAGS   += -std=c11 $(OPT) $(WARN) $(OPENMP) -pthread -fno-strict-aliasing $(XCFLAGS)
+LDLIBS   += -ldnnl $(shell pkg-config --libs $(MPI_PKG)) -lutf8proc -lcjson -lm -pthread
 LDFLAGS  += $(XLDFLAGS)
 
 LIB_SRC   := $(sort $(shell find src -name '*.c'))
@@ -58,7 +61,7 @@ setup:
 
 # The whole suite: set-up, build, the asan build, unit tests, script tests, brief fuzzing.
 test: setup
-	$(MAKE) all
+	$(MAKE) -j2 all
 	$(MAKE) asan-build
 	$(MAKE) fuzz-build
 	tests/run.sh
@@ -67,7 +70,7 @@ unit: all
 	tests/run.sh --unit-only
 
 asan-build:
-	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
+	$(MAKE) -j2 BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
 
 asan: asan-build
 	PLAIT_TEST_BUILD=build-asan tests/run.sh --unit-only
@@ -76,11 +79,11 @@ FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
 FUZZ_SECONDS ?= 300
 fuzz-build:
-	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 -g -fsanitize=address,undefined,fuzzer-no-link" build-fuzz/libplait.a
+	$(MAKE) -j2 BUILD=build-fuzz CC=clang OPENMP= XCFLAGS=-Wno-unknown-pragmas OPT="-O1 -g -fsanitize=address,undefined,fuzzer-no-link" build-fuzz/libplait.a
 	$(if $(FUZZ_BIN),$(MAKE) $(FUZZ_BIN))
 
 build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libplait.a
-	clang $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=address,undefined,fuzzer -o $@ $< build-fuzz/libplait.a $(LDLIBS)
+	clang $(CPPFLAGS) -std=c11 -O1 -g -Wno-unknown-pragmas -fsanitize=address,undefined,fuzzer -o $@ $< build-fuzz/libplait.a $(LDLIBS)
 
 fuzz: fuzz-build
 	scripts/fuzz.sh $(FUZZ_SECONDS)

@@ -1,0 +1,141 @@
+/* Kernels: the math of a GPT step over raw float pointers.
+ *
+ * Every kernel exists twice with one signature: pl_ref_* in src/kernels/ref/
+ * (plain scalar loops, the executable specification) and pl_cpu_* in
+ * src/kernels/cpu/ (threaded with OpenMP, tiled, GEMMs through oneDNN).
+ * Tests compare the twins on random inputs and check every backward against
+ * float64 finite differences.
+ *
+ * Rules shared by all kernels:
+ * - Pure: no allocation, no I/O, no MPI, no globals. Scratch memory is passed
+ *   in, sized by the matching *_workspace() function.
+ * - Shape letters: B batch, T sequence, C channels (hidden), NH heads, HS head
+ *   size (C = NH*HS on one TP rank), N = B*T rows, OC output channels,
+ *   V vocabulary rows held by this rank (a vocab-parallel slice [v0, v0+V)).
+ *   Row-major, innermost dimension last.
+ * - Backward kernels ADD into every gradient they produce (parameter and
+ *   activation gradients alike); the caller zeroes buffers when needed. This
+ *   gives gradient accumulation over micro-batches and residual branches for free.
+ * - Results do not depend on the number of threads (fixed-order reductions).
+ * - The pl_gemm context is the only stateful object: a oneDNN engine and stream
+ *   and a cache of matmul primitives, one per (shape, transposes, beta). Kernels
+ *   that use GEMMs take it; pl_ref_* take it too and ignore it. */
+#ifndef PL_KERNELS_KERNELS_H
+#define PL_KERNELS_KERNELS_H
+
+#include "plait.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- GEMM (oneDNN) ------------------------------------------------------ */
+
+typedef struct pl_gemm pl_gemm;
+
+pl_status pl_gemm_init(pl_gemm **out);
+void pl_gemm_free(pl_gemm *g);
+
+/* C(M,N) = op(A)(M,K) . op(B)(K,N) + beta * C, beta 0 or 1.
+ * op(A) = A (M,K) with row stride lda, or if ta, A^T where A is (K,M) with row stride lda.
+ * op(B) = B (K,N) with row stride ldb, or if tb, B^T where B is (N,K) with row stride ldb.
+ * C has row stride ldc. The primitive for a shape is created on first use and
+ * reused; pl_gemm_prepare() creates it ahead (the plan phase), so the step loop
+ * allocates nothing. */
+pl_status pl_gemm_prepare(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                          int64_t lda, int64_t ldb, int64_t ldc, float beta);
+pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                      const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                      float *C, int64_t ldc);
+/* Naive triple loop with the same contract (the reference twin). */
+void pl_ref_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* Declares pl_ref_NAME and pl_cpu_NAME with the same parameters. */
+#define PL_KERNEL(name, ...)                                                                       \
+    void pl_ref_##name(__VA_ARGS__);                                                               \
+    void pl_cpu_##name(__VA_ARGS__)
+#define PL_KERNEL_ST(name, ...)                                                                    \
+    pl_status pl_ref_##name(__VA_ARGS__);                                                          \
+    pl_status pl_cpu_##name(__VA_ARGS__)
+
+/* ---- embeddings --------------------------------------------------------- */
+
+/* out (N,C) = wte[ids[n] - v0] for ids in [v0, v0+V), else 0 (vocab-parallel). wte (V,C). */
+PL_KERNEL(embedding_fwd, float *out, const int32_t *ids, const float *wte, int64_t N, int64_t C,
+          int64_t v0, int64_t V);
+/* dwte (V,C) += dout rows of the ids in range. Deterministic for repeated ids. */
+PL_KERNEL(embedding_bwd, float *dwte, const float *dout, const int32_t *ids, int64_t N, int64_t C,
+          int64_t v0, int64_t V);
+/* out (B,T,C) += wpe[t] for t < T. wpe (T or more, C). */
+PL_KERNEL(pos_embedding_fwd, float *out, const float *wpe, int64_t B, int64_t T, int64_t C);
+/* dwpe (T,C) += sum over b of dout (B,T,C). */
+PL_KERNEL(pos_embedding_bwd, float *dwpe, const float *dout, int64_t B, int64_t T, int64_t C);
+
+/* ---- elementwise -------------------------------------------------------- */
+
+/* out (N,OC) += bias (OC) broadcast over rows. */
+PL_KERNEL(bias_fwd, float *out, const float *bias, int64_t N, int64_t OC);
+/* dbias (OC) += column sums of dout (N,OC). */
+PL_KERNEL(bias_bwd, float *dbias, const float *dout, int64_t N, int64_t OC);
+/* out = a + b, n elements (out may alias a or b). */
+PL_KERNEL(add, float *out, const float *a, const float *b, int64_t n);
+/* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+PL_KERNEL(gelu_fwd, float *out, const float *inp, int64_t n);
+/* dinp += gelu'(inp) * dout. */
+PL_KERNEL(gelu_bwd, float *dinp, const float *inp, const float *dout, int64_t n);
+
+/* ---- LayerNorm ---------------------------------------------------------- */
+
+/* out (N,C) = (inp - mean) * rstd * weight + bias; saves mean (N), rstd (N). */
+PL_KERNEL(layernorm_fwd, float *out, float *mean, float *rstd, const float *inp,
+          const float *weight, const float *bias, int64_t N, int64_t C, float eps);
+/* dinp (N,C) +=, dweight (C) +=, dbias (C) += from dout (N,C). */
+PL_KERNEL(layernorm_bwd, float *dinp, float *dweight, float *dbias, const float *dout,
+          const float *inp, const float *weight, const float *mean, const float *rstd, int64_t N,
+          int64_t C);
+
+/* ---- causal self-attention ------------------------------------------------
+ * qkv (B,T,NH,3,HS): for each head, its q, then k, then v (Megatron's
+ * per-head interleaved QKV rows). out (B,T,NH,HS). lse (B,NH,T) = log-sum-exp
+ * of each query's scaled scores, saved for backward. Scale 1/sqrt(HS).
+ * Tiled with an online softmax: no (T,T) buffer per head; masked tiles skipped. */
+size_t pl_attention_workspace(int64_t B, int64_t T, int64_t NH, int64_t HS);
+PL_KERNEL(attention_fwd, float *out, float *lse, const float *qkv, int64_t B, int64_t T,
+          int64_t NH, int64_t HS, float *workspace);
+/* dqkv (B,T,NH,3,HS) += gradient from dout (B,T,NH,HS). */
+PL_KERNEL(attention_bwd, float *dqkv, const float *dout, const float *qkv, const float *out,
+          const float *lse, int64_t B, int64_t T, int64_t NH, int64_t HS, float *workspace);
+
+/* ---- LM head fused with softmax cross-entropy ------------------------------
+ * logits (N,V) = x (N,C) . w^T, w (V,C) this rank's vocab rows [v0, v0+V), are
+ * computed chunk by chunk over the vocabulary (chunk rows at a time, scratch of
+ * pl_lmhead_workspace()) and never exist whole. Two passes, so that tensor
+ * parallelism can all-reduce the statistics between them:
+ *   1. pl_*_lmhead_stats: per row, the local max, sum of exp(logit - max), and
+ *      the target's logit if targets[n] is in [v0, v0+V) (else 0).
+ *      loss[n] = log(sumexp_global) + max_global - target_logit_global.
+ *   2. pl_*_lmhead_bwd: with lse[n] = log-sum-exp over the whole vocabulary and
+ *      dloss[n] the gradient of the objective with respect to loss[n]:
+ *      dlogits = (softmax - onehot(target)) * dloss; dx += dlogits . w;
+ *      dw += dlogits^T . x. */
+size_t pl_lmhead_workspace(int64_t N, int64_t chunk);
+PL_KERNEL_ST(lmhead_stats, float *row_max, float *row_sumexp, float *target_logit,
+             const float *x, const float *w, const int32_t *targets, int64_t N, int64_t C,
+             int64_t v0, int64_t V, int64_t chunk, float *workspace, pl_gemm *g);
+PL_KERNEL_ST(lmhead_bwd, float *dx, float *dw, const float *x, const float *w,
+             const int32_t *targets, const float *lse, const float *dloss, int64_t N, int64_t C,
+             int64_t v0, int64_t V, int64_t chunk, float *workspace, pl_gemm *g);
+
+/* ---- optimizer ------------------------------------------------------------
+ * AdamW on n elements, PyTorch's torch.optim.AdamW arithmetic:
+ *   p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ *   p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps), bc1 = 1 - b1^t, bc2 = 1 - b2^t.
+ * grad_scale multiplies g first (gradient clipping: min(1, clip / norm)). */
+PL_KERNEL(adamw, float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1,
+          float b2, float eps, float wd, float bc1, float bc2, float grad_scale);
+
+/* Sum of squares of x[0..n) in double, in a fixed order for any thread count. */
+double pl_ref_sumsq(const float *x, int64_t n);
+double pl_cpu_sumsq(const float *x, int64_t n);
+
+#endif
