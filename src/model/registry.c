@@ -1,0 +1,113 @@
+/* The parameter table and its flat-buffer layout. */
+#include "model/registry.h"
+
+#include "base/alloc.h"
+#include "base/rng.h"
+#include "base/status.h"
+
+#include <string.h>
+
+void pl_registry_init(pl_registry *r, int tp_size, int tp_rank, int pp_rank)
+{
+    memset(r, 0, sizeof *r);
+    r->tp_size = tp_size;
+    r->tp_rank = tp_rank;
+    r->pp_rank = pp_rank;
+}
+
+void pl_registry_free(pl_registry *r)
+{
+    pl_free(r->params);
+    memset(r, 0, sizeof *r);
+}
+
+pl_status pl_registry_add(pl_registry *r, const pl_param_spec *s)
+{
+    if (strlen(s->name) >= PL_PARAM_NAME_MAX)
+        return pl_errorf(PL_ERR_ARG, "parameter name too long: %s", s->name);
+    if (s->ndim < 1 || s->ndim > 2 || s->shape[0] <= 0 || (s->ndim == 2 && s->shape[1] <= 0))
+        return pl_errorf(PL_ERR_ARG, "parameter %s: bad shape", s->name);
+    if (pl_registry_find(r, s->name))
+        return pl_errorf(PL_ERR_ARG, "parameter %s registered twice", s->name);
+    if (r->n == r->cap) {
+        int ncap = r->cap ? 2 * r->cap : 64;
+        pl_param *np = pl_realloc(r->params, (size_t)ncap * sizeof *np);
+        if (!np)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory growing the parameter registry");
+        r->params = np;
+        r->cap = ncap;
+    }
+    pl_param *p = &r->params[r->n];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", s->name);
+    p->ndim = s->ndim;
+    p->shape[0] = s->shape[0];
+    p->shape[1] = s->ndim == 2 ? s->shape[1] : 1;
+    p->split = s->split;
+    p->stage = s->stage;
+    p->layer = s->layer;
+    p->weight_decay = s->weight_decay;
+    p->init = s->init;
+    p->init_std = s->init_std;
+    p->local_shape[0] = p->shape[0];
+    p->local_shape[1] = p->shape[1];
+    int dim = s->split == PL_TP_ROWS || s->split == PL_TP_VOCAB ? 0
+              : s->split == PL_TP_COLS                         ? 1
+                                                               : -1;
+    if (dim == 1 && s->ndim != 2)
+        return pl_errorf(PL_ERR_ARG, "parameter %s: a column split needs 2 dimensions", s->name);
+    if (dim >= 0) {
+        if (p->shape[dim] % r->tp_size)
+            return pl_errorf(PL_ERR_ARG,
+                             "parameter %s: dimension %d of size %lld is not divisible by "
+                             "--tensor-model-parallel-size %d",
+                             s->name, dim, (long long)p->shape[dim], r->tp_size);
+        p->local_shape[dim] = p->shape[dim] / r->tp_size;
+        p->slice_start[dim] = p->local_shape[dim] * r->tp_rank;
+    }
+    p->numel = p->local_shape[0] * p->local_shape[1];
+    if (p->stage == r->pp_rank) {
+        p->offset = r->numel;
+        int64_t padded = (p->numel + PL_PARAM_ALIGN - 1) / PL_PARAM_ALIGN * PL_PARAM_ALIGN;
+        r->numel += padded;
+    } else {
+        p->offset = -1;
+    }
+    r->n++;
+    return PL_OK;
+}
+
+const pl_param *pl_registry_find(const pl_registry *r, const char *name)
+{
+    for (int i = 0; i < r->n; i++)
+        if (strcmp(r->params[i].name, name) == 0)
+            return &r->params[i];
+    return NULL;
+}
+
+int64_t pl_param_global_index(const pl_param *p, int64_t row, int64_t col)
+{
+    return (p->slice_start[0] + row) * p->shape[1] + p->slice_start[1] + col;
+}
+
+void pl_registry_init_values(const pl_registry *r, float *flat, uint64_t seed)
+{
+    memset(flat, 0, (size_t)r->numel * sizeof *flat);
+    for (int i = 0; i < r->n; i++) {
+        const pl_param *p = &r->params[i];
+        if (p->offset < 0)
+            continue;
+        float *w = flat + p->offset;
+        uint64_t stream = pl_hash_str(p->name);
+        int64_t rows = p->local_shape[0], cols = p->local_shape[1];
+#pragma omp parallel for schedule(static)
+        for (int64_t a = 0; a < rows; a++)
+            for (int64_t b = 0; b < cols; b++) {
+                float v = p->init == PL_INIT_ONES ? 1.0f : 0.0f;
+                if (p->init == PL_INIT_NORMAL)
+                    v = (float)(p->init_std *
+                                pl_rng_normal(seed, stream, (uint64_t)pl_param_global_index(p, a, b)));
+                w[a * cols + b] = v;
+            }
+    }
+}

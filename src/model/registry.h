@@ -1,0 +1,81 @@
+/* The parameter registry: a model described as a table of parameters.
+ *
+ * Each entry has a name (Megatron core's, e.g.
+ * "decoder.layers.0.self_attention.linear_qkv.weight"), a global shape, how
+ * tensor parallelism splits it, the pipeline stage that owns it, and — on the
+ * rank that holds it — its offset in the rank's flat buffers. Parameters,
+ * gradients and optimizer moments are each ONE contiguous float buffer laid out
+ * by these offsets; named tensors are views. DP buckets, ZeRO shards, clipping,
+ * checkpoints and export are arithmetic over this table. */
+#ifndef PL_MODEL_REGISTRY_H
+#define PL_MODEL_REGISTRY_H
+
+#include "plait.h"
+
+#include <stdint.h>
+
+enum { PL_PARAM_NAME_MAX = 96, PL_PARAM_ALIGN = 16 /* floats: 64-byte aligned views */ };
+
+typedef enum {
+    PL_TP_REPLICATED, /* every TP rank holds the whole tensor (norms, row-parallel bias) */
+    PL_TP_ROWS,       /* dim 0 split: column-parallel weight [out/tp, in] and its bias */
+    PL_TP_COLS,       /* dim 1 split: row-parallel weight [out, in/tp] */
+    PL_TP_VOCAB,      /* dim 0 split of the padded vocabulary (vocab-parallel embedding) */
+} pl_tp_split;
+
+typedef enum { PL_INIT_NORMAL, PL_INIT_ONES, PL_INIT_ZEROS } pl_init_kind;
+
+typedef struct pl_param {
+    char name[PL_PARAM_NAME_MAX];
+    int ndim;                 /* 1 or 2 */
+    int64_t shape[2];         /* global shape */
+    int64_t local_shape[2];   /* this TP rank's slice */
+    int64_t slice_start[2];   /* where the slice starts in the global tensor */
+    pl_tp_split split;
+    int stage;                /* owning pipeline stage */
+    int layer;                /* transformer layer, -1 for others */
+    int weight_decay;         /* 0 for biases and norm gains */
+    pl_init_kind init;
+    float init_std;           /* PL_INIT_NORMAL */
+    int64_t numel;            /* local elements */
+    int64_t offset;           /* into the flat buffers; -1 when this rank holds none */
+} pl_param;
+
+typedef struct pl_registry {
+    pl_param *params;
+    int n, cap;
+    int tp_size, tp_rank, pp_rank;
+    int64_t numel; /* flat buffer length on this rank (with alignment padding) */
+} pl_registry;
+
+/* An empty registry for the rank at (tp_rank of tp_size, pp_rank). */
+void pl_registry_init(pl_registry *r, int tp_size, int tp_rank, int pp_rank);
+void pl_registry_free(pl_registry *r);
+
+typedef struct pl_param_spec {
+    const char *name;
+    int ndim;
+    int64_t shape[2];
+    pl_tp_split split;
+    int stage, layer, weight_decay;
+    pl_init_kind init;
+    float init_std;
+} pl_param_spec;
+
+/* Appends a parameter. A split dimension not divisible by the TP size is an
+ * error naming the parameter. Parameters of other stages are listed with
+ * offset -1. */
+pl_status pl_registry_add(pl_registry *r, const pl_param_spec *spec);
+
+/* The entry named name, or NULL. */
+const pl_param *pl_registry_find(const pl_registry *r, const char *name);
+
+/* Fills this rank's flat parameter buffer: normal draws keyed by (seed, name,
+ * global element index) so every sharding holds the same global values; ones,
+ * zeros; alignment padding zero. */
+void pl_registry_init_values(const pl_registry *r, float *flat, uint64_t seed);
+
+/* Global row-major index of local element (row, col) of p. */
+int64_t pl_param_global_index(const pl_param *p, int64_t row, int64_t col);
+
+#endif
