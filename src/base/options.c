@@ -205,6 +205,35 @@ fail:
     return st;
 }
 
+pl_status pl_options_set(const pl_command_spec *cmd, void *out, const char *name,
+                         const char **values, int n_values, unsigned char *given)
+{
+    const pl_option *o = find(cmd, name, strlen(name));
+    if (!o)
+        return pl_errorf(PL_ERR_ARG, "plait %s: unknown flag '%s'", cmd->name, name);
+    if (given)
+        given[o - cmd->options] = 1;
+    if (o->type == PL_OPT_BOOL) {
+        *(int *)field(out, o) = 1;
+        return PL_OK;
+    }
+    if (o->type == PL_OPT_LIST) {
+        pl_strlist *l = field(out, o);
+        pl_free((void *)l->items);
+        l->items = NULL;
+        l->n = 0;
+        for (int i = 0; i < n_values; i++) {
+            pl_status st = list_push(o, out, values[i]);
+            if (st)
+                return st;
+        }
+        return PL_OK;
+    }
+    if (n_values != 1)
+        return pl_errorf(PL_ERR_ARG, "plait %s: %s expects one value", cmd->name, o->name);
+    return set_scalar(cmd, o, out, values[0]);
+}
+
 void pl_options_free(const pl_command_spec *cmd, void *out)
 {
     for (int i = 0; i < cmd->n_options; i++) {
@@ -236,6 +265,12 @@ void pl_options_help(const pl_command_spec *cmd, FILE *fp)
             fprintf(fp, " (default: %s)", o->def);
         fprintf(fp, "\n");
     }
+}
+
+int pl_options_index(const pl_command_spec *cmd, const char *name)
+{
+    const pl_option *o = find(cmd, name, strlen(name));
+    return o ? (int)(o - cmd->options) : -1;
 }
 
 int pl_options_wants_help(int argc, char **argv)

@@ -50,6 +50,15 @@ pl_status pl_options_parse(const pl_command_spec *cmd, void *out, int argc, char
                            unsigned char *given);
 void pl_options_free(const pl_command_spec *cmd, void *out);
 
+/* Sets the flag `name` ("--seq-length") as if it had been given with these
+ * values (a preset file's entries); the strings must outlive out. A switch
+ * takes no values. Marks it in given when not NULL. */
+pl_status pl_options_set(const pl_command_spec *cmd, void *out, const char *name,
+                         const char **values, int n_values, unsigned char *given);
+
+/* The index of the flag `name` in cmd's table, or -1. */
+int pl_options_index(const pl_command_spec *cmd, const char *name);
+
 /* Writes "usage: plait NAME [options]" and one block per flag. */
 void pl_options_help(const pl_command_spec *cmd, FILE *fp);
 

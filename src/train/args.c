@@ -1,0 +1,297 @@
+/* The `plait train` option table, --config presets, and validation. */
+#include "train/args.h"
+
+#include "base/alloc.h"
+#include "base/fileio.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#define F(field) offsetof(pl_train_args, field)
+
+static const pl_option train_options[] = {
+    /* model */
+    {"--model", PL_OPT_CHOICE, "gpt", F(model), "model family", "gpt", 0},
+    {"--num-layers", PL_OPT_INT, NULL, F(num_layers), "number of transformer layers", NULL, 0},
+    {"--hidden-size", PL_OPT_INT, NULL, F(hidden_size), "transformer hidden size", NULL, 0},
+    {"--num-attention-heads", PL_OPT_INT, NULL, F(num_attention_heads), "attention heads", NULL, 0},
+    {"--ffn-hidden-size", PL_OPT_INT, NULL, F(ffn_hidden_size), "MLP hidden size (default 4 x hidden)", NULL, 0},
+    {"--seq-length", PL_OPT_INT, NULL, F(seq_length), "tokens per sample", NULL, 0},
+    {"--max-position-embeddings", PL_OPT_INT, NULL, F(max_position_embeddings),
+     "position embedding rows (default --seq-length)", NULL, 0},
+    {"--make-vocab-size-divisible-by", PL_OPT_INT, "128", F(make_vocab_size_divisible_by),
+     "pad the vocabulary to a multiple of this times the TP size", NULL, 0},
+    {"--vocab-size", PL_OPT_INT, NULL, F(vocab_size),
+     "vocabulary size when no tokenizer is given (with --mock-data)", NULL, 0},
+    {"--init-method-std", PL_OPT_FLOAT, "0.02", F(init_method_std),
+     "std of the normal initialisation (output projections: std / sqrt(2 layers))", NULL, 0},
+    {"--hidden-dropout", PL_OPT_FLOAT, "0", F(hidden_dropout),
+     "dropout after attention and MLP: only 0 is supported (Megatron's default is 0.1)", NULL, 0},
+    {"--attention-dropout", PL_OPT_FLOAT, "0", F(attention_dropout),
+     "attention dropout: only 0 is supported (Megatron's default is 0.1)", NULL, 0},
+    {"--layernorm-epsilon", PL_OPT_FLOAT, "1e-5", F(layernorm_epsilon), "LayerNorm epsilon", NULL, 0},
+    /* parallelism */
+    {"--tensor-model-parallel-size", PL_OPT_INT, "1", F(tensor_model_parallel_size),
+     "tensor-parallel group size", NULL, 0},
+    {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pipeline_model_parallel_size),
+     "pipeline-parallel group size", NULL, 0},
+    /* batch and iterations */
+    {"--micro-batch-size", PL_OPT_INT, "1", F(micro_batch_size), "samples per micro-batch per rank", NULL, 0},
+    {"--global-batch-size", PL_OPT_INT, NULL, F(global_batch_size),
+     "samples per iteration over all ranks (default micro-batch x data-parallel size)", NULL, 0},
+    {"--train-iters", PL_OPT_INT, NULL, F(train_iters), "iterations to train", NULL, 0},
+    {"--train-samples", PL_OPT_INT, NULL, F(train_samples), "samples to train (instead of --train-iters)", NULL, 0},
+    {"--eval-interval", PL_OPT_INT, "1000", F(eval_interval), "iterations between evaluations", NULL, 0},
+    {"--eval-iters", PL_OPT_INT, "100", F(eval_iters), "iterations per evaluation (0: none)", NULL, 0},
+    {"--log-interval", PL_OPT_INT, "100", F(log_interval), "iterations between progress lines", NULL, 0},
+    {"--exit-interval", PL_OPT_INT, NULL, F(exit_interval), "stop after this many iterations", NULL, 0},
+    /* optimizer and schedule */
+    {"--optimizer", PL_OPT_CHOICE, "adam", F(optimizer), "optimizer (Adam with decoupled weight decay)", "adam", 0},
+    {"--lr", PL_OPT_FLOAT, NULL, F(lr), "peak learning rate", NULL, 0},
+    {"--min-lr", PL_OPT_FLOAT, "0", F(min_lr), "learning rate at the end of the decay", NULL, 0},
+    {"--lr-decay-style", PL_OPT_CHOICE, "linear", F(lr_decay_style), "decay shape",
+     "constant|linear|cosine|inverse-square-root", 0},
+    {"--lr-decay-iters", PL_OPT_INT, NULL, F(lr_decay_iters), "iterations to decay over (default --train-iters)", NULL, 0},
+    {"--lr-decay-samples", PL_OPT_INT, NULL, F(lr_decay_samples), "samples to decay over (sample-based training)", NULL, 0},
+    {"--lr-warmup-iters", PL_OPT_INT, "0", F(lr_warmup_iters), "iterations of linear warmup", NULL, 0},
+    {"--lr-warmup-samples", PL_OPT_INT, "0", F(lr_warmup_samples), "samples of linear warmup", NULL, 0},
+    {"--lr-warmup-fraction", PL_OPT_FLOAT, NULL, F(lr_warmup_fraction), "warmup as a fraction of the decay", NULL, 0},
+    {"--lr-warmup-init", PL_OPT_FLOAT, "0", F(lr_warmup_init), "learning rate at the start of warmup", NULL, 0},
+    {"--weight-decay", PL_OPT_FLOAT, "0.01", F(weight_decay), "decoupled weight decay (not on biases and norms)", NULL, 0},
+    {"--adam-beta1", PL_OPT_FLOAT, "0.9", F(adam_beta1), "Adam beta1", NULL, 0},
+    {"--adam-beta2", PL_OPT_FLOAT, "0.999", F(adam_beta2), "Adam beta2", NULL, 0},
+    {"--adam-eps", PL_OPT_FLOAT, "1e-8", F(adam_eps), "Adam epsilon", NULL, 0},
+    {"--clip-grad", PL_OPT_FLOAT, "1.0", F(clip_grad), "global gradient-norm clip (0: off)", NULL, 0},
+    /* data */
+    {"--data-path", PL_OPT_LIST, NULL, F(data_path), "dataset prefixes, optionally weighted: [W1] P1 [W2] P2 ...", NULL, 0},
+    {"--split", PL_OPT_STRING, "969, 30, 1", F(split), "train, valid, test proportions", NULL, 0},
+    {"--data-cache-path", PL_OPT_STRING, NULL, F(data_cache_path), "where to cache sample indices", NULL, 0},
+    {"--mock-data", PL_OPT_BOOL, NULL, F(mock_data), "train on synthetic tokens (needs --vocab-size)", NULL, 0},
+    {"--tokenizer-type", PL_OPT_CHOICE, NULL, F(tokenizer_type), "tokenizer",
+     "GPT2BPETokenizer|BertWordPieceLowerCase|BertWordPieceCase|SmilesTokenizer", 0},
+    {"--vocab-file", PL_OPT_STRING, NULL, F(vocab_file), "tokenizer vocabulary file", NULL, 0},
+    {"--merge-file", PL_OPT_STRING, NULL, F(merge_file), "BPE merges file", NULL, 0},
+    {"--eod-mask-loss", PL_OPT_BOOL, NULL, F(eod_mask_loss), "no loss on end-of-document targets", NULL, 0},
+    {"--seed", PL_OPT_INT, "1234", F(seed), "random seed (initialisation, data order)", NULL, 0},
+    /* checkpoints and logging */
+    {"--save", PL_OPT_STRING, NULL, F(save), "checkpoint directory to write", NULL, 0},
+    {"--load", PL_OPT_STRING, NULL, F(load), "checkpoint directory to resume from", NULL, 0},
+    {"--save-interval", PL_OPT_INT, NULL, F(save_interval), "iterations between checkpoints", NULL, 0},
+    {"--no-load-optim", PL_OPT_BOOL, NULL, F(no_load_optim), "do not load optimizer state", NULL, 0},
+    {"--no-load-rng", PL_OPT_BOOL, NULL, F(no_load_rng), "do not load RNG state", NULL, 0},
+    {"--finetune", PL_OPT_BOOL, NULL, F(finetune), "load weights only and start at iteration 0", NULL, 0},
+    {"--metrics-file", PL_OPT_STRING, NULL, F(metrics_file),
+     "JSON-lines metrics (default SAVE/metrics.jsonl)", NULL, 0},
+    {"--config", PL_OPT_STRING, NULL, F(config), "JSON preset of flags (command-line flags win)", NULL, 0},
+};
+
+const pl_command_spec pl_train_cmd = {
+    "train", "Train a GPT with Megatron-LM's flags (pretrain_gpt.py).", train_options,
+    (int)(sizeof train_options / sizeof *train_options)};
+
+int pl_train_args_given(const pl_train_args *a, const char *name)
+{
+    int i = pl_options_index(&pl_train_cmd, name);
+    return i >= 0 && a->given[i];
+}
+
+/* Applies the preset's entries to flags not given on the command line. */
+static pl_status apply_preset(pl_train_args *a, unsigned char *cli_given)
+{
+    char *text = NULL;
+    pl_status st = pl_file_read_all(a->config, &text, NULL);
+    if (st)
+        return pl_error_wrap(st, "--config");
+    cJSON *root = cJSON_Parse(text);
+    pl_free(text);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return pl_errorf(PL_ERR_FORMAT, "--config %s: not a JSON object", a->config);
+    }
+    a->preset = root;
+    for (cJSON *e = root->child; e; e = e->next) {
+        char name[96];
+        snprintf(name, sizeof name, "--%s", e->string);
+        for (char *c = name + 2; *c; c++)
+            if (*c == '_')
+                *c = '-';
+        int idx = pl_options_index(&pl_train_cmd, name);
+        if (idx < 0 || strcmp(name, "--config") == 0)
+            return pl_errorf(PL_ERR_ARG, "--config %s: unknown key \"%s\" (no flag %s)", a->config,
+                             e->string, name);
+        if (cli_given[idx])
+            continue; /* the command line wins */
+        const char *vals[64];
+        int n = 0;
+        if (cJSON_IsBool(e)) {
+            if (cJSON_IsFalse(e))
+                continue;
+        } else if (cJSON_IsNumber(e) || cJSON_IsString(e)) {
+            if (cJSON_IsNumber(e)) { /* re-print as text for the one parser */
+                char buf[64];
+                if (e->valuedouble == (double)(int64_t)e->valuedouble && fabs(e->valuedouble) < 9e15)
+                    snprintf(buf, sizeof buf, "%lld", (long long)e->valuedouble);
+                else
+                    snprintf(buf, sizeof buf, "%.17g", e->valuedouble);
+                cJSON *s = cJSON_CreateString(buf);
+                if (!s)
+                    return pl_errorf(PL_ERR_NOMEM, "out of memory");
+                cJSON_ReplaceItemViaPointer(root, e, s);
+                e = s;
+            }
+            vals[n++] = e->valuestring;
+        } else if (cJSON_IsArray(e)) {
+            for (cJSON *x = e->child; x; x = x->next) {
+                if (!cJSON_IsString(x) || n == 64)
+                    return pl_errorf(PL_ERR_ARG, "--config %s: \"%s\" must be a list of strings",
+                                     a->config, e->string);
+                vals[n++] = x->valuestring;
+            }
+        } else {
+            return pl_errorf(PL_ERR_ARG, "--config %s: \"%s\" has an unsupported value type",
+                             a->config, e->string);
+        }
+        st = pl_options_set(&pl_train_cmd, a, name, vals, n, a->given);
+        if (st)
+            return pl_error_wrap(st, "--config %s", a->config);
+    }
+    return PL_OK;
+}
+
+static pl_status require_positive(const pl_train_args *a, const char *flag, int64_t v)
+{
+    if (!pl_train_args_given(a, flag))
+        return pl_errorf(PL_ERR_ARG, "plait train: %s is required", flag);
+    if (v <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: %s must be positive, got %lld", flag,
+                         (long long)v);
+    return PL_OK;
+}
+
+static pl_status validate(pl_train_args *a)
+{
+    pl_status st = PL_OK;
+    PL_TRY(require_positive(a, "--num-layers", a->num_layers));
+    PL_TRY(require_positive(a, "--hidden-size", a->hidden_size));
+    PL_TRY(require_positive(a, "--num-attention-heads", a->num_attention_heads));
+    PL_TRY(require_positive(a, "--seq-length", a->seq_length));
+    if (a->hidden_size % a->num_attention_heads)
+        return pl_errorf(PL_ERR_ARG,
+                         "plait train: --hidden-size %lld is not divisible by "
+                         "--num-attention-heads %lld",
+                         (long long)a->hidden_size, (long long)a->num_attention_heads);
+    if (!pl_train_args_given(a, "--ffn-hidden-size"))
+        a->ffn_hidden_size = 4 * a->hidden_size;
+    if (!pl_train_args_given(a, "--max-position-embeddings"))
+        a->max_position_embeddings = a->seq_length;
+    if (a->max_position_embeddings < a->seq_length)
+        return pl_errorf(PL_ERR_ARG,
+                         "plait train: --max-position-embeddings %lld is smaller than "
+                         "--seq-length %lld",
+                         (long long)a->max_position_embeddings, (long long)a->seq_length);
+    if (a->ffn_hidden_size <= 0 || a->make_vocab_size_divisible_by <= 0 || a->micro_batch_size <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --ffn-hidden-size, "
+                                     "--make-vocab-size-divisible-by and --micro-batch-size must "
+                                     "be positive");
+    if (a->hidden_dropout != 0 || a->attention_dropout != 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --%s %g: dropout is not implemented; pass 0",
+                         a->hidden_dropout != 0 ? "hidden-dropout" : "attention-dropout",
+                         a->hidden_dropout != 0 ? a->hidden_dropout : a->attention_dropout);
+    if (a->tensor_model_parallel_size != 1 || a->pipeline_model_parallel_size != 1)
+        return pl_errorf(PL_ERR_ARG,
+                         "plait train: --tensor-model-parallel-size and "
+                         "--pipeline-model-parallel-size other than 1 are not implemented yet");
+    int by_iters = pl_train_args_given(a, "--train-iters");
+    int by_samples = pl_train_args_given(a, "--train-samples");
+    if (by_iters == by_samples)
+        return pl_errorf(PL_ERR_ARG, "plait train: give exactly one of --train-iters and "
+                                     "--train-samples");
+    if ((by_iters && a->train_iters <= 0) || (by_samples && a->train_samples <= 0))
+        return pl_errorf(PL_ERR_ARG, "plait train: %s must be positive",
+                         by_iters ? "--train-iters" : "--train-samples");
+    if (by_samples && (pl_train_args_given(a, "--lr-decay-iters") ||
+                       pl_train_args_given(a, "--lr-warmup-iters")))
+        return pl_errorf(PL_ERR_ARG, "plait train: with --train-samples, use --lr-decay-samples "
+                                     "and --lr-warmup-samples (not the -iters forms)");
+    if (by_iters && (pl_train_args_given(a, "--lr-decay-samples") ||
+                     pl_train_args_given(a, "--lr-warmup-samples")))
+        return pl_errorf(PL_ERR_ARG, "plait train: with --train-iters, use --lr-decay-iters and "
+                                     "--lr-warmup-iters (not the -samples forms)");
+    int warm = pl_train_args_given(a, "--lr-warmup-fraction") +
+               pl_train_args_given(a, "--lr-warmup-iters") +
+               pl_train_args_given(a, "--lr-warmup-samples");
+    if (warm > 1)
+        return pl_errorf(PL_ERR_ARG, "plait train: give only one of --lr-warmup-fraction, "
+                                     "--lr-warmup-iters and --lr-warmup-samples");
+    if (pl_train_args_given(a, "--lr-warmup-fraction") &&
+        (a->lr_warmup_fraction < 0 || a->lr_warmup_fraction > 1))
+        return pl_errorf(PL_ERR_ARG, "plait train: --lr-warmup-fraction %g is not in [0, 1]",
+                         a->lr_warmup_fraction);
+    if (!pl_train_args_given(a, "--lr"))
+        return pl_errorf(PL_ERR_ARG, "plait train: --lr is required");
+    if (a->lr < 0 || a->min_lr < 0 || a->min_lr > a->lr)
+        return pl_errorf(PL_ERR_ARG, "plait train: need 0 <= --min-lr (%g) <= --lr (%g)",
+                         a->min_lr, a->lr);
+    if (a->adam_beta1 < 0 || a->adam_beta1 >= 1 || a->adam_beta2 < 0 || a->adam_beta2 >= 1 ||
+        a->adam_eps <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: need 0 <= --adam-beta1, --adam-beta2 < 1 and "
+                                     "--adam-eps > 0");
+    if (a->weight_decay < 0 || a->clip_grad < 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --weight-decay and --clip-grad must be >= 0");
+    if (a->log_interval <= 0 || a->eval_interval <= 0 || a->eval_iters < 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --log-interval and --eval-interval must be "
+                                     "positive, --eval-iters >= 0");
+    if (pl_train_args_given(a, "--save-interval") && a->save_interval <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --save-interval must be positive");
+    if (pl_train_args_given(a, "--save-interval") && !a->save)
+        return pl_errorf(PL_ERR_ARG, "plait train: --save-interval needs --save DIR");
+    if (a->mock_data) {
+        if (a->data_path.n)
+            return pl_errorf(PL_ERR_ARG, "plait train: --mock-data and --data-path exclude each other");
+        if (!pl_train_args_given(a, "--vocab-size") && !a->tokenizer_type)
+            return pl_errorf(PL_ERR_ARG, "plait train: --mock-data needs --vocab-size or a tokenizer");
+    } else {
+        if (!a->data_path.n)
+            return pl_errorf(PL_ERR_ARG, "plait train: --data-path is required (or --mock-data)");
+        if (!a->tokenizer_type)
+            return pl_errorf(PL_ERR_ARG, "plait train: --tokenizer-type is required with --data-path");
+    }
+    if (pl_train_args_given(a, "--vocab-size") && a->vocab_size <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --vocab-size must be positive");
+    return PL_OK;
+fail:
+    return st;
+}
+
+pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof *a);
+    _Static_assert(sizeof train_options / sizeof *train_options <= sizeof a->given,
+                   "given[] too small");
+    pl_status st = pl_options_parse(&pl_train_cmd, a, argc, argv, a->given);
+    if (st)
+        return st;
+    if (a->config) {
+        unsigned char cli[sizeof a->given];
+        memcpy(cli, a->given, sizeof cli);
+        st = apply_preset(a, cli);
+        if (st)
+            goto fail;
+    }
+    st = validate(a);
+    if (st)
+        goto fail;
+    return PL_OK;
+fail:
+    pl_train_args_free(a);
+    return st;
+}
+
+void pl_train_args_free(pl_train_args *a)
+{
+    pl_options_free(&pl_train_cmd, a);
+    cJSON_Delete(a->preset);
+    a->preset = NULL;
+}

@@ -1,0 +1,55 @@
+/* The flags of `plait train` (and `plait bench`), with Megatron-LM's names,
+ * defaults and meanings (megatron/training/arguments.py), declared once in a
+ * table from which parsing, validation and --help come.
+ *
+ * A preset file (--config FILE.json: {"num-layers": 12, "lr": 6e-4, ...}, keys
+ * with '-' or '_') supplies values for flags not given on the command line. */
+#ifndef PL_TRAIN_ARGS_H
+#define PL_TRAIN_ARGS_H
+
+#include "base/options.h"
+
+#include <stdint.h>
+
+typedef struct pl_train_args {
+    /* model */
+    const char *model;
+    int64_t num_layers, hidden_size, num_attention_heads, ffn_hidden_size;
+    int64_t seq_length, max_position_embeddings, make_vocab_size_divisible_by, vocab_size;
+    double init_method_std, hidden_dropout, attention_dropout, layernorm_epsilon;
+    /* parallelism */
+    int64_t tensor_model_parallel_size, pipeline_model_parallel_size;
+    /* batch and iterations */
+    int64_t micro_batch_size, global_batch_size, train_iters, train_samples;
+    int64_t eval_interval, eval_iters, log_interval, exit_interval;
+    /* optimizer and schedule */
+    const char *optimizer;
+    double lr, min_lr, lr_warmup_init, lr_warmup_fraction, weight_decay;
+    double adam_beta1, adam_beta2, adam_eps, clip_grad;
+    const char *lr_decay_style;
+    int64_t lr_decay_iters, lr_decay_samples, lr_warmup_iters, lr_warmup_samples;
+    /* data */
+    pl_strlist data_path;
+    const char *split, *data_cache_path, *tokenizer_type, *vocab_file, *merge_file;
+    int eod_mask_loss, mock_data;
+    int64_t seed;
+    /* checkpoints and logging */
+    const char *save, *load, *metrics_file, *config;
+    int64_t save_interval;
+    int no_load_optim, no_load_rng, finetune;
+    void *preset; /* the parsed --config file (cJSON); owns the preset's strings */
+    /* what the user actually gave (index by pl_options_index), config included */
+    unsigned char given[128];
+} pl_train_args;
+
+extern const pl_command_spec pl_train_cmd;
+
+/* Parses argv (and --config), then validates. Errors name the flag and say
+ * what was expected. pl_train_args_free releases lists and the preset. */
+pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv);
+void pl_train_args_free(pl_train_args *a);
+
+/* Was flag `name` ("--lr") given on the command line or in the preset? */
+int pl_train_args_given(const pl_train_args *a, const char *name);
+
+#endif
