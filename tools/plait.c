@@ -17,6 +17,8 @@ static const subcommand subcommands[] = {
     {"preprocess", plait_cmd_preprocess,
      "tokenize text into Megatron .bin/.idx datasets (tools/preprocess_data.py)"},
     {"data", plait_cmd_data, "inspect datasets, build sample indices and vocabularies"},
+    {"train", plait_cmd_train, "train a GPT with Megatron-LM's flags (pretrain_gpt.py)"},
+    {"generate", plait_cmd_generate, "generate text from a checkpoint"},
 };
 
 static void usage(FILE *fp)

@@ -1,11 +1,13 @@
 /* mmap, whole-file reads, atomic writes and mkdir -p. */
 #define _GNU_SOURCE
+#define _XOPEN_SOURCE 700
 #include "base/fileio.h"
 
 #include "base/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -175,4 +177,33 @@ int pl_file_exists(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    return (type == FTW_DP ? rmdir(path) : unlink(path)) != 0 && errno != ENOENT;
+}
+
+pl_status pl_rmtree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return errno == ENOENT ? PL_OK
+                               : pl_errorf(PL_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return pl_errorf(PL_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+    return PL_OK;
+}
+
+pl_status pl_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return pl_errorf(PL_ERR_IO, "%s: cannot open directory: %s", dir, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    return rc == 0 ? PL_OK : pl_errorf(PL_ERR_IO, "%s: fsync failed: %s", dir, strerror(e));
 }

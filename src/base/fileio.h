@@ -38,6 +38,12 @@ pl_status pl_wfile_commit(pl_wfile *w);
 /* Closes and deletes the temporary file. Safe on a closed or zeroed w. */
 void pl_wfile_abort(pl_wfile *w);
 
+/* rm -rf path (files and directories below it). A missing path is not an error. */
+pl_status pl_rmtree(const char *path);
+
+/* fsync a directory, so a rename inside it is durable. */
+pl_status pl_fsync_dir(const char *dir);
+
 /* mkdir -p. */
 pl_status pl_mkdirs(const char *dir);
 int pl_file_exists(const char *path);

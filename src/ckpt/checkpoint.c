@@ -1,0 +1,488 @@
+/* Checkpoint save and load: safetensors shards plus a JSON manifest. */
+#include "ckpt/checkpoint.h"
+
+#include "base/alloc.h"
+#include "base/fileio.h"
+#include "base/vec.h"
+#include "base/xxh64.h"
+#include "ckpt/safetensors.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { PATH_MAX_ = 4096 };
+static const char FORMAT[] = "plait-checkpoint";
+
+static void iter_dir(char *out, const char *dir, int64_t it, const char *suffix)
+{
+    snprintf(out, PATH_MAX_, "%s/iter_%07lld%s", dir, (long long)it, suffix);
+}
+
+static void rank_dir(char *out, int tp_rank, int pp_rank, int pp)
+{
+    if (pp == 1)
+        snprintf(out, 64, "mp_rank_%02d", tp_rank);
+    else
+        snprintf(out, 64, "mp_rank_%02d_%03d", tp_rank, pp_rank);
+}
+
+/* xxh64 of a whole file, as 16 hex digits. */
+static pl_status file_xxh64(const char *path, char out[17])
+{
+    pl_mmap m;
+    pl_status st = pl_mmap_open(&m, path);
+    if (st)
+        return st;
+    snprintf(out, 17, "%016" PRIx64, pl_xxh64(m.data ? m.data : (const uint8_t *)"", m.size, 0));
+    pl_mmap_close(&m);
+    return PL_OK;
+}
+
+/* All ranks agree that everyone succeeded; returns the first local error or a
+ * message naming a failed rank. */
+static pl_status consensus(pl_comm *world, pl_status local, const char *what)
+{
+    int32_t bad = local != PL_OK ? world->rank + 1 : 0;
+    char keep[1024];
+    snprintf(keep, sizeof keep, "%s", pl_error_msg());
+    pl_status st = pl_comm_allreduce_i32(world, &bad, 1, PL_COMM_MAX);
+    if (st)
+        return st;
+    if (local != PL_OK)
+        return pl_errorf(local, "%s", keep);
+    if (bad)
+        return pl_errorf(PL_ERR_IO, "%s failed on rank %d", what, bad - 1);
+    return PL_OK;
+}
+
+static const struct {
+    const char *key, *flag;
+    size_t off;
+} config_fields[] = {
+    {"num_layers", "--num-layers", offsetof(pl_gpt_config, num_layers)},
+    {"hidden_size", "--hidden-size", offsetof(pl_gpt_config, hidden)},
+    {"num_attention_heads", "--num-attention-heads", offsetof(pl_gpt_config, heads)},
+    {"ffn_hidden_size", "--ffn-hidden-size", offsetof(pl_gpt_config, ffn_hidden)},
+    {"max_position_embeddings", "--max-position-embeddings", offsetof(pl_gpt_config, max_positions)},
+    {"vocab_size", "--vocab-size (the tokenizer's)", offsetof(pl_gpt_config, vocab_size)},
+    {"padded_vocab_size", "--make-vocab-size-divisible-by (padded vocabulary)",
+     offsetof(pl_gpt_config, padded_vocab)},
+    {"seq_length", "--seq-length", offsetof(pl_gpt_config, seq_length)},
+};
+
+static cJSON *manifest_json(const pl_gpt_config *cfg, const pl_ckpt_meta *m, const pl_registry *reg)
+{
+    cJSON *root = cJSON_CreateObject(), *model = cJSON_CreateObject(), *sch = cJSON_CreateObject(),
+          *opt = cJSON_CreateObject(), *par = cJSON_CreateObject(), *tok = cJSON_CreateObject(),
+          *tensors = cJSON_CreateObject();
+    if (!root || !model || !sch || !opt || !par || !tok || !tensors) {
+        cJSON_Delete(root), cJSON_Delete(model), cJSON_Delete(sch), cJSON_Delete(opt);
+        cJSON_Delete(par), cJSON_Delete(tok), cJSON_Delete(tensors);
+        return NULL;
+    }
+    cJSON_AddStringToObject(root, "format", FORMAT);
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddNumberToObject(root, "iteration", (double)m->iteration);
+    cJSON_AddNumberToObject(root, "consumed_train_samples", (double)m->consumed_train_samples);
+    cJSON_AddNumberToObject(root, "consumed_valid_samples", (double)m->consumed_valid_samples);
+    cJSON_AddItemToObject(root, "model", model);
+    cJSON_AddStringToObject(model, "architecture", "gpt");
+    for (size_t i = 0; i < sizeof config_fields / sizeof *config_fields; i++)
+        cJSON_AddNumberToObject(model, config_fields[i].key,
+                                (double)*(const int64_t *)((const char *)cfg + config_fields[i].off));
+    cJSON_AddNumberToObject(model, "make_vocab_size_divisible_by", (double)cfg->divisible_by);
+    cJSON_AddNumberToObject(model, "init_method_std", cfg->init_std);
+    cJSON_AddNumberToObject(model, "layernorm_epsilon", cfg->ln_eps);
+    cJSON_AddItemToObject(root, "parallel", par);
+    cJSON_AddNumberToObject(par, "tensor_model_parallel_size", m->tp);
+    cJSON_AddNumberToObject(par, "pipeline_model_parallel_size", m->pp);
+    cJSON_AddNumberToObject(par, "data_parallel_size", m->dp);
+    cJSON_AddItemToObject(root, "scheduler", sch);
+    cJSON_AddNumberToObject(sch, "max_lr", m->schedule.max_lr);
+    cJSON_AddNumberToObject(sch, "min_lr", m->schedule.min_lr);
+    cJSON_AddNumberToObject(sch, "init_lr", m->schedule.init_lr);
+    cJSON_AddNumberToObject(sch, "lr_warmup_steps", (double)m->schedule.warmup_steps);
+    cJSON_AddNumberToObject(sch, "lr_decay_steps", (double)m->schedule.decay_steps);
+    cJSON_AddStringToObject(sch, "lr_decay_style", pl_lr_style_name(m->schedule.style));
+    cJSON_AddNumberToObject(sch, "num_steps", (double)m->schedule.num_steps);
+    cJSON_AddItemToObject(root, "optimizer", opt);
+    cJSON_AddStringToObject(opt, "type", "adamw");
+    cJSON_AddNumberToObject(opt, "step", (double)m->optimizer_steps);
+    cJSON_AddNumberToObject(opt, "beta1", m->beta1);
+    cJSON_AddNumberToObject(opt, "beta2", m->beta2);
+    cJSON_AddNumberToObject(opt, "eps", m->eps);
+    cJSON_AddNumberToObject(opt, "weight_decay", m->weight_decay);
+    cJSON_AddNumberToObject(root, "seed", (double)m->seed);
+    cJSON_AddItemToObject(root, "tokenizer", tok);
+    if (m->tokenizer_type)
+        cJSON_AddStringToObject(tok, "type", m->tokenizer_type);
+    if (m->vocab_file)
+        cJSON_AddStringToObject(tok, "vocab_file", m->vocab_file);
+    if (m->merge_file)
+        cJSON_AddStringToObject(tok, "merge_file", m->merge_file);
+    if (m->data_hash)
+        cJSON_AddStringToObject(root, "data_hash", m->data_hash);
+    static const char *splits[] = {"replicated", "rows", "cols", "vocab"};
+    cJSON_AddItemToObject(root, "tensors", tensors);
+    for (int i = 0; i < reg->n; i++) {
+        const pl_param *p = &reg->params[i];
+        cJSON *t = cJSON_CreateObject(), *shape = cJSON_CreateArray();
+        if (!t || !shape) {
+            cJSON_Delete(t);
+            cJSON_Delete(shape);
+            cJSON_Delete(root);
+            return NULL;
+        }
+        for (int d = 0; d < p->ndim; d++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)p->shape[d]));
+        cJSON_AddItemToObject(t, "shape", shape);
+        cJSON_AddStringToObject(t, "tp_split", splits[p->split]);
+        cJSON_AddNumberToObject(t, "pipeline_stage", p->stage);
+        cJSON_AddItemToObject(tensors, p->name, t);
+    }
+    return root;
+}
+
+/* Writes this rank's shard file (called on DP rank 0 of each model-parallel slice). */
+static pl_status write_shard(const char *path, const pl_ckpt_buffers *b)
+{
+    pl_st_writer *w;
+    pl_status st = pl_st_writer_new(&w);
+    if (st)
+        return st;
+    const pl_registry *reg = b->reg;
+    static const char *prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
+    const float *bufs[3] = {b->params, b->exp_avg, b->exp_avg_sq};
+    for (int k = 0; k < 3; k++) {
+        if (!bufs[k])
+            continue;
+        for (int i = 0; i < reg->n; i++) {
+            const pl_param *p = &reg->params[i];
+            if (p->offset < 0)
+                continue;
+            char name[PL_ST_NAME_MAX];
+            snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
+            if ((st = pl_st_writer_add(w, name, "F32", p->ndim, p->local_shape,
+                                       bufs[k] + p->offset))) {
+                pl_st_writer_free(w);
+                return st;
+            }
+        }
+    }
+    pl_st_writer_meta(w, "format", FORMAT);
+    return pl_st_writer_finish(w, path);
+}
+
+pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gpt_config *cfg,
+                       const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf)
+{
+    char tmp[PATH_MAX_], final[PATH_MAX_], path[PATH_MAX_ + 128], sub[64];
+    iter_dir(tmp, dir, meta->iteration, ".tmp");
+    iter_dir(final, dir, meta->iteration, "");
+    pl_status st = PL_OK;
+    if (world->rank == 0) {
+        st = pl_mkdirs(dir);
+        if (!st)
+            st = pl_rmtree(tmp); /* a stale, half-written attempt */
+        if (!st)
+            st = pl_mkdirs(tmp);
+    }
+    if ((st = consensus(world, st, "creating the checkpoint directory")))
+        return st;
+    rank_dir(sub, buf->reg->tp_rank, buf->reg->pp_rank, meta->pp);
+    if (dp_rank == 0) {
+        snprintf(path, sizeof path, "%s/%s", tmp, sub);
+        st = pl_mkdirs(path);
+        if (!st) {
+            snprintf(path, sizeof path, "%s/%s/model_optim.safetensors", tmp, sub);
+            st = write_shard(path, buf);
+        }
+    }
+    if ((st = consensus(world, st, "writing checkpoint shards")))
+        return st;
+    if (world->rank == 0) {
+        cJSON *root = manifest_json(cfg, meta, buf->reg), *files = cJSON_CreateObject();
+        char *text = NULL;
+        if (!root || !files) {
+            st = pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
+            cJSON_Delete(files);
+            goto manifest_done;
+        }
+        cJSON_AddItemToObject(root, "files", files);
+        for (int t = 0; t < meta->tp && !st; t++)
+            for (int p = 0; p < meta->pp && !st; p++) {
+                char hash[17], rel[128];
+                rank_dir(sub, t, p, meta->pp);
+                snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
+                snprintf(path, sizeof path, "%s/%s", tmp, rel);
+                if (!(st = file_xxh64(path, hash))) {
+                    cJSON *f = cJSON_CreateObject();
+                    cJSON_AddStringToObject(f, "xxh64", hash);
+                    cJSON_AddItemToObject(files, rel, f);
+                }
+            }
+        if (st)
+            goto manifest_done;
+        text = cJSON_Print(root);
+        if (!text) {
+            st = pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
+            goto manifest_done;
+        }
+        pl_wfile w;
+        snprintf(path, sizeof path, "%s/manifest.json", tmp);
+        if (!(st = pl_wfile_open(&w, path))) {
+            st = pl_wfile_write(&w, text, strlen(text));
+            st = st ? (pl_wfile_abort(&w), st) : pl_wfile_commit(&w);
+        }
+        /* Replace an older copy of the same iteration, then publish. */
+        if (!st)
+            st = pl_rmtree(final);
+        if (!st && rename(tmp, final) != 0)
+            st = pl_errorf(PL_ERR_IO, "%s: cannot rename to %s", tmp, final);
+        if (!st)
+            st = pl_fsync_dir(dir);
+        if (!st) {
+            char num[32];
+            snprintf(num, sizeof num, "%lld", (long long)meta->iteration);
+            snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
+            if (!(st = pl_wfile_open(&w, path))) {
+                st = pl_wfile_write(&w, num, strlen(num));
+                st = st ? (pl_wfile_abort(&w), st) : pl_wfile_commit(&w);
+            }
+        }
+    manifest_done:
+        cJSON_free(text);
+        cJSON_Delete(root);
+    }
+    return consensus(world, st, "publishing the checkpoint");
+}
+
+pl_status pl_ckpt_latest(const char *dir, int64_t *iteration)
+{
+    char path[PATH_MAX_ + 64];
+    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
+    *iteration = -1;
+    if (!pl_file_exists(path))
+        return PL_OK;
+    char *text = NULL;
+    pl_status st = pl_file_read_all(path, &text, NULL);
+    if (st)
+        return st;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    while (*end == '\n' || *end == ' ' || *end == '\r')
+        end++;
+    if (end == text || *end || v < 0) {
+        st = pl_errorf(PL_ERR_FORMAT, "%s: expected an iteration number, got '%.40s'", path, text);
+        pl_free(text);
+        return st;
+    }
+    pl_free(text);
+    *iteration = v;
+    return PL_OK;
+}
+
+static double num(const cJSON *o, const char *key, int *ok)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v)) {
+        *ok = 0;
+        return 0;
+    }
+    return v->valuedouble;
+}
+
+/* Appends the string field key of o, NUL-terminated, to arena; *off is its
+ * offset there, or SIZE_MAX when the field is absent. */
+static pl_status keep_str(const cJSON *o, const char *key, pl_bytes *arena, size_t *off)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *off = SIZE_MAX;
+    if (!cJSON_IsString(v))
+        return PL_OK;
+    *off = arena->n;
+    return pl_bytes_append(arena, v->valuestring, strlen(v->valuestring) + 1);
+}
+
+/* Parses the manifest into cfg_out (when not NULL) and meta. */
+static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_gpt_config *cfg_out,
+                               pl_ckpt_meta *meta, char **strings)
+{
+    char *text = NULL;
+    pl_status st = pl_file_read_all(mpath, &text, NULL);
+    if (st)
+        return st;
+    cJSON *root = cJSON_Parse(text);
+    pl_free(text);
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, FORMAT) != 0) {
+        cJSON_Delete(root);
+        return pl_errorf(PL_ERR_FORMAT, "%s: not a plait checkpoint manifest", mpath);
+    }
+    int ok = 1;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *sch = cJSON_GetObjectItemCaseSensitive(root, "scheduler");
+    const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "optimizer");
+    const cJSON *par = cJSON_GetObjectItemCaseSensitive(root, "parallel");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
+    memset(meta, 0, sizeof *meta);
+    meta->iteration = (int64_t)num(root, "iteration", &ok);
+    meta->consumed_train_samples = (int64_t)num(root, "consumed_train_samples", &ok);
+    meta->consumed_valid_samples = (int64_t)num(root, "consumed_valid_samples", &ok);
+    meta->seed = (uint64_t)num(root, "seed", &ok);
+    meta->optimizer_steps = (int64_t)num(opt, "step", &ok);
+    meta->beta1 = num(opt, "beta1", &ok);
+    meta->beta2 = num(opt, "beta2", &ok);
+    meta->eps = num(opt, "eps", &ok);
+    meta->weight_decay = num(opt, "weight_decay", &ok);
+    meta->schedule.max_lr = num(sch, "max_lr", &ok);
+    meta->schedule.min_lr = num(sch, "min_lr", &ok);
+    meta->schedule.init_lr = num(sch, "init_lr", &ok);
+    meta->schedule.warmup_steps = (int64_t)num(sch, "lr_warmup_steps", &ok);
+    meta->schedule.decay_steps = (int64_t)num(sch, "lr_decay_steps", &ok);
+    meta->schedule.num_steps = (int64_t)num(sch, "num_steps", &ok);
+    const cJSON *style = cJSON_GetObjectItemCaseSensitive(sch, "lr_decay_style");
+    int sv = cJSON_IsString(style) ? pl_lr_style_parse(style->valuestring) : -1;
+    ok &= sv >= 0;
+    meta->schedule.style = sv < 0 ? PL_LR_CONSTANT : (pl_lr_style)sv;
+    meta->tp = (int)num(par, "tensor_model_parallel_size", &ok);
+    meta->pp = (int)num(par, "pipeline_model_parallel_size", &ok);
+    meta->dp = (int)num(par, "data_parallel_size", &ok);
+    pl_gpt_config c;
+    memset(&c, 0, sizeof c);
+    for (size_t i = 0; i < sizeof config_fields / sizeof *config_fields; i++)
+        *(int64_t *)((char *)&c + config_fields[i].off) = (int64_t)num(model, config_fields[i].key, &ok);
+    c.divisible_by = (int64_t)num(model, "make_vocab_size_divisible_by", &ok);
+    c.init_std = num(model, "init_method_std", &ok);
+    c.ln_eps = (float)num(model, "layernorm_epsilon", &ok);
+    if (!ok) {
+        cJSON_Delete(root);
+        return pl_errorf(PL_ERR_FORMAT, "%s: a required field is missing or malformed", mpath);
+    }
+    if (cfg_out)
+        *cfg_out = c;
+    pl_bytes arena = {0};
+    size_t offs[4];
+    st = keep_str(tok, "type", &arena, &offs[0]);
+    if (!st)
+        st = keep_str(tok, "vocab_file", &arena, &offs[1]);
+    if (!st)
+        st = keep_str(tok, "merge_file", &arena, &offs[2]);
+    if (!st)
+        st = keep_str(root, "data_hash", &arena, &offs[3]);
+    if (st) {
+        pl_bytes_free(&arena);
+        cJSON_Delete(root);
+        return st;
+    }
+    const char **dst[4] = {&meta->tokenizer_type, &meta->vocab_file, &meta->merge_file,
+                           &meta->data_hash};
+    for (int k = 0; k < 4; k++)
+        *dst[k] = offs[k] == SIZE_MAX ? NULL : arena.data + offs[k];
+    *strings = arena.data;
+    *root_out = root;
+    return PL_OK;
+}
+
+pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_gpt_config *cfg,
+                              pl_ckpt_meta *meta, char **strings)
+{
+    char idir[PATH_MAX_], mpath[PATH_MAX_ + 32];
+    iter_dir(idir, dir, iteration, "");
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", idir);
+    cJSON *root = NULL;
+    pl_status st = read_manifest(mpath, &root, cfg, meta, strings);
+    cJSON_Delete(root);
+    return st;
+}
+
+pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_gpt_config *cfg,
+                       const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings)
+{
+    char idir[PATH_MAX_], mpath[PATH_MAX_ + 32], sub[64], rel[128], spath[PATH_MAX_ + 160];
+    iter_dir(idir, dir, iteration, "");
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", idir);
+    cJSON *root = NULL;
+    pl_gpt_config saved;
+    *strings = NULL;
+    pl_status st = read_manifest(mpath, &root, &saved, meta, strings);
+    if (st)
+        return st;
+    pl_safetensors sf = {0};
+    int sf_open = 0;
+    for (size_t i = 0; i < sizeof config_fields / sizeof *config_fields; i++) {
+        int64_t a = *(const int64_t *)((const char *)&saved + config_fields[i].off);
+        int64_t b = *(const int64_t *)((const char *)cfg + config_fields[i].off);
+        if (a != b && strcmp(config_fields[i].key, "seq_length") != 0) {
+            st = pl_errorf(PL_ERR_ARG, "%s: %s is %lld in the checkpoint but %lld in this run",
+                           mpath, config_fields[i].flag, (long long)a, (long long)b);
+            goto fail;
+        }
+    }
+    const pl_registry *reg = buf->reg;
+    if (meta->tp != reg->tp_size || meta->pp < 1) {
+        st = pl_errorf(PL_ERR_UNSUPPORTED,
+                       "%s: saved with --tensor-model-parallel-size %d, this run uses %d "
+                       "(resharding on load is not implemented yet)",
+                       mpath, meta->tp, reg->tp_size);
+        goto fail;
+    }
+    rank_dir(sub, reg->tp_rank, reg->pp_rank, meta->pp);
+    snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
+    snprintf(spath, sizeof spath, "%s/%s", idir, rel);
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(files, rel),
+                                                         "xxh64");
+    char got[17];
+    if (!cJSON_IsString(want)) {
+        st = pl_errorf(PL_ERR_FORMAT, "%s: no checksum recorded for %s", mpath, rel);
+        goto fail;
+    }
+    PL_TRY(file_xxh64(spath, got));
+    if (strcmp(got, want->valuestring) != 0) {
+        st = pl_errorf(PL_ERR_FORMAT, "%s: xxh64 %s, the manifest says %s (corrupt file)", spath,
+                       got, want->valuestring);
+        goto fail;
+    }
+    PL_TRY(pl_safetensors_open(&sf, spath));
+    sf_open = 1;
+    static const char *prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
+    float *bufs[3] = {buf->params, buf->exp_avg, buf->exp_avg_sq};
+    for (int k = 0; k < 3; k++) {
+        if (!bufs[k])
+            continue;
+        for (int i = 0; i < reg->n; i++) {
+            const pl_param *p = &reg->params[i];
+            if (p->offset < 0)
+                continue;
+            char name[PL_ST_NAME_MAX];
+            snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
+            const pl_st_tensor *t = pl_safetensors_find(&sf, name);
+            if (!t) {
+                st = pl_errorf(PL_ERR_FORMAT, "%s: tensor %s is missing", spath, name);
+                goto fail;
+            }
+            if (strcmp(t->dtype, "F32") != 0 || t->ndim != p->ndim || t->shape[0] != p->local_shape[0] ||
+                (p->ndim == 2 && t->shape[1] != p->local_shape[1])) {
+                st = pl_errorf(PL_ERR_FORMAT, "%s: tensor %s has dtype %s and a shape other than "
+                               "this run's [%lld, %lld]",
+                               spath, name, t->dtype, (long long)p->local_shape[0],
+                               (long long)p->local_shape[1]);
+                goto fail;
+            }
+            memcpy(bufs[k] + p->offset, sf.data + t->begin, (size_t)p->numel * sizeof(float));
+        }
+    }
+    pl_safetensors_close(&sf);
+    cJSON_Delete(root);
+    return PL_OK;
+fail:
+    if (sf_open)
+        pl_safetensors_close(&sf);
+    cJSON_Delete(root);
+    pl_free(*strings);
+    *strings = NULL;
+    return st;
+}

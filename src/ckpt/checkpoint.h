@@ -1,0 +1,61 @@
+/* Checkpoints in Megatron's directory layout:
+ *
+ *   DIR/latest_checkpointed_iteration.txt      "100"
+ *   DIR/iter_0000100/manifest.json             config, iteration, consumed samples,
+ *                                              scheduler, optimizer, seed, data hashes,
+ *                                              every tensor's global shape and slice,
+ *                                              each file's xxh64
+ *   DIR/iter_0000100/mp_rank_00/model_optim.safetensors        (pp = 1)
+ *   DIR/iter_0000100/mp_rank_00_000/model_optim.safetensors    (pp > 1)
+ *
+ * Each safetensors file holds one (tp, pp) rank's shards: the parameters under
+ * their registry names and the Adam moments as "optimizer.exp_avg.NAME" and
+ * "optimizer.exp_avg_sq.NAME". DP rank 0 of each model-parallel slice writes
+ * its file. Everything is written under iter_XXXXXXX.tmp/ and renamed when
+ * complete, and latest_checkpointed_iteration.txt is replaced atomically
+ * after that, so a half-written checkpoint is never taken as the latest. */
+#ifndef PL_CKPT_CHECKPOINT_H
+#define PL_CKPT_CHECKPOINT_H
+
+#include "model/gpt_config.h"
+#include "optim/schedule.h"
+#include "parallel/comm.h"
+
+typedef struct pl_ckpt_meta {
+    int64_t iteration;
+    int64_t consumed_train_samples, consumed_valid_samples;
+    int64_t optimizer_steps; /* Adam's t */
+    pl_schedule schedule;
+    double beta1, beta2, eps, weight_decay;
+    uint64_t seed;
+    int tp, pp, dp;
+    const char *tokenizer_type, *vocab_file, *merge_file; /* for generate; may be NULL */
+    const char *data_hash; /* identity of the training data, may be NULL */
+} pl_ckpt_meta;
+
+/* What a rank saves or loads: its registry and flat buffers. m/v may be NULL
+ * (weights only). */
+typedef struct pl_ckpt_buffers {
+    const pl_registry *reg;
+    float *params, *exp_avg, *exp_avg_sq;
+} pl_ckpt_buffers;
+
+/* Collective over world. dp_rank/tp_rank/pp_rank place this rank. */
+pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gpt_config *cfg,
+                       const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf);
+
+/* Reads DIR/latest_checkpointed_iteration.txt: *iteration = -1 when absent. */
+pl_status pl_ckpt_latest(const char *dir, int64_t *iteration);
+
+/* Loads iteration `iteration` of DIR into buf (this rank's shards), checking
+ * checksums and that the checkpoint's model config equals cfg (an error names
+ * the first field that differs). meta receives the saved state; its string
+ * fields point into storage owned by *strings (free with pl_free). */
+pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_gpt_config *cfg,
+                       const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings);
+
+/* Reads only the manifest's model config (for plait generate). */
+pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_gpt_config *cfg,
+                              pl_ckpt_meta *meta, char **strings);
+
+#endif

@@ -1,0 +1,271 @@
+/* GPT forward and backward over one micro-batch (one pipeline stage holding
+ * every layer; tensor parallelism inside the layers). */
+#include "model/gpt.h"
+
+#include "base/alloc.h"
+#include "nn/linear.h"
+#include "parallel/tp/layers.h"
+
+#include <string.h>
+
+static float *param_view(const pl_registry *reg, float *flat, const char *name)
+{
+    const pl_param *p = pl_registry_find(reg, name);
+    return p && p->offset >= 0 ? flat + p->offset : NULL;
+}
+
+/* Points the per-layer views of one flat buffer. */
+static pl_status bind_layers(pl_gpt *m, pl_gpt_layer *out, float *flat)
+{
+    static const char *const names[12] = {
+        "input_layernorm.weight",           "input_layernorm.bias",
+        "self_attention.linear_qkv.weight", "self_attention.linear_qkv.bias",
+        "self_attention.linear_proj.weight", "self_attention.linear_proj.bias",
+        "pre_mlp_layernorm.weight",         "pre_mlp_layernorm.bias",
+        "mlp.linear_fc1.weight",            "mlp.linear_fc1.bias",
+        "mlp.linear_fc2.weight",            "mlp.linear_fc2.bias"};
+    for (int64_t l = 0; l < m->cfg.num_layers; l++) {
+        float **slot = &out[l].ln1_w;
+        int64_t lo = INT64_MAX, hi = 0;
+        for (int k = 0; k < 12; k++) {
+            char name[PL_PARAM_NAME_MAX];
+            snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k]);
+            const pl_param *p = pl_registry_find(m->reg, name);
+            if (!p || p->offset < 0)
+                return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", name);
+            slot[k] = flat + p->offset;
+            lo = p->offset < lo ? p->offset : lo;
+            hi = p->offset + p->numel > hi ? p->offset + p->numel : hi;
+        }
+        m->layer_offset[l] = lo;
+        m->layer_count[l] = hi - lo;
+    }
+    return PL_OK;
+}
+
+/* Bump allocator over the activation block: 64-byte aligned slices. With a
+ * NULL base it only counts. */
+typedef struct bump {
+    float *base;
+    size_t used; /* floats */
+} bump;
+
+static float *take(bump *b, int64_t n)
+{
+    float *p = b->base ? b->base + b->used : NULL;
+    b->used += (size_t)(n + 15) / 16 * 16;
+    return p;
+}
+
+/* Lays out every activation and scratch buffer; returns the floats needed. */
+static size_t plan(pl_gpt *m, float *base)
+{
+    const int64_t N = m->N, C = m->C, L = m->cfg.num_layers;
+    bump b = {base, 0};
+#define TAKE(dst, n) ((dst) = take(&b, (n)))
+    TAKE(m->x0, N * C);
+    for (int64_t l = 0; l < L; l++) {
+        pl_gpt_layer_acts *a = &m->acts[l];
+        TAKE(a->ln1, N * C);
+        TAKE(a->ln1_mean, N);
+        TAKE(a->ln1_rstd, N);
+        TAKE(a->qkv, N * 3 * m->Cl);
+        TAKE(a->attn, N * m->Cl);
+        TAKE(a->lse, m->B * m->NHl * m->T);
+        TAKE(a->res1, N * C);
+        TAKE(a->ln2, N * C);
+        TAKE(a->ln2_mean, N);
+        TAKE(a->ln2_rstd, N);
+        TAKE(a->fc1, N * m->Fl);
+        TAKE(a->gelu, N * m->Fl);
+        TAKE(a->res2, N * C);
+    }
+    TAKE(m->lnf, N * C);
+    TAKE(m->lnf_mean, N);
+    TAKE(m->lnf_rstd, N);
+    TAKE(m->loss, N);
+    TAKE(m->lse, N);
+    TAKE(m->rows, 3 * N);
+    TAKE(m->dloss, N);
+    TAKE(m->dres, N * C);
+    TAKE(m->dln, N * C);
+    TAKE(m->dqkv, N * 3 * m->Cl);
+    TAKE(m->dattn, N * m->Cl);
+    TAKE(m->dfc1, N * m->Fl);
+    TAKE(m->dgelu, N * m->Fl);
+    TAKE(m->attn_ws, (int64_t)(pl_attention_workspace(m->B, m->T, m->NHl, m->HS) / sizeof(float) + 1));
+    TAKE(m->lm_ws, (int64_t)(pl_lmhead_workspace(N, m->lm_chunk) / sizeof(float) + 1));
+#undef TAKE
+    return b.used;
+}
+
+pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *reg, float *params,
+                      float *grads, int64_t B, pl_comm *tp, pl_gemm *gemm)
+{
+    pl_status st = PL_OK;
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->reg = reg;
+    m->B = B;
+    m->T = cfg->seq_length;
+    m->N = B * m->T;
+    m->C = cfg->hidden;
+    m->tp = tp;
+    m->gemm = gemm;
+    int tps = reg->tp_size;
+    m->Cl = cfg->hidden / tps;
+    m->Fl = cfg->ffn_hidden / tps;
+    m->NHl = cfg->heads / tps;
+    m->HS = cfg->hidden / cfg->heads;
+    m->Vl = cfg->padded_vocab / tps;
+    m->v0 = m->Vl * reg->tp_rank;
+    m->lm_chunk = m->Vl < 4096 ? m->Vl : 4096;
+    const int64_t L = cfg->num_layers;
+    m->w = pl_calloc((size_t)L, sizeof *m->w);
+    m->g = pl_calloc((size_t)L, sizeof *m->g);
+    m->acts = pl_calloc((size_t)L, sizeof *m->acts);
+    m->layer_offset = pl_calloc((size_t)L, sizeof *m->layer_offset);
+    m->layer_count = pl_calloc((size_t)L, sizeof *m->layer_count);
+    m->tokens = pl_calloc((size_t)m->N, sizeof *m->tokens);
+    m->targets = pl_calloc((size_t)m->N, sizeof *m->targets);
+    if (!m->w || !m->g || !m->acts || !m->layer_offset || !m->layer_count || !m->tokens ||
+        !m->targets) {
+        st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's tables");
+        goto fail;
+    }
+    m->wte = param_view(reg, params, "embedding.word_embeddings.weight");
+    m->wpe = param_view(reg, params, "embedding.position_embeddings.weight");
+    m->lnf_w = param_view(reg, params, "decoder.final_layernorm.weight");
+    m->lnf_b = param_view(reg, params, "decoder.final_layernorm.bias");
+    m->dwte = param_view(reg, grads, "embedding.word_embeddings.weight");
+    m->dwpe = param_view(reg, grads, "embedding.position_embeddings.weight");
+    m->dlnf_w = param_view(reg, grads, "decoder.final_layernorm.weight");
+    m->dlnf_b = param_view(reg, grads, "decoder.final_layernorm.bias");
+    if (!m->wte || !m->wpe || !m->lnf_w || !m->lnf_b) {
+        st = pl_errorf(PL_ERR_INTERNAL, "embedding or final norm missing on this rank");
+        goto fail;
+    }
+    PL_TRY(bind_layers(m, m->w, params));
+    PL_TRY(bind_layers(m, m->g, grads));
+    m->act_floats = plan(m, NULL);
+    size_t bytes;
+    if (pl_mul_size(m->act_floats, sizeof(float), &bytes) || pl_add_size(bytes, 64, &bytes)) {
+        st = pl_errorf(PL_ERR_NOMEM, "activation plan overflows");
+        goto fail;
+    }
+    m->act_mem = pl_malloc(bytes);
+    if (!m->act_mem) {
+        st = pl_errorf(PL_ERR_NOMEM, "cannot allocate %.1f MiB of activations (--micro-batch-size %lld)",
+                       (double)bytes / (1 << 20), (long long)B);
+        goto fail;
+    }
+    float *base = (float *)(((uintptr_t)m->act_mem + 63) & ~(uintptr_t)63);
+    memset(base, 0, m->act_floats * sizeof(float)); /* touch every page once, now */
+    plan(m, base);
+    /* GEMM primitives of every shape the step uses, created before step 1. */
+    const int64_t N = m->N, C = m->C;
+    PL_TRY(pl_nn_linear_prepare(gemm, N, C, 3 * m->Cl));
+    PL_TRY(pl_nn_linear_prepare(gemm, N, m->Cl, C));
+    PL_TRY(pl_nn_linear_prepare(gemm, N, C, m->Fl));
+    PL_TRY(pl_nn_linear_prepare(gemm, N, m->Fl, C));
+    return PL_OK;
+fail:
+    pl_gpt_free(m);
+    return st;
+}
+
+void pl_gpt_free(pl_gpt *m)
+{
+    pl_free(m->w);
+    pl_free(m->g);
+    pl_free(m->acts);
+    pl_free(m->layer_offset);
+    pl_free(m->layer_count);
+    pl_free(m->tokens);
+    pl_free(m->targets);
+    pl_free(m->act_mem);
+    memset(m, 0, sizeof *m);
+}
+
+size_t pl_gpt_activation_bytes(const pl_gpt *m) { return m->act_floats * sizeof(float); }
+
+pl_status pl_gpt_forward(pl_gpt *m)
+{
+    pl_status st = PL_OK;
+    const int64_t B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
+    const float eps = m->cfg.ln_eps;
+    PL_TRY(pl_tp_embedding_fwd(m->tp, m->x0, m->tokens, m->wte, m->wpe, B, T, C, m->v0, m->Vl));
+    const float *x = m->x0;
+    for (int64_t l = 0; l < m->cfg.num_layers; l++) {
+        const pl_gpt_layer *w = &m->w[l];
+        pl_gpt_layer_acts *a = &m->acts[l];
+        pl_cpu_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
+        PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->qkv, a->ln1, w->qkv_w, w->qkv_b, N, C,
+                                       3 * Cl));
+        pl_cpu_attention_fwd(a->attn, a->lse, a->qkv, B, T, m->NHl, m->HS, m->attn_ws);
+        PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res1, a->attn, w->proj_w, w->proj_b, N, Cl,
+                                    C));
+        pl_cpu_add(a->res1, a->res1, x, N * C);
+        pl_cpu_layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->res1, w->ln2_w, w->ln2_b, N, C,
+                             eps);
+        PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->fc1, a->ln2, w->fc1_w, w->fc1_b, N, C,
+                                       Fl));
+        pl_cpu_gelu_fwd(a->gelu, a->fc1, N * Fl);
+        PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res2, a->gelu, w->fc2_w, w->fc2_b, N, Fl,
+                                    C));
+        pl_cpu_add(a->res2, a->res2, a->res1, N * C);
+        x = a->res2;
+    }
+    pl_cpu_layernorm_fwd(m->lnf, m->lnf_mean, m->lnf_rstd, x, m->lnf_w, m->lnf_b, N, C, eps);
+    PL_TRY(pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, m->lnf, m->wte, m->targets, N, C,
+                             m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->rows));
+fail:
+    return st;
+}
+
+pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
+{
+    pl_status st = PL_OK;
+    const int64_t B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
+    const int64_t L = m->cfg.num_layers;
+    memset(m->dres, 0, (size_t)(N * C) * sizeof(float));
+    memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
+    PL_TRY(pl_tp_lmhead_bwd(m->tp, m->gemm, m->dln, m->dwte, m->lnf, m->wte, m->targets, m->lse,
+                            m->dloss, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws));
+    const float *last = L ? m->acts[L - 1].res2 : m->x0;
+    pl_cpu_layernorm_bwd(m->dres, m->dlnf_w, m->dlnf_b, m->dln, last, m->lnf_w, m->lnf_mean,
+                         m->lnf_rstd, N, C);
+    for (int64_t l = L - 1; l >= 0; l--) {
+        const pl_gpt_layer *w = &m->w[l], *g = &m->g[l];
+        const pl_gpt_layer_acts *a = &m->acts[l];
+        const float *x = l ? m->acts[l - 1].res2 : m->x0;
+        /* MLP branch: res2 = res1 + fc2(gelu(fc1(ln2(res1)))); dres = d res2 */
+        memset(m->dgelu, 0, (size_t)(N * Fl) * sizeof(float));
+        PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dgelu, g->fc2_w, g->fc2_b, m->dres, a->gelu,
+                                    w->fc2_w, N, Fl, C));
+        memset(m->dfc1, 0, (size_t)(N * Fl) * sizeof(float));
+        pl_cpu_gelu_bwd(m->dfc1, a->fc1, m->dgelu, N * Fl);
+        memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
+        PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, g->fc1_w, g->fc1_b, m->dfc1, a->ln2,
+                                       w->fc1_w, N, C, Fl));
+        pl_cpu_layernorm_bwd(m->dres, g->ln2_w, g->ln2_b, m->dln, a->res1, w->ln2_w, a->ln2_mean,
+                             a->ln2_rstd, N, C);
+        /* attention branch: res1 = x + proj(attn(qkv(ln1(x)))); dres = d res1 */
+        memset(m->dattn, 0, (size_t)(N * Cl) * sizeof(float));
+        PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dattn, g->proj_w, g->proj_b, m->dres,
+                                    a->attn, w->proj_w, N, Cl, C));
+        memset(m->dqkv, 0, (size_t)(N * 3 * Cl) * sizeof(float));
+        pl_cpu_attention_bwd(m->dqkv, m->dattn, a->qkv, a->attn, a->lse, B, T, m->NHl, m->HS,
+                             m->attn_ws);
+        memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
+        PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, g->qkv_w, g->qkv_b, m->dqkv, a->ln1,
+                                       w->qkv_w, N, C, 3 * Cl));
+        pl_cpu_layernorm_bwd(m->dres, g->ln1_w, g->ln1_b, m->dln, x, w->ln1_w, a->ln1_mean,
+                             a->ln1_rstd, N, C);
+        if (ready)
+            ready(ctx, m->layer_offset[l], m->layer_count[l]);
+    }
+    pl_tp_embedding_bwd(m->dwte, m->dwpe, m->dres, m->tokens, B, T, C, m->v0, m->Vl);
+fail:
+    return st;
+}

@@ -1,0 +1,78 @@
+/* The GPT model of one rank: views into the flat parameter and gradient
+ * buffers, the planned activation memory of one micro-batch, and the forward
+ * and backward passes (tensor-parallel communication inside the layers).
+ *
+ * Memory is planned at pl_gpt_init and allocated once (touched once, so no
+ * page faults inside the step loop); forward and backward allocate nothing. */
+#ifndef PL_MODEL_GPT_H
+#define PL_MODEL_GPT_H
+
+#include "kernels/kernels.h"
+#include "model/gpt_config.h"
+#include "parallel/comm.h"
+
+typedef struct pl_gpt_layer {
+    float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
+    float *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+} pl_gpt_layer;
+
+/* Saved activations of one layer for one micro-batch (N = B*T rows). */
+typedef struct pl_gpt_layer_acts {
+    float *ln1, *ln1_mean, *ln1_rstd; /* (N,C), (N), (N) */
+    float *qkv;                       /* (N, 3C/tp) */
+    float *attn, *lse;                /* (N, C/tp), (B, NH/tp, T) */
+    float *res1;                      /* (N,C) x + attention branch */
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *fc1, *gelu;                /* (N, F/tp) */
+    float *res2;                      /* (N,C) layer output */
+} pl_gpt_layer_acts;
+
+/* Called during backward when a range of the flat gradient buffer is final
+ * (a layer's parameters), so data-parallel reduction can start. */
+typedef void (*pl_grad_ready_fn)(void *ctx, int64_t offset, int64_t count);
+
+typedef struct pl_gpt {
+    pl_gpt_config cfg;
+    const pl_registry *reg;
+    int64_t B, T, N;          /* micro-batch shape */
+    int64_t C, Cl, Fl, NHl, HS, v0, Vl; /* local sizes under TP */
+    pl_comm *tp;
+    pl_gemm *gemm;
+    int64_t lm_chunk;
+    /* views into the flat buffers */
+    float *wte, *wpe, *lnf_w, *lnf_b;
+    float *dwte, *dwpe, *dlnf_w, *dlnf_b;
+    pl_gpt_layer *w, *g;      /* [L] parameter and gradient views */
+    int64_t *layer_offset, *layer_count; /* [L] flat range of each layer's parameters */
+    /* activations */
+    float *act_mem;
+    size_t act_floats;
+    float *x0;                /* (N,C) embedding output */
+    pl_gpt_layer_acts *acts;  /* [L] */
+    float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse, *rows;
+    /* backward scratch */
+    float *dres, *dln, *dqkv, *dattn, *dfc1, *dgelu;
+    float *attn_ws, *lm_ws;
+    int32_t *tokens, *targets; /* (N) the micro-batch being processed */
+    float *dloss;             /* (N) */
+} pl_gpt;
+
+/* Plans and allocates activations for micro-batches of B x cfg->seq_length;
+ * params and grads are this rank's flat buffers laid out by reg. */
+pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *reg, float *params,
+                      float *grads, int64_t B, pl_comm *tp, pl_gemm *gemm);
+void pl_gpt_free(pl_gpt *m);
+
+/* Bytes of activation and scratch memory planned (for the memory plan). */
+size_t pl_gpt_activation_bytes(const pl_gpt *m);
+
+/* Forward over m->tokens / m->targets (N each, set by the caller); writes
+ * m->loss (N). */
+pl_status pl_gpt_forward(pl_gpt *m);
+
+/* Backward of sum_n dloss[n] * loss[n] (m->dloss set by the caller), adding
+ * into the gradient buffer. ready, when not NULL, is told each layer's range
+ * as soon as it is final. */
+pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx);
+
+#endif

@@ -1,0 +1,29 @@
+/* Clipping coefficient (Megatron's clip_grad_norm_fp32: clip / (norm + 1e-6)
+ * when below 1) and the per-parameter AdamW kernel calls. */
+#include "optim/adamw.h"
+
+#include "kernels/kernels.h"
+
+#include <math.h>
+
+double pl_adamw_step(const pl_registry *reg, float *params, const float *grads, float *exp_avg,
+                     float *exp_avg_sq, const pl_adamw_hparams *hp, double lr, int64_t t,
+                     double grad_sumsq)
+{
+    double norm = sqrt(grad_sumsq);
+    float scale = 1.0f;
+    if (hp->clip_grad > 0 && hp->clip_grad / (norm + 1e-6) < 1.0)
+        scale = (float)(hp->clip_grad / (norm + 1e-6));
+    float bc1 = (float)(1.0 - pow(hp->beta1, (double)t));
+    float bc2 = (float)(1.0 - pow(hp->beta2, (double)t));
+    for (int i = 0; i < reg->n; i++) {
+        const pl_param *p = &reg->params[i];
+        if (p->offset < 0)
+            continue;
+        float wd = p->weight_decay ? (float)hp->weight_decay : 0.0f;
+        pl_cpu_adamw(params + p->offset, grads + p->offset, exp_avg + p->offset,
+                     exp_avg_sq + p->offset, p->numel, (float)lr, (float)hp->beta1,
+                     (float)hp->beta2, (float)hp->eps, wd, bc1, bc2, scale);
+    }
+    return norm;
+}

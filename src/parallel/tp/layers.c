@@ -1,0 +1,101 @@
+/* Tensor-parallel linear layers, embedding and cross-entropy. */
+#include "parallel/tp/layers.h"
+
+#include "nn/linear.h"
+
+#include <math.h>
+
+static pl_status tp_sum(pl_comm *tp, float *buf, int64_t n)
+{
+    return tp->size > 1 ? pl_comm_allreduce_f32(tp, buf, n, PL_COMM_SUM) : PL_OK;
+}
+
+pl_status pl_tp_column_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float *x,
+                                  const float *w, const float *b, int64_t N, int64_t IC,
+                                  int64_t OCl)
+{
+    (void)tp; /* f: identity in forward */
+    return pl_nn_linear_fwd(g, y, x, w, b, N, IC, OCl);
+}
+
+pl_status pl_tp_column_linear_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dw, float *db,
+                                  const float *dy, const float *x, const float *w, int64_t N,
+                                  int64_t IC, int64_t OCl)
+{
+    pl_status st = pl_nn_linear_bwd(g, dx, dw, db, dy, x, w, N, IC, OCl);
+    return st ? st : tp_sum(tp, dx, N * IC); /* f's backward */
+}
+
+pl_status pl_tp_row_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float *x, const float *w,
+                               const float *b, int64_t N, int64_t ICl, int64_t OC)
+{
+    pl_status st = pl_nn_linear_fwd(g, y, x, w, NULL, N, ICl, OC);
+    if (!st)
+        st = tp_sum(tp, y, N * OC); /* g */
+    if (!st && b)
+        pl_cpu_bias_fwd(y, b, N, OC);
+    return st;
+}
+
+pl_status pl_tp_row_linear_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dw, float *db,
+                               const float *dy, const float *x, const float *w, int64_t N,
+                               int64_t ICl, int64_t OC)
+{
+    (void)tp; /* g's backward: identity */
+    return pl_nn_linear_bwd(g, dx, dw, db, dy, x, w, N, ICl, OC);
+}
+
+pl_status pl_tp_embedding_fwd(pl_comm *tp, float *out, const int32_t *ids, const float *wte,
+                              const float *wpe, int64_t B, int64_t T, int64_t C, int64_t v0,
+                              int64_t V)
+{
+    pl_cpu_embedding_fwd(out, ids, wte, B * T, C, v0, V);
+    pl_status st = tp_sum(tp, out, B * T * C);
+    if (!st)
+        pl_cpu_pos_embedding_fwd(out, wpe, B, T, C);
+    return st;
+}
+
+void pl_tp_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *ids,
+                         int64_t B, int64_t T, int64_t C, int64_t v0, int64_t V)
+{
+    pl_cpu_embedding_bwd(dwte, dout, ids, B * T, C, v0, V);
+    pl_cpu_pos_embedding_bwd(dwpe, dout, B, T, C);
+}
+
+pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, const float *x,
+                            const float *wte, const int32_t *targets, int64_t N, int64_t C,
+                            int64_t v0, int64_t V, int64_t chunk, float *workspace, float *rows)
+{
+    float *mx = rows, *sumexp = rows + N, *tlogit = rows + 2 * N;
+    pl_status st = pl_cpu_lmhead_stats(mx, sumexp, tlogit, x, wte, targets, N, C, v0, V, chunk,
+                                       workspace, g);
+    if (st)
+        return st;
+    if (tp->size > 1) {
+        /* Megatron's _VocabParallelCrossEntropy: global max, then rescale local sums. */
+        for (int64_t n = 0; n < N; n++)
+            lse[n] = mx[n];
+        if ((st = pl_comm_allreduce_f32(tp, mx, N, PL_COMM_MAX)))
+            return st;
+        for (int64_t n = 0; n < N; n++)
+            sumexp[n] *= expf(lse[n] - mx[n]);
+        if ((st = pl_comm_allreduce_f32(tp, sumexp, 2 * N, PL_COMM_SUM))) /* sumexp and tlogit */
+            return st;
+    }
+    for (int64_t n = 0; n < N; n++) {
+        lse[n] = mx[n] + logf(sumexp[n]);
+        loss[n] = lse[n] - tlogit[n];
+    }
+    return PL_OK;
+}
+
+pl_status pl_tp_lmhead_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dwte, const float *x,
+                           const float *wte, const int32_t *targets, const float *lse,
+                           const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
+                           int64_t chunk, float *workspace)
+{
+    pl_status st = pl_cpu_lmhead_bwd(dx, dwte, x, wte, targets, lse, dloss, N, C, v0, V, chunk,
+                                     workspace, g);
+    return st ? st : tp_sum(tp, dx, N * C);
+}

@@ -1,0 +1,666 @@
+/* The training loop. One pl_trainer holds everything a rank needs; it is
+ * built once (plan, allocate, touch), then the step loop allocates nothing. */
+#include "train/trainer.h"
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/rng.h"
+#include "ckpt/checkpoint.h"
+#include "data/blended.h"
+#include "data/sampler.h"
+#include "data/tokenizer/tokenizer.h"
+#include "model/gpt.h"
+#include "optim/adamw.h"
+#include "optim/schedule.h"
+#include "parallel/dist.h"
+#include "parallel/dp/buckets.h"
+#include "parallel/grid.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+typedef struct pl_trainer {
+    const pl_train_args *a;
+    pl_dist dist;
+    int dist_up;
+    pl_grid grid;
+    int grid_up;
+    pl_tokenizer *tok;
+    pl_gpt_config cfg;
+    pl_registry reg;
+    float *mem;                              /* one block: params, grads, m, v */
+    float *params, *grads, *exp_avg, *exp_avg_sq;
+    pl_gemm *gemm;
+    pl_gpt model;
+    int model_up;
+    pl_dp_buckets *buckets;
+    int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
+    pl_schedule sched;
+    pl_blend_data data;
+    int data_up;
+    int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
+    int64_t iteration, consumed_train, consumed_valid, opt_steps;
+    int32_t *sample;                         /* S + 1 tokens */
+    int64_t *batch_idx;                      /* mbs global indices */
+    FILE *metrics;
+    double gemm_peak;                        /* FLOP/s measured at start */
+    double flops_per_token;
+} pl_trainer;
+
+static int is_root(const pl_trainer *t) { return t->grid.rank == 0; }
+
+/* ---- set-up ----------------------------------------------------------------- */
+
+/* The highest fp32 GEMM rate of this process's threads, over a training-like
+ * shape, measured for about 0.3 s: the denominator of MFU. */
+static pl_status measure_gemm_peak(pl_gemm *g, double *peak)
+{
+    const int64_t M = 1024, N = 1024, K = 1024;
+    float *a = pl_calloc((size_t)(M * K + K * N + M * N), sizeof(float));
+    if (!a)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory measuring the GEMM peak");
+    for (int64_t i = 0; i < M * K + K * N; i++)
+        a[i] = (float)((i * 7919) % 97) * 0.01f;
+    float *b = a + M * K, *c = b + K * N;
+    pl_status st = PL_OK;
+    double best = 0;
+    for (int rep = 0; rep < 12 && !st; rep++) {
+        double t0 = pl_time_now();
+        st = pl_gemm_run(g, 0, 1, M, N, K, a, K, b, K, 0.0f, c, N);
+        double dt = pl_time_now() - t0;
+        if (rep > 1 && dt > 0 && 2.0 * M * N * K / dt > best)
+            best = 2.0 * M * N * K / dt;
+    }
+    pl_free(a);
+    *peak = best;
+    return st;
+}
+
+static pl_status setup_model(pl_trainer *t)
+{
+    const pl_train_args *a = t->a;
+    pl_status st = PL_OK;
+    int64_t vocab = a->vocab_size;
+    if (a->tokenizer_type) {
+        PL_TRY(pl_tokenizer_open(&t->tok, a->tokenizer_type, a->vocab_file, a->merge_file));
+        if (pl_train_args_given(a, "--vocab-size") && a->vocab_size != t->tok->vocab_size)
+            return pl_errorf(PL_ERR_ARG, "--vocab-size %lld differs from the tokenizer's %lld",
+                             (long long)a->vocab_size, (long long)t->tok->vocab_size);
+        vocab = t->tok->vocab_size;
+    }
+    pl_gpt_config *c = &t->cfg;
+    c->num_layers = a->num_layers;
+    c->hidden = a->hidden_size;
+    c->heads = a->num_attention_heads;
+    c->ffn_hidden = a->ffn_hidden_size;
+    c->seq_length = a->seq_length;
+    c->max_positions = a->max_position_embeddings;
+    c->vocab_size = vocab;
+    c->divisible_by = a->make_vocab_size_divisible_by;
+    c->padded_vocab = pl_gpt_padded_vocab(vocab, c->divisible_by, t->grid.layout.tp);
+    c->init_std = a->init_method_std;
+    c->ln_eps = (float)a->layernorm_epsilon;
+    pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
+    PL_TRY(pl_gpt_register(&t->reg, c, t->grid.layout.pp));
+    /* Parameters, gradients and both Adam moments: one block, touched now. */
+    size_t n = (size_t)t->reg.numel, bytes;
+    if (pl_mul_size(n, 4 * sizeof(float), &bytes))
+        return pl_errorf(PL_ERR_NOMEM, "model too large");
+    t->mem = pl_malloc(bytes);
+    if (!t->mem)
+        return pl_errorf(PL_ERR_NOMEM, "cannot allocate %.1f MiB for parameters, gradients and "
+                         "optimizer state", (double)bytes / (1 << 20));
+    memset(t->mem, 0, bytes);
+    t->params = t->mem;
+    t->grads = t->params + n;
+    t->exp_avg = t->grads + n;
+    t->exp_avg_sq = t->exp_avg + n;
+    pl_registry_init_values(&t->reg, t->params, (uint64_t)a->seed);
+    PL_TRY(pl_gemm_init(&t->gemm));
+    PL_TRY(pl_gpt_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs,
+                       pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
+    t->model_up = 1;
+    /* DP buckets in backward order: final norm, layers L-1..0, embeddings. */
+    const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
+    t->lnf_offset = lnw->offset;
+    t->lnf_count = t->reg.numel - lnw->offset;
+    t->emb_count = t->model.layer_offset[0];
+    int64_t *bounds = pl_malloc((size_t)(t->reg.n + 1) * sizeof *bounds);
+    pl_dp_range *ranges = NULL;
+    int nranges = 0;
+    if (!bounds)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    int nb = 0;
+    for (int i = 0; i < t->reg.n; i++)
+        if (t->reg.params[i].offset >= 0)
+            bounds[nb++] = t->reg.params[i].offset;
+    st = pl_dp_buckets_split(t->reg.numel, bounds, nb, 40 * 1000 * 1000 / 4, &ranges, &nranges);
+    pl_free(bounds);
+    if (!st)
+        st = pl_dp_buckets_init(&t->buckets, pl_grid_comm(&t->grid, PL_GRID_DP), t->grads,
+                                t->reg.numel, ranges, nranges);
+    pl_free(ranges);
+    if (st)
+        return st;
+    t->sample = pl_malloc((size_t)(c->seq_length + 1) * sizeof *t->sample);
+    t->batch_idx = pl_malloc((size_t)t->mbs * sizeof *t->batch_idx);
+    if (!t->sample || !t->batch_idx)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    t->flops_per_token = pl_gpt_flops_per_token(c);
+    return measure_gemm_peak(t->gemm, &t->gemm_peak);
+fail:
+    return st;
+}
+
+static pl_status setup_schedule(pl_trainer *t)
+{
+    const pl_train_args *a = t->a;
+    pl_schedule *s = &t->sched;
+    memset(s, 0, sizeof *s);
+    s->max_lr = a->lr;
+    s->min_lr = a->min_lr;
+    s->init_lr = a->lr_warmup_init;
+    s->style = (pl_lr_style)pl_lr_style_parse(a->lr_decay_style);
+    if (pl_train_args_given(a, "--train-iters")) {
+        int64_t decay_iters = pl_train_args_given(a, "--lr-decay-iters") ? a->lr_decay_iters
+                                                                         : a->train_iters;
+        s->decay_steps = decay_iters * t->gbs;
+        s->warmup_steps = pl_train_args_given(a, "--lr-warmup-fraction")
+                              ? (int64_t)(a->lr_warmup_fraction * (double)s->decay_steps)
+                              : a->lr_warmup_iters * t->gbs;
+    } else {
+        s->decay_steps = pl_train_args_given(a, "--lr-decay-samples") ? a->lr_decay_samples
+                                                                      : a->train_samples;
+        s->warmup_steps = pl_train_args_given(a, "--lr-warmup-fraction")
+                              ? (int64_t)(a->lr_warmup_fraction * (double)s->decay_steps)
+                              : a->lr_warmup_samples;
+    }
+    if (s->warmup_steps > s->decay_steps && s->style != PL_LR_CONSTANT)
+        return pl_errorf(PL_ERR_ARG, "the warmup (%lld samples) is longer than the decay (%lld "
+                         "samples)", (long long)s->warmup_steps, (long long)s->decay_steps);
+    return PL_OK;
+}
+
+static pl_status setup_data(pl_trainer *t)
+{
+    const pl_train_args *a = t->a;
+    if (a->mock_data)
+        return PL_OK;
+    pl_sample_request req = {pl_train_args_given(a, "--train-iters") ? a->train_iters : 0,
+                             pl_train_args_given(a, "--train-samples") ? a->train_samples : 0,
+                             t->gbs, a->eval_interval, a->eval_iters};
+    int64_t sizes[PL_N_SPLITS];
+    pl_status st = pl_gpt_num_samples(&req, sizes);
+    if (st)
+        return st;
+    pl_blend_spec spec;
+    if ((st = pl_blend_spec_parse(&spec, a->data_path.items, a->data_path.n)))
+        return st;
+    pl_blend_config bc;
+    memset(&bc, 0, sizeof bc);
+    pl_gpt_config_defaults(&bc.gpt);
+    bc.gpt.seq_length = t->cfg.seq_length;
+    bc.gpt.seed = (uint32_t)a->seed;
+    bc.gpt.split = a->split;
+    bc.gpt.cache_dir = a->data_cache_path;
+    bc.mid_level_dataset_surplus = 0.005;
+    st = pl_split_parse(a->split, &bc.gpt.split_matrix);
+    /* Rank 0 builds (and caches) the indices; the others then load them. */
+    pl_comm *world = pl_grid_comm(&t->grid, PL_GRID_WORLD);
+    for (int pass = 0; pass < 2 && !st; pass++) {
+        if ((pass == 0) == is_root(t)) {
+            st = pl_blend_build(&t->data, &spec, &bc, sizes);
+            t->data_up = st == PL_OK;
+        }
+        int32_t bad = st != PL_OK;
+        pl_status cst = pl_comm_allreduce_i32(world, &bad, 1, PL_COMM_MAX);
+        if (!st && cst)
+            st = cst;
+        if (!st && bad)
+            st = pl_errorf(PL_ERR_IO, "building the dataset indices failed on rank 0");
+    }
+    pl_blend_spec_free(&spec);
+    if (st)
+        return st;
+    if (pl_blend_data_len(&t->data, PL_SPLIT_TRAIN) < t->train_samples)
+        return pl_errorf(PL_ERR_ARG, "the training split holds %lld samples, %lld are needed",
+                         (long long)pl_blend_data_len(&t->data, PL_SPLIT_TRAIN),
+                         (long long)t->train_samples);
+    return PL_OK;
+}
+
+/* ---- data ------------------------------------------------------------------- */
+
+/* Fills the model's tokens/targets/dloss with micro-batch `idx` (mbs global
+ * sample indices) of split s; returns the number of loss tokens. */
+static pl_status load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
+                                  int64_t *n_loss)
+{
+    pl_gpt *m = &t->model;
+    const int64_t T = m->T;
+    int64_t count = 0;
+    for (int64_t b = 0; b < t->mbs; b++) {
+        if (t->a->mock_data) {
+            for (int64_t k = 0; k <= T; k++)
+                t->sample[k] = (int32_t)(pl_rng_uniform((uint64_t)t->a->seed, 0x6d6f636bu + (uint64_t)s,
+                                                        (uint64_t)(idx[b] * (T + 1) + k)) *
+                                         (double)t->cfg.vocab_size);
+        } else {
+            pl_status st = pl_blend_data_get(&t->data, s, idx[b], t->sample, NULL, NULL, NULL);
+            if (st)
+                return st;
+        }
+        for (int64_t k = 0; k < T; k++) {
+            int32_t tok = t->sample[k], tgt = t->sample[k + 1];
+            if (tok < 0 || tok >= t->cfg.vocab_size)
+                tok = 0; /* Megatron's pad (-1) fed as token 0; its target is masked */
+            int mask = tgt >= 0 && tgt < t->cfg.vocab_size &&
+                       !(t->a->eod_mask_loss && t->tok && tgt == t->tok->eod);
+            m->tokens[b * T + k] = tok;
+            m->targets[b * T + k] = mask ? tgt : -1;
+            m->dloss[b * T + k] = (float)mask;
+            count += mask;
+        }
+    }
+    /* d objective / d loss: the mean over this micro-batch's loss tokens, scaled. */
+    float w = count ? (float)(scale / (double)count) : 0.0f;
+    for (int64_t n = 0; n < m->N; n++)
+        m->dloss[n] *= w;
+    *n_loss = count;
+    return PL_OK;
+}
+
+/* Mean loss of the current micro-batch (dloss holds mask / count * scale). */
+static double micro_batch_loss(const pl_gpt *m, double scale)
+{
+    double sum = 0;
+    for (int64_t n = 0; n < m->N; n++)
+        sum += (double)m->dloss[n] * (double)m->loss[n];
+    return scale ? sum / scale : 0.0;
+}
+
+/* ---- one iteration ------------------------------------------------------------ */
+
+static void grad_ready(void *ctx, int64_t offset, int64_t count)
+{
+    pl_trainer *t = ctx;
+    /* Errors surface in pl_dp_buckets_finish, which re-checks every bucket. */
+    (void)pl_dp_buckets_ready(t->buckets, offset, count);
+}
+
+typedef struct step_result {
+    double loss, grad_norm, lr;
+} step_result;
+
+static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
+{
+    pl_status st = PL_OK;
+    pl_gpt *m = &t->model;
+    memset(t->grads, 0, (size_t)t->reg.numel * sizeof(float));
+    double scale = 1.0 / (double)t->num_micro, loss_sum = 0;
+    for (int64_t k = 0; k < t->num_micro; k++) {
+        if (!pl_sampler_next(sampler, t->batch_idx))
+            return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
+                             (long long)t->iteration);
+        int64_t n_loss;
+        PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale, &n_loss));
+        PL_TRY(pl_gpt_forward(m));
+        loss_sum += micro_batch_loss(m, scale) * scale;
+        int last = k == t->num_micro - 1;
+        PL_TRY(pl_gpt_backward(m, last ? grad_ready : NULL, t));
+        if (last) { /* the ranges outside the layers are final now */
+            PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
+            PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
+        }
+    }
+    PL_TRY(pl_dp_buckets_finish(t->buckets));
+    /* Loss for the log: the mean over micro-batches and DP ranks. */
+    double loss = loss_sum / (double)t->dp;
+    PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_DP), &loss, 1, PL_COMM_SUM));
+    double lr = pl_schedule_lr(&t->sched);
+    pl_adamw_hparams hp = {t->a->adam_beta1, t->a->adam_beta2, t->a->adam_eps,
+                           t->a->weight_decay, t->a->clip_grad};
+    t->opt_steps++;
+    double norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp, lr,
+                                t->opt_steps, pl_cpu_sumsq(t->grads, t->reg.numel));
+    pl_schedule_step(&t->sched, t->gbs);
+    t->iteration++;
+    t->consumed_train += t->gbs;
+    r->loss = loss;
+    r->grad_norm = norm;
+    r->lr = lr;
+fail:
+    return st;
+}
+
+static pl_status evaluate(pl_trainer *t, double *out)
+{
+    pl_status st = PL_OK;
+    int64_t len = t->a->mock_data ? INT64_MAX / 4 : pl_blend_data_len(&t->data, PL_SPLIT_VALID);
+    double sum = 0;
+    int64_t batches = 0;
+    pl_sampler s;
+    for (int64_t it = 0; it < t->a->eval_iters; it++) {
+        if (t->consumed_valid + t->gbs > len)
+            break;
+        PL_TRY(pl_sampler_init(&s, len, t->consumed_valid, t->mbs, t->grid.dp_rank, t->dp));
+        for (int64_t k = 0; k < t->num_micro; k++) {
+            if (!pl_sampler_next(&s, t->batch_idx))
+                break;
+            int64_t n_loss;
+            PL_TRY(load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
+            PL_TRY(pl_gpt_forward(&t->model));
+            sum += micro_batch_loss(&t->model, 1.0);
+            batches++;
+        }
+        t->consumed_valid += t->gbs;
+    }
+    double agg[2] = {sum, (double)batches};
+    PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_DP), agg, 2, PL_COMM_SUM));
+    *out = agg[1] > 0 ? agg[0] / agg[1] : NAN;
+fail:
+    return st;
+}
+
+/* ---- reporting -------------------------------------------------------------- */
+
+static void print_memory_plan(const pl_trainer *t)
+{
+    const double MiB = 1 << 20;
+    double p = (double)t->reg.numel * sizeof(float);
+    double act = (double)pl_gpt_activation_bytes(&t->model);
+    pl_log_info("memory plan (per rank): parameters %.1f MiB, gradients %.1f MiB, optimizer "
+                "(Adam m, v) %.1f MiB, activations and scratch %.1f MiB, total %.1f MiB",
+                p / MiB, p / MiB, 2 * p / MiB, act / MiB, (4 * p + act) / MiB);
+}
+
+static void print_banner(const pl_trainer *t)
+{
+    const pl_gpt_config *c = &t->cfg;
+    pl_log_info("plait %s | %s | world %d = tp %d x dp %d x pp %d | %d threads per rank",
+                pl_version(), t->dist.library, t->grid.layout.world, t->grid.layout.tp,
+                t->grid.layout.dp, t->grid.layout.pp, omp_get_max_threads());
+    pl_log_info("model: GPT, %lld layers, hidden %lld, %lld heads, ffn %lld, seq %lld, vocab %lld "
+                "(padded %lld), %.2fM parameters, %.1f MFLOP per token",
+                (long long)c->num_layers, (long long)c->hidden, (long long)c->heads,
+                (long long)c->ffn_hidden, (long long)c->seq_length, (long long)c->vocab_size,
+                (long long)c->padded_vocab, (double)pl_gpt_num_params(c) / 1e6,
+                t->flops_per_token / 1e6);
+    pl_log_info("batch: micro %lld x %lld micro-batches x dp %lld = global %lld; %lld iterations; "
+                "dropout none (Megatron's default is 0.1)",
+                (long long)t->mbs, (long long)t->num_micro, (long long)t->dp, (long long)t->gbs,
+                (long long)t->train_iters);
+    pl_log_info("measured fp32 GEMM peak: %.1f GFLOP/s per rank", t->gemm_peak / 1e9);
+}
+
+static void format_eta(double seconds, char *buf, size_t n)
+{
+    long s = (long)(seconds + 0.5);
+    snprintf(buf, n, "%02ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+}
+
+static void log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window)
+{
+    double tokens_s = (double)(t->gbs * t->cfg.seq_length) * (double)iters_in_window / (ms / 1e3);
+    double ms_iter = ms / (double)iters_in_window;
+    /* MFU per rank: this rank's share of the FLOPs against its measured peak. */
+    double mfu = t->gemm_peak > 0
+                     ? tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak
+                     : 0;
+    char eta[32];
+    format_eta((double)(t->train_iters - t->iteration) * ms_iter / 1e3, eta, sizeof eta);
+    if (is_root(t)) {
+        pl_log_info(" iteration %8lld/%8lld | consumed samples: %10lld | lm loss: %.6E | lr: %.6E | "
+                    "grad norm: %.4f | %.1f ms/iter | %.0f tokens/s | MFU %.1f%% | ETA %s",
+                    (long long)t->iteration, (long long)t->train_iters,
+                    (long long)t->consumed_train, r->loss, r->lr, r->grad_norm, ms_iter, tokens_s,
+                    100 * mfu, eta);
+        if (t->metrics) {
+            fprintf(t->metrics,
+                    "{\"iteration\": %lld, \"consumed_samples\": %lld, \"lm_loss\": %.17g, "
+                    "\"lr\": %.9g, \"grad_norm\": %.9g, \"ms_per_iter\": %.3f, "
+                    "\"tokens_per_sec\": %.1f, \"mfu\": %.4f}\n",
+                    (long long)t->iteration, (long long)t->consumed_train, r->loss, r->lr,
+                    r->grad_norm, ms_iter, tokens_s, mfu);
+            fflush(t->metrics);
+        }
+    }
+}
+
+static void log_eval(pl_trainer *t, double loss)
+{
+    if (!is_root(t))
+        return;
+    pl_log_info(" validation at iteration %lld | lm loss: %.6E | lm loss PPL: %.6E",
+                (long long)t->iteration, loss, exp(loss));
+    if (t->metrics) {
+        fprintf(t->metrics, "{\"iteration\": %lld, \"valid_lm_loss\": %.9g, \"valid_ppl\": %.9g}\n",
+                (long long)t->iteration, loss, exp(loss));
+        fflush(t->metrics);
+    }
+}
+
+/* ---- checkpoints ------------------------------------------------------------- */
+
+static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
+{
+    memset(m, 0, sizeof *m);
+    m->iteration = t->iteration;
+    m->consumed_train_samples = t->consumed_train;
+    m->consumed_valid_samples = t->consumed_valid;
+    m->optimizer_steps = t->opt_steps;
+    m->schedule = t->sched;
+    m->beta1 = t->a->adam_beta1;
+    m->beta2 = t->a->adam_beta2;
+    m->eps = t->a->adam_eps;
+    m->weight_decay = t->a->weight_decay;
+    m->seed = (uint64_t)t->a->seed;
+    m->tp = t->grid.layout.tp;
+    m->pp = t->grid.layout.pp;
+    m->dp = t->grid.layout.dp;
+    m->tokenizer_type = t->a->tokenizer_type;
+    m->vocab_file = t->a->vocab_file;
+    m->merge_file = t->a->merge_file;
+}
+
+static pl_status save(pl_trainer *t)
+{
+    pl_ckpt_meta meta;
+    fill_meta(t, &meta);
+    pl_ckpt_buffers buf = {&t->reg, t->params, t->exp_avg, t->exp_avg_sq};
+    double t0 = pl_time_now();
+    pl_status st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD),
+                                t->grid.dp_rank, &t->cfg, &meta, &buf);
+    if (!st && is_root(t))
+        pl_log_info(" saved checkpoint at iteration %lld to %s (%.2f s)", (long long)t->iteration,
+                    t->a->save, pl_time_now() - t0);
+    return st;
+}
+
+/* The scheduler fields a resumed run must agree on, unless told otherwise
+ * (Megatron's OptimizerParamScheduler._check_and_set). */
+static pl_status check_schedule(const pl_schedule *run, const pl_schedule *ck, const char *dir)
+{
+    struct {
+        const char *flag;
+        double a, b;
+    } f[] = {{"--lr", run->max_lr, ck->max_lr},
+             {"--min-lr", run->min_lr, ck->min_lr},
+             {"--lr-warmup-init", run->init_lr, ck->init_lr},
+             {"the warmup length (samples)", (double)run->warmup_steps, (double)ck->warmup_steps},
+             {"the decay length (samples)", (double)run->decay_steps, (double)ck->decay_steps},
+             {"--lr-decay-style", run->style, ck->style}};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].a != f[i].b)
+            return pl_errorf(PL_ERR_ARG, "--load %s: %s is %g in this run and %g in the "
+                             "checkpoint (the schedule must match to resume)",
+                             dir, f[i].flag, f[i].a, f[i].b);
+    return PL_OK;
+}
+
+static pl_status load(pl_trainer *t)
+{
+    const pl_train_args *a = t->a;
+    int64_t it;
+    pl_status st = pl_ckpt_latest(a->load, &it);
+    if (st)
+        return st;
+    if (it < 0) {
+        if (is_root(t))
+            pl_log_info("no checkpoint in %s: starting from scratch", a->load);
+        return PL_OK;
+    }
+    int weights_only = a->finetune || a->no_load_optim;
+    pl_ckpt_buffers buf = {&t->reg, t->params, weights_only ? NULL : t->exp_avg,
+                           weights_only ? NULL : t->exp_avg_sq};
+    pl_ckpt_meta meta;
+    char *strings = NULL;
+    if ((st = pl_ckpt_load(a->load, it, &t->cfg, &buf, &meta, &strings)))
+        return st;
+    if (!a->finetune) {
+        st = check_schedule(&t->sched, &meta.schedule, a->load);
+        t->iteration = meta.iteration;
+        t->consumed_train = meta.consumed_train_samples;
+        t->consumed_valid = meta.consumed_valid_samples;
+        t->sched.num_steps = meta.schedule.num_steps;
+        if (!a->no_load_optim)
+            t->opt_steps = meta.optimizer_steps;
+    }
+    pl_free(strings);
+    if (!st && is_root(t))
+        pl_log_info("loaded checkpoint %s at iteration %lld (%lld samples consumed)", a->load,
+                    (long long)it, (long long)t->consumed_train);
+    return st;
+}
+
+/* ---- the run ----------------------------------------------------------------- */
+
+static void trainer_free(pl_trainer *t)
+{
+    if (t->metrics)
+        fclose(t->metrics);
+    pl_free(t->sample);
+    pl_free(t->batch_idx);
+    pl_dp_buckets_free(t->buckets);
+    if (t->model_up)
+        pl_gpt_free(&t->model);
+    pl_gemm_free(t->gemm);
+    if (t->data_up)
+        pl_blend_data_free(&t->data);
+    pl_free(t->mem);
+    pl_registry_free(&t->reg);
+    pl_tokenizer_free(t->tok);
+    if (t->grid_up)
+        pl_grid_free(&t->grid);
+}
+
+static pl_status open_metrics(pl_trainer *t)
+{
+    if (!is_root(t))
+        return PL_OK;
+    char path[4096];
+    if (t->a->metrics_file)
+        snprintf(path, sizeof path, "%s", t->a->metrics_file);
+    else if (t->a->save)
+        snprintf(path, sizeof path, "%s/metrics.jsonl", t->a->save);
+    else
+        return PL_OK;
+    if (t->a->save) {
+        pl_status st = pl_mkdirs(t->a->save);
+        if (st)
+            return st;
+    }
+    t->metrics = fopen(path, "a");
+    if (!t->metrics)
+        return pl_errorf(PL_ERR_IO, "--metrics-file %s: cannot open for appending", path);
+    return PL_OK;
+}
+
+static pl_status run(pl_trainer *t)
+{
+    const pl_train_args *a = t->a;
+    pl_status st = PL_OK;
+    PL_TRY(pl_grid_init(&t->grid, MPI_COMM_WORLD, (int)a->tensor_model_parallel_size,
+                        (int)a->pipeline_model_parallel_size));
+    t->grid_up = 1;
+    t->dp = t->grid.layout.dp;
+    t->mbs = a->micro_batch_size;
+    t->gbs = pl_train_args_given(a, "--global-batch-size") ? a->global_batch_size : t->mbs * t->dp;
+    if (t->gbs <= 0 || t->gbs % (t->mbs * t->dp))
+        return pl_errorf(PL_ERR_ARG, "--global-batch-size %lld is not a multiple of "
+                         "--micro-batch-size %lld x data-parallel size %lld",
+                         (long long)t->gbs, (long long)t->mbs, (long long)t->dp);
+    t->num_micro = t->gbs / (t->mbs * t->dp);
+    t->train_iters = pl_train_args_given(a, "--train-iters") ? a->train_iters
+                                                             : a->train_samples / t->gbs;
+    t->train_samples = pl_train_args_given(a, "--train-iters") ? a->train_iters * t->gbs
+                                                               : a->train_samples;
+    PL_TRY(setup_model(t));
+    PL_TRY(setup_schedule(t));
+    PL_TRY(setup_data(t));
+    if (a->load)
+        PL_TRY(load(t));
+    PL_TRY(open_metrics(t));
+    if (is_root(t)) {
+        print_banner(t);
+        print_memory_plan(t);
+    }
+    pl_sampler sampler;
+    int64_t total = a->mock_data ? t->train_samples : pl_blend_data_len(&t->data, PL_SPLIT_TRAIN);
+    if (t->iteration < t->train_iters)
+        PL_TRY(pl_sampler_init(&sampler, total, t->consumed_train, t->mbs, t->grid.dp_rank, t->dp));
+    int do_valid = a->eval_iters > 0 &&
+                   (a->mock_data || pl_blend_data_len(&t->data, PL_SPLIT_VALID) > 0);
+    int64_t last_saved = -1, window = 0;
+    double t_window = pl_time_now();
+    while (t->iteration < t->train_iters) {
+        step_result r;
+        PL_TRY(train_step(t, &sampler, &r));
+        window++;
+        if (t->iteration % a->log_interval == 0 || t->iteration == t->train_iters) {
+            double now = pl_time_now();
+            log_iteration(t, &r, (now - t_window) * 1e3, window);
+            window = 0;
+            t_window = now;
+        }
+        if (do_valid && t->iteration % a->eval_interval == 0) {
+            double vl;
+            PL_TRY(evaluate(t, &vl));
+            log_eval(t, vl);
+            t_window = pl_time_now();
+        }
+        if (a->save && pl_train_args_given(a, "--save-interval") &&
+            t->iteration % a->save_interval == 0) {
+            PL_TRY(save(t));
+            last_saved = t->iteration;
+            t_window = pl_time_now();
+        }
+        if (pl_train_args_given(a, "--exit-interval") && t->iteration % a->exit_interval == 0)
+            break;
+    }
+    if (a->save && last_saved != t->iteration)
+        PL_TRY(save(t));
+fail:
+    return st;
+}
+
+pl_status pl_train_run(const pl_train_args *args, int *argc, char ***argv)
+{
+    pl_trainer t;
+    memset(&t, 0, sizeof t);
+    t.a = args;
+    pl_status st = pl_dist_init(&t.dist, argc, argv);
+    if (st)
+        return st;
+    st = run(&t);
+    if (st && t.grid_up)
+        pl_log(PL_LOG_ERROR, "rank %d: %s", t.grid.rank, pl_error_msg());
+    char keep[1024];
+    snprintf(keep, sizeof keep, "%s", pl_error_msg());
+    trainer_free(&t);
+    pl_dist_finalize(&t.dist);
+    if (st)
+        pl_errorf(st, "%s", keep);
+    return st;
+}

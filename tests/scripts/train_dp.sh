@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Data-parallel equivalence: the same 10 iterations with 1, 2 and 4 ranks
+# (OpenMPI, oversubscribed) and 2 ranks under MPICH give the same losses as one
+# process without a launcher, within fp32 rounding. Each run asserts its world
+# size from plait's own banner ("world N = ...").
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/train_lib.sh"
+kjv_dataset 2000 "$TMP/kjv"
+MODEL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
+       --micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-3 --min-lr 1e-4
+       --lr-decay-style cosine --lr-warmup-iters 2 --log-interval 1 --eval-iters 0
+       --data-path "$TMP/kjv_text_document" --split 98,2,0 "${GPT2[@]}" --seed 7)
+
+run() { # NAME LAUNCH...: trains with metrics in $TMP/NAME.jsonl
+    local name=$1; shift
+    timeout -k 5 300 "$@" "${MODEL[@]}" --metrics-file "$TMP/$name.jsonl" >"$TMP/$name.log" 2>&1
+}
+world_is() { grep -q "world $2 = tp 1 x dp $2 x pp 1" "$TMP/$1.log"; }
+
+# Losses agree to 2e-5 relative: the runs sum the same gradients in a different
+# order (fp32, ~1e-7 per addition), and Adam carries the difference for 10 steps.
+same_losses() {
+    paste <(losses "$TMP/$1.jsonl") <(losses "$TMP/$2.jsonl") | awk -v n=10 '
+        { c++; d = $1 - $2; if (d < 0) d = -d; if (d > 2e-5 * $2) bad++ }
+        END { exit !(c == n && !bad) }'
+}
+
+check "single process trains 10 iterations" run single "$PLAIT" train
+check "single process reports world 1" world_is single 1
+for n in 1 2 4; do
+    check "mpirun -n $n (OpenMPI) runs" run ompi$n mpirun.openmpi -n "$n" "$PLAIT" train
+    check "mpirun -n $n asserts world $n" world_is ompi$n "$n"
+    check "mpirun -n $n losses equal one process's" same_losses single ompi$n
+done
+if [ -x "$ROOT/build-mpich/plait" ]; then
+    check "mpirun.mpich -n 2 runs" run mpich2 mpirun.mpich -n 2 "$ROOT/build-mpich/plait" train
+    check "mpirun.mpich -n 2 asserts world 2" world_is mpich2 2
+    check "MPICH losses equal one process's" same_losses single mpich2
+fi
+check_fails "global batch not divisible by micro-batch x dp is an error naming the flag" \
+    "--global-batch-size 8 is not a multiple of --micro-batch-size 1 x data-parallel size 3" \
+    timeout 60 mpirun.openmpi -n 3 "$PLAIT" train "${MODEL[@]}"
+summary train_dp

@@ -1,0 +1,20 @@
+# Shared set-up for the training suites (source after lib.sh): a small GPT-2
+# tokenized slice of the King James Bible, and MPI settings for root and
+# oversubscription on this 2-core machine (shared/reference/mpi-env.sh).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_pml=ob1
+GPT2=(--tokenizer-type GPT2BPETokenizer --vocab-file "$PLAIT_DATA/gpt2/encoder.json"
+      --merge-file "$PLAIT_DATA/gpt2/vocab.bpe")
+
+# kjv_dataset LINES OUTPREFIX: the first LINES verses, one JSON document each.
+kjv_dataset() {
+    head -n "$1" "$PLAIT_DATA/kjv.txt" | /usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    print(json.dumps({"text": line.rstrip("\n")}))' > "$2.jsonl"
+    "$PLAIT" preprocess --input "$2.jsonl" --output-prefix "$2" "${GPT2[@]}" --append-eod \
+        --workers 2 >"$2.log" 2>&1
+}
+
+# losses FILE: the lm_loss of each logged iteration of a metrics file, one per line.
+losses() { grep '"lm_loss"' "$1" | sed -E 's/.*"lm_loss": ([^,]*),.*/\1/'; }
