@@ -5,8 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 kjv_dataset 2000 "$TMP/kjv"
-MODEL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
-       --micro-batch-size 2 --global-batch-size 4 --train-iters 10 --lr 1e-3 --min-lr 1e-4
+ARCH=(--num-layers 2 --num-attention-heads 4 --seq-length 64)
+MODEL=("${ARCH[@]}" --hidden-size 64 --micro-batch-size 2 --global-batch-size 4 --train-iters 10 --lr 1e-3 --min-lr 1e-4
        --lr-decay-style cosine --lr-warmup-iters 2 --log-interval 1 --eval-iters 2
        --eval-interval 5 --data-path "$TMP/kjv_text_document" --split 98,2,0 "${GPT2[@]}")
 
@@ -28,7 +28,7 @@ check "final parameters equal" cmp "$TMP/full/iter_0000010/mp_rank_00/model_opti
     "$TMP/resume/iter_0000010/mp_rank_00/model_optim.safetensors"
 check_fails "another architecture is refused naming the field" \
     "--hidden-size is 64 in the checkpoint but 128 in this run" \
-    "$PLAIT" train "${MODEL[@]/64/128}" --load "$TMP/full" --seq-length 64
+    "$PLAIT" train "${MODEL[@]:0:6}" --hidden-size 128 "${MODEL[@]:8}" --load "$TMP/full"
 printf 'garbage' >> "$TMP/resume/iter_0000010/mp_rank_00/model_optim.safetensors"
 check_fails "a corrupted shard is detected by its checksum" "corrupt file" \
     "$PLAIT" train "${MODEL[@]}" --load "$TMP/resume" --train-iters 11
