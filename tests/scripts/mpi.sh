@@ -65,6 +65,14 @@ check openmpi_8_ranks_all_layouts passes 8 ompi 8 "$OMPI_CHECK" 8
 check mpich_2_ranks_all_layouts passes 2 mpich 2 "$MPICH_CHECK" 2
 check mpich_4_ranks_tp2_pp2_and_dp4 passes 4 mpich 4 "$MPICH_CHECK" 4 --layouts 2x2,1x1 --steps 1
 
+# The same checks under AddressSanitizer + UBSan (build-asan, made by make test / asan-build).
+# Leak detection is off: OpenMPI itself leaks at finalize.
+ASAN_CHECK=$ROOT/build-asan/testtools/mpi_check
+if [ -x "$ASAN_CHECK" ]; then
+    check asan_openmpi_4_ranks_tp2_pp2_and_dp4 passes 4 env ASAN_OPTIONS=detect_leaks=0 \
+        timeout -k 5 "$LIMIT" mpirun.openmpi -n 4 -x ASAN_OPTIONS "$ASAN_CHECK" 4 --layouts 2x2,1x1,1x4
+fi
+
 # Launches that must fail on the world-size assertion.
 check_fails singleton_expecting_2_ranks 'world size 1, expected 2' no_launcher "$OMPI_CHECK" 2
 check_fails openmpi_binary_under_mpich_mpirun 'world size 1, expected 2' \

@@ -705,6 +705,16 @@ static void bucket_setup_errors_reach_every_dp_rank(void *arg)
     CHECK(pl_alloc_live() == live, "%lld blocks leaked", (long long)(pl_alloc_live() - live));
 }
 
+static void grid_free_releases_every_communicator(void *arg)
+{
+    layout_ctx *L = arg;
+    pl_grid_free(L->grid);
+    for (int k = 0; k < PL_GRID_NGROUPS; k++)
+        CHECK(L->grid->comm[k].mpi == MPI_COMM_NULL && !pl_comm_is_member(&L->grid->comm[k]),
+              "%s still holds a communicator", pl_grid_group_name((pl_grid_group)k));
+    pl_grid_free(L->grid); /* a second free is harmless */
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 static int parse_layouts(const char *s, int (*out)[2], int cap)
@@ -823,7 +833,7 @@ int main(int argc, char **argv)
                 mpi_errors_name_the_operation_and_communicator, &L);
         }
         run(L.name, "bucket_setup_errors_reach_every_dp_rank", bucket_setup_errors_reach_every_dp_rank, &L);
-        pl_grid_free(&grid);
+        run(L.name, "grid_free_releases_every_communicator", grid_free_releases_every_communicator, &L);
     }
     free(at);
     if (my_rank == 0) {
