@@ -16,7 +16,7 @@ export OMPI_MCA_mpi_yield_when_idle=1      # mpirun sets it when oversubscribed;
 export OMPI_MCA_pml=ob1                    # skip the UCX pml probe: ~0.25 s faster start-up
 export GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 
-LIMIT=${MPI_TEST_TIMEOUT:-60}
+LIMIT=${MPI_TEST_TIMEOUT:-45} # a launch takes 0.2-5 s; a hang must not eat the budget
 OMPI_CHECK=$ROOT/build/testtools/mpi_check
 MPICH_CHECK=$ROOT/build-mpich/testtools/mpi_check
 

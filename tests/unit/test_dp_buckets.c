@@ -46,8 +46,8 @@ TEST(split_closes_buckets_at_parameter_starts_walking_backward)
     CHECK(n == 1 && r[0].offset == 0 && r[0].count == 100, "n %d", n);
     pl_free(r);
 
-    int64_t dup[] = {50, 50};
-    CHECK_OK(pl_dp_buckets_split(100, dup, 2, 1, &r, &n));
+    int64_t dup[] = {50, 0, 50}; /* 0 may be given; duplicates collapse */
+    CHECK_OK(pl_dp_buckets_split(100, dup, 3, 1, &r, &n));
     CHECK(n == 2 && r[0].offset == 50 && r[1].offset == 0, "duplicate bounds: n %d", n);
     pl_free(r);
 
@@ -62,6 +62,8 @@ TEST(split_rejects_bounds_outside_the_buffer)
     int64_t bad[] = {10, 100};
     CHECK(pl_dp_buckets_split(100, bad, 2, 10, &r, &n) == PL_ERR_ARG, "bound == n accepted");
     CHECK(strstr(pl_error_msg(), "bound 1 is 100") != NULL, "message: %s", pl_error_msg());
+    int64_t neg[] = {-1};
+    CHECK(pl_dp_buckets_split(100, neg, 1, 10, &r, &n) == PL_ERR_ARG, "negative bound accepted");
 }
 
 TEST(init_rejects_ranges_that_do_not_partition_the_buffer)

@@ -51,9 +51,9 @@ pl_status pl_dp_buckets_split(int64_t n, const int64_t *bounds, int nbounds, int
         return pl_errorf(PL_ERR_NOMEM, "bucket split: %d parameter bounds", nbounds);
     starts[0] = 0;
     for (int i = 0; i < nbounds; i++) {
-        if (bounds[i] <= 0 || bounds[i] >= n) {
+        if (bounds[i] < 0 || bounds[i] >= n) {
             st = pl_errorf(PL_ERR_ARG,
-                           "bucket split: parameter bound %d is %lld, outside (0, %lld)", i,
+                           "bucket split: parameter bound %d is %lld, outside [0, %lld)", i,
                            (long long)bounds[i], (long long)n);
             goto fail;
         }

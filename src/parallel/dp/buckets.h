@@ -38,7 +38,7 @@ typedef struct pl_dp_buckets_stats {
 typedef struct pl_dp_buckets pl_dp_buckets;
 
 /* Splits [0, n) into buckets in backward order: walking down from n, parameters (whose
- * start offsets are `bounds`, any order, each in (0, n); 0 is implied) are added to the
+ * start offsets are `bounds`, any order, each in [0, n); 0 is implied) are added to the
  * current bucket until it holds at least bucket_elems elements, then it is closed at a
  * parameter start. bucket_elems <= 0 gives one bucket (Megatron without
  * --overlap-grad-reduce). *out is pl_malloc'ed (pl_free it); *nout >= 1 when n > 0. */
