@@ -554,9 +554,10 @@ static void buckets_equal_plain_allreduce_for_random_orders(void *arg)
         CHECK(ar->bytes == 2 * L->steps * n * 4, "dp bytes %lld", (long long)ar->bytes);
         CHECK(s->window_seconds >= s->wait_seconds && s->wait_seconds >= 0 &&
                   s->overlap_seconds >= 0 &&
-                  s->overlap_seconds <= s->window_seconds - s->wait_seconds + 1e-9,
-              "window %g wait %g overlap %g", s->window_seconds, s->wait_seconds,
-              s->overlap_seconds);
+                  s->overlap_seconds <= s->window_seconds - s->wait_seconds + 1e-9 &&
+                  s->progress_seconds >= 0 && s->progress_seconds <= s->overlap_seconds + 1e-6,
+              "window %g wait %g overlap %g progress %g", s->window_seconds, s->wait_seconds,
+              s->overlap_seconds, s->progress_seconds);
     }
     pl_dp_buckets_stats_reset(b);
     CHECK(pl_dp_buckets_stats_get(b)->steps == 0, "stats reset");

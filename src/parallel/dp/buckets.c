@@ -23,6 +23,7 @@ struct pl_dp_buckets {
     pl_comm_req *req;   /* per bucket, in launch order */
     int next;           /* buckets [0, next) have started this step */
     double t_first;     /* when bucket 0 started this step */
+    double progress;    /* seconds inside MPI in ready() this step */
     pl_dp_buckets_stats stats;
 };
 
@@ -234,8 +235,6 @@ pl_status pl_dp_buckets_init(pl_dp_buckets **out, pl_comm *dp, float *grad, int6
 
 static pl_status start_bucket(pl_dp_buckets *b, int k)
 {
-    if (b->dp->size <= 1)
-        return PL_OK;
     if (k == 0)
         b->t_first = pl_time_now();
     const pl_dp_range *r = &b->range[k];
@@ -266,23 +265,32 @@ pl_status pl_dp_buckets_ready(pl_dp_buckets *b, int64_t offset, int64_t count)
                              (long long)b->ready[k], (long long)r->count);
         pos = e;
     }
-    while (b->next < b->nb && b->ready[b->next] == b->range[b->next].count) {
-        pl_status st = start_bucket(b, b->next);
-        if (st != PL_OK)
-            return st;
-        b->next++;
+    if (b->dp->size <= 1) {
+        while (b->next < b->nb && b->ready[b->next] == b->range[b->next].count)
+            b->next++;
+        return PL_OK;
     }
-    if (b->dp->size > 1 && b->next > 0) {
+    double t0 = pl_time_now();
+    pl_status st = PL_OK;
+    while (st == PL_OK && b->next < b->nb && b->ready[b->next] == b->range[b->next].count) {
+        st = start_bucket(b, b->next);
+        if (st == PL_OK)
+            b->next++;
+    }
+    if (st == PL_OK && b->next > 0) {
         int done;
-        return pl_comm_testall(b->req, b->next, &done);
+        st = pl_comm_testall(b->req, b->next, &done);
     }
-    return PL_OK;
+    if (b->next > 0)
+        b->progress += pl_time_now() - (b->t_first > t0 ? b->t_first : t0);
+    return st;
 }
 
 static void reset_step(pl_dp_buckets *b)
 {
     memset(b->ready, 0, (size_t)(b->nb > 0 ? b->nb : 1) * sizeof *b->ready);
     b->next = 0;
+    b->progress = 0;
 }
 
 pl_status pl_dp_buckets_finish(pl_dp_buckets *b)
@@ -314,6 +322,8 @@ pl_status pl_dp_buckets_finish(pl_dp_buckets *b)
             b->stats.last_window = window;
             b->stats.last_wait = wait;
             b->stats.last_overlap = overlap;
+            b->stats.progress_seconds += b->progress;
+            b->stats.last_progress = b->progress;
             const float scale = (float)(1.0 / dp);
             float *g = b->grad;
             const int64_t n = b->n;

@@ -14,7 +14,9 @@
  * it makes no MPI call at all. Nothing is allocated after init.
  * Overlap: for each step, the window runs from the first bucket's start to the end of the
  * wait in finish; the overlapped time is the window minus the time spent waiting in
- * finish -- communication that ran while backward was computing.
+ * finish -- communication that ran while backward was computing. MPI progresses only
+ * inside MPI calls, so part of that is spent in ready()'s MPI_Testall on the main
+ * thread; it is recorded separately (progress_seconds).
  * What it is not: ZeRO's reduce-scatter (see parallel/zero/), thread-safe (call from the
  * main thread, MPI is FUNNELED). */
 #ifndef PL_PARALLEL_DP_BUCKETS_H
@@ -27,12 +29,15 @@ typedef struct pl_dp_range {
 } pl_dp_range;
 
 typedef struct pl_dp_buckets_stats {
-    int64_t steps;         /* finished steps since init or reset */
-    int64_t allreduces;    /* buckets all-reduced */
-    double window_seconds; /* first start to last completion, summed over steps */
-    double wait_seconds;   /* waiting in finish */
-    double overlap_seconds; /* window - wait: communication hidden behind backward */
-    double last_window, last_wait, last_overlap; /* the last step alone */
+    int64_t steps;           /* finished steps since init or reset */
+    int64_t allreduces;      /* buckets all-reduced */
+    double window_seconds;   /* first start to last completion, summed over steps */
+    double wait_seconds;     /* waiting in finish */
+    double overlap_seconds;  /* window - wait: communication that ran beside backward */
+    double progress_seconds; /* of the overlap, time inside MPI in ready() (starts and
+                                MPI_Testall): the main thread moved bytes instead of
+                                computing, so overlap - progress is what was truly hidden */
+    double last_window, last_wait, last_overlap, last_progress; /* the last step alone */
 } pl_dp_buckets_stats;
 
 typedef struct pl_dp_buckets pl_dp_buckets;
