@@ -73,9 +73,9 @@ unit: all
 asan-build:
 	$(MAKE) -j2 BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
 
-# The library and the test tools against MPICH (tests/scripts/mpi.sh runs them under mpirun.mpich).
+# plait and the test tools against MPICH (the MPI and training suites run them under mpirun.mpich).
 mpich-build:
-	$(MAKE) -j2 BUILD=build-mpich MPI_PKG=mpich $(TTOOL_SRC:tests/tools/%.c=build-mpich/testtools/%)
+	$(MAKE) -j2 BUILD=build-mpich MPI_PKG=mpich build-mpich/plait $(TTOOL_SRC:tests/tools/%.c=build-mpich/testtools/%)
 
 asan: asan-build
 	PLAIT_TEST_BUILD=build-asan tests/run.sh --unit-only
