@@ -33,7 +33,7 @@ TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(BUILD)/testtools/%)
 LIB       := $(BUILD)/libplait.a
 PLAIT     := $(BUILD)/plait
 
-.PHONY: all test unit setup demo asan fuzz fuzz-build clean bench
+.PHONY: all test unit setup demo asan fuzz fuzz-build mpich-build clean bench
 all: $(LIB) $(PLAIT) $(TEST_BIN) $(TTOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -64,6 +64,7 @@ test: setup
 	$(MAKE) -j2 all
 	$(MAKE) asan-build
 	$(MAKE) fuzz-build
+	$(MAKE) mpich-build
 	tests/run.sh
 
 unit: all
@@ -71,6 +72,10 @@ unit: all
 
 asan-build:
 	$(MAKE) -j2 BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
+
+# plait and the test tools against MPICH (the MPI and training suites run them under mpirun.mpich).
+mpich-build:
+	$(MAKE) -j2 BUILD=build-mpich MPI_PKG=mpich build-mpich/plait $(TTOOL_SRC:tests/tools/%.c=build-mpich/testtools/%)
 
 asan: asan-build
 	PLAIT_TEST_BUILD=build-asan tests/run.sh --unit-only
@@ -95,6 +100,6 @@ bench: setup all
 	bench/run_all.sh
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-mpich
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
