@@ -36,8 +36,9 @@ typedef pl_status (*pl_smiles_token_fn)(void *ctx, const char *tok, size_t len, 
 /* Splits text[0..len) as MegaMolBART's re.findall does with t's regex and
  * calls fn on each token; stops at the first status fn returns other than
  * PL_OK and returns it. The tokens, concatenated, are the text without the
- * newlines that are not inside a bracket atom ([^\]] takes newlines). Invalid UTF-8 bytes are one token each (Python's view of them
- * when decoded with surrogateescape). */
+ * newlines that are not inside a bracket atom ([^\]] takes newlines).
+ * Invalid UTF-8 bytes are one token each (Python's view of them when decoded
+ * with surrogateescape). */
 pl_status pl_smiles_tokenizer_each(const pl_tokenizer *t, const char *text, size_t len,
                                    pl_smiles_token_fn fn, void *ctx);
 
