@@ -32,6 +32,17 @@ static pl_status on_token(void *ctx, const char *tok, size_t len, int32_t id)
     return st;
 }
 
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
@@ -58,12 +69,12 @@ int main(int argc, char **argv)
         line++;
         size_t n = (size_t)(e - p) / 2;
         for (size_t i = 0; i < n; i++) {
-            unsigned v;
-            if (sscanf(p + 2 * i, "%2x", &v) != 1) {
+            int hi = hexval(p[2 * i]), lo = hexval(p[2 * i + 1]);
+            if (hi < 0 || lo < 0) {
                 fprintf(stderr, "smiles_tokens: %s:%ld: not hex\n", argv[3], line);
                 goto done;
             }
-            p[i] = (char)v;
+            p[i] = (char)(hi << 4 | lo);
         }
         o.toks.n = o.ids.n = 0;
         st = pl_smiles_tokenizer_each(t, p, n, on_token, &o);

@@ -8,8 +8,8 @@ line, for the reference) and NAME.hex (the same texts as hex UTF-8, for plait):
                 texts already lowered by Python's str.lower(), see below
 
 Hand-written cases (accents, CJK, emoji, control characters, long words,
-punctuation runs, mixed case, Greek final sigma, ...), the first 500 verses of
-the King James Bible, and 1500 random strings from a fixed seed.
+punctuation runs, mixed case, Greek final sigma, ...), every verse of the King
+James Bible (31,102), and 1500 random strings from a fixed seed.
 
 The reference (Hugging Face tokenizers) knowingly differs from Megatron's
 Python BertTokenizer on a few code points, which are left out here and
@@ -108,9 +108,7 @@ ASCII_WORDS = ["the", "quick", "brown", "Fox", "JUMPS", "over", "lazy", "dog", "
 rng = random.Random(20261122)
 texts = list(HAND)
 with open(kjv_path, encoding="utf-8") as f:
-    for i, line in enumerate(f):
-        if i >= 500:
-            break
+    for line in f:
         texts.append(line.rstrip("\n"))
 for _ in range(1500):
     parts = []
