@@ -578,7 +578,7 @@ static pl_status bert_decode(const pl_tokenizer *t, const int32_t *ids, int64_t 
         PL_TRY(pl_bytes_append(&s, v->text.data + v->off.data[ids[i]], (size_t)v->len.data[ids[i]]));
     }
     if (s.n == 0)
-        return PL_OK;
+        goto fail; /* nothing to append; st is PL_OK */
     replace_all(&s, " ##", "");
     const char *p = s.data;
     size_t len = s.n;
