@@ -216,8 +216,8 @@ pl_status pl_indexed_read(const pl_indexed *ds, int64_t i, int64_t offset, int64
                          (long long)i, (long long)h->n_sequences);
     int32_t len = pl_indexed_length(h, i);
     if (offset < 0 || n < 0 || offset > len || n > len - offset)
-        return pl_errorf(PL_ERR_ARG, "%s: tokens [%lld, %lld) of sequence %lld (length %d)",
-                         ds->prefix, (long long)offset, (long long)(offset + n), (long long)i, len);
+        return pl_errorf(PL_ERR_ARG, "%s: %lld tokens from offset %lld of sequence %lld (length %d)",
+                         ds->prefix, (long long)n, (long long)offset, (long long)i, len);
     if (h->dtype == PL_DT_FLOAT32 || h->dtype == PL_DT_FLOAT64)
         return pl_errorf(PL_ERR_FORMAT, "%s.bin: dtype %s holds no token ids", ds->prefix,
                          pl_indexed_dtype_name(h->dtype));
