@@ -205,6 +205,10 @@ static void *worker_main(void *arg)
 {
     pp_worker *w = arg;
     pp_run *r = w->run;
+    /* Signals (Ctrl-C) go to the reading thread, whose blocking read they interrupt. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
     pl_reader_doc doc = {0};
     pl_ids ids = {0};
     for (;;) {

@@ -2,11 +2,13 @@
  * (byte_tokenizer.h), for script suites that check the pipeline's output
  * against an independent writer (tests/scripts/megatron_writer.py) before
  * the real tokenizers exist. Flags: the pipeline's own, plus --vocab-size
- * (default 257; >= 65500 gives int32 datasets) and --chunk-bytes. */
+ * (default 257; >= 65500 gives int32 datasets), --chunk-bytes and
+ * --reject-byte. SIGINT/SIGTERM cancel the run as in plait preprocess. */
 #include "base/options.h"
 #include "byte_tokenizer.h"
 #include "data/preprocess.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +41,10 @@ static const pl_option table[] = {
 static const pl_command_spec spec = {"preprocess_bytes", "byte-level preprocess for tests", table,
                                      (int)(sizeof table / sizeof *table)};
 
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) { interrupted = sig; }
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -64,11 +70,23 @@ int main(int argc, char **argv)
             .log_interval = o.log_interval,
             .chunk_bytes = (size_t)o.chunk_bytes,
             .log = stderr,
+            .cancel = &interrupted,
         };
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal; /* no SA_RESTART: a blocked read returns */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
         st = pl_preprocess_run(&cfg, tok, NULL);
         pl_tokenizer_free(tok);
     }
     pl_options_free(&spec, &o);
+    if (st && interrupted) {
+        fprintf(stderr, "preprocess_bytes: interrupted by signal %d; no output written\n",
+                (int)interrupted);
+        return 128 + (int)interrupted;
+    }
     if (st) {
         fprintf(stderr, "preprocess_bytes: error: %s\n", pl_error_msg());
         return st == PL_ERR_ARG ? 2 : 1;
