@@ -103,8 +103,8 @@ static pl_status check_flags(const pp_opts *o)
                          "--dataset-impl %s: only mmap is supported (the lazy/cached formats "
                          "were removed from Megatron)",
                          o->dataset_impl);
-    if (o->workers < 1)
-        return pl_errorf(PL_ERR_ARG, "--workers %lld: expected >= 1", (long long)o->workers);
+    if (o->workers < 1 || o->workers > 1024)
+        return pl_errorf(PL_ERR_ARG, "--workers %lld: expected 1 to 1024", (long long)o->workers);
     if (o->partitions < 1 || o->workers % o->partitions != 0)
         return pl_errorf(PL_ERR_ARG,
                          "--partitions %lld: expected >= 1 and dividing --workers %lld (as "
@@ -151,7 +151,7 @@ int plait_cmd_preprocess(int argc, char **argv)
         .csv_header = o.csv_header,
         .append_eod = o.append_eod,
         .output_prefix = o.output_prefix,
-        .workers = (int)(o.workers > 1024 ? 1025 : o.workers),
+        .workers = (int)o.workers,
         .skip_bad = strcmp(o.on_error, "skip") == 0,
         .log_interval = o.log_interval,
         .log = stderr,

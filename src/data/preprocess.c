@@ -456,8 +456,9 @@ static pl_status resolve_column(const pl_preprocess_config *cfg, pl_reader_spec 
         *by_name = 1;
         spec->column = 0;
     }
-    if (spec->format != PL_READER_CSV && cfg->csv_column)
-        return pl_errorf(PL_ERR_ARG, "--csv-column is for CSV input; %s is read as %s", cfg->input,
+    if (spec->format != PL_READER_CSV && (cfg->csv_column || cfg->csv_header))
+        return pl_errorf(PL_ERR_ARG, "%s is for CSV input; %s is read as %s",
+                         cfg->csv_column ? "--csv-column" : "--csv-header", cfg->input,
                          spec->format == PL_READER_JSONL ? "JSON lines" : "text");
     return PL_OK;
 }

@@ -480,6 +480,20 @@ TEST(outputs_are_identical_for_1_2_3_and_8_workers_and_match_the_reference)
     pl_i64s_free(&want_title);
 }
 
+TEST(an_empty_input_gives_empty_datasets)
+{
+    write_input("empty.jsonl", "", 0);
+    pl_preprocess_stats s;
+    CHECK_OK(run("empty.jsonl", "empty", (run_opts){.workers = 2}, &s));
+    CHECK(s.documents == 0 && s.tokens == 0, "%lld documents", (long long)s.documents);
+    char p[600];
+    out_prefix(p, sizeof p, "empty", "text");
+    CHECK(dataset_is(p, NULL, 0, PL_DT_UINT16), "empty dataset");
+    WRITE_INPUT("header_only.csv", "smiles,id\n");
+    CHECK_OK(run("header_only.csv", "header_only", (run_opts){.csv_column = "smiles"}, &s));
+    CHECK(s.documents == 0, "%lld documents", (long long)s.documents);
+}
+
 TEST(a_record_longer_than_a_chunk_grows_the_chunk)
 {
     pl_bytes b = {0};
@@ -598,6 +612,7 @@ TEST(configuration_errors_name_the_flag)
         {"cfg.jsonl", "x", {.keys = {"text", "text"}, .n_keys = 2}, "--json-keys"},
         {"cfg.txt", "x", {.keys = {"a", "b"}, .n_keys = 2}, "--json-keys"},
         {"cfg.jsonl", "x", {.csv_column = "1"}, "--csv-column"},
+        {"cfg.jsonl", "x", {.csv_header = 1}, "--csv-header"},
         {"cfg.jsonl", "x", {.format = "xml"}, "--input-format"},
         {"cfg.jsonl", "x", {.workers = -1}, "--workers"},
         {"cfg.jsonl", "x", {.log_interval = -5}, "--log-interval"},
@@ -817,6 +832,7 @@ int main(void)
     RUN(malformed_lines_are_counted_and_skipped_with_on_error_skip);
     RUN(the_first_bad_line_in_input_order_is_reported_for_any_number_of_workers);
     RUN(outputs_are_identical_for_1_2_3_and_8_workers_and_match_the_reference);
+    RUN(an_empty_input_gives_empty_datasets);
     RUN(a_record_longer_than_a_chunk_grows_the_chunk);
     RUN(text_input_is_one_document_per_line_with_universal_newlines);
     RUN(csv_quoted_fields_follow_pythons_csv_module);
