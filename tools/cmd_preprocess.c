@@ -20,7 +20,7 @@ typedef struct pp_opts {
     int split_sentences, keep_newlines;
     const char *lang;
     const char *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;
-    int append_eod;
+    int append_eod, one_document;
     const char *output_prefix;
     int64_t workers, partitions, log_interval;
     int keep_sequential_samples;
@@ -57,6 +57,9 @@ static const pl_option table[] = {
      "SentencePiece/HF tokenizer model (not supported)", NULL, 0},
     {"--append-eod", PL_OPT_BOOL, NULL, O(append_eod),
      "append the end-of-document token to each non-empty document", NULL, 0},
+    {"--one-document", PL_OPT_BOOL, NULL, O(one_document),
+     "the whole input is one document, each record adds items (MegaMolBART csv_to_binary.py)",
+     NULL, 0},
     {"--output-prefix", PL_OPT_STRING, NULL, O(output_prefix),
      "output path without suffix; writes PREFIX_KEY_document.bin/.idx (--merge: PREFIX.bin/.idx)",
      NULL, PL_OPT_REQUIRED},
@@ -150,6 +153,7 @@ int plait_cmd_preprocess(int argc, char **argv)
         .csv_column = o.csv_column,
         .csv_header = o.csv_header,
         .append_eod = o.append_eod,
+        .one_document = o.one_document,
         .output_prefix = o.output_prefix,
         .workers = (int)o.workers,
         .skip_bad = strcmp(o.on_error, "skip") == 0,

@@ -384,9 +384,11 @@ static pl_status write_chunk(pp_run *r, pp_writer *w, pp_chunk *c)
                 tpos[k] += len;
                 w->tokens += len;
             }
-            pl_status st = pl_indexed_builder_end_document(w->builders[k]);
-            if (st)
-                return st;
+            if (!cfg->one_document) {
+                pl_status st = pl_indexed_builder_end_document(w->builders[k]);
+                if (st)
+                    return st;
+            }
         }
         w->docs++;
         if (cfg->log && cfg->log_interval > 0 && w->docs % cfg->log_interval == 0)
@@ -614,6 +616,9 @@ pl_status pl_preprocess_run(const pl_preprocess_config *cfg, const pl_tokenizer 
         workers[i].started = 0;
     }
 
+    if (cfg->one_document)
+        for (int k = 0; k < n_keys; k++)
+            PL_TRY(pl_indexed_builder_end_document(w.builders[k]));
     /* commit every dataset, or none */
     for (; committed < n_keys; committed++) {
         st = pl_indexed_builder_finish(w.builders[committed]);

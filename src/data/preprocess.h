@@ -8,7 +8,9 @@
  * tokenizations are dropped, the others are the document's items (sequences);
  * with append_eod the tokenizer's eod ends the last item of a non-empty
  * document. A record whose texts all tokenize to nothing is an empty document
- * (a repeated document index), as in Megatron. The dtype is uint16 when the
+ * (a repeated document index), as in Megatron. With one_document the records
+ * only add items and a single end_document() closes the input, as
+ * MegaMolBART's csv_to_binary.py does per CSV file. The dtype is uint16 when the
  * tokenizer's unpadded vocab_size < 65500, else int32.
  *
  * Work is split in chunks of whole records, tokenized by cfg->workers threads
@@ -37,6 +39,8 @@ typedef struct pl_preprocess_config {
     const char *csv_column;    /* 0-based index, or a header name; NULL = "0" */
     int csv_header;            /* the first row is a header (implied by a column name) */
     int append_eod;
+    int one_document;          /* the whole input is one document, each record adds its items
+                                  (MegaMolBART's csv_to_binary.py layout) */
     const char *output_prefix;
     int workers;               /* tokenizing threads, >= 1 */
     int skip_bad;              /* --on-error skip */
@@ -47,7 +51,7 @@ typedef struct pl_preprocess_config {
 } pl_preprocess_config;
 
 typedef struct pl_preprocess_stats {
-    int64_t documents; /* records that became documents (in every dataset) */
+    int64_t documents; /* records that became documents (one_document: records read) */
     int64_t skipped;   /* malformed records skipped (skip_bad) */
     int64_t tokens;    /* tokens written, all datasets */
     int64_t bytes;     /* input bytes read */

@@ -8,7 +8,7 @@ sharing no code with plait. Used by tests/scripts/preprocess.sh.
 
   preprocess --input F --format {jsonl,text,csv,smi} --keys K.. --output-prefix P
              [--append-eod] [--vocab-size N] [--eod ID] [--column C] [--header]
-             [--skip-bad] [--ids-file IDS]
+             [--skip-bad] [--one-document] [--ids-file IDS]
       Reads F as Megatron would (json.loads per line; text lines with universal
       newlines; Python's csv module; whitespace-split .smi), tokenizes each text
       with the byte rule list(text.encode("utf-8")) or takes the ids of
@@ -49,6 +49,13 @@ class Builder:
     def add_document(self, tokens, lengths):
         self.data.append(np.array(tokens, dtype=self.dtype).tobytes(order="C"))
         self.sequence_lengths.extend(lengths)
+        self.document_indices.append(len(self.sequence_lengths))
+
+    def add_item(self, tokens):
+        self.data.append(np.array(tokens, dtype=self.dtype).tobytes(order="C"))
+        self.sequence_lengths.append(len(tokens))
+
+    def end_document(self):
         self.document_indices.append(len(self.sequence_lengths))
 
     def add_index(self, prefix):
@@ -163,8 +170,16 @@ def cmd_preprocess(args):
             if len(doc_ids) > 0 and args.append_eod:
                 doc_ids.append(args.eod)
                 sentence_lens[-1] += 1
-            builders[key].add_document(doc_ids, sentence_lens)
+            if args.one_document:  # MegaMolBART csv_to_binary.py: add_item per text
+                start = 0
+                for n in sentence_lens:
+                    builders[key].add_item(doc_ids[start:start + n])
+                    start += n
+            else:
+                builders[key].add_document(doc_ids, sentence_lens)
     for key in args.keys:
+        if args.one_document:
+            builders[key].end_document()
         builders[key].finalize(f"{args.output_prefix}_{key}_document")
 
 
@@ -237,6 +252,7 @@ def main():
     a.add_argument("--column", default="0")
     a.add_argument("--header", action="store_true")
     a.add_argument("--skip-bad", action="store_true")
+    a.add_argument("--one-document", action="store_true")
     a.add_argument("--ids-file")
     m = sub.add_parser("merge")
     m.add_argument("--output-prefix", required=True)

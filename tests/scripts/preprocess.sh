@@ -136,6 +136,13 @@ check "CSV column by header name" "$PB" --input header.csv --csv-column smiles -
 "$PY" "$REF" preprocess --input header.csv --format csv --column smiles --header --output-prefix ref_hdr
 same_files "CSV header column equals the reference" hdr_text_document ref_hdr_text_document
 
+check "CSV as one document (MegaMolBART layout)" "$PB" --input header.csv --csv-column smiles \
+    --one-document --workers 2 --output-prefix onedoc
+"$PY" "$REF" preprocess --input header.csv --format csv --column smiles --header --one-document \
+    --output-prefix ref_onedoc
+same_files "one-document dataset equals add_item + one end_document" onedoc_text_document \
+    ref_onedoc_text_document
+
 cp "$PLAIT_DATA/smiles/first_5K.smi" first.smi
 cp "$PLAIT_DATA/smiles/CHEMBL2321810.smi" chembl.smi
 check ".smi column 0" "$PB" --input first.smi --output-prefix smi --append-eod

@@ -16,7 +16,7 @@
 typedef struct opts {
     const char *input, *input_format, *csv_column, *output_prefix, *on_error;
     pl_strlist json_keys;
-    int csv_header, append_eod;
+    int csv_header, append_eod, one_document;
     int64_t workers, log_interval, vocab_size, chunk_bytes, reject;
 } opts;
 
@@ -28,6 +28,7 @@ static const pl_option table[] = {
     {"--csv-column", PL_OPT_STRING, NULL, O(csv_column), "CSV column", NULL, 0},
     {"--csv-header", PL_OPT_BOOL, NULL, O(csv_header), "CSV header row", NULL, 0},
     {"--append-eod", PL_OPT_BOOL, NULL, O(append_eod), "append eod", NULL, 0},
+    {"--one-document", PL_OPT_BOOL, NULL, O(one_document), "one document", NULL, 0},
     {"--output-prefix", PL_OPT_STRING, NULL, O(output_prefix), "output prefix", NULL,
      PL_OPT_REQUIRED},
     {"--workers", PL_OPT_INT, "1", O(workers), "threads", NULL, 0},
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
             .csv_column = o.csv_column,
             .csv_header = o.csv_header,
             .append_eod = o.append_eod,
+            .one_document = o.one_document,
             .output_prefix = o.output_prefix,
             .workers = (int)o.workers,
             .skip_bad = strcmp(o.on_error, "skip") == 0,

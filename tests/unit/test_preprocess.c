@@ -149,7 +149,7 @@ typedef struct run_opts {
     const char *keys[4];
     int n_keys;
     const char *format, *csv_column;
-    int csv_header, append_eod, workers, skip;
+    int csv_header, append_eod, one_document, workers, skip;
     size_t chunk;
     int64_t vocab;
     int reject;
@@ -179,6 +179,7 @@ static pl_status run(const char *input, const char *prefix, run_opts o, pl_prepr
         .csv_column = o.csv_column,
         .csv_header = o.csv_header,
         .append_eod = o.append_eod,
+        .one_document = o.one_document,
         .output_prefix = out,
         .workers = o.workers ? o.workers : 1,
         .skip_bad = o.skip,
@@ -596,6 +597,23 @@ TEST(smi_files_split_fields_on_runs_of_blanks)
     DATASET_IS(p, PL_DT_UINT16, '1', EI, ED, '2', EI, ED, '3', EI, ED);
 }
 
+TEST(one_document_makes_each_record_an_item_of_a_single_document)
+{
+    /* MegaMolBART's csv_to_binary.py: add_item per SMILES, end_document() once per file. */
+    WRITE_INPUT("one.csv", "zinc_id,smiles\n1,CCO\n2,\n3,C#N\n");
+    char p[600];
+    run_opts o = {.csv_column = "smiles", .one_document = 1, .workers = 2, .chunk = 8};
+    pl_preprocess_stats s;
+    CHECK_OK(run("one.csv", "one", o, &s));
+    out_prefix(p, sizeof p, "one", "text");
+    DATASET_IS(p, PL_DT_UINT16, 'C', 'C', 'O', EI, 'C', '#', 'N', EI, ED);
+    CHECK(s.documents == 3, "%lld records", (long long)s.documents);
+    WRITE_INPUT("one_empty.csv", "zinc_id,smiles\n");
+    CHECK_OK(run("one_empty.csv", "one_empty", o, NULL));
+    out_prefix(p, sizeof p, "one_empty", "text");
+    DATASET_IS(p, PL_DT_UINT16, ED);
+}
+
 /* ---- configuration errors, cancellation, progress --------------------------------------- */
 
 TEST(configuration_errors_name_the_flag)
@@ -838,6 +856,7 @@ int main(void)
     RUN(csv_quoted_fields_follow_pythons_csv_module);
     RUN(csv_header_names_select_the_column);
     RUN(smi_files_split_fields_on_runs_of_blanks);
+    RUN(one_document_makes_each_record_an_item_of_a_single_document);
     RUN(configuration_errors_name_the_flag);
     RUN(a_cancelled_run_writes_nothing);
     RUN(progress_lines_come_every_log_interval_documents);
