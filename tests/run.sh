@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 export PLAIT_DATA=${PLAIT_DATA:-$ROOT/data}
 export PLAIT=${PLAIT:-$ROOT/build/plait}
+export PLAIT_REF_CACHE=${PLAIT_REF_CACHE:-$PLAIT_DATA/ref-cache}  # reference tokenizers fetched by suites
 unit_only=0
 [ "${1:-}" = "--unit-only" ] && unit_only=1
 total_pass=0

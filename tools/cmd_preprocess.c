@@ -1,11 +1,180 @@
-/* PLACEHOLDER until this command lands (replaced by its implementation). */
+/* plait preprocess: Megatron-LM's tools/preprocess_data.py (tokenize a corpus
+ * into .bin/.idx datasets) and, with --merge, tools/merge_datasets.py.
+ * Flags keep Megatron's names; those plait cannot honour are an error naming
+ * the flag, never silently ignored. The work is data/preprocess.c. */
 #include "commands.h"
 
+#include "data/preprocess.h"
+
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
+
+typedef struct pp_opts {
+    pl_strlist input;
+    const char *input_format;
+    pl_strlist json_keys;
+    const char *csv_column;
+    int csv_header;
+    int split_sentences, keep_newlines;
+    const char *lang;
+    const char *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;
+    int append_eod, one_document;
+    const char *output_prefix;
+    int64_t workers, partitions, log_interval;
+    int keep_sequential_samples;
+    const char *dataset_impl;
+    const char *on_error;
+    int merge;
+} pp_opts;
+
+#define O(f) offsetof(pp_opts, f)
+static const pl_option table[] = {
+    {"--input", PL_OPT_LIST, NULL, O(input),
+     "input file: JSON lines, text (one document a line) or CSV/.tsv/.smi; '-' reads stdin. "
+     "With --merge: dataset prefixes and/or directories of .bin/.idx pairs",
+     NULL, PL_OPT_REQUIRED},
+    {"--input-format", PL_OPT_CHOICE, "auto", O(input_format),
+     "input format; auto: .txt text, .csv/.tsv/.smi CSV, anything else JSON lines", "auto|jsonl|text|csv", 0},
+    {"--json-keys", PL_OPT_LIST, "text", O(json_keys),
+     "JSON keys to extract, one dataset each (text/CSV input: the dataset name)", NULL, 0},
+    {"--csv-column", PL_OPT_STRING, NULL, O(csv_column),
+     "CSV field holding the text: 0-based index or header name (default 0)", NULL, 0},
+    {"--csv-header", PL_OPT_BOOL, NULL, O(csv_header),
+     "the first CSV row is a header (implied by a --csv-column name)", NULL, 0},
+    {"--split-sentences", PL_OPT_BOOL, NULL, O(split_sentences),
+     "split documents into sentences (needs NLTK: not supported)", NULL, 0},
+    {"--keep-newlines", PL_OPT_BOOL, NULL, O(keep_newlines),
+     "keep newlines between sentences (only with --split-sentences)", NULL, 0},
+    {"--lang", PL_OPT_STRING, "english", O(lang), "NLTK language (only with --split-sentences)",
+     NULL, 0},
+    {"--tokenizer-type", PL_OPT_CHOICE, NULL, O(tokenizer_type), "tokenizer",
+     pl_tokenizer_types, 0},
+    {"--vocab-file", PL_OPT_STRING, NULL, O(vocab_file), "vocabulary file", NULL, 0},
+    {"--merge-file", PL_OPT_STRING, NULL, O(merge_file), "BPE merges (GPT2BPETokenizer)", NULL, 0},
+    {"--tokenizer-model", PL_OPT_STRING, NULL, O(tokenizer_model),
+     "SentencePiece/HF tokenizer model (not supported)", NULL, 0},
+    {"--append-eod", PL_OPT_BOOL, NULL, O(append_eod),
+     "append the end-of-document token to each non-empty document", NULL, 0},
+    {"--one-document", PL_OPT_BOOL, NULL, O(one_document),
+     "the whole input is one document, each record adds items (MegaMolBART csv_to_binary.py)",
+     NULL, 0},
+    {"--output-prefix", PL_OPT_STRING, NULL, O(output_prefix),
+     "output path without suffix; writes PREFIX_KEY_document.bin/.idx (--merge: PREFIX.bin/.idx)",
+     NULL, PL_OPT_REQUIRED},
+    {"--workers", PL_OPT_INT, "1", O(workers), "tokenizing threads", NULL, 0},
+    {"--partitions", PL_OPT_INT, "1", O(partitions),
+     "accepted for compatibility; the output is always that of one partition in input order",
+     NULL, 0},
+    {"--keep-sequential-samples", PL_OPT_BOOL, NULL, O(keep_sequential_samples),
+     "accepted for compatibility (order is always kept)", NULL, 0},
+    {"--log-interval", PL_OPT_INT, "1000", O(log_interval),
+     "documents between progress lines (0: none)", NULL, 0},
+    {"--dataset-impl", PL_OPT_STRING, "mmap", O(dataset_impl),
+     "dataset format; only mmap (MMIDIDX) exists in current Megatron", NULL, 0},
+    {"--on-error", PL_OPT_CHOICE, "stop", O(on_error),
+     "malformed lines: stop with FILE:LINE, or skip them and count them", "stop|skip", 0},
+    {"--merge", PL_OPT_BOOL, NULL, O(merge),
+     "merge the datasets of --input into --output-prefix (tools/merge_datasets.py)", NULL, 0},
+};
+#undef O
+
+static const pl_command_spec spec = {
+    "preprocess", "Tokenize text into Megatron .bin/.idx datasets (tools/preprocess_data.py).",
+    table, (int)(sizeof table / sizeof *table)};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) { interrupted = sig; }
+
+/* Flags Megatron has but plait cannot honour. */
+static pl_status check_flags(const pp_opts *o)
+{
+    if (o->split_sentences)
+        return pl_errorf(PL_ERR_ARG,
+                         "--split-sentences needs NLTK's punkt sentence splitter, which plait does "
+                         "not have; split the text beforehand and give each document as a JSON "
+                         "list of sentences (each becomes one sequence)");
+    if (o->tokenizer_model)
+        return pl_errorf(PL_ERR_ARG,
+                         "--tokenizer-model: SentencePiece/Hugging Face tokenizers are not "
+                         "supported (--tokenizer-type %s)",
+                         pl_tokenizer_types);
+    if (strcmp(o->dataset_impl, "mmap") != 0)
+        return pl_errorf(PL_ERR_ARG,
+                         "--dataset-impl %s: only mmap is supported (the lazy/cached formats "
+                         "were removed from Megatron)",
+                         o->dataset_impl);
+    if (o->workers < 1 || o->workers > 1024)
+        return pl_errorf(PL_ERR_ARG, "--workers %lld: expected 1 to 1024", (long long)o->workers);
+    if (o->partitions < 1 || o->workers % o->partitions != 0)
+        return pl_errorf(PL_ERR_ARG,
+                         "--partitions %lld: expected >= 1 and dividing --workers %lld (as "
+                         "Megatron requires)",
+                         (long long)o->partitions, (long long)o->workers);
+    if (o->log_interval < 0)
+        return pl_errorf(PL_ERR_ARG, "--log-interval %lld: expected >= 0",
+                         (long long)o->log_interval);
+    if (!o->merge && o->input.n != 1)
+        return pl_errorf(PL_ERR_ARG, "--input: one file expected, %d given (several datasets are "
+                                     "combined with --merge)",
+                         o->input.n);
+    return PL_OK;
+}
 
 int plait_cmd_preprocess(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return plait_report(pl_errorf(PL_ERR_UNSUPPORTED, "not built yet"));
+    pp_opts o;
+    int rc = plait_parse(&spec, &o, argc, argv, NULL);
+    if (rc >= 0)
+        return rc;
+    pl_status st = check_flags(&o);
+    if (st) {
+        pl_options_free(&spec, &o);
+        return plait_report(st);
+    }
+    if (o.merge) {
+        st = pl_preprocess_merge(o.input.items, o.input.n, o.output_prefix, stderr, NULL);
+        pl_options_free(&spec, &o);
+        return st ? plait_report(st) : 0;
+    }
+    pl_tokenizer *tok = NULL;
+    st = pl_tokenizer_open(&tok, o.tokenizer_type, o.vocab_file, o.merge_file);
+    if (st) {
+        pl_options_free(&spec, &o);
+        return plait_report(st);
+    }
+    pl_preprocess_config cfg = {
+        .input = o.input.items[0],
+        .format = o.input_format,
+        .keys = o.json_keys.items,
+        .n_keys = o.json_keys.n,
+        .csv_column = o.csv_column,
+        .csv_header = o.csv_header,
+        .append_eod = o.append_eod,
+        .one_document = o.one_document,
+        .output_prefix = o.output_prefix,
+        .workers = (int)o.workers,
+        .skip_bad = strcmp(o.on_error, "skip") == 0,
+        .log_interval = o.log_interval,
+        .log = stderr,
+        .cancel = &interrupted,
+    };
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    st = pl_preprocess_run(&cfg, tok, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    pl_tokenizer_free(tok);
+    pl_options_free(&spec, &o);
+    if (st && interrupted) {
+        fprintf(stderr, "plait: interrupted by signal %d; no output written\n", (int)interrupted);
+        return 128 + (int)interrupted;
+    }
+    return st ? plait_report(st) : 0;
 }

@@ -7,6 +7,7 @@
 #include "base/vec.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static const uint8_t MAGIC[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
 enum { HEADER_SIZE = 34 };
@@ -101,20 +102,31 @@ pl_status pl_indexed_parse(const uint8_t *idx, size_t idx_size, uint64_t bin_siz
     out->lengths = idx + HEADER_SIZE;
     out->pointers = out->lengths + 4 * s;
     out->docs = out->pointers + 8 * s;
+    /* Every writer (Megatron's _IndexWriter, legacy MMapIndexedDataset, ours)
+     * stores the exclusive prefix sum of the byte sizes; anything else is
+     * corruption that would otherwise read the wrong tokens silently. */
+    uint64_t sum = 0;
     for (int64_t i = 0; i < out->n_sequences; i++) {
         int32_t len = pl_indexed_length(out, i);
         int64_t ptr = pl_indexed_pointer(out, i);
         if (len < 0)
             return pl_errorf(PL_ERR_FORMAT, "%s: field sequence_lengths[%lld] = %d is negative",
                              name, (long long)i, len);
-        uint64_t end = (uint64_t)ptr + (uint64_t)len * (uint64_t)out->item_size;
-        if (ptr < 0 || (bin_size != UINT64_MAX && end > bin_size))
+        if (ptr < 0 || (uint64_t)ptr != sum)
+            return pl_errorf(PL_ERR_FORMAT,
+                             "%s: field sequence_pointers[%lld] = %lld, expected %llu (the sum of "
+                             "the byte sizes of the sequences before it)",
+                             name, (long long)i, (long long)ptr, (unsigned long long)sum);
+        /* sum == ptr < 2^63 and len * item_size < 2^34: cannot wrap. */
+        sum += (uint64_t)len * (uint64_t)out->item_size;
+        if (bin_size != UINT64_MAX && sum > bin_size)
             return pl_errorf(PL_ERR_FORMAT,
                              "%s: field sequence_pointers[%lld] = %lld with length %d runs past "
                              "the end of the .bin (%llu bytes; truncated?)",
                              name, (long long)i, (long long)ptr, len,
                              (unsigned long long)bin_size);
     }
+    out->data_bytes = sum;
     int64_t prev = 0;
     for (int64_t k = 0; k <= out->n_documents; k++) {
         int64_t v = pl_indexed_doc(out, k);
@@ -154,7 +166,14 @@ pl_status pl_indexed_open(pl_indexed *ds, const char *prefix)
     }
     PL_TRY(pl_mmap_open(&ds->idx_map, idx_path));
     PL_TRY(pl_mmap_open(&ds->bin_map, bin_path));
-    PL_TRY(pl_indexed_parse(ds->idx_map.data, ds->idx_map.size, ds->bin_map.size, idx_path, &ds->h));
+    PL_TRY(pl_indexed_parse(ds->idx_map.data, ds->idx_map.size, UINT64_MAX, idx_path, &ds->h));
+    if (ds->h.data_bytes > ds->bin_map.size) {
+        st = pl_errorf(PL_ERR_FORMAT,
+                       "%s: %zu bytes, but %s indexes %llu bytes of tokens (truncated .bin?)",
+                       bin_path, ds->bin_map.size, idx_path,
+                       (unsigned long long)ds->h.data_bytes);
+        goto fail;
+    }
     pl_free(idx_path);
     pl_free(bin_path);
     return PL_OK;
@@ -196,12 +215,14 @@ pl_status pl_indexed_read(const pl_indexed *ds, int64_t i, int64_t offset, int64
         return pl_errorf(PL_ERR_ARG, "%s: sequence %lld out of range [0, %lld)", ds->prefix,
                          (long long)i, (long long)h->n_sequences);
     int32_t len = pl_indexed_length(h, i);
-    if (offset < 0 || n < 0 || offset + n > len)
-        return pl_errorf(PL_ERR_ARG, "%s: tokens [%lld, %lld) of sequence %lld (length %d)",
-                         ds->prefix, (long long)offset, (long long)(offset + n), (long long)i, len);
+    if (offset < 0 || n < 0 || offset > len || n > len - offset)
+        return pl_errorf(PL_ERR_ARG, "%s: %lld tokens from offset %lld of sequence %lld (length %d)",
+                         ds->prefix, (long long)n, (long long)offset, (long long)i, len);
     if (h->dtype == PL_DT_FLOAT32 || h->dtype == PL_DT_FLOAT64)
         return pl_errorf(PL_ERR_FORMAT, "%s.bin: dtype %s holds no token ids", ds->prefix,
                          pl_indexed_dtype_name(h->dtype));
+    if (n == 0)
+        return PL_OK; /* an empty .bin maps to NULL */
     const uint8_t *p = ds->bin_map.data + pl_indexed_pointer(h, i) + offset * h->item_size;
     for (int64_t k = 0; k < n; k++) {
         int64_t v = load_elem(p + k * h->item_size, h->dtype);
@@ -218,6 +239,7 @@ pl_status pl_indexed_read(const pl_indexed *ds, int64_t i, int64_t offset, int64
 struct pl_indexed_builder {
     char *prefix;
     int dtype, item_size;
+    int failed; /* a call failed half-way: only abort() is valid now */
     pl_wfile bin;
     pl_ids lengths;
     pl_i64s docs;   /* document_indices, starts with 0 */
@@ -265,30 +287,40 @@ static int fits(int64_t v, int dtype)
     }
 }
 
+/* A rejected item (bad length, token out of range, no memory for its length)
+ * leaves the builder as it was; a failed write poisons it. */
 pl_status pl_indexed_builder_add_item(pl_indexed_builder *b, const int32_t *tokens, int64_t n)
 {
-    if (n > INT32_MAX)
-        return pl_errorf(PL_ERR_ARG, "%s: item of %lld tokens exceeds the int32 length field",
+    if (n < 0 || n > INT32_MAX)
+        return pl_errorf(PL_ERR_ARG, "%s: item of %lld tokens does not fit the int32 length field",
                          b->prefix, (long long)n);
+    for (int64_t k = 0; k < n; k++)
+        if (!fits(tokens[k], b->dtype))
+            return pl_errorf(PL_ERR_ARG, "%s: token id %lld (position %lld) does not fit dtype %s",
+                             b->prefix, (long long)tokens[k], (long long)k,
+                             pl_indexed_dtype_name(b->dtype));
+    pl_status st = pl_ids_reserve(&b->lengths, b->lengths.n + 1);
+    if (st)
+        return st;
     int sz = b->item_size;
     int64_t per = (int64_t)(sizeof b->buf) / sz;
     for (int64_t k0 = 0; k0 < n; k0 += per) {
         int64_t m = n - k0 < per ? n - k0 : per;
         for (int64_t k = 0; k < m; k++) {
-            int64_t v = tokens[k0 + k];
-            if (!fits(v, b->dtype))
-                return pl_errorf(PL_ERR_ARG, "%s: token id %lld does not fit dtype %s", b->prefix,
-                                 (long long)v, pl_indexed_dtype_name(b->dtype));
+            uint64_t v = (uint64_t)(int64_t)tokens[k0 + k];
             uint8_t *p = b->buf + k * sz;
             for (int byte = 0; byte < sz; byte++)
-                p[byte] = (uint8_t)((uint64_t)v >> (8 * byte));
+                p[byte] = (uint8_t)(v >> (8 * byte));
         }
-        pl_status st = pl_wfile_write(&b->bin, b->buf, (size_t)(m * sz));
-        if (st)
+        st = pl_wfile_write(&b->bin, b->buf, (size_t)(m * sz));
+        if (st) {
+            b->failed = 1;
             return st;
+        }
     }
     b->bin_bytes += (uint64_t)n * (uint64_t)sz;
-    return pl_ids_push(&b->lengths, (int32_t)n);
+    b->lengths.data[b->lengths.n++] = (int32_t)n;
+    return PL_OK;
 }
 
 pl_status pl_indexed_builder_end_document(pl_indexed_builder *b)
@@ -308,6 +340,7 @@ pl_status pl_indexed_builder_add_index(pl_indexed_builder *b, const char *prefix
         goto fail;
     }
     int64_t base = b->lengths.n;
+    b->failed = 1; /* until the whole dataset is in */
     for (int64_t i = 0; i < other.h.n_sequences; i++)
         PL_TRY(pl_ids_push(&b->lengths, pl_indexed_length(&other.h, i)));
     for (int64_t k = 1; k <= other.h.n_documents; k++)
@@ -315,9 +348,12 @@ pl_status pl_indexed_builder_add_index(pl_indexed_builder *b, const char *prefix
     /* The items' bytes, in index order (contiguous in files Megatron writes). */
     for (int64_t i = 0; i < other.h.n_sequences; i++) {
         size_t nb = (size_t)pl_indexed_length(&other.h, i) * (size_t)other.h.item_size;
+        if (nb == 0)
+            continue; /* an empty .bin maps to NULL */
         PL_TRY(pl_wfile_write(&b->bin, other.bin_map.data + pl_indexed_pointer(&other.h, i), nb));
         b->bin_bytes += nb;
     }
+    b->failed = 0;
     pl_indexed_close(&other);
     return PL_OK;
 fail:
@@ -329,8 +365,22 @@ pl_status pl_indexed_builder_finish(pl_indexed_builder *b)
 {
     pl_status st = PL_OK;
     pl_wfile idx = {0};
-    char *idx_path = path_with(b->prefix, ".idx");
-    if (!idx_path) {
+    char *idx_path = NULL, *bin_path = NULL;
+    if (b->failed) {
+        st = pl_errorf(PL_ERR_INTERNAL, "%s: finish() after a failed add; nothing written",
+                       b->prefix);
+        goto fail;
+    }
+    if (b->docs.data[b->docs.n - 1] != b->lengths.n) {
+        /* Megatron would write it, and its own reader would then refuse the file. */
+        st = pl_errorf(PL_ERR_ARG,
+                       "%s: %lld items after the last end_document(); nothing written",
+                       b->prefix, (long long)(b->lengths.n - b->docs.data[b->docs.n - 1]));
+        goto fail;
+    }
+    idx_path = path_with(b->prefix, ".idx");
+    bin_path = pl_strdup(b->bin.path);
+    if (!idx_path || !bin_path) {
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", b->prefix);
         goto fail;
     }
@@ -374,13 +424,19 @@ pl_status pl_indexed_builder_finish(pl_indexed_builder *b)
     PL_TRY(pl_wfile_write(&idx, chunk, used));
     /* .bin first: a reader finding the new .idx always finds its .bin. */
     PL_TRY(pl_wfile_commit(&b->bin));
-    PL_TRY(pl_wfile_commit(&idx));
+    st = pl_wfile_commit(&idx);
+    if (st) {
+        unlink(bin_path); /* no .bin under the final name without its .idx */
+        goto fail;
+    }
     pl_free(idx_path);
+    pl_free(bin_path);
     pl_indexed_builder_abort(b); /* releases the builder; both files are committed */
     return PL_OK;
 fail:
     pl_wfile_abort(&idx);
     pl_free(idx_path);
+    pl_free(bin_path);
     pl_indexed_builder_abort(b);
     return st;
 }

@@ -40,12 +40,14 @@ typedef struct pl_indexed_header {
     const uint8_t *lengths;  /* int32[n_sequences] */
     const uint8_t *pointers; /* int64[n_sequences] */
     const uint8_t *docs;     /* int64[n_documents + 1] */
+    uint64_t data_bytes;     /* bytes of .bin the index covers (sum of the sizes) */
 } pl_indexed_header;
 
 /* Parses and validates an .idx image: every field against the size of the
  * image and, when bin_size is not (uint64_t)-1, against the .bin size (each
  * pointer == the running sum, lengths >= 0, document indices increasing from 0
- * to n_sequences). name is used in messages ("corpus.idx: field ..."). */
+ * to n_sequences). name is used in messages ("corpus.idx: field ..."). A .bin
+ * longer than data_bytes is accepted, as Megatron does. */
 pl_status pl_indexed_parse(const uint8_t *idx, size_t idx_size, uint64_t bin_size,
                            const char *name, pl_indexed_header *out);
 
@@ -68,7 +70,13 @@ pl_status pl_indexed_read(const pl_indexed *ds, int64_t i, int64_t offset, int64
 
 /* Writer. Items are added one at a time; end_document() closes a document.
  * finish() writes PREFIX.idx and commits both files (temporary names until
- * then); abort() (or any failure) leaves nothing under the final names. */
+ * then); abort() (or any failure) leaves nothing under the final names.
+ * A rejected item (PL_ERR_ARG, or PL_ERR_NOMEM before any byte is written)
+ * leaves the builder unchanged; after a failed write or a failed add_index
+ * the builder is poisoned: finish() refuses and only abort() is useful.
+ * finish() also refuses items not closed by end_document() (an index no reader
+ * would accept). Every call but abort() needs a live builder; finish() and
+ * abort() free it. */
 typedef struct pl_indexed_builder pl_indexed_builder;
 
 pl_status pl_indexed_builder_open(pl_indexed_builder **out, const char *prefix, int dtype);
