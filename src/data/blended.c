@@ -211,6 +211,14 @@ static pl_status write_text(const char *path, const char *text)
     return pl_wfile_commit(&w);
 }
 
+/* Adds what to do about a bad cache file to the message (which names it). */
+static pl_status cache_error(pl_status st)
+{
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s", pl_error_msg());
+    return pl_errorf(st, "%s (a cached index file: delete it to rebuild)", msg);
+}
+
 static pl_status load_cached(pl_blend_dataset *b)
 {
     char *text = NULL;
@@ -230,7 +238,7 @@ static pl_status load_cached(pl_blend_dataset *b)
     for (int i = 0; i < 2; i++) {
         const char *path = b->files[PL_BLEND_INDEX + i];
         if ((st = pl_npy_load(arrays[i], path, dts[i], 1, 1)) != PL_OK)
-            return pl_error_wrap(st, "cached blend index (delete it to rebuild)");
+            return cache_error(st);
         if (arrays[i]->shape[0] != b->size)
             return pl_errorf(PL_ERR_FORMAT, "%s: %lld entries, expected %lld (delete it to rebuild)",
                              path, (long long)arrays[i]->shape[0], (long long)b->size);

@@ -579,6 +579,14 @@ static void expected_shapes(const pl_gpt_dataset *g, int drop_last, gpt_shapes *
     s->shuffle_dt = s->n_samples >= (int64_t)UINT32_MAX - 1 ? PL_NPY_I64 : PL_NPY_U32;
 }
 
+/* Adds what to do about a bad cache file to the message (which names it). */
+static pl_status cache_error(pl_status st)
+{
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s", pl_error_msg());
+    return pl_errorf(st, "%s (a cached index file: delete it to rebuild)", msg);
+}
+
 static pl_status load_cached(pl_gpt_dataset *g, const gpt_shapes *sh)
 {
     char *text = NULL;
@@ -608,7 +616,7 @@ static pl_status load_cached(pl_gpt_dataset *g, const gpt_shapes *sh)
         const char *path = g->files[want[i].file];
         st = pl_npy_load(want[i].a, path, want[i].dt, want[i].ndim, 2);
         if (st != PL_OK)
-            return pl_error_wrap(st, "cached index (delete it to rebuild)");
+            return cache_error(st);
         if (want[i].a->shape[0] != want[i].rows)
             return pl_errorf(PL_ERR_FORMAT,
                              "%s: %lld rows, expected %lld for this dataset (delete it to rebuild)",
