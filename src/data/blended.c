@@ -419,8 +419,20 @@ pl_status pl_blend_build(pl_blend_data *d, const pl_blend_spec *spec, const pl_b
                 if (spec->weights) {
                     size += target[ds * PL_N_SPLITS + s];
                 } else {
-                    w[ds] = (double)pl_gpt_dataset_len(members[ds]);
-                    size += pl_gpt_dataset_len(members[ds]);
+                    /* blended_dataset.py asserts every weight (here: length) > 0. */
+                    int64_t len = pl_gpt_dataset_len(members[ds]);
+                    if (len == 0) {
+                        st = pl_errorf(PL_ERR_ARG,
+                                       "--data-path '%s': its %s split (%lld tokens) holds no "
+                                       "sample of --seq-length %lld + 1 tokens, so it cannot be "
+                                       "blended by length",
+                                       members[ds]->path, pl_split_name((pl_split)s),
+                                       (long long)members[ds]->tokens_per_epoch,
+                                       (long long)cfg->gpt.seq_length);
+                        goto fail;
+                    }
+                    w[ds] = (double)len;
+                    size += len;
                 }
             }
             if (!spec->weights && sizes[s] < size)

@@ -81,6 +81,36 @@ compare blend_many_epochs -- --data-path 0.5 "$S" 0.5 "$M" --split 1,0,0 --seq-l
     --train-iters 200 --global-batch-size 16 --eval-iters 0 --data-cache-path "$W/c_epochs" \
     --print-samples 10 --data-parallel-size 4
 
+# A matrix of corpora, sequence lengths, splits, seeds, batch shapes and resume points.
+SPLITS=("80/15/5" "0,70,30" "1,1,1" "98,2,0" "3")
+i=0
+for corpus in random short longtail small; do
+    for seq in 7 33 257; do
+        i=$((i + 1))
+        split=${SPLITS[$((i % ${#SPLITS[@]}))]}
+        mbs=$((1 + i % 3)) dp=$((1 + i % 4))
+        gbs=$((mbs * dp * (1 + i % 2)))
+        printed=train
+        [ "${split%%,*}" = 0 ] && printed=valid
+        compare "matrix_${corpus}_seq${seq}_split_${split//[\/,]/-}" -- --data-path "$W/$corpus" \
+            --split "$split" --seq-length "$seq" --train-iters $((15 + 11 * i)) \
+            --global-batch-size "$gbs" --micro-batch-size "$mbs" --data-parallel-size "$dp" \
+            --eval-interval $((5 + i)) --eval-iters $((i % 3)) --seed $((i * 7919)) \
+            --data-cache-path "$W/matrix_$i" --print-samples 4 --print-split "$printed" \
+            --consumed-samples $((mbs * dp * (i % 3)))
+    done
+done
+WEIGHTS=("0.5 $R 0.5 $M" "1 $S 3 $L" "0.2 $R 0.3 $M 0.5 $S" "5 $L 1 $R 1 $M 1 $S" "$M $L" "$S $R $L")
+i=0
+for blend in "${WEIGHTS[@]}"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086 # the blend is a list of words
+    compare "blend_matrix_$i" -- --data-path $blend --split 90,6,4 --seq-length $((9 * i + 3)) \
+        --train-iters $((40 * i)) --global-batch-size 4 --micro-batch-size 2 \
+        --data-parallel-size 2 --eval-interval 20 --eval-iters 2 --seed $((101 * i)) \
+        --data-cache-path "$W/blend_matrix_$i" --print-samples 3 --consumed-samples $((4 * i))
+done
+
 # A second run reuses every cache and builds nothing.
 compare random_default_split_reused --expect-reuse -- --data-path "$R" --seq-length 64 \
     "${BASE[@]}" --seed 7 --print-samples 6 --data-parallel-size 2 --micro-batch-size 2
@@ -124,6 +154,9 @@ check_fails batch_not_divisible "--global-batch-size 6 must be a positive multip
     --micro-batch-size 4
 check_fails empty_split "test split sequences \\[400, 400\\) of 400, holding 0 tokens" \
     "$PLAIT" data index --data-path "$S" --split 98,1.9,0.01 "${IDX[@]}"
+check_fails unweighted_member_without_samples "--data-path '.*short': its valid split .* holds no sample" \
+    "$PLAIT" data index --data-path "$S" "$R" --split 90,5,5 --seq-length 200 --train-iters 3 \
+    --global-batch-size 1 --eval-iters 1
 check_fails consumed_past_the_end "--consumed-samples 999999: no samples left" \
     "$PLAIT" data index --data-path "$R" "${IDX[@]}" --print-samples 1 --consumed-samples 999999
 corrupt=$(ls "$W"/c_random/*-GPTDataset-train-shuffle_index.npy | head -n 1)
