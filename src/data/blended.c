@@ -275,8 +275,11 @@ static pl_status build(pl_blend_dataset *b, const char *cache_dir)
     if ((st = pl_mkdirs(cache_dir)) != PL_OK ||
         (st = pl_npy_save(b->files[PL_BLEND_INDEX], &b->dataset_index)) != PL_OK ||
         (st = pl_npy_save(b->files[PL_BLEND_SAMPLE], &b->dataset_sample_index)) != PL_OK ||
-        (st = write_text(b->files[PL_BLEND_DESC], b->description)) != PL_OK)
-        return pl_error_wrap(st, "cannot write the blend cache (--data-cache-path)");
+        (st = write_text(b->files[PL_BLEND_DESC], b->description)) != PL_OK) {
+        if (st == PL_ERR_IO)
+            pl_error_wrap(st, "cannot write the blend cache (--data-cache-path)");
+        return st;
+    }
     return PL_OK;
 }
 

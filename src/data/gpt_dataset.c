@@ -658,16 +658,17 @@ static pl_status build(pl_gpt_dataset *g, const pl_gpt_config *cfg, int drop_las
                                     total, &rng, &g->shuffle_index);
     if (st != PL_OK)
         return st;
-    if ((st = pl_mkdirs(cache_dir)) != PL_OK)
-        return pl_error_wrap(st, "cannot write the index cache (set --data-cache-path to a "
-                                 "writable directory)");
     /* Arrays first, the description last: a reader needs all four files. */
-    if ((st = pl_npy_save(g->files[PL_GPT_DOC], &g->document_index)) != PL_OK ||
+    if ((st = pl_mkdirs(cache_dir)) != PL_OK ||
+        (st = pl_npy_save(g->files[PL_GPT_DOC], &g->document_index)) != PL_OK ||
         (st = pl_npy_save(g->files[PL_GPT_SAMPLE], &g->sample_index)) != PL_OK ||
         (st = pl_npy_save(g->files[PL_GPT_SHUFFLE], &g->shuffle_index)) != PL_OK ||
-        (st = write_text(g->files[PL_GPT_DESC], g->description)) != PL_OK)
-        return pl_error_wrap(st, "cannot write the index cache (set --data-cache-path to a "
-                                 "writable directory)");
+        (st = write_text(g->files[PL_GPT_DESC], g->description)) != PL_OK) {
+        if (st == PL_ERR_IO)
+            pl_error_wrap(st, "cannot write the index cache (set --data-cache-path to a "
+                              "writable directory)");
+        return st;
+    }
     return PL_OK;
 }
 
@@ -788,6 +789,12 @@ void pl_gpt_dataset_free(pl_gpt_dataset *g)
 
 int64_t pl_gpt_dataset_len(const pl_gpt_dataset *g) { return g->sample_index.shape[0] - 1; }
 
+/* The file an index came from, for messages (the path when it was not cached). */
+static const char *origin(const pl_gpt_dataset *g, int f)
+{
+    return g->files[f] ? g->files[f] : g->path;
+}
+
 /* _query_document_sample_shuffle_indices, with every index bounds-checked. */
 pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out, int64_t *n_real)
 {
@@ -797,27 +804,27 @@ pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out,
                          (long long)idx, (long long)n);
     int64_t j = pl_npy_get(&g->shuffle_index, idx);
     if (j < 0 || j >= n)
-        return pl_errorf(PL_ERR_FORMAT, "%s: shuffle_index[%lld] = %lld out of range (corrupt cache?)",
-                         g->files[PL_GPT_SHUFFLE], (long long)idx, (long long)j);
-    int64_t db = pl_npy_get(&g->sample_index, 2 * j), ob = pl_npy_get(&g->sample_index, 2 * j + 1);
-    int64_t de = pl_npy_get(&g->sample_index, 2 * j + 2),
-            oe = pl_npy_get(&g->sample_index, 2 * j + 3);
-    int64_t n_doc = pl_npy_numel(&g->document_index);
-    if (db < 0 || de < db || de >= n_doc)
-        return pl_errorf(PL_ERR_FORMAT, "%s: sample_index rows %lld..%lld out of range (corrupt cache?)",
-                         g->files[PL_GPT_SAMPLE], (long long)j, (long long)j + 1);
+        return pl_errorf(PL_ERR_FORMAT, "%s: shuffle_index[%lld] = %lld out of range",
+                         origin(g, PL_GPT_SHUFFLE), (long long)idx, (long long)j);
+    const pl_npy *si = &g->sample_index;
+    int64_t db = pl_npy_get(si, 2 * j), ob = pl_npy_get(si, 2 * j + 1);
+    int64_t de = pl_npy_get(si, 2 * j + 2), oe = pl_npy_get(si, 2 * j + 3);
+    if (db < 0 || de < db || de >= pl_npy_numel(&g->document_index))
+        return pl_errorf(PL_ERR_FORMAT, "%s: rows %lld, %lld point outside the document index",
+                         origin(g, PL_GPT_SAMPLE), (long long)j, (long long)j + 1);
     for (int64_t i = db; i <= de; i++) {
         int64_t id = pl_npy_get(&g->document_index, i);
         if (id < 0 || id >= g->low->h.n_sequences)
-            return pl_errorf(PL_ERR_FORMAT, "%s: document_index[%lld] = %lld out of range (corrupt cache?)",
-                             g->files[PL_GPT_DOC], (long long)i, (long long)id);
+            return pl_errorf(PL_ERR_FORMAT, "%s: document_index[%lld] = %lld out of range",
+                             origin(g, PL_GPT_DOC), (long long)i, (long long)id);
         int64_t len = pl_indexed_length(&g->low->h, id);
         int64_t off = i == db ? ob : 0;
         int64_t stop = i == de ? oe + g->x : len;
         if (off < 0 || stop > len || stop < off || got + (stop - off) > want)
-            return pl_errorf(PL_ERR_FORMAT, "%s: sample %lld reads tokens [%lld, %lld) of sequence "
-                             "%lld (length %lld) (corrupt cache?)",
-                             g->files[PL_GPT_SAMPLE], (long long)idx, (long long)off,
+            return pl_errorf(PL_ERR_FORMAT,
+                             "%s: sample %lld reads tokens [%lld, %lld) of sequence %lld "
+                             "(length %lld)",
+                             origin(g, PL_GPT_SAMPLE), (long long)idx, (long long)off,
                              (long long)stop, (long long)id, (long long)len);
         pl_status st = pl_indexed_read(g->low, id, off, stop - off, out + got);
         if (st != PL_OK)
