@@ -197,7 +197,7 @@ int plait_data_index(int argc, char **argv)
     pl_blend_spec spec = {0};
     pl_blend_data data = {0};
     pl_blend_config cfg;
-    pl_gpt_config_defaults(&cfg.gpt);
+    pl_gpt_dataset_config_defaults(&cfg.gpt);
     cfg.mid_level_dataset_surplus = o.surplus;
 
     if (o.seed < 0 || o.seed > (int64_t)UINT32_MAX) {

@@ -80,7 +80,7 @@ pl_status pl_blend_dataset_init(pl_blend_dataset *b, pl_gpt_dataset *const *memb
 void pl_blend_dataset_free(pl_blend_dataset *b);
 
 typedef struct pl_blend_config {
-    pl_gpt_config gpt;
+    pl_gpt_dataset_config gpt;
     double mid_level_dataset_surplus; /* --mid-level-dataset-surplus, 0.005 */
 } pl_blend_config;
 

@@ -19,7 +19,7 @@ const char *pl_split_name(pl_split s)
     return names[s];
 }
 
-void pl_gpt_config_defaults(pl_gpt_config *c)
+void pl_gpt_dataset_config_defaults(pl_gpt_dataset_config *c)
 {
     memset(c, 0, sizeof *c);
     c->seed = 1234;
@@ -503,7 +503,7 @@ static pl_status describe_tokenizer(pl_bytes *b, const pl_tokenizer_id *t)
  * num_samples, index_split, then _key_config_attributes: random_seed,
  * sequence_length, split, split_matrix, tokenizer), as
  * json.dumps(indent=4) writes it. */
-static pl_status describe(pl_bytes *b, const pl_gpt_dataset *g, const pl_gpt_config *cfg)
+static pl_status describe(pl_bytes *b, const pl_gpt_dataset *g, const pl_gpt_dataset_config *cfg)
 {
     pl_status st = pl_bytes_append(b, "{", 1);
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK)
@@ -638,7 +638,7 @@ static pl_status write_text(const char *path, const char *text)
     return pl_wfile_commit(&w);
 }
 
-static pl_status build(pl_gpt_dataset *g, const pl_gpt_config *cfg, int drop_last,
+static pl_status build(pl_gpt_dataset *g, const pl_gpt_dataset_config *cfg, int drop_last,
                        const char *cache_dir)
 {
     pl_np_rng rng;
@@ -673,7 +673,7 @@ static pl_status build(pl_gpt_dataset *g, const pl_gpt_config *cfg, int drop_las
 }
 
 pl_status pl_gpt_dataset_init(pl_gpt_dataset *g, const pl_indexed *low, const char *path,
-                              const pl_gpt_config *cfg, pl_split s, int64_t num_samples)
+                              const pl_gpt_dataset_config *cfg, pl_split s, int64_t num_samples)
 {
     static const char *suffix[PL_GPT_N_FILES] = {"description.txt", "document_index.npy",
                                                  "sample_index.npy", "shuffle_index.npy"};

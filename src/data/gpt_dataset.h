@@ -79,7 +79,7 @@ typedef struct pl_tokenizer_id {
     int n_paths;
 } pl_tokenizer_id;
 
-typedef struct pl_gpt_config {
+typedef struct pl_gpt_dataset_config {
     int64_t seq_length;         /* S, >= 2 */
     uint32_t seed;              /* --seed */
     const char *split;          /* --split as given (recorded in the description) */
@@ -88,10 +88,10 @@ typedef struct pl_gpt_config {
     pl_tokenizer_id tokenizer;
     int add_extra_token;        /* x: 1 as Megatron (samples hold S + 1 tokens) */
     int drop_last_partial_validation_sequence; /* 1 as Megatron's default */
-} pl_gpt_config;
+} pl_gpt_dataset_config;
 
 /* Fills c with Megatron's defaults (x = 1, drop = 1, seed 1234, default split). */
-void pl_gpt_config_defaults(pl_gpt_config *c);
+void pl_gpt_dataset_config_defaults(pl_gpt_dataset_config *c);
 
 /* ---- the index arithmetic, exposed for tests ---------------------------- */
 
@@ -152,7 +152,7 @@ typedef struct pl_gpt_dataset {
  * description differs, is an error naming it (delete it to rebuild). Writes
  * new caches atomically. On failure g is left zeroed. */
 pl_status pl_gpt_dataset_init(pl_gpt_dataset *g, const pl_indexed *low, const char *path,
-                              const pl_gpt_config *cfg, pl_split s, int64_t num_samples);
+                              const pl_gpt_dataset_config *cfg, pl_split s, int64_t num_samples);
 void pl_gpt_dataset_free(pl_gpt_dataset *g);
 
 /* Number of samples (sample_index rows - 1). */

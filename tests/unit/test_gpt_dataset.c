@@ -320,7 +320,7 @@ static void corpora(char *a, char *b, size_t n)
 static pl_blend_config config(const char *cache_dir)
 {
     pl_blend_config c;
-    pl_gpt_config_defaults(&c.gpt);
+    pl_gpt_dataset_config_defaults(&c.gpt);
     c.gpt.seq_length = 8;
     c.gpt.split = "80,10,10";
     pl_split_parse(c.gpt.split, &c.gpt.split_matrix);
