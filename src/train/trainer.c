@@ -199,7 +199,7 @@ static pl_status setup_data(pl_trainer *t)
         return st;
     pl_blend_config bc;
     memset(&bc, 0, sizeof bc);
-    pl_gpt_config_defaults(&bc.gpt);
+    pl_gpt_dataset_config_defaults(&bc.gpt);
     bc.gpt.seq_length = t->cfg.seq_length;
     bc.gpt.seed = (uint32_t)a->seed;
     bc.gpt.split = a->split;
@@ -615,7 +615,7 @@ static pl_status run(pl_trainer *t)
     int64_t last_saved = -1, window = 0;
     double t_window = pl_time_now();
     while (t->iteration < t->train_iters) {
-        step_result r;
+        step_result r = {0};
         PL_TRY(train_step(t, &sampler, &r));
         window++;
         if (t->iteration % a->log_interval == 0 || t->iteration == t->train_iters) {
