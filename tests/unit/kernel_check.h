@@ -177,12 +177,12 @@ static inline double kc_dot(const double *out, const float *R, int64_t n)
     return s;
 }
 
-/* Runs stmt with n OpenMP threads, then restores the previous count. */
-#define KC_WITH_THREADS(n, stmt)                                                                   \
+/* Runs the statement(s) with n OpenMP threads, then restores the previous count. */
+#define KC_WITH_THREADS(n, ...)                                                                    \
     do {                                                                                           \
         int kc_nt_ = omp_get_max_threads();                                                       \
         omp_set_num_threads(n);                                                                    \
-        stmt;                                                                                      \
+        __VA_ARGS__;                                                                               \
         omp_set_num_threads(kc_nt_);                                                               \
     } while (0)
 
