@@ -7,7 +7,7 @@
  * within a few ulp of the tanhf form. */
 #include "kernels/kernels.h"
 
-#include "kernels/cpu/vmath.h"
+#include "kernels/cpu/simd.h"
 
 #define COL_BLOCK 64
 #define PAR_MIN 32768

@@ -16,7 +16,7 @@
 #include "kernels/kernels.h"
 
 #include "base/status.h"
-#include "kernels/cpu/vmath.h"
+#include "kernels/cpu/simd.h"
 
 #include <math.h>
 

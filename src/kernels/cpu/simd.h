@@ -1,13 +1,41 @@
-/* Vectorizable elementary functions for the cpu kernels.
+/* The SIMD seam of the cpu kernels (internal to src/kernels/cpu/).
  *
- * Portable C that GCC vectorizes inside `#pragma omp simd` loops (libm's expf
- * is an opaque call and blocks vectorization). Internal to src/kernels/cpu/.
- * This is the seam where ISA-specific versions will go. */
-#ifndef PL_KERNELS_CPU_VMATH_H
-#define PL_KERNELS_CPU_VMATH_H
+ * Everything here is portable: no intrinsics and no -march. pl_vexpf is plain
+ * C that vectorizes inside `#pragma omp simd` loops (libm's expf is an opaque
+ * call and blocks vectorization). pl_vf is a GNU C generic vector (GCC and
+ * clang) of PL_VF floats: 4 (SSE2, the x86-64 baseline this project builds
+ * for) unless the compiler is told of a wider ISA; the compiler lowers its
+ * arithmetic to whatever the target has. ISA-specific code (AVX-512
+ * intrinsics, runtime dispatch) goes behind this header. Without GNU C
+ * vectors, PL_VF is 0 and callers use their scalar loops. */
+#ifndef PL_KERNELS_CPU_SIMD_H
+#define PL_KERNELS_CPU_SIMD_H
 
 #include <stdint.h>
 #include <string.h>
+
+#if defined(__GNUC__)
+#if defined(__AVX512F__)
+#define PL_VF 16
+#elif defined(__AVX__)
+#define PL_VF 8
+#else
+#define PL_VF 4
+#endif
+typedef float pl_vf __attribute__((vector_size(PL_VF * sizeof(float))));
+
+/* Unaligned load and store of PL_VF floats. */
+static inline pl_vf pl_vf_load(const float *p)
+{
+    pl_vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void pl_vf_store(float *p, pl_vf v) { memcpy(p, &v, sizeof v); }
+#else
+#define PL_VF 0
+#endif
 
 /* exp(x) in fp32, relative error below 1e-7 on [lo, hi] = [-87.34, 88.38]
  * (Cephes' polynomial after Cody-Waite range reduction). Saturates outside:
