@@ -89,7 +89,7 @@ function unicodeText() {
     () => pick(["'", "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'T", "'RE", "'Ll", "''", "'x"]),
     () => pick(spaces), () => ' ', () => ' ',
   ];
-  for (let i = 0; i < 400; i++) {
+  for (let i = 0; i < 3000; i++) {
     let s = '';
     const len = 1 + rnd(60);
     for (let k = 0; k < len; k++) s += pick(gens)();
