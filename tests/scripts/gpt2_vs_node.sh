@@ -5,7 +5,8 @@
 # Encoder.js's decode) must give the file back byte for byte.
 #   texts: data/kjv.txt (4.1 MB ASCII; 1,024,544 tokens per data-sources.md), and a
 #   generated Unicode-heavy text (TestPlans samples, many scripts, emoji, marks, every
-#   JavaScript white space, contractions, long runs that take the heap merge).
+#   JavaScript white space, contractions, long runs that take the heap merge), and
+#   random merge tables.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BUILD_DIR=$ROOT/${PLAIT_TEST_BUILD:-build}
 ENC=$BUILD_DIR/testtools/gpt2_encode
@@ -38,6 +39,17 @@ check unicode_plait_encode "$ENC" "$VOCAB" "$MERGES" "$TMP/uni.txt" "$TMP/uni.id
 check unicode_ids_identical_to_node cmp "$TMP/uni.node" "$TMP/uni.ids"
 check unicode_decode_reproduces_file cmp "$TMP/uni.dec" "$TMP/uni.txt"
 check unicode_node_decodes_plait_ids_to_file node "$REF" decode "$TMP/uni.ids" "$TMP/uni.txt"
+
+# Merge order on vocabularies no trainer would make: random merges over "abc" with
+# shuffled ranks and repeated pairs, where bpe()'s "merge every occurrence of the best
+# pair, then look again" differs from merging greedily one pair at a time.
+for seed in 1 2 3 4 5 6; do
+    d=$TMP/rand$seed
+    node "$REF" randvocab "$d" $seed &&
+        node "$REF" custom "$d" "$d/input.txt" "$d/node.ids" &&
+        "$ENC" "$d/encoder.json" "$d/vocab.bpe" "$d/input.txt" "$d/plait.ids" 2>/dev/null
+    check random_merges_seed${seed}_ids_identical_to_node cmp "$d/node.ids" "$d/plait.ids"
+done
 
 # Invalid UTF-8 is an error that gives the byte offset (bytes 0-5 are "hello ").
 printf 'hello \xc0\x80 world' >"$TMP/bad.txt"
