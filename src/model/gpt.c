@@ -93,8 +93,8 @@ static size_t plan(pl_gpt *m, float *base)
     TAKE(m->dattn, N * m->Cl);
     TAKE(m->dfc1, N * m->Fl);
     TAKE(m->dgelu, N * m->Fl);
-    TAKE(m->attn_ws, (int64_t)(pl_attention_workspace(m->B, m->T, m->NHl, m->HS) / sizeof(float) + 1));
-    TAKE(m->lm_ws, (int64_t)(pl_lmhead_workspace(N, m->lm_chunk) / sizeof(float) + 1));
+    TAKE(m->attn_ws, (int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS));
+    TAKE(m->lm_ws, (int64_t)pl_lmhead_workspace(N, m->lm_chunk));
 #undef TAKE
     return b.used;
 }
