@@ -3,6 +3,8 @@
 
 #include "base/alloc.h"
 
+#include "base/json.h"
+
 #include <cjson/cJSON.h>
 #include <string.h>
 
@@ -106,7 +108,13 @@ pl_status pl_safetensors_parse(pl_safetensors *sf, const uint8_t *image, size_t 
     if (hlen > size - 8)
         return pl_errorf(PL_ERR_FORMAT, "%s: header length %llu exceeds the file (%zu bytes)", name,
                          (unsigned long long)hlen, size);
+    pl_json_init();
+    pl_json_oom_take();
     root = cJSON_ParseWithLength((const char *)image + 8, (size_t)hlen);
+    if (!root && pl_json_oom_take()) {
+        st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory parsing the header", name);
+        goto fail;
+    }
     if (!cJSON_IsObject(root)) {
         st = pl_errorf(PL_ERR_FORMAT, "%s: header is not a JSON object", name);
         goto fail;
@@ -280,6 +288,7 @@ pl_status pl_st_writer_add(pl_st_writer *w, const char *name, const char *dtype,
 
 pl_status pl_st_writer_meta(pl_st_writer *w, const char *key, const char *value)
 {
+    pl_json_init();
     if (!w->meta && !(w->meta = cJSON_CreateObject()))
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
     cJSON_DeleteItemFromObjectCaseSensitive(w->meta, key);
@@ -297,35 +306,49 @@ void pl_st_writer_free(pl_st_writer *w)
     pl_free(w);
 }
 
+/* The header entry of t, or NULL when memory runs out. */
+static cJSON *entry_json(const pl_st_tensor *t)
+{
+    cJSON *e = cJSON_CreateObject(), *sh = cJSON_CreateArray(), *off = cJSON_CreateArray();
+    int ok = e && sh && off;
+    for (int d = 0; ok && d < t->ndim; d++)
+        ok = cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[d]));
+    ok = ok && cJSON_AddItemToArray(off, cJSON_CreateNumber((double)t->begin)) &&
+         cJSON_AddItemToArray(off, cJSON_CreateNumber((double)t->end));
+    ok = ok && cJSON_AddStringToObject(e, "dtype", t->dtype);
+    if (ok && cJSON_AddItemToObject(e, "shape", sh)) {
+        sh = NULL;
+        if (cJSON_AddItemToObject(e, "data_offsets", off))
+            return e;
+    }
+    cJSON_Delete(e);
+    cJSON_Delete(sh);
+    cJSON_Delete(off);
+    return NULL;
+}
+
 pl_status pl_st_writer_finish(pl_st_writer *w, const char *path)
 {
     pl_status st = PL_OK;
     pl_wfile f = {0};
     char *json = NULL;
+    pl_json_init();
     cJSON *root = cJSON_CreateObject();
     if (!root)
         goto nomem;
     if (w->meta) {
-        cJSON_AddItemToObject(root, "__metadata__", w->meta);
-        w->meta = NULL;
+        if (!cJSON_AddItemToObject(root, "__metadata__", w->meta))
+            goto nomem;
+        w->meta = NULL; /* root owns it now */
     }
     for (int i = 0; i < w->n; i++) {
-        const pl_st_tensor *t = &w->items[i].t;
-        cJSON *e = cJSON_CreateObject(), *sh = cJSON_CreateArray(), *off = cJSON_CreateArray();
-        if (!e || !sh || !off) {
+        cJSON *e = entry_json(&w->items[i].t);
+        if (!e)
+            goto nomem;
+        if (!cJSON_AddItemToObject(root, w->items[i].t.name, e)) {
             cJSON_Delete(e);
-            cJSON_Delete(sh);
-            cJSON_Delete(off);
             goto nomem;
         }
-        cJSON_AddItemToObject(root, t->name, e);
-        cJSON_AddStringToObject(e, "dtype", t->dtype);
-        for (int d = 0; d < t->ndim; d++)
-            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[d]));
-        cJSON_AddItemToObject(e, "shape", sh);
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)t->begin));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)t->end));
-        cJSON_AddItemToObject(e, "data_offsets", off);
     }
     json = cJSON_PrintUnformatted(root);
     if (!json)

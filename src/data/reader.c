@@ -5,6 +5,8 @@
 
 #include "base/alloc.h"
 
+#include "base/json.h"
+
 #include <cjson/cJSON.h>
 #include <string.h>
 #include <strings.h>
@@ -355,6 +357,8 @@ static pl_status parse_json(const pl_reader_spec *s, const char *rec, size_t len
     d->scratch.data[len] = '\0';
     d->scratch.n = len;
     const char *end = NULL;
+    pl_json_init();
+    pl_json_oom_take();
     cJSON *root = cJSON_ParseWithOpts(d->scratch.data, &end, 0);
     if (!root && blank_nonfinite(d->scratch.data, len) > 0) {
         size_t first_err = end ? (size_t)(end - d->scratch.data) : 0;
@@ -362,6 +366,8 @@ static pl_status parse_json(const pl_reader_spec *s, const char *rec, size_t len
         if (!root)
             end = d->scratch.data + first_err;
     }
+    if (!root && pl_json_oom_take())
+        return pl_errorf(PL_ERR_NOMEM, "out of memory parsing JSON");
     if (!root)
         return pl_errorf(PL_ERR_FORMAT, "not valid JSON (error at byte offset %zu)",
                          end ? (size_t)(end - d->scratch.data) : (size_t)0);

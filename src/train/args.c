@@ -4,6 +4,8 @@
 #include "base/alloc.h"
 #include "base/fileio.h"
 
+#include "base/json.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stddef.h>
@@ -104,6 +106,7 @@ static pl_status apply_preset(pl_train_args *a, unsigned char *cli_given)
     pl_status st = pl_file_read_all(a->config, &text, NULL);
     if (st)
         return pl_error_wrap(st, "--config");
+    pl_json_init();
     cJSON *root = cJSON_Parse(text);
     pl_free(text);
     if (!cJSON_IsObject(root)) {

@@ -19,32 +19,12 @@
 #include "data/tokenizer/gpt2_internal.h"
 
 #include "base/alloc.h"
+#include "base/json.h"
 #include "base/fileio.h"
 #include "base/log.h"
 
 #include <cjson/cJSON.h>
-#include <pthread.h>
 #include <utf8proc.h>
-
-/* --- cJSON through the allocation hook ----------------------------------------- */
-
-static _Thread_local int cjson_oom; /* an allocation failed during this thread's parse */
-
-static void *cjson_malloc(size_t size)
-{
-    void *p = pl_malloc(size);
-    if (!p)
-        cjson_oom = 1;
-    return p;
-}
-
-static void cjson_hooks_install(void)
-{
-    cJSON_Hooks hooks = {cjson_malloc, pl_free};
-    cJSON_InitHooks(&hooks);
-}
-
-static pthread_once_t cjson_once = PTHREAD_ONCE_INIT;
 
 /* --- GPT-2's byte alphabet --------------------------------------------------------- */
 
@@ -222,12 +202,12 @@ static pl_status load_encoder(pl_gpt2_vocab *v, const char *path)
     size_t size;
     cJSON *root = NULL;
     PL_TRY(pl_file_read_all(path, &buf, &size));
-    pthread_once(&cjson_once, cjson_hooks_install);
-    cjson_oom = 0;
+    pl_json_init();
+    pl_json_oom_take();
     const char *err = NULL;
     root = cJSON_ParseWithLengthOpts(buf, size, &err, 0);
     if (!root) {
-        if (cjson_oom)
+        if (pl_json_oom_take())
             st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory parsing JSON", path);
         else
             st = pl_errorf(PL_ERR_FORMAT, "%s:%d: malformed JSON (byte %lld)", path,
