@@ -3,6 +3,7 @@
 
 #include "base/alloc.h"
 #include "base/fileio.h"
+#include "base/json.h"
 #include "base/vec.h"
 #include "base/xxh64.h"
 #include "ckpt/safetensors.h"
@@ -72,75 +73,89 @@ static const struct {
     {"seq_length", "--seq-length", offsetof(pl_gpt_config, seq_length)},
 };
 
+/* cJSON insertions that remember whether any failed (memory), so a manifest
+ * is either complete or not written at all. */
+typedef struct jbuild {
+    int ok;
+} jbuild;
+
+static cJSON *jobj(cJSON *parent, const char *key, jbuild *b)
+{
+    cJSON *o = parent ? cJSON_AddObjectToObject(parent, key) : NULL;
+    b->ok &= o != NULL;
+    return o;
+}
+
+static void jnum(cJSON *o, const char *key, double v, jbuild *b)
+{
+    b->ok &= o && cJSON_AddNumberToObject(o, key, v) != NULL;
+}
+
+static void jstr(cJSON *o, const char *key, const char *v, jbuild *b)
+{
+    if (v)
+        b->ok &= o && cJSON_AddStringToObject(o, key, v) != NULL;
+}
+
 static cJSON *manifest_json(const pl_gpt_config *cfg, const pl_ckpt_meta *m, const pl_registry *reg)
 {
-    cJSON *root = cJSON_CreateObject(), *model = cJSON_CreateObject(), *sch = cJSON_CreateObject(),
-          *opt = cJSON_CreateObject(), *par = cJSON_CreateObject(), *tok = cJSON_CreateObject(),
-          *tensors = cJSON_CreateObject();
-    if (!root || !model || !sch || !opt || !par || !tok || !tensors) {
-        cJSON_Delete(root), cJSON_Delete(model), cJSON_Delete(sch), cJSON_Delete(opt);
-        cJSON_Delete(par), cJSON_Delete(tok), cJSON_Delete(tensors);
-        return NULL;
-    }
-    cJSON_AddStringToObject(root, "format", FORMAT);
-    cJSON_AddNumberToObject(root, "version", 1);
-    cJSON_AddNumberToObject(root, "iteration", (double)m->iteration);
-    cJSON_AddNumberToObject(root, "consumed_train_samples", (double)m->consumed_train_samples);
-    cJSON_AddNumberToObject(root, "consumed_valid_samples", (double)m->consumed_valid_samples);
-    cJSON_AddItemToObject(root, "model", model);
-    cJSON_AddStringToObject(model, "architecture", "gpt");
+    jbuild b = {1};
+    pl_json_init();
+    cJSON *root = cJSON_CreateObject();
+    b.ok = root != NULL;
+    jstr(root, "format", FORMAT, &b);
+    jnum(root, "version", 1, &b);
+    jnum(root, "iteration", (double)m->iteration, &b);
+    jnum(root, "consumed_train_samples", (double)m->consumed_train_samples, &b);
+    jnum(root, "consumed_valid_samples", (double)m->consumed_valid_samples, &b);
+    jnum(root, "seed", (double)m->seed, &b);
+    jstr(root, "data_hash", m->data_hash, &b);
+    cJSON *model = jobj(root, "model", &b);
+    jstr(model, "architecture", "gpt", &b);
     for (size_t i = 0; i < sizeof config_fields / sizeof *config_fields; i++)
-        cJSON_AddNumberToObject(model, config_fields[i].key,
-                                (double)*(const int64_t *)((const char *)cfg + config_fields[i].off));
-    cJSON_AddNumberToObject(model, "make_vocab_size_divisible_by", (double)cfg->divisible_by);
-    cJSON_AddNumberToObject(model, "init_method_std", cfg->init_std);
-    cJSON_AddNumberToObject(model, "layernorm_epsilon", cfg->ln_eps);
-    cJSON_AddItemToObject(root, "parallel", par);
-    cJSON_AddNumberToObject(par, "tensor_model_parallel_size", m->tp);
-    cJSON_AddNumberToObject(par, "pipeline_model_parallel_size", m->pp);
-    cJSON_AddNumberToObject(par, "data_parallel_size", m->dp);
-    cJSON_AddItemToObject(root, "scheduler", sch);
-    cJSON_AddNumberToObject(sch, "max_lr", m->schedule.max_lr);
-    cJSON_AddNumberToObject(sch, "min_lr", m->schedule.min_lr);
-    cJSON_AddNumberToObject(sch, "init_lr", m->schedule.init_lr);
-    cJSON_AddNumberToObject(sch, "lr_warmup_steps", (double)m->schedule.warmup_steps);
-    cJSON_AddNumberToObject(sch, "lr_decay_steps", (double)m->schedule.decay_steps);
-    cJSON_AddStringToObject(sch, "lr_decay_style", pl_lr_style_name(m->schedule.style));
-    cJSON_AddNumberToObject(sch, "num_steps", (double)m->schedule.num_steps);
-    cJSON_AddItemToObject(root, "optimizer", opt);
-    cJSON_AddStringToObject(opt, "type", "adamw");
-    cJSON_AddNumberToObject(opt, "step", (double)m->optimizer_steps);
-    cJSON_AddNumberToObject(opt, "beta1", m->beta1);
-    cJSON_AddNumberToObject(opt, "beta2", m->beta2);
-    cJSON_AddNumberToObject(opt, "eps", m->eps);
-    cJSON_AddNumberToObject(opt, "weight_decay", m->weight_decay);
-    cJSON_AddNumberToObject(root, "seed", (double)m->seed);
-    cJSON_AddItemToObject(root, "tokenizer", tok);
-    if (m->tokenizer_type)
-        cJSON_AddStringToObject(tok, "type", m->tokenizer_type);
-    if (m->vocab_file)
-        cJSON_AddStringToObject(tok, "vocab_file", m->vocab_file);
-    if (m->merge_file)
-        cJSON_AddStringToObject(tok, "merge_file", m->merge_file);
-    if (m->data_hash)
-        cJSON_AddStringToObject(root, "data_hash", m->data_hash);
+        jnum(model, config_fields[i].key,
+             (double)*(const int64_t *)((const char *)cfg + config_fields[i].off), &b);
+    jnum(model, "make_vocab_size_divisible_by", (double)cfg->divisible_by, &b);
+    jnum(model, "init_method_std", cfg->init_std, &b);
+    jnum(model, "layernorm_epsilon", cfg->ln_eps, &b);
+    cJSON *par = jobj(root, "parallel", &b);
+    jnum(par, "tensor_model_parallel_size", m->tp, &b);
+    jnum(par, "pipeline_model_parallel_size", m->pp, &b);
+    jnum(par, "data_parallel_size", m->dp, &b);
+    cJSON *sch = jobj(root, "scheduler", &b);
+    jnum(sch, "max_lr", m->schedule.max_lr, &b);
+    jnum(sch, "min_lr", m->schedule.min_lr, &b);
+    jnum(sch, "init_lr", m->schedule.init_lr, &b);
+    jnum(sch, "lr_warmup_steps", (double)m->schedule.warmup_steps, &b);
+    jnum(sch, "lr_decay_steps", (double)m->schedule.decay_steps, &b);
+    jstr(sch, "lr_decay_style", pl_lr_style_name(m->schedule.style), &b);
+    jnum(sch, "num_steps", (double)m->schedule.num_steps, &b);
+    cJSON *opt = jobj(root, "optimizer", &b);
+    jstr(opt, "type", "adamw", &b);
+    jnum(opt, "step", (double)m->optimizer_steps, &b);
+    jnum(opt, "beta1", m->beta1, &b);
+    jnum(opt, "beta2", m->beta2, &b);
+    jnum(opt, "eps", m->eps, &b);
+    jnum(opt, "weight_decay", m->weight_decay, &b);
+    cJSON *tok = jobj(root, "tokenizer", &b);
+    jstr(tok, "type", m->tokenizer_type, &b);
+    jstr(tok, "vocab_file", m->vocab_file, &b);
+    jstr(tok, "merge_file", m->merge_file, &b);
     static const char *splits[] = {"replicated", "rows", "cols", "vocab"};
-    cJSON_AddItemToObject(root, "tensors", tensors);
-    for (int i = 0; i < reg->n; i++) {
+    cJSON *tensors = jobj(root, "tensors", &b);
+    for (int i = 0; i < reg->n && b.ok; i++) {
         const pl_param *p = &reg->params[i];
-        cJSON *t = cJSON_CreateObject(), *shape = cJSON_CreateArray();
-        if (!t || !shape) {
-            cJSON_Delete(t);
-            cJSON_Delete(shape);
-            cJSON_Delete(root);
-            return NULL;
-        }
-        for (int d = 0; d < p->ndim; d++)
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)p->shape[d]));
-        cJSON_AddItemToObject(t, "shape", shape);
-        cJSON_AddStringToObject(t, "tp_split", splits[p->split]);
-        cJSON_AddNumberToObject(t, "pipeline_stage", p->stage);
-        cJSON_AddItemToObject(tensors, p->name, t);
+        cJSON *t = jobj(tensors, p->name, &b);
+        cJSON *shape = t ? cJSON_AddArrayToObject(t, "shape") : NULL;
+        b.ok &= shape != NULL;
+        for (int d = 0; d < p->ndim && b.ok; d++)
+            b.ok &= cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)p->shape[d]));
+        jstr(t, "tp_split", splits[p->split], &b);
+        jnum(t, "pipeline_stage", p->stage, &b);
+    }
+    if (!b.ok) {
+        cJSON_Delete(root);
+        return NULL;
     }
     return root;
 }
@@ -203,14 +218,14 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gp
     if ((st = consensus(world, st, "writing checkpoint shards")))
         return st;
     if (world->rank == 0) {
-        cJSON *root = manifest_json(cfg, meta, buf->reg), *files = cJSON_CreateObject();
+        cJSON *root = manifest_json(cfg, meta, buf->reg);
         char *text = NULL;
-        if (!root || !files) {
+        jbuild jb = {root != NULL};
+        cJSON *files = jobj(root, "files", &jb);
+        if (!jb.ok) {
             st = pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
-            cJSON_Delete(files);
             goto manifest_done;
         }
-        cJSON_AddItemToObject(root, "files", files);
         for (int t = 0; t < meta->tp && !st; t++)
             for (int p = 0; p < meta->pp && !st; p++) {
                 char hash[17], rel[128];
@@ -218,9 +233,9 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gp
                 snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
                 snprintf(path, sizeof path, "%s/%s", tmp, rel);
                 if (!(st = file_xxh64(path, hash))) {
-                    cJSON *f = cJSON_CreateObject();
-                    cJSON_AddStringToObject(f, "xxh64", hash);
-                    cJSON_AddItemToObject(files, rel, f);
+                    jstr(jobj(files, rel, &jb), "xxh64", hash, &jb);
+                    if (!jb.ok)
+                        st = pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
                 }
             }
         if (st)
@@ -314,6 +329,7 @@ static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_gpt_confi
     pl_status st = pl_file_read_all(mpath, &text, NULL);
     if (st)
         return st;
+    pl_json_init();
     cJSON *root = cJSON_Parse(text);
     pl_free(text);
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
