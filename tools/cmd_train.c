@@ -1,7 +1,12 @@
-/* plait train: parse the flags, run the trainer, turn the status into an exit code. */
+/* plait train: parse the flags, start MPI, run the trainer, and turn the
+ * status into an exit code. A failing rank aborts the whole MPI job, so the
+ * other ranks never wait for it forever. */
 #include "commands.h"
 
 #include "train/trainer.h"
+
+#include <mpi.h>
+#include <stdio.h>
 
 int plait_cmd_train(int argc, char **argv)
 {
@@ -13,9 +18,19 @@ int plait_cmd_train(int argc, char **argv)
     pl_status st = pl_train_args_parse(&args, argc, argv);
     if (st)
         return plait_report(st);
-    int pargc = 0;
-    char **pargv = NULL;
-    st = pl_train_run(&args, &pargc, &pargv);
+    pl_dist dist;
+    st = pl_dist_init(&dist, NULL, NULL);
+    if (st) {
+        pl_train_args_free(&args);
+        return plait_report(st);
+    }
+    st = pl_train_run(&args, &dist);
     pl_train_args_free(&args);
+    if (st && dist.size > 1) {
+        fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    pl_dist_finalize(&dist);
     return st ? plait_report(st) : 0;
 }

@@ -23,7 +23,6 @@
 typedef struct pl_trainer {
     const pl_train_args *a;
     pl_dist dist;
-    int dist_up;
     pl_grid grid;
     int grid_up;
     pl_tokenizer *tok;
@@ -645,21 +644,16 @@ fail:
     return st;
 }
 
-pl_status pl_train_run(const pl_train_args *args, int *argc, char ***argv)
+pl_status pl_train_run(const pl_train_args *args, pl_dist *dist)
 {
     pl_trainer t;
     memset(&t, 0, sizeof t);
     t.a = args;
-    pl_status st = pl_dist_init(&t.dist, argc, argv);
-    if (st)
-        return st;
-    st = run(&t);
-    if (st && t.grid_up)
-        pl_log(PL_LOG_ERROR, "rank %d: %s", t.grid.rank, pl_error_msg());
+    t.dist = *dist;
+    pl_status st = run(&t);
     char keep[1024];
     snprintf(keep, sizeof keep, "%s", pl_error_msg());
     trainer_free(&t);
-    pl_dist_finalize(&t.dist);
     if (st)
         pl_errorf(st, "%s", keep);
     return st;

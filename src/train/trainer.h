@@ -7,8 +7,12 @@
 
 #include "train/args.h"
 
-/* Runs a whole training job. argc/argv are the process's (for MPI_Init).
- * Returns the first error; every rank returns the same status. */
-pl_status pl_train_run(const pl_train_args *args, int *argc, char ***argv);
+#include "parallel/dist.h"
+
+/* Runs a whole training job on the processes of dist (MPI initialised by the
+ * caller, who also finalises it). Returns this rank's first error; a rank
+ * that fails does not tell the others, so with several ranks the caller ends
+ * the job (tools/cmd_train.c aborts it) rather than leaving them waiting. */
+pl_status pl_train_run(const pl_train_args *args, pl_dist *dist);
 
 #endif
