@@ -14,7 +14,7 @@ DATA=${PLAIT_DATA:-$PWD/data}
 
 PACKAGES=(build-essential clang libclang-rt-14-dev pkg-config libutf8proc-dev libcjson-dev
           libdnnl-dev libopenmpi-dev openmpi-bin mpich libmpich-dev
-          python3 python3-numpy bible-kjv nodejs npm)
+          python3 python3-numpy python3-torch bible-kjv nodejs npm)
 
 die() { echo "setup: error: $*" >&2; exit 1; }
 log() { echo "setup: $*"; }

@@ -149,6 +149,12 @@ static pl_status setup_model(pl_trainer *t)
     if (!t->sample || !t->batch_idx)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
     t->flops_per_token = pl_gpt_flops_per_token(c);
+    /* A forward and backward on a dummy micro-batch: every GEMM primitive of
+     * the step is created and every buffer touched now, not in the loop. */
+    memset(t->model.dloss, 0, (size_t)t->model.N * sizeof(float));
+    PL_TRY(pl_gpt_forward(&t->model));
+    PL_TRY(pl_gpt_backward(&t->model, NULL, NULL));
+    memset(t->grads, 0, n * sizeof(float));
     return measure_gemm_peak(t->gemm, &t->gemm_peak);
 fail:
     return st;
