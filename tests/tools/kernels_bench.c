@@ -28,6 +28,7 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -55,7 +56,7 @@ typedef struct bench_op {
     void *arg;
 } bench_op;
 
-/* Best and median seconds over reps runs, after one warm-up. */
+/* Best and median wall seconds over reps runs, after one warm-up. */
 static void measure(bench_op op, int reps, double *best, double *median)
 {
     double t[MAX_REPS];
@@ -255,7 +256,7 @@ static void bench_kernels(int reps)
         printf("%-24s %10.3f %10.3f", ks[i].name, best * 1e3, med * 1e3);
         if (ks[i].bytes > 0)
             printf(" %8.1f", ks[i].bytes / best * 1e-9);
-        else if (ks[i].run == k_att_fwd || ks[i].run == k_att_bwd) {
+        else {
             /* useful (causal) flops: 2 matmuls forward, 5 backward, T(T+1)/2 pairs */
             double pairs = (double)B * NH * T * (T + 1) / 2.0;
             double fl = (ks[i].run == k_att_fwd ? 4.0 : 10.0) * pairs * HS;
@@ -270,6 +271,7 @@ static void bench_kernels(int reps)
         double best, med, bbest, bmed;
         measure((bench_op){k_lm_stats, &k}, reps < 5 ? reps : 5, &best, &med);
         measure((bench_op){k_lm_bwd, &k}, reps < 5 ? reps : 5, &bbest, &bmed);
+        /* GEMM flops only: 1 logits GEMM in stats, 3 in bwd (recompute, dx, dw) */
         double fl = 2.0 * N * (double)V * C;
         printf("lmhead_stats chunk=%-5lld %10.3f %10.3f %8s  %.1f GFLOP/s\n", (long long)k.chunk,
                best * 1e3, med * 1e3, "", fl / best * 1e-9);
