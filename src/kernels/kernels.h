@@ -8,7 +8,8 @@
  *
  * Rules shared by all kernels:
  * - Pure: no allocation, no I/O, no MPI, no globals. Scratch memory is passed
- *   in, sized by the matching *_workspace() function.
+ *   in, sized by the matching *_workspace() function, which returns a count
+ *   of floats (not bytes); one workspace serves both twins.
  * - Shape letters: B batch, T sequence, C channels (hidden), NH heads, HS head
  *   size (C = NH*HS on one TP rank), N = B*T rows, OC output channels,
  *   V vocabulary rows held by this rank (a vocab-parallel slice [v0, v0+V)).
@@ -98,7 +99,10 @@ PL_KERNEL(layernorm_bwd, float *dinp, float *dweight, float *dbias, const float 
  * qkv (B,T,NH,3,HS): for each head, its q, then k, then v (Megatron's
  * per-head interleaved QKV rows). out (B,T,NH,HS). lse (B,NH,T) = log-sum-exp
  * of each query's scaled scores, saved for backward. Scale 1/sqrt(HS).
- * Tiled with an online softmax: no (T,T) buffer per head; masked tiles skipped. */
+ * Tiled with an online softmax: no (T,T) buffer per head; masked tiles skipped.
+ * The workspace holds one slot per OpenMP thread: it is sized for
+ * omp_get_max_threads() at the time of the call, and the kernels must not
+ * then run with more threads than that. */
 size_t pl_attention_workspace(int64_t B, int64_t T, int64_t NH, int64_t HS);
 PL_KERNEL(attention_fwd, float *out, float *lse, const float *qkv, int64_t B, int64_t T,
           int64_t NH, int64_t HS, float *workspace);

@@ -1,0 +1,46 @@
+/* Reference twins: bias, add, GELU (tanh approximation). */
+#include "kernels/kernels.h"
+
+#include <math.h>
+
+void pl_ref_bias_fwd(float *out, const float *bias, int64_t N, int64_t OC)
+{
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < OC; o++)
+            out[n * OC + o] += bias[o];
+}
+
+void pl_ref_bias_bwd(float *dbias, const float *dout, int64_t N, int64_t OC)
+{
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < OC; o++)
+            dbias[o] += dout[n * OC + o];
+}
+
+void pl_ref_add(float *out, const float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_A 0.044715f
+
+void pl_ref_gelu_fwd(float *out, const float *inp, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + GELU_A * x * x * x)));
+    }
+}
+
+void pl_ref_gelu_bwd(float *dinp, const float *inp, const float *dout, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float th = tanhf(GELU_K * (x + GELU_A * x * x * x));
+        float sech2 = 1.0f - th * th;
+        float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * GELU_A * x * x);
+        dinp[i] += grad * dout[i];
+    }
+}
