@@ -18,7 +18,7 @@ endif
 MPI_PKG  ?= ompi-c
 OPENMP   ?= -fopenmp
 CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(MPI_PKG))
-CFLAGS   += -std=c11 $(OPT) $(WARN) $(OPENMP) -pthread -fno-strict-aliasing $(XCFLAGS)
+CFLAGS   += -std=c11 $(OPT) $(WARN) $(OPENMP) -pthread -fno-strict-aliasing -fno-math-errno $(XCFLAGS)
 LDLIBS   += -ldnnl $(shell pkg-config --libs $(MPI_PKG)) -lutf8proc -lcjson -lm -pthread
 LDFLAGS  += $(XLDFLAGS)
 

@@ -78,8 +78,8 @@ typedef void (*att_bwd_fn)(float *, const float *, const float *, const float *,
 
 TEST(attention_forward_matches_naive_softmax_attention)
 {
-    static const ashape shapes[] = {{1, 1, 1, 1},  {1, 7, 2, 5},   {2, 70, 3, 12},
-                                    {1, 130, 2, 64}, {2, 64, 1, 3}, {1, 200, 1, 80}};
+    static const ashape shapes[] = {{1, 1, 1, 1},    {1, 7, 2, 5},  {2, 70, 3, 12},  {1, 130, 2, 64},
+                                    {2, 64, 1, 3},   {1, 200, 1, 80}, {1, 256, 2, 64}};
     static const att_fwd_fn fwd[2] = {pl_ref_attention_fwd, pl_cpu_attention_fwd};
     static const char *names[2] = {"attention fwd ref vs naive", "attention fwd cpu vs naive"};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
@@ -109,8 +109,8 @@ TEST(attention_forward_matches_naive_softmax_attention)
 
 TEST(attention_backward_cpu_matches_reference)
 {
-    static const ashape shapes[] = {{1, 1, 1, 1}, {1, 7, 2, 5}, {2, 70, 3, 12}, {1, 130, 2, 64},
-                                    {1, 200, 1, 80}};
+    static const ashape shapes[] = {{1, 1, 1, 1},    {1, 7, 2, 5},   {2, 70, 3, 12},
+                                    {1, 130, 2, 64}, {1, 200, 1, 80}, {1, 256, 2, 64}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         ashape s = shapes[i];
         int64_t nq = qkv_len(s), no = out_len(s);

@@ -125,6 +125,31 @@ TEST(gemm_init_allocation_failures_come_back_cleanly)
     }
 }
 
+TEST(gemm_cache_growth_failure_leaves_a_working_context)
+{
+    pl_gemm *g = NULL;
+    CHECK_OK(pl_gemm_init(&g));
+    if (!g)
+        return;
+    /* 32 shapes fill half of the 64-slot table; the 33rd must grow it. */
+    for (int64_t n = 1; n <= 32; n++)
+        CHECK_OK(pl_gemm_prepare(g, 0, 0, 3, n, 2, 2, n, n, 0.0f));
+    int64_t live = pl_alloc_live();
+    pl_alloc_fail_after(0);
+    pl_status st = pl_gemm_prepare(g, 0, 0, 3, 33, 2, 2, 33, 33, 0.0f);
+    pl_alloc_fail_after(-1);
+    CHECK(st == PL_ERR_NOMEM, "growth under allocation failure: status %d", st);
+    CHECK(pl_alloc_live() == live, "%lld blocks leaked", (long long)(pl_alloc_live() - live));
+    float A[6] = {1, 2, 3, 4, 5, 6}, B[66], Cm[99], Cr[99];
+    for (int i = 0; i < 66; i++)
+        B[i] = (float)(i % 7) - 3.0f;
+    CHECK_OK(pl_gemm_run(g, 0, 0, 3, 33, 2, A, 2, B, 33, 0.0f, Cm, 33));
+    pl_ref_gemm(0, 0, 3, 33, 2, A, 2, B, 33, 0.0f, Cr, 33);
+    CHECK(kc_same_bits(Cm, Cr, 99), "after the failure: wrong product"); /* small integers: exact */
+    CHECK_OK(pl_gemm_run(g, 0, 0, 3, 1, 2, A, 2, B, 1, 0.0f, Cm, 1)); /* an old shape still works */
+    pl_gemm_free(g);
+}
+
 /* The GEMM shapes of the LM head and of a layer's backward, with contexts
  * created under 1 and under 2 threads (oneDNN fixes its partitioning when a
  * primitive is created): the bits must agree for the kernels' thread-count
@@ -170,6 +195,7 @@ int main(void)
     RUN(gemm_prepare_then_run_is_repeatable_and_many_shapes_grow_the_cache);
     RUN(gemm_degenerate_sizes_and_bad_arguments);
     RUN(gemm_init_allocation_failures_come_back_cleanly);
+    RUN(gemm_cache_growth_failure_leaves_a_working_context);
     RUN(gemm_results_do_not_depend_on_thread_count);
     kc_print_notes();
     return test_summary("kernels_gemm");

@@ -78,7 +78,8 @@ static int32_t *random_targets(int64_t N, int64_t V)
 TEST(lmhead_matches_naive_full_logits_cross_entropy)
 {
     static const lshape shapes[] = {
-        {1, 5, 11, 4}, {7, 13, 50, 16}, {33, 64, 300, 128}, {64, 96, 1000, 1000}, {5, 7, 20, 64},
+        {1, 5, 11, 4},   {7, 13, 50, 16}, {33, 64, 300, 128}, {64, 96, 1000, 1000},
+        {5, 7, 20, 64}, {16, 768, 3000, 1024},
     };
     static const char *names[2][2] = {{"lmhead loss ref vs naive", "lmhead dx,dw ref vs naive"},
                                       {"lmhead loss cpu vs naive", "lmhead dx,dw cpu vs naive"}};
@@ -113,10 +114,12 @@ TEST(lmhead_matches_naive_full_logits_cross_entropy)
             memset(dx, 0, (size_t)(N * C) * sizeof *dx);
             memset(dw, 0, (size_t)(V * C) * sizeof *dw);
             CHECK_OK(bwd_twins[k](dx, dw, x, w, tg, lse, dloss, N, C, 0, V, s.chunk, ws, g));
-            /* dx sums V terms, dw sums N terms of softmax-weighted rows */
+            /* dx sums V fp32 terms, dw sums N: the error of such sums grows
+             * like sqrt(terms) 2^-24 (seen: 3.7e-6 for the reference's
+             * sequential sums at V = 3000); 5e-7 sqrt(max(V, N)) leaves 5x. */
             double eg = fmax(kc_rel_err_d(dx, dx_d, N * C), kc_rel_err_d(dw, dw_d, V * C));
             kc_note(names[k][1], eg);
-            CHECK(eg < 1e-5, "%s N=%lld V=%lld chunk=%lld: rel err %.3g", names[k][1],
+            CHECK(eg < 5e-7 * sqrt((double)(V > N ? V : N)), "%s N=%lld V=%lld chunk=%lld: rel err %.3g", names[k][1],
                   (long long)N, (long long)V, (long long)s.chunk, eg);
             free(mx), free(se), free(tl), free(loss), free(lse), free(dx), free(dw);
         }

@@ -54,9 +54,11 @@ TEST(embedding_vocab_parallel_slice_matches_reference_and_finite_differences)
         int32_t *ids = random_ids(N, v0, V);
         float *wte = kc_random(V * C, -1, 1), *out = kc_random(N * C, -1, 1);
         float *out_ref = kc_random(N * C, -1, 1);
-        pl_cpu_embedding_fwd(out, ids, wte, N, C, v0, V);
         pl_ref_embedding_fwd(out_ref, ids, wte, N, C, v0, V);
-        CHECK(kc_same_bits(out, out_ref, N * C), "fwd N=%lld: cpu != ref", (long long)N);
+        KC_WITH_THREADS(1, pl_cpu_embedding_fwd(out, ids, wte, N, C, v0, V));
+        CHECK(kc_same_bits(out, out_ref, N * C), "fwd N=%lld, 1 thread: cpu != ref", (long long)N);
+        KC_WITH_THREADS(2, pl_cpu_embedding_fwd(out, ids, wte, N, C, v0, V));
+        CHECK(kc_same_bits(out, out_ref, N * C), "fwd N=%lld, 2 threads: cpu != ref", (long long)N);
         int zero_ok = 1;
         for (int64_t n = 0; n < N; n++)
             if (ids[n] < v0 || ids[n] >= v0 + V)
@@ -217,12 +219,18 @@ static double gelu_objective(void *p)
 
 TEST(gelu_matches_reference_and_finite_differences)
 {
-    static const int64_t sizes[] = {1, 37, BIG_N * BIG_C};
+    static const int64_t sizes[] = {1, 37, BIG_N * BIG_C, 1000};
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         int64_t n = sizes[s];
-        /* [-6, 6] covers both saturated tails and the curved middle */
-        float *x = kc_random(n, -6, 6), *out = kc_floats(n), *out_ref = kc_floats(n);
-        pl_cpu_gelu_fwd(out, x, n);
+        /* [-6, 6] covers the curved middle and the start of both tails; the
+         * last case, [-60, 60], the saturated tails (exp beyond its range) */
+        double r = s == 3 ? 60.0 : 6.0;
+        float *x = kc_random(n, -r, r), *out = kc_floats(n), *out_ref = kc_floats(n);
+        float *out1 = kc_floats(n);
+        KC_WITH_THREADS(1, pl_cpu_gelu_fwd(out1, x, n));
+        KC_WITH_THREADS(2, pl_cpu_gelu_fwd(out, x, n));
+        CHECK(kc_same_bits(out1, out, n), "fwd n=%lld: 1 and 2 threads differ", (long long)n);
+        free(out1);
         pl_ref_gelu_fwd(out_ref, x, n);
         /* The cpu twin evaluates x * sigmoid(2u) with its own exp (rel err
          * 1e-7) instead of 0.5 x (1 + tanhf(u)): a few ulp of |gelu| apart. */
@@ -295,7 +303,11 @@ TEST(layernorm_matches_reference_and_finite_differences)
         float *b = kc_random(C, -0.5, 0.5);
         float *out = kc_floats(N * C), *mean = kc_floats(N), *rstd = kc_floats(N);
         float *out_r = kc_floats(N * C), *mean_r = kc_floats(N), *rstd_r = kc_floats(N);
-        pl_cpu_layernorm_fwd(out, mean, rstd, inp, w, b, N, C, eps);
+        KC_WITH_THREADS(1, pl_cpu_layernorm_fwd(out_r, mean_r, rstd_r, inp, w, b, N, C, eps));
+        KC_WITH_THREADS(2, pl_cpu_layernorm_fwd(out, mean, rstd, inp, w, b, N, C, eps));
+        CHECK(kc_same_bits(out, out_r, N * C) && kc_same_bits(mean, mean_r, N) &&
+                  kc_same_bits(rstd, rstd_r, N),
+              "fwd N=%lld: 1 and 2 threads differ", (long long)N);
         pl_ref_layernorm_fwd(out_r, mean_r, rstd_r, inp, w, b, N, C, eps);
         /* mean and variance are sums of C fp32 terms, sequential in the
          * reference and in vector lanes on the cpu side: up to C * 2^-24

@@ -25,9 +25,9 @@
 #include "kernels/kernels.h"
 
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/threads.h"
 
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #define ATT_BQ 64
