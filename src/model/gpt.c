@@ -14,8 +14,8 @@ static float *param_view(const pl_registry *reg, float *flat, const char *name)
     return p && p->offset >= 0 ? flat + p->offset : NULL;
 }
 
-/* Points the per-layer views of one flat buffer. */
-static pl_status bind_layers(pl_gpt *m, pl_gpt_layer *out, float *flat)
+pl_status pl_gpt_layer_bind(const pl_registry *reg, const float *flat, int64_t layer,
+                           pl_gpt_layer *out, int64_t *lo, int64_t *hi)
 {
     static const char *const names[12] = {
         "input_layernorm.weight",           "input_layernorm.bias",
@@ -24,19 +24,30 @@ static pl_status bind_layers(pl_gpt *m, pl_gpt_layer *out, float *flat)
         "pre_mlp_layernorm.weight",         "pre_mlp_layernorm.bias",
         "mlp.linear_fc1.weight",            "mlp.linear_fc1.bias",
         "mlp.linear_fc2.weight",            "mlp.linear_fc2.bias"};
+    float **slot = &out->ln1_w;
+    *lo = INT64_MAX;
+    *hi = 0;
+    for (int k = 0; k < 12; k++) {
+        char name[PL_PARAM_NAME_MAX];
+        snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)layer, names[k]);
+        const pl_param *p = pl_registry_find(reg, name);
+        if (!p || p->offset < 0)
+            return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", name);
+        slot[k] = (float *)flat + p->offset;
+        *lo = p->offset < *lo ? p->offset : *lo;
+        *hi = p->offset + p->numel > *hi ? p->offset + p->numel : *hi;
+    }
+    return PL_OK;
+}
+
+/* Points the per-layer views of one flat buffer. */
+static pl_status bind_layers(pl_gpt *m, pl_gpt_layer *out, float *flat)
+{
     for (int64_t l = 0; l < m->cfg.num_layers; l++) {
-        float **slot = &out[l].ln1_w;
-        int64_t lo = INT64_MAX, hi = 0;
-        for (int k = 0; k < 12; k++) {
-            char name[PL_PARAM_NAME_MAX];
-            snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k]);
-            const pl_param *p = pl_registry_find(m->reg, name);
-            if (!p || p->offset < 0)
-                return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", name);
-            slot[k] = flat + p->offset;
-            lo = p->offset < lo ? p->offset : lo;
-            hi = p->offset + p->numel > hi ? p->offset + p->numel : hi;
-        }
+        int64_t lo, hi;
+        pl_status st = pl_gpt_layer_bind(m->reg, flat, l, &out[l], &lo, &hi);
+        if (st)
+            return st;
         m->layer_offset[l] = lo;
         m->layer_count[l] = hi - lo;
     }

@@ -27,6 +27,11 @@ typedef struct pl_gpt_layer_acts {
     float *res2;                      /* (N,C) layer output */
 } pl_gpt_layer_acts;
 
+/* Points out's fields at layer `layer`'s parameters in flat (laid out by reg);
+ * [*lo, *hi) is the range of flat they span. */
+pl_status pl_gpt_layer_bind(const pl_registry *reg, const float *flat, int64_t layer,
+                           pl_gpt_layer *out, int64_t *lo, int64_t *hi);
+
 /* Called during backward when a range of the flat gradient buffer is final
  * (a layer's parameters), so data-parallel reduction can start. */
 typedef void (*pl_grad_ready_fn)(void *ctx, int64_t offset, int64_t count);

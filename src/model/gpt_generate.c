@@ -17,7 +17,6 @@ pl_status pl_gpt_infer_init(pl_gpt_infer *g, const pl_gpt_config *cfg, const pl_
     g->gemm = gemm;
     const int64_t L = cfg->num_layers, C = cfg->hidden, F = cfg->ffn_hidden;
     const int64_t P = cfg->max_positions, V = cfg->padded_vocab;
-    /* Reuse the training model's view binding on a batch of one (no activations). */
     g->w = pl_calloc((size_t)L, sizeof *g->w);
     int64_t floats = 2 * L * P * C + C + C + 3 * C + C + F + C + V + P;
     g->mem = pl_calloc((size_t)floats, sizeof(float));
@@ -37,24 +36,12 @@ pl_status pl_gpt_infer_init(pl_gpt_infer *g, const pl_gpt_config *cfg, const pl_
     g->tmp = p, p += C;
     g->logits = p, p += V;
     g->scores = p;
-    static const char *const names[12] = {
-        "input_layernorm.weight",           "input_layernorm.bias",
-        "self_attention.linear_qkv.weight", "self_attention.linear_qkv.bias",
-        "self_attention.linear_proj.weight", "self_attention.linear_proj.bias",
-        "pre_mlp_layernorm.weight",         "pre_mlp_layernorm.bias",
-        "mlp.linear_fc1.weight",            "mlp.linear_fc1.bias",
-        "mlp.linear_fc2.weight",            "mlp.linear_fc2.bias"};
     for (int64_t l = 0; l < L; l++) {
-        float **slot = &g->w[l].ln1_w;
-        for (int k = 0; k < 12; k++) {
-            char name[PL_PARAM_NAME_MAX];
-            snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k]);
-            const pl_param *q = pl_registry_find(reg, name);
-            if (!q || q->offset < 0) {
-                pl_gpt_infer_free(g);
-                return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing", name);
-            }
-            slot[k] = (float *)(params + q->offset);
+        int64_t lo, hi;
+        pl_status st = pl_gpt_layer_bind(reg, params, l, &g->w[l], &lo, &hi);
+        if (st) {
+            pl_gpt_infer_free(g);
+            return st;
         }
     }
     const char *top[4] = {"embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
