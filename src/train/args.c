@@ -48,7 +48,14 @@ static const pl_option train_options[] = {
     {"--eval-interval", PL_OPT_INT, "1000", F(eval_interval), "iterations between evaluations", NULL, 0},
     {"--eval-iters", PL_OPT_INT, "100", F(eval_iters), "iterations per evaluation (0: none)", NULL, 0},
     {"--log-interval", PL_OPT_INT, "100", F(log_interval), "iterations between progress lines", NULL, 0},
-    {"--exit-interval", PL_OPT_INT, NULL, F(exit_interval), "stop after this many iterations", NULL, 0},
+    {"--exit-interval", PL_OPT_INT, NULL, F(exit_interval),
+     "save and stop when the iteration is a multiple of this", NULL, 0},
+    {"--exit-duration-in-mins", PL_OPT_FLOAT, NULL, F(exit_duration_in_mins),
+     "save and stop after this many minutes of training", NULL, 0},
+    {"--exit-signal-handler", PL_OPT_BOOL, NULL, F(exit_signal_handler),
+     "on SIGTERM or SIGUSR1, finish the iteration, save and exit 0", NULL, 0},
+    {"--max-skipped-steps", PL_OPT_INT, "10", F(max_skipped_steps),
+     "stop after this many consecutive iterations with a non-finite loss or gradient", NULL, 0},
     /* optimizer and schedule */
     {"--optimizer", PL_OPT_CHOICE, "adam", F(optimizer), "optimizer (Adam with decoupled weight decay)", "adam", 0},
     {"--lr", PL_OPT_FLOAT, NULL, F(lr), "peak learning rate", NULL, 0},
@@ -246,6 +253,11 @@ static pl_status validate(pl_train_args *a)
     if (a->log_interval <= 0 || a->eval_interval <= 0 || a->eval_iters < 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --log-interval and --eval-interval must be "
                                      "positive, --eval-iters >= 0");
+    if ((pl_train_args_given(a, "--exit-interval") && a->exit_interval <= 0) ||
+        (pl_train_args_given(a, "--exit-duration-in-mins") && a->exit_duration_in_mins <= 0) ||
+        a->max_skipped_steps < 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --exit-interval and --exit-duration-in-mins "
+                                     "must be positive, --max-skipped-steps >= 0");
     if (pl_train_args_given(a, "--save-interval") && a->save_interval <= 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --save-interval must be positive");
     if (pl_train_args_given(a, "--save-interval") && !a->save)

@@ -21,7 +21,9 @@ typedef struct pl_train_args {
     int64_t tensor_model_parallel_size, pipeline_model_parallel_size;
     /* batch and iterations */
     int64_t micro_batch_size, global_batch_size, train_iters, train_samples;
-    int64_t eval_interval, eval_iters, log_interval, exit_interval;
+    int64_t eval_interval, eval_iters, log_interval, exit_interval, max_skipped_steps;
+    double exit_duration_in_mins;
+    int exit_signal_handler;
     /* optimizer and schedule */
     const char *optimizer;
     double lr, min_lr, lr_warmup_init, lr_warmup_fraction, weight_decay;

@@ -18,7 +18,26 @@
 
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Set by SIGTERM / SIGUSR1 with --exit-signal-handler (Megatron's
+ * DistributedSignalHandler): the loop finishes the iteration, agrees with the
+ * other ranks, saves and stops. */
+static volatile sig_atomic_t exit_signal;
+
+static void on_exit_signal(int sig) { exit_signal = sig; }
+
+static void install_exit_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_exit_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
 
 typedef struct pl_trainer {
     const pl_train_args *a;
@@ -43,6 +62,9 @@ typedef struct pl_trainer {
     int32_t *sample;                         /* S + 1 tokens */
     int64_t *batch_idx;                      /* mbs global indices */
     FILE *metrics;
+    int64_t skipped_in_row;
+    int64_t fault_nan_iter, fault_nan_rank;  /* PLAIT_FAULT_NAN_ITER / _RANK (tests) */
+    double start_time;
     double gemm_peak;                        /* FLOP/s measured at start */
     double flops_per_token;
 } pl_trainer;
@@ -298,6 +320,7 @@ static void grad_ready(void *ctx, int64_t offset, int64_t count)
 
 typedef struct step_result {
     double loss, grad_norm, lr;
+    int skipped;
 } step_result;
 
 static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
@@ -322,21 +345,44 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         }
     }
     PL_TRY(pl_dp_buckets_finish(t->buckets));
-    /* Loss for the log: the mean over micro-batches and DP ranks. */
-    double loss = loss_sum / (double)t->dp;
-    PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_DP), &loss, 1, PL_COMM_SUM));
+    if (t->fault_nan_iter == t->iteration + 1 && t->fault_nan_rank == t->grid.rank)
+        t->grads[0] = NAN; /* fault injection (tests): one rank's gradient goes bad */
+    double sumsq = pl_cpu_sumsq(t->grads, t->reg.numel);
+    /* Loss for the log (the mean over micro-batches and DP ranks) and, in the
+     * same all-reduce, whether any rank saw a non-finite loss or gradient, so
+     * that every rank skips the same step. */
+    double agg[2] = {loss_sum / (double)t->dp, isfinite(loss_sum) && isfinite(sumsq) ? 0.0 : 1.0};
+    PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_WORLD), agg, 2, PL_COMM_SUM));
+    if (t->dp != t->grid.layout.world) /* the loss sum ran over every rank, not only DP */
+        agg[0] *= (double)t->dp / (double)t->grid.layout.world;
     double lr = pl_schedule_lr(&t->sched);
+    t->iteration++;
+    t->consumed_train += t->gbs;
+    r->loss = agg[0];
+    r->lr = lr;
+    r->skipped = agg[1] > 0;
+    if (r->skipped) {
+        /* Megatron: a skipped iteration consumes its data but moves neither the
+         * optimizer nor the schedule. */
+        r->grad_norm = NAN;
+        t->skipped_in_row++;
+        if (is_root(t))
+            pl_log_warn("iteration %lld skipped: non-finite loss or gradient (%lld in a row)",
+                        (long long)t->iteration, (long long)t->skipped_in_row);
+        if (t->skipped_in_row > t->a->max_skipped_steps)
+            return pl_errorf(PL_ERR_ARG, "%lld consecutive iterations had a non-finite loss or "
+                             "gradient (--max-skipped-steps %lld): stopping at iteration %lld",
+                             (long long)t->skipped_in_row, (long long)t->a->max_skipped_steps,
+                             (long long)t->iteration);
+        return PL_OK;
+    }
+    t->skipped_in_row = 0;
     pl_adamw_hparams hp = {t->a->adam_beta1, t->a->adam_beta2, t->a->adam_eps,
                            t->a->weight_decay, t->a->clip_grad};
     t->opt_steps++;
-    double norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp, lr,
-                                t->opt_steps, pl_cpu_sumsq(t->grads, t->reg.numel));
+    r->grad_norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp, lr,
+                                 t->opt_steps, sumsq);
     pl_schedule_step(&t->sched, t->gbs);
-    t->iteration++;
-    t->consumed_train += t->gbs;
-    r->loss = loss;
-    r->grad_norm = norm;
-    r->lr = lr;
 fail:
     return st;
 }
@@ -424,12 +470,18 @@ static void log_iteration(pl_trainer *t, const step_result *r, double ms, int64_
                     (long long)t->consumed_train, r->loss, r->lr, r->grad_norm, ms_iter, tokens_s,
                     100 * mfu, eta);
         if (t->metrics) {
+            char norm[32]; /* JSON has no NaN: a skipped step's norm is null */
+            if (isfinite(r->grad_norm))
+                snprintf(norm, sizeof norm, "%.9g", r->grad_norm);
+            else
+                snprintf(norm, sizeof norm, "null");
             fprintf(t->metrics,
                     "{\"iteration\": %lld, \"consumed_samples\": %lld, \"lm_loss\": %.17g, "
-                    "\"lr\": %.9g, \"grad_norm\": %.9g, \"ms_per_iter\": %.3f, "
+                    "\"lr\": %.9g, \"grad_norm\": %s, \"skipped\": %s, \"ms_per_iter\": %.3f, "
                     "\"tokens_per_sec\": %.1f, \"mfu\": %.4f}\n",
-                    (long long)t->iteration, (long long)t->consumed_train, r->loss, r->lr,
-                    r->grad_norm, ms_iter, tokens_s, mfu);
+                    (long long)t->iteration, (long long)t->consumed_train,
+                    isfinite(r->loss) ? r->loss : -1.0, r->lr, norm,
+                    r->skipped ? "true" : "false", ms_iter, tokens_s, mfu);
             fflush(t->metrics);
         }
     }
@@ -584,10 +636,37 @@ static pl_status open_metrics(pl_trainer *t)
     return PL_OK;
 }
 
+/* Megatron's exit conditions other than --exit-interval, agreed by every
+ * rank (one rank may get the signal, or cross the time limit, first). */
+static pl_status should_stop(pl_trainer *t, int *stop)
+{
+    const pl_train_args *a = t->a;
+    *stop = 0;
+    if (!a->exit_signal_handler && !pl_train_args_given(a, "--exit-duration-in-mins"))
+        return PL_OK;
+    int32_t why[2] = {exit_signal, 0};
+    if (pl_train_args_given(a, "--exit-duration-in-mins") &&
+        (pl_time_now() - t->start_time) / 60.0 > a->exit_duration_in_mins)
+        why[1] = 1;
+    pl_status st = pl_comm_allreduce_i32(pl_grid_comm(&t->grid, PL_GRID_WORLD), why, 2, PL_COMM_MAX);
+    if (st)
+        return st;
+    if (why[0] || why[1]) {
+        *stop = 1;
+        if (is_root(t))
+            pl_log_info(" %s at iteration %lld: saving and exiting",
+                        why[0] ? (why[0] == SIGTERM ? "received SIGTERM" : "received SIGUSR1")
+                               : "--exit-duration-in-mins reached",
+                        (long long)t->iteration);
+    }
+    return PL_OK;
+}
+
 static pl_status run(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
     pl_status st = PL_OK;
+    t->start_time = pl_time_now();
     PL_TRY(pl_grid_init(&t->grid, MPI_COMM_WORLD, (int)a->tensor_model_parallel_size,
                         (int)a->pipeline_model_parallel_size));
     t->grid_up = 1;
@@ -621,6 +700,12 @@ static pl_status run(pl_trainer *t)
                    (a->mock_data || pl_blend_data_len(&t->data, PL_SPLIT_VALID) > 0);
     int64_t last_saved = -1, window = 0;
     double t_window = pl_time_now();
+    if (a->exit_signal_handler)
+        install_exit_signals();
+    const char *fault = getenv("PLAIT_FAULT_NAN_ITER");
+    t->fault_nan_iter = fault ? atoll(fault) : -1;
+    fault = getenv("PLAIT_FAULT_NAN_RANK");
+    t->fault_nan_rank = fault ? atoll(fault) : 0;
     while (t->iteration < t->train_iters) {
         step_result r = {0};
         PL_TRY(train_step(t, &sampler, &r));
@@ -644,6 +729,10 @@ static pl_status run(pl_trainer *t)
             t_window = pl_time_now();
         }
         if (pl_train_args_given(a, "--exit-interval") && t->iteration % a->exit_interval == 0)
+            break;
+        int stop;
+        PL_TRY(should_stop(t, &stop));
+        if (stop)
             break;
     }
     if (a->save && last_saved != t->iteration)
