@@ -48,7 +48,7 @@ class GPT(nn.Module):
         for b in self.blocks:
             x = b(x)
         logits = self.lnf(x) @ self.wte.weight.T
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def main():
