@@ -3,6 +3,7 @@
 #include "model/gpt.h"
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "nn/linear.h"
 #include "parallel/tp/layers.h"
 
@@ -15,15 +16,20 @@ static float *param_view(const pl_registry *reg, float *flat, const char *name)
 }
 
 pl_status pl_gpt_layer_bind(const pl_registry *reg, const float *flat, int64_t layer,
-                           pl_gpt_layer *out, int64_t *lo, int64_t *hi)
+                            pl_gpt_layer *out, int64_t *lo, int64_t *hi)
 {
-    static const char *const names[12] = {
-        "input_layernorm.weight",           "input_layernorm.bias",
-        "self_attention.linear_qkv.weight", "self_attention.linear_qkv.bias",
-        "self_attention.linear_proj.weight", "self_attention.linear_proj.bias",
-        "pre_mlp_layernorm.weight",         "pre_mlp_layernorm.bias",
-        "mlp.linear_fc1.weight",            "mlp.linear_fc1.bias",
-        "mlp.linear_fc2.weight",            "mlp.linear_fc2.bias"};
+    static const char *const names[12] = {"input_layernorm.weight",
+                                          "input_layernorm.bias",
+                                          "self_attention.linear_qkv.weight",
+                                          "self_attention.linear_qkv.bias",
+                                          "self_attention.linear_proj.weight",
+                                          "self_attention.linear_proj.bias",
+                                          "pre_mlp_layernorm.weight",
+                                          "pre_mlp_layernorm.bias",
+                                          "mlp.linear_fc1.weight",
+                                          "mlp.linear_fc1.bias",
+                                          "mlp.linear_fc2.weight",
+                                          "mlp.linear_fc2.bias"};
     float **slot = &out->ln1_w;
     *lo = INT64_MAX;
     *hi = 0;
@@ -53,6 +59,14 @@ static pl_status bind_layers(pl_gpt *m, pl_gpt_layer *out, float *flat)
     }
     return PL_OK;
 }
+
+/* Adds the time a statement takes to m->prof.slot (the step breakdown). */
+#define TIMED(m, slot, stmt)                                                                       \
+    do {                                                                                           \
+        double t0_ = pl_time_now();                                                                \
+        stmt;                                                                                      \
+        (m)->prof.slot += pl_time_now() - t0_;                                                     \
+    } while (0)
 
 /* Bump allocator over the activation block: 64-byte aligned slices. With a
  * NULL base it only counts. */
@@ -166,7 +180,8 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     }
     m->act_mem = pl_malloc(bytes);
     if (!m->act_mem) {
-        st = pl_errorf(PL_ERR_NOMEM, "cannot allocate %.1f MiB of activations (--micro-batch-size %lld)",
+        st = pl_errorf(PL_ERR_NOMEM,
+                       "cannot allocate %.1f MiB of activations (--micro-batch-size %lld)",
                        (double)bytes / (1 << 20), (long long)B);
         goto fail;
     }
@@ -198,7 +213,10 @@ void pl_gpt_free(pl_gpt *m)
     memset(m, 0, sizeof *m);
 }
 
-size_t pl_gpt_activation_bytes(const pl_gpt *m) { return m->act_floats * sizeof(float); }
+size_t pl_gpt_activation_bytes(const pl_gpt *m)
+{
+    return m->act_floats * sizeof(float);
+}
 
 pl_status pl_gpt_forward(pl_gpt *m)
 {
@@ -211,25 +229,31 @@ pl_status pl_gpt_forward(pl_gpt *m)
         const pl_gpt_layer *w = &m->w[l];
         pl_gpt_layer_acts *a = &m->acts[l];
         pl_cpu_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
-        PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->qkv, a->ln1, w->qkv_w, w->qkv_b, N, C,
-                                       3 * Cl));
-        pl_cpu_attention_fwd(a->attn, a->lse, a->qkv, B, T, m->NHl, m->HS, m->attn_ws);
-        PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res1, a->attn, w->proj_w, w->proj_b, N, Cl,
-                                    C));
+        TIMED(m, linear,
+              PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->qkv, a->ln1, w->qkv_w, w->qkv_b, N,
+                                             C, 3 * Cl)));
+        TIMED(m, attention,
+              pl_cpu_attention_fwd(a->attn, a->lse, a->qkv, B, T, m->NHl, m->HS, m->attn_ws));
+        TIMED(m, linear,
+              PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res1, a->attn, w->proj_w, w->proj_b, N,
+                                          Cl, C)));
         pl_cpu_add(a->res1, a->res1, x, N * C);
         pl_cpu_layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->res1, w->ln2_w, w->ln2_b, N, C,
                              eps);
-        PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->fc1, a->ln2, w->fc1_w, w->fc1_b, N, C,
-                                       Fl));
+        TIMED(m, linear,
+              PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->fc1, a->ln2, w->fc1_w, w->fc1_b, N,
+                                             C, Fl)));
         pl_cpu_gelu_fwd(a->gelu, a->fc1, N * Fl);
-        PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res2, a->gelu, w->fc2_w, w->fc2_b, N, Fl,
-                                    C));
+        TIMED(m, linear,
+              PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res2, a->gelu, w->fc2_w, w->fc2_b, N,
+                                          Fl, C)));
         pl_cpu_add(a->res2, a->res2, a->res1, N * C);
         x = a->res2;
     }
     pl_cpu_layernorm_fwd(m->lnf, m->lnf_mean, m->lnf_rstd, x, m->lnf_w, m->lnf_b, N, C, eps);
-    PL_TRY(pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, m->lnf, m->wte, m->targets, N, C,
-                             m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->rows));
+    TIMED(m, lmhead,
+          PL_TRY(pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, m->lnf, m->wte, m->targets, N,
+                                   C, m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->rows)));
 fail:
     return st;
 }
@@ -241,8 +265,9 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
     const int64_t L = m->cfg.num_layers;
     memset(m->dres, 0, (size_t)(N * C) * sizeof(float));
     memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
-    PL_TRY(pl_tp_lmhead_bwd(m->tp, m->gemm, m->dln, m->dwte, m->lnf, m->wte, m->targets, m->lse,
-                            m->dloss, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws));
+    TIMED(m, lmhead,
+          PL_TRY(pl_tp_lmhead_bwd(m->tp, m->gemm, m->dln, m->dwte, m->lnf, m->wte, m->targets,
+                                  m->lse, m->dloss, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws)));
     const float *last = L ? m->acts[L - 1].res2 : m->x0;
     pl_cpu_layernorm_bwd(m->dres, m->dlnf_w, m->dlnf_b, m->dln, last, m->lnf_w, m->lnf_mean,
                          m->lnf_rstd, N, C);
@@ -252,25 +277,30 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
         const float *x = l ? m->acts[l - 1].res2 : m->x0;
         /* MLP branch: res2 = res1 + fc2(gelu(fc1(ln2(res1)))); dres = d res2 */
         memset(m->dgelu, 0, (size_t)(N * Fl) * sizeof(float));
-        PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dgelu, g->fc2_w, g->fc2_b, m->dres, a->gelu,
-                                    w->fc2_w, N, Fl, C));
+        TIMED(m, linear,
+              PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dgelu, g->fc2_w, g->fc2_b, m->dres,
+                                          a->gelu, w->fc2_w, N, Fl, C)));
         memset(m->dfc1, 0, (size_t)(N * Fl) * sizeof(float));
         pl_cpu_gelu_bwd(m->dfc1, a->fc1, m->dgelu, N * Fl);
         memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
-        PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, g->fc1_w, g->fc1_b, m->dfc1, a->ln2,
-                                       w->fc1_w, N, C, Fl));
+        TIMED(m, linear,
+              PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, g->fc1_w, g->fc1_b, m->dfc1,
+                                             a->ln2, w->fc1_w, N, C, Fl)));
         pl_cpu_layernorm_bwd(m->dres, g->ln2_w, g->ln2_b, m->dln, a->res1, w->ln2_w, a->ln2_mean,
                              a->ln2_rstd, N, C);
         /* attention branch: res1 = x + proj(attn(qkv(ln1(x)))); dres = d res1 */
         memset(m->dattn, 0, (size_t)(N * Cl) * sizeof(float));
-        PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dattn, g->proj_w, g->proj_b, m->dres,
-                                    a->attn, w->proj_w, N, Cl, C));
+        TIMED(m, linear,
+              PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dattn, g->proj_w, g->proj_b, m->dres,
+                                          a->attn, w->proj_w, N, Cl, C)));
         memset(m->dqkv, 0, (size_t)(N * 3 * Cl) * sizeof(float));
-        pl_cpu_attention_bwd(m->dqkv, m->dattn, a->qkv, a->attn, a->lse, B, T, m->NHl, m->HS,
-                             m->attn_ws);
+        TIMED(m, attention,
+              pl_cpu_attention_bwd(m->dqkv, m->dattn, a->qkv, a->attn, a->lse, B, T, m->NHl, m->HS,
+                                   m->attn_ws));
         memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
-        PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, g->qkv_w, g->qkv_b, m->dqkv, a->ln1,
-                                       w->qkv_w, N, C, 3 * Cl));
+        TIMED(m, linear,
+              PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, g->qkv_w, g->qkv_b, m->dqkv,
+                                             a->ln1, w->qkv_w, N, C, 3 * Cl)));
         pl_cpu_layernorm_bwd(m->dres, g->ln1_w, g->ln1_b, m->dln, x, w->ln1_w, a->ln1_mean,
                              a->ln1_rstd, N, C);
         if (ready)

@@ -59,6 +59,9 @@ typedef struct pl_gpt {
     float *dres, *dln, *dqkv, *dattn, *dfc1, *dgelu;
     float *attn_ws, *lm_ws;
     int32_t *tokens, *targets; /* (N) the micro-batch being processed */
+    struct {
+        double linear, attention, lmhead; /* seconds, accumulated; reset by the caller */
+    } prof;
     float *dloss;             /* (N) */
 } pl_gpt;
 

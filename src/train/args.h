@@ -40,6 +40,7 @@ typedef struct pl_train_args {
     int64_t save_interval;
     int no_load_optim, no_load_rng, finetune;
     void *preset; /* the parsed --config file (cJSON); owns the preset's strings */
+    int bench;    /* set by `plait bench`: report the step breakdown and a JSON summary */
     /* what the user actually gave (index by pl_options_index), config included */
     unsigned char given[128];
 } pl_train_args;

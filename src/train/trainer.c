@@ -19,6 +19,7 @@
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,10 @@ typedef struct pl_trainer {
     int64_t *batch_idx;                      /* mbs global indices */
     FILE *metrics;
     int64_t skipped_in_row;
+    struct { /* seconds per phase, for plait bench (from the bench window's start) */
+        double data, compute, comm, optim, total;
+        int64_t steps;
+    } prof;
     int64_t fault_nan_iter, fault_nan_rank;  /* PLAIT_FAULT_NAN_ITER / _RANK (tests) */
     double start_time;
     double gemm_peak;                        /* FLOP/s measured at start */
@@ -334,25 +339,35 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
             return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
                              (long long)t->iteration);
         int64_t n_loss;
+        double t0 = pl_time_now();
         PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale, &n_loss));
+        double t1 = pl_time_now();
         PL_TRY(pl_gpt_forward(m));
         loss_sum += micro_batch_loss(m, scale) * scale;
         int last = k == t->num_micro - 1;
         PL_TRY(pl_gpt_backward(m, last ? grad_ready : NULL, t));
+        t->prof.data += t1 - t0;
+        t->prof.compute += pl_time_now() - t1;
         if (last) { /* the ranges outside the layers are final now */
             PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
             PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
         }
     }
+    double tc = pl_time_now();
     PL_TRY(pl_dp_buckets_finish(t->buckets));
+    t->prof.comm += pl_time_now() - tc;
     if (t->fault_nan_iter == t->iteration + 1 && t->fault_nan_rank == t->grid.rank)
         t->grads[0] = NAN; /* fault injection (tests): one rank's gradient goes bad */
+    double ts = pl_time_now();
     double sumsq = pl_cpu_sumsq(t->grads, t->reg.numel);
+    t->prof.optim += pl_time_now() - ts;
     /* Loss for the log (the mean over micro-batches and DP ranks) and, in the
      * same all-reduce, whether any rank saw a non-finite loss or gradient, so
      * that every rank skips the same step. */
     double agg[2] = {loss_sum / (double)t->dp, isfinite(loss_sum) && isfinite(sumsq) ? 0.0 : 1.0};
+    tc = pl_time_now();
     PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_WORLD), agg, 2, PL_COMM_SUM));
+    t->prof.comm += pl_time_now() - tc;
     if (t->dp != t->grid.layout.world) /* the loss sum ran over every rank, not only DP */
         agg[0] *= (double)t->dp / (double)t->grid.layout.world;
     double lr = pl_schedule_lr(&t->sched);
@@ -380,8 +395,10 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     pl_adamw_hparams hp = {t->a->adam_beta1, t->a->adam_beta2, t->a->adam_eps,
                            t->a->weight_decay, t->a->clip_grad};
     t->opt_steps++;
+    double to = pl_time_now();
     r->grad_norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp, lr,
                                  t->opt_steps, sumsq);
+    t->prof.optim += pl_time_now() - to;
     pl_schedule_step(&t->sched, t->gbs);
 fail:
     return st;
@@ -636,6 +653,60 @@ static pl_status open_metrics(pl_trainer *t)
     return PL_OK;
 }
 
+/* ---- plait bench -------------------------------------------------------------- */
+
+enum { BENCH_WARMUP = 2 }; /* iterations left out of the figures */
+
+static void bench_reset(pl_trainer *t)
+{
+    memset(&t->prof, 0, sizeof t->prof);
+    memset(&t->model.prof, 0, sizeof t->model.prof);
+}
+
+/* Where a step's time goes, and one JSON line for scripts. */
+static void bench_report(const pl_trainer *t)
+{
+    const int64_t n = t->prof.steps;
+    if (n <= 0) {
+        pl_log_warn("plait bench: give --train-iters > %d to measure anything", BENCH_WARMUP);
+        return;
+    }
+    double step = t->prof.total / (double)n;
+    double tokens_s = (double)(t->gbs * t->cfg.seq_length) / step;
+    double mfu = tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak;
+    const pl_gpt *m = &t->model;
+    double other = t->prof.compute - m->prof.linear - m->prof.attention - m->prof.lmhead;
+    double idle = t->prof.total - t->prof.compute - t->prof.data - t->prof.comm - t->prof.optim;
+    struct {
+        const char *name;
+        double s;
+    } parts[] = {{"GEMM (linear layers)", m->prof.linear},
+                 {"LM head + cross-entropy", m->prof.lmhead},
+                 {"attention", m->prof.attention},
+                 {"other kernels", other},
+                 {"optimizer", t->prof.optim},
+                 {"communication", t->prof.comm},
+                 {"data", t->prof.data},
+                 {"idle / untimed", idle}};
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long long rss = (long long)ru.ru_maxrss * 1024;
+    pl_log_info("plait bench: %lld steps after %d warm-up: %.1f ms/step, %.1f tokens/s, MFU %.1f%% "
+                "of %.1f GFLOP/s, peak RSS %.1f MiB",
+                (long long)n, BENCH_WARMUP, 1e3 * step, tokens_s, 100 * mfu, t->gemm_peak / 1e9,
+                (double)rss / (1 << 20));
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        pl_log_info("  %-26s %8.1f ms/step %5.1f%%", parts[i].name, 1e3 * parts[i].s / (double)n,
+                    100 * parts[i].s / t->prof.total);
+    printf("{\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
+           "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"breakdown_ms\": {",
+           tokens_s, mfu, 1e3 * step, rss, t->gemm_peak, t->flops_per_token);
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        printf("%s\"%s\": %.3f", i ? ", " : "", parts[i].name, 1e3 * parts[i].s / (double)n);
+    printf("}}\n");
+    fflush(stdout);
+}
+
 /* Megatron's exit conditions other than --exit-interval, agreed by every
  * rank (one rank may get the signal, or cross the time limit, first). */
 static pl_status should_stop(pl_trainer *t, int *stop)
@@ -706,9 +777,15 @@ static pl_status run(pl_trainer *t)
     t->fault_nan_iter = fault ? atoll(fault) : -1;
     fault = getenv("PLAIT_FAULT_NAN_RANK");
     t->fault_nan_rank = fault ? atoll(fault) : 0;
+    int64_t first_iter = t->iteration;
     while (t->iteration < t->train_iters) {
         step_result r = {0};
+        if (t->iteration - first_iter == BENCH_WARMUP)
+            bench_reset(t);
+        double t0 = pl_time_now();
         PL_TRY(train_step(t, &sampler, &r));
+        t->prof.total += pl_time_now() - t0;
+        t->prof.steps++;
         window++;
         if (t->iteration % a->log_interval == 0 || t->iteration == t->train_iters) {
             double now = pl_time_now();
@@ -737,6 +814,8 @@ static pl_status run(pl_trainer *t)
     }
     if (a->save && last_saved != t->iteration)
         PL_TRY(save(t));
+    if (a->bench && is_root(t))
+        bench_report(t);
 fail:
     return st;
 }

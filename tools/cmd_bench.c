@@ -1,0 +1,65 @@
+/* plait bench: `plait train` on synthetic tokens (unless --data-path is given),
+ * reporting tokens/s, MFU against a GEMM peak measured at start, the step
+ * breakdown and peak memory; the last line is one JSON object for scripts.
+ * Defaults added when not given: --mock-data, --train-iters 10, --lr 1e-4,
+ * --eval-iters 0, --log-interval 1. */
+#include "commands.h"
+
+#include "train/trainer.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+static int has(int argc, char **argv, const char *flag)
+{
+    for (int i = 0; i < argc; i++)
+        if (strncmp(argv[i], flag, strlen(flag)) == 0 &&
+            (argv[i][strlen(flag)] == '\0' || argv[i][strlen(flag)] == '='))
+            return 1;
+    return 0;
+}
+
+int plait_cmd_bench(int argc, char **argv)
+{
+    if (pl_options_wants_help(argc, argv)) {
+        pl_options_help(&pl_train_cmd, stdout);
+        printf("\nplait bench takes plait train's flags; defaults added when not given: "
+               "--mock-data, --train-iters 10, --lr 1e-4, --eval-iters 0, --log-interval 1\n");
+        return 0;
+    }
+    static char *extra[][2] = {{"--train-iters", "10"}, {"--lr", "1e-4"},
+                               {"--eval-iters", "0"},   {"--log-interval", "1"}};
+    char *av[256];
+    int ac = 0;
+    if (argc > 200)
+        return plait_report(pl_errorf(PL_ERR_ARG, "plait bench: too many arguments"));
+    for (int i = 0; i < argc; i++)
+        av[ac++] = argv[i];
+    if (!has(argc, argv, "--data-path") && !has(argc, argv, "--mock-data"))
+        av[ac++] = "--mock-data";
+    for (size_t k = 0; k < sizeof extra / sizeof *extra; k++)
+        if (!has(argc, argv, extra[k][0]) &&
+            !(k == 0 && has(argc, argv, "--train-samples"))) {
+            av[ac++] = extra[k][0];
+            av[ac++] = extra[k][1];
+        }
+    pl_train_args args;
+    pl_status st = pl_train_args_parse(&args, ac, av);
+    if (st)
+        return plait_report(st);
+    args.bench = 1;
+    pl_dist dist;
+    if ((st = pl_dist_init(&dist, NULL, NULL))) {
+        pl_train_args_free(&args);
+        return plait_report(st);
+    }
+    st = pl_train_run(&args, &dist);
+    pl_train_args_free(&args);
+    if (st && dist.size > 1) {
+        fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    pl_dist_finalize(&dist);
+    return st ? plait_report(st) : 0;
+}
