@@ -18,25 +18,10 @@ config() { # name -> L C NH V T B
     esac
 }
 
-plait_run() { # L C NH V T B -> JSON line
+plait_run() { # L C NH V T B -> the JSON line of plait bench
     local L=$1 C=$2 NH=$3 V=$4 T=$5 B=$6
-    /usr/bin/python3 - "$PLAIT" "$L" "$C" "$NH" "$V" "$T" "$B" "$STEPS" "$out" <<'PY'
-import json, resource, subprocess, sys
-plait, L, C, NH, V, T, B, steps, out = sys.argv[1:]
-iters = int(steps) + 2
-m = f"{out}/plait.jsonl"
-open(m, "w").close()
-cmd = [plait, "train", "--mock-data", "--vocab-size", V, "--num-layers", L, "--hidden-size", C,
-       "--num-attention-heads", NH, "--seq-length", T, "--micro-batch-size", B, "--train-iters",
-       str(iters), "--lr", "1e-4", "--log-interval", "1", "--eval-iters", "0", "--metrics-file", m]
-subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-rows = [json.loads(l) for l in open(m) if '"lm_loss"' in l][2:]
-ms = sorted(r["ms_per_iter"] for r in rows)[len(rows) // 2]
-r = [x for x in rows if x["ms_per_iter"] == ms][0]
-print(json.dumps({"impl": "plait", "tokens_per_sec": r["tokens_per_sec"], "step_ms": ms,
-                  "mfu": r["mfu"], "peak_rss_bytes":
-                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
-PY
+    "$PLAIT" bench --vocab-size "$V" --num-layers "$L" --hidden-size "$C" --num-attention-heads "$NH" \
+        --seq-length "$T" --micro-batch-size "$B" --train-iters $((STEPS + 2)) 2>/dev/null | tail -n 1
 }
 
 torch_run() {
