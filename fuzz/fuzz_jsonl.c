@@ -9,6 +9,7 @@
  *    gives the same records (text, length, line) as reading it whole, which is
  *    what makes the chunked pipeline independent of chunk size and workers.
  * Seeds: fuzz/seeds/fuzz_jsonl/. */
+#include "base/utf8.h"
 #include "data/reader.h"
 
 #include <stdint.h>
@@ -90,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (doc.first[0] != 0 || doc.first[s.n_keys] != doc.n)
             abort();
         for (int64_t t = 0; t < doc.n; t++)
-            if (pl_reader_utf8_check(doc.text[t], doc.len[t]) != doc.len[t])
+            if (pl_utf8_check(doc.text[t], doc.len[t]) != doc.len[t])
                 abort();
     }
     pl_reader_doc_free(&doc);

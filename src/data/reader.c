@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 
 #include "base/json.h"
+#include "base/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -171,54 +172,6 @@ int pl_reader_next(const pl_reader_spec *s, const char *buf, size_t n, size_t *p
     }
     *pos = r->end;
     return 1;
-}
-
-/* ---- UTF-8 -------------------------------------------------------------------- */
-
-size_t pl_reader_utf8_check(const char *str, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < len) {
-        if (len - i >= 8) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        unsigned lo = 0x80, hi = 0xBF; /* range of the second byte */
-        if (c >= 0xC2 && c <= 0xDF)
-            need = 1;
-        else if (c == 0xE0)
-            need = 2, lo = 0xA0; /* no overlongs */
-        else if (c == 0xED)
-            need = 2, hi = 0x9F; /* no surrogates */
-        else if (c >= 0xE1 && c <= 0xEF)
-            need = 2;
-        else if (c == 0xF0)
-            need = 3, lo = 0x90;
-        else if (c >= 0xF1 && c <= 0xF3)
-            need = 3;
-        else if (c == 0xF4)
-            need = 3, hi = 0x8F; /* <= U+10FFFF */
-        else
-            return i;
-        if (len - i <= need || s[i + 1] < lo || s[i + 1] > hi)
-            return i;
-        for (size_t k = 2; k <= need; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-        i += need + 1;
-    }
-    return len;
 }
 
 /* ---- documents ------------------------------------------------------------------ */
@@ -520,7 +473,7 @@ pl_status pl_reader_parse(const pl_reader_spec *s, const char *rec, size_t len, 
         if (!d->first)
             return pl_errorf(PL_ERR_NOMEM, "out of memory reading a record");
     }
-    size_t bad = pl_reader_utf8_check(rec, len);
+    size_t bad = pl_utf8_check(rec, len);
     if (bad < len)
         return pl_errorf(PL_ERR_FORMAT, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
                          (unsigned char)rec[bad]);

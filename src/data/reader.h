@@ -80,8 +80,5 @@ void pl_reader_doc_free(pl_reader_doc *doc);
 pl_status pl_reader_csv_column(const pl_reader_spec *s, const char *rec, size_t len,
                                const char *name, int64_t *column);
 
-/* Offset of the first byte of s[0..len) that is not strict UTF-8 (no
- * surrogates, overlongs or code points past U+10FFFF), or len if all are. */
-size_t pl_reader_utf8_check(const char *s, size_t len);
 
 #endif

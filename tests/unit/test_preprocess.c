@@ -10,6 +10,7 @@
 #include "base/fileio.h"
 #include "data/indexed.h"
 #include "data/preprocess.h"
+#include "base/utf8.h"
 #include "data/reader.h"
 #include "test.h"
 
@@ -815,8 +816,8 @@ TEST(utf8_check_accepts_exactly_the_strict_encoding)
         {"\xF5\x80\x80\x80", 4, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        CHECK(pl_reader_utf8_check(cases[i].s, cases[i].n) == cases[i].bad, "case %zu: %zu", i,
-              pl_reader_utf8_check(cases[i].s, cases[i].n));
+        CHECK(pl_utf8_check(cases[i].s, cases[i].n) == cases[i].bad, "case %zu: %zu", i,
+              pl_utf8_check(cases[i].s, cases[i].n));
 }
 
 TEST(record_boundaries_never_split_a_crlf_or_a_quoted_field)

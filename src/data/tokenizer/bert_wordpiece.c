@@ -30,6 +30,8 @@
 #include "data/tokenizer/bert_wordpiece.h"
 
 #include "base/alloc.h"
+#include "base/utf8.h"
+#include "data/tokenizer/strtab.h"
 #include "base/fileio.h"
 
 #include <stdatomic.h>
@@ -38,47 +40,6 @@
 #include <utf8proc.h>
 
 /* ---- UTF-8 and character classes ---------------------------------------- */
-
-/* Decodes one code point of s[0..n), n >= 1. Invalid or truncated sequences,
- * overlong forms and surrogates give *cp = -1 and consume one byte (Python's
- * decoder drops or escapes exactly these bytes). */
-static size_t utf8_next(const unsigned char *s, size_t n, int32_t *cp)
-{
-    unsigned c = s[0];
-    if (c < 0x80) {
-        *cp = (int32_t)c;
-        return 1;
-    }
-    size_t need;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1, v = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2, v = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3, v = c & 0x07, min = 0x10000;
-    } else {
-        *cp = -1;
-        return 1;
-    }
-    if (n < need + 1) {
-        *cp = -1;
-        return 1;
-    }
-    for (size_t k = 1; k <= need; k++) {
-        if ((s[k] & 0xC0) != 0x80) {
-            *cp = -1;
-            return 1;
-        }
-        v = (v << 6) | (s[k] & 0x3Fu);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
-        *cp = -1;
-        return 1;
-    }
-    *cp = (int32_t)v;
-    return need + 1;
-}
 
 static size_t utf8_put(char *dst, int32_t cp)
 {
@@ -180,104 +141,16 @@ static int32_t lower_sigma(const int32_t *w, size_t n, size_t i)
 typedef struct bert_vocab {
     atomic_int refs;
     int lower;
-    int32_t n;            /* tokens, including the ones Megatron appends */
-    pl_bytes text;        /* token bytes, each followed by a NUL */
-    pl_ids off, len;      /* per token: offset into text, byte length */
-    int32_t *slots;       /* open addressing: token id or -1 */
-    uint64_t mask;        /* slots - 1 */
-    size_t max_len;       /* longest token in bytes */
+    pl_strtab tok;        /* tokens, including the ones Megatron appends */
     int32_t unk, cls, sep, pad, msk, bos, eos;
 } bert_vocab;
-
-static uint64_t hash2(const char *a, size_t na, const char *b, size_t nb)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < na; i++)
-        h = (h ^ (unsigned char)a[i]) * 1099511628211ull;
-    for (size_t i = 0; i < nb; i++)
-        h = (h ^ (unsigned char)b[i]) * 1099511628211ull;
-    return h;
-}
-
-/* Id of the token spelled prefix[0..np) + s[0..ns), or -1. */
-static int32_t vocab_find2(const bert_vocab *v, const char *prefix, size_t np, const char *s,
-                           size_t ns)
-{
-    uint64_t i = hash2(prefix, np, s, ns) & v->mask;
-    for (;; i = (i + 1) & v->mask) {
-        int32_t id = v->slots[i];
-        if (id < 0)
-            return -1;
-        const char *t = v->text.data + v->off.data[id];
-        if ((size_t)v->len.data[id] == np + ns && memcmp(t, prefix, np) == 0 &&
-            memcmp(t + np, s, ns) == 0)
-            return id;
-    }
-}
-
-static int32_t vocab_find(const bert_vocab *v, const char *s, size_t n)
-{
-    return vocab_find2(v, "", 0, s, n);
-}
 
 static void vocab_release(bert_vocab *v)
 {
     if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
         return;
-    pl_bytes_free(&v->text);
-    pl_ids_free(&v->off);
-    pl_ids_free(&v->len);
-    pl_free(v->slots);
+    pl_strtab_free(&v->tok);
     pl_free(v);
-}
-
-static pl_status vocab_rehash(bert_vocab *v, int64_t want)
-{
-    uint64_t cap = 16;
-    while (cap < (uint64_t)want * 2)
-        cap *= 2;
-    int32_t *slots = pl_malloc(cap * sizeof *slots);
-    if (!slots)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory for a vocabulary of %lld tokens",
-                         (long long)want);
-    memset(slots, 0xff, cap * sizeof *slots);
-    pl_free(v->slots);
-    v->slots = slots;
-    v->mask = cap - 1;
-    for (int32_t id = 0; id < v->n; id++) {
-        const char *t = v->text.data + v->off.data[id];
-        uint64_t i = hash2("", 0, t, (size_t)v->len.data[id]) & v->mask;
-        while (slots[i] >= 0)
-            i = (i + 1) & v->mask;
-        slots[i] = id;
-    }
-    return PL_OK;
-}
-
-/* Appends token s[0..n) with the next id. *dup receives the id of an equal
- * token already present (the token is then not added), else -1. */
-static pl_status vocab_add(bert_vocab *v, const char *s, size_t n, int32_t *dup)
-{
-    pl_status st;
-    *dup = vocab_find(v, s, n);
-    if (*dup >= 0)
-        return PL_OK;
-    if ((uint64_t)(v->n + 1) * 2 > v->mask + 1 && (st = vocab_rehash(v, (int64_t)v->n + 1)) != PL_OK)
-        return st;
-    if (v->text.n + n + 1 > INT32_MAX || v->n == INT32_MAX - 1)
-        return pl_errorf(PL_ERR_FORMAT, "vocabulary too large (over 2 GiB of tokens)");
-    int32_t off = (int32_t)v->text.n;
-    if ((st = pl_bytes_append(&v->text, s, n)) != PL_OK ||
-        (st = pl_bytes_append(&v->text, "", 1)) != PL_OK || (st = pl_ids_push(&v->off, off)) != PL_OK ||
-        (st = pl_ids_push(&v->len, (int32_t)n)) != PL_OK)
-        return st;
-    uint64_t i = hash2("", 0, s, n) & v->mask;
-    while (v->slots[i] >= 0)
-        i = (i + 1) & v->mask;
-    v->slots[i] = v->n++;
-    if (n > v->max_len)
-        v->max_len = n;
-    return PL_OK;
 }
 
 /* Python's str.strip(): trims isspace() code points from both ends. */
@@ -287,7 +160,7 @@ static void py_strip(const char **s, size_t *n)
     size_t a = 0, b = *n;
     while (a < b) {
         int32_t cp;
-        size_t k = utf8_next(p + a, b - a, &cp);
+        size_t k = pl_utf8_next(p + a, b - a, &cp);
         if (cp < 0 || !py_isspace(cp))
             break;
         a += k;
@@ -297,23 +170,12 @@ static void py_strip(const char **s, size_t *n)
         while (k < 4 && b - k > a && (p[b - k] & 0xC0) == 0x80)
             k++;
         int32_t cp;
-        if (utf8_next(p + b - k, k, &cp) != k || cp < 0 || !py_isspace(cp))
+        if (pl_utf8_next(p + b - k, k, &cp) != k || cp < 0 || !py_isspace(cp))
             break;
         b -= k;
     }
     *s += a;
     *n = b - a;
-}
-
-static int utf8_valid(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        int32_t cp;
-        i += utf8_next((const unsigned char *)s + i, n - i, &cp);
-        if (cp < 0)
-            return 0;
-    }
-    return 1;
 }
 
 /* bert_tokenization.load_vocab: readline() with universal newlines, strip(),
@@ -338,16 +200,17 @@ static pl_status vocab_load(bert_vocab *v, const char *path)
         line++;
         const char *tok = data + i;
         size_t n = e - i;
-        if (!utf8_valid(tok, n)) {
+        if (!pl_utf8_valid(tok, n)) {
             st = pl_errorf(PL_ERR_FORMAT, "%s:%lld: invalid UTF-8", path, (long long)line);
             goto fail;
         }
         py_strip(&tok, &n);
-        int32_t dup;
-        PL_TRY(vocab_add(v, tok, n, &dup));
-        if (dup >= 0) {
+        int32_t id;
+        int added;
+        PL_TRY(pl_strtab_add(&v->tok, tok, n, &id, &added));
+        if (!added) {
             st = pl_errorf(PL_ERR_FORMAT, "%s:%lld: duplicate token '%.*s' (first on line %d)",
-                           path, (long long)line, (int)n, tok, dup + 1);
+                           path, (long long)line, (int)n, tok, id + 1);
             goto fail;
         }
         i = e;
@@ -400,9 +263,9 @@ static pl_status wordpiece(bert_tok *b, const int32_t *w, size_t n, pl_ids *out)
         size_t np = start > 0 ? 2 : 0;
         for (; end > start; end--) {
             size_t len = (size_t)(b->cpoff.data[end] - b->cpoff.data[start]);
-            if (len + np > v->max_len)
+            if (len + np > v->tok.max_len)
                 continue;
-            id = vocab_find2(v, "##", np, b->buf.data + b->cpoff.data[start], len);
+            id = pl_strtab_find2(&v->tok, "##", np, b->buf.data + b->cpoff.data[start], len);
             if (id >= 0)
                 break;
         }
@@ -516,7 +379,7 @@ static pl_status bert_encode(pl_tokenizer *t, const char *text, size_t len, pl_i
     b->word.n = 0;
     for (size_t i = 0; i < len;) {
         int32_t cp;
-        i += utf8_next(s + i, len - i, &cp);
+        i += pl_utf8_next(s + i, len - i, &cp);
         if (cp < 0 || cp == 0 || cp == 0xFFFD || bert_is_control(cp))
             continue;
         if (bert_is_whitespace(cp))
@@ -568,14 +431,14 @@ static pl_status bert_decode(const pl_tokenizer *t, const int32_t *ids, int64_t 
     pl_bytes s = {0};
     pl_status st = PL_OK;
     for (int64_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= v->n) {
+        if (ids[i] < 0 || ids[i] >= v->tok.n) {
             st = pl_errorf(PL_ERR_ARG, "%s decode: unknown id %d (vocabulary has %d tokens)",
-                           t->type, ids[i], v->n);
+                           t->type, ids[i], v->tok.n);
             goto fail;
         }
         if (i > 0)
             PL_TRY(pl_bytes_append(&s, " ", 1));
-        PL_TRY(pl_bytes_append(&s, v->text.data + v->off.data[ids[i]], (size_t)v->len.data[ids[i]]));
+        PL_TRY(pl_bytes_append(&s, pl_strtab_str(&v->tok, ids[i]), pl_strtab_len(&v->tok, ids[i])));
     }
     if (s.n == 0)
         goto fail; /* nothing to append; st is PL_OK */
@@ -601,7 +464,7 @@ fail:
 static int32_t bert_token_id(const pl_tokenizer *t, const char *tok, size_t len)
 {
     const bert_tok *b = t->impl;
-    return vocab_find(b->v, tok, len);
+    return pl_strtab_find(&b->v->tok, tok, len);
 }
 
 static void bert_free(pl_tokenizer *t)
@@ -626,7 +489,7 @@ static pl_status bert_handle(bert_vocab *v, pl_tokenizer **out)
     b->v = v;
     b->base.ops = &bert_ops;
     b->base.type = v->lower ? "BertWordPieceLowerCase" : "BertWordPieceCase";
-    b->base.vocab_size = v->n;
+    b->base.vocab_size = v->tok.n;
     b->base.eod = v->eos;
     b->base.impl = b;
     *out = &b->base;
@@ -650,7 +513,7 @@ static const pl_tokenizer_ops bert_ops = {
 
 static pl_status require(const bert_vocab *v, const char *path, const char *tok, int32_t *id)
 {
-    *id = vocab_find(v, tok, strlen(tok));
+    *id = pl_strtab_find(&v->tok, tok, strlen(tok));
     if (*id < 0)
         return pl_errorf(PL_ERR_FORMAT, "%s: vocabulary has no %s token (not a BERT vocab.txt?)",
                          path, tok);
@@ -670,7 +533,6 @@ pl_status pl_bert_tokenizer_open_ex(pl_tokenizer **out, const char *vocab_file, 
         return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", vocab_file);
     atomic_init(&v->refs, 1);
     v->lower = lower_case != 0;
-    PL_TRY(vocab_rehash(v, 1024));
     PL_TRY(vocab_load(v, vocab_file));
     PL_TRY(require(v, vocab_file, "[UNK]", &v->unk));
     PL_TRY(require(v, vocab_file, "[CLS]", &v->cls));
@@ -678,15 +540,14 @@ pl_status pl_bert_tokenizer_open_ex(pl_tokenizer **out, const char *vocab_file, 
     PL_TRY(require(v, vocab_file, "[PAD]", &v->pad));
     PL_TRY(require(v, vocab_file, "[MASK]", &v->msk));
     /* _BertWordPieceTokenizer.add_token: appended only when absent. */
-    int32_t dup;
-    PL_TRY(vocab_add(v, "[BOS]", 5, &dup));
-    PL_TRY(vocab_add(v, "[EOS]", 5, &dup));
-    v->bos = vocab_find(v, "[BOS]", 5);
-    v->eos = vocab_find(v, "[EOS]", 5);
+    int added;
+    PL_TRY(pl_strtab_add(&v->tok, "[BOS]", 5, &v->bos, &added));
+    PL_TRY(pl_strtab_add(&v->tok, "[EOS]", 5, &v->eos, &added));
     for (int64_t i = 0; i < vocab_extra_ids; i++) {
         char name[32];
         int k = snprintf(name, sizeof name, "<extra_id_%lld>", (long long)i);
-        PL_TRY(vocab_add(v, name, (size_t)k, &dup));
+        int32_t id;
+        PL_TRY(pl_strtab_add(&v->tok, name, (size_t)k, &id, &added));
     }
     st = bert_handle(v, out);
 fail:

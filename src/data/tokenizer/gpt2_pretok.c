@@ -26,6 +26,8 @@
  * Input must be valid UTF-8 (no overlongs, surrogates or values past U+10FFFF). */
 #include "data/tokenizer/gpt2_internal.h"
 
+#include "base/utf8.h"
+
 #include <utf8proc.h>
 
 enum { CL_OTHER, CL_SPACE, CL_LETTER, CL_NUMBER };
@@ -73,44 +75,16 @@ static int cp_class(uint32_t c)
     }
 }
 
-static int is_cont(uint8_t b) { return (b & 0xC0) == 0x80; }
-
 /* Decodes the code point at s[i] (i < n) into *c and returns its length in bytes,
  * or 0 if the bytes there are not a well-formed UTF-8 sequence. */
 static int utf8_decode(const uint8_t *s, size_t n, size_t i, uint32_t *c)
 {
-    uint8_t b0 = s[i];
-    size_t left = n - i;
-    if (b0 < 0x80) {
-        *c = b0;
-        return 1;
-    }
-    if (b0 < 0xC2) /* continuation byte, or overlong 2-byte lead */
+    int32_t cp;
+    size_t len = pl_utf8_next(s + i, n - i, &cp);
+    if (cp < 0)
         return 0;
-    if (b0 < 0xE0) {
-        if (left < 2 || !is_cont(s[i + 1]))
-            return 0;
-        *c = (uint32_t)(b0 & 0x1F) << 6 | (s[i + 1] & 0x3F);
-        return 2;
-    }
-    if (b0 < 0xF0) {
-        if (left < 3 || !is_cont(s[i + 1]) || !is_cont(s[i + 2]))
-            return 0;
-        if ((b0 == 0xE0 && s[i + 1] < 0xA0) || (b0 == 0xED && s[i + 1] >= 0xA0))
-            return 0; /* overlong, or a surrogate */
-        *c = (uint32_t)(b0 & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
-        return 3;
-    }
-    if (b0 < 0xF5) {
-        if (left < 4 || !is_cont(s[i + 1]) || !is_cont(s[i + 2]) || !is_cont(s[i + 3]))
-            return 0;
-        if ((b0 == 0xF0 && s[i + 1] < 0x90) || (b0 == 0xF4 && s[i + 1] >= 0x90))
-            return 0; /* overlong, or past U+10FFFF */
-        *c = (uint32_t)(b0 & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 |
-             (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
-        return 4;
-    }
-    return 0;
+    *c = (uint32_t)cp;
+    return (int)len;
 }
 
 /* Extends a run of class cls from byte j; sets *end to where it stops. */

@@ -21,8 +21,10 @@
  * them, so a token holding another regex metacharacter (\ ^ $ * + ? {) would
  * be a pattern there; such a vocabulary is refused rather than guessed at. */
 #include "data/tokenizer/smiles.h"
+#include "data/tokenizer/strtab.h"
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "base/fileio.h"
 
 #include <stdatomic.h>
@@ -30,139 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One code point of s[0..n), n >= 1: its length in bytes, or 1 for a byte
- * that does not start a valid sequence (*ok = 0). */
-static size_t utf8_len(const unsigned char *s, size_t n, int *ok)
-{
-    unsigned c = s[0];
-    *ok = 1;
-    if (c < 0x80)
-        return 1;
-    size_t need;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF)
-        need = 1, v = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-        need = 2, v = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-        need = 3, v = c & 0x07, min = 0x10000;
-    else
-        return *ok = 0, 1;
-    if (n < need + 1)
-        return *ok = 0, 1;
-    for (size_t k = 1; k <= need; k++) {
-        if ((s[k] & 0xC0) != 0x80)
-            return *ok = 0, 1;
-        v = (v << 6) | (s[k] & 0x3Fu);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return *ok = 0, 1;
-    return need + 1;
-}
-
-static int utf8_valid(const char *s, size_t n)
-{
-    int ok = 1;
-    for (size_t i = 0; i < n && ok;)
-        i += utf8_len((const unsigned char *)s + i, n - i, &ok);
-    return ok;
-}
-
-/* ---- a set of tokens with ids (hash table over one string buffer) ------- */
-
-typedef struct tokset {
-    pl_bytes text;  /* token bytes, each followed by a NUL */
-    pl_ids off, len;
-    int32_t n;
-    int32_t *slots; /* open addressing: id or -1 */
-    uint64_t mask;
-} tokset;
-
-static uint64_t hash(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-static const char *tok_str(const tokset *t, int32_t id) { return t->text.data + t->off.data[id]; }
-static size_t tok_len(const tokset *t, int32_t id) { return (size_t)t->len.data[id]; }
-
-static int32_t tokset_find(const tokset *t, const char *s, size_t n)
-{
-    if (!t->slots)
-        return -1;
-    for (uint64_t i = hash(s, n) & t->mask;; i = (i + 1) & t->mask) {
-        int32_t id = t->slots[i];
-        if (id < 0)
-            return -1;
-        if (tok_len(t, id) == n && memcmp(tok_str(t, id), s, n) == 0)
-            return id;
-    }
-}
-
-static pl_status tokset_grow(tokset *t)
-{
-    uint64_t cap = t->slots ? (t->mask + 1) * 2 : 64;
-    int32_t *slots = pl_malloc(cap * sizeof *slots);
-    if (!slots)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory for a token table of %llu slots",
-                         (unsigned long long)cap);
-    memset(slots, 0xff, cap * sizeof *slots);
-    for (int32_t id = 0; id < t->n; id++) {
-        uint64_t i = hash(tok_str(t, id), tok_len(t, id)) & (cap - 1);
-        while (slots[i] >= 0)
-            i = (i + 1) & (cap - 1);
-        slots[i] = id;
-    }
-    pl_free(t->slots);
-    t->slots = slots;
-    t->mask = cap - 1;
-    return PL_OK;
-}
-
-/* Adds s[0..n) unless present; *id receives its id either way, *added 1 if new. */
-static pl_status tokset_add(tokset *t, const char *s, size_t n, int32_t *id, int *added)
-{
-    pl_status st;
-    *added = 0;
-    if ((*id = tokset_find(t, s, n)) >= 0)
-        return PL_OK;
-    if ((!t->slots || (uint64_t)(t->n + 1) * 2 > t->mask + 1) && (st = tokset_grow(t)) != PL_OK)
-        return st;
-    if (t->text.n + n + 1 > INT32_MAX || t->n == INT32_MAX - 1)
-        return pl_errorf(PL_ERR_FORMAT, "token table over 2 GiB");
-    int32_t off = (int32_t)t->text.n;
-    if ((st = pl_bytes_append(&t->text, s, n)) != PL_OK ||
-        (st = pl_bytes_append(&t->text, "", 1)) != PL_OK ||
-        (st = pl_ids_push(&t->off, off)) != PL_OK || (st = pl_ids_push(&t->len, (int32_t)n)) != PL_OK) {
-        t->text.n = (size_t)off;
-        t->off.n = t->len.n = t->n;
-        return st;
-    }
-    uint64_t i = hash(s, n) & t->mask;
-    while (t->slots[i] >= 0)
-        i = (i + 1) & t->mask;
-    t->slots[i] = *id = t->n++;
-    *added = 1;
-    return PL_OK;
-}
-
-static void tokset_free(tokset *t)
-{
-    pl_bytes_free(&t->text);
-    pl_ids_free(&t->off);
-    pl_ids_free(&t->len);
-    pl_free(t->slots);
-    memset(t, 0, sizeof *t);
-}
-
 /* ---- the matcher -------------------------------------------------------- */
 
 typedef struct smiles_vocab {
     atomic_int refs;
-    tokset tok;
+    pl_strtab tok;
     int32_t chem_start;
     /* Extra tokens by first byte, in vocabulary order (which is the order of
      * the regex alternatives): ids extra[bucket[b] .. bucket[b+1]). */
@@ -180,8 +54,8 @@ static size_t smiles_match(const smiles_vocab *v, const unsigned char *s, size_t
     if (v) {
         for (int32_t k = v->bucket[c]; k < v->bucket[c + 1]; k++) {
             int32_t id = v->extra[k];
-            size_t len = tok_len(&v->tok, id);
-            if (len <= n && memcmp(tok_str(&v->tok, id), s, len) == 0)
+            size_t len = pl_strtab_len(&v->tok, id);
+            if (len <= n && memcmp(pl_strtab_str(&v->tok, id), s, len) == 0)
                 return len;
         }
     }
@@ -204,8 +78,8 @@ static size_t smiles_match(const smiles_vocab *v, const unsigned char *s, size_t
         break;
     }
     /* Every other single-character alternative, and ".", take one character. */
-    int ok;
-    return utf8_len(s, n, &ok);
+    int32_t cp;
+    return pl_utf8_next(s, n, &cp);
 }
 
 /* Splits text, calling fn with each token and its id in v (v NULL: id -1). */
@@ -221,7 +95,7 @@ static pl_status smiles_split(const smiles_vocab *v, const char *text, size_t le
         }
         int32_t id = -1;
         if (v) {
-            id = tokset_find(&v->tok, text + i, k);
+            id = pl_strtab_find(&v->tok, text + i, k);
             if (id < 0)
                 id = PL_SMILES_UNK;
         }
@@ -239,7 +113,7 @@ static void vocab_release(smiles_vocab *v)
 {
     if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
         return;
-    tokset_free(&v->tok);
+    pl_strtab_free(&v->tok);
     pl_free(v->extra);
     pl_free(v);
 }
@@ -265,13 +139,13 @@ static pl_status vocab_read(smiles_vocab *v, const char *path, pl_ids *lines)
             e++;
         line++;
         if (e > i) {
-            if (!utf8_valid(data + i, e - i)) {
+            if (!pl_utf8_valid(data + i, e - i)) {
                 st = pl_errorf(PL_ERR_FORMAT, "%s:%d: invalid UTF-8", path, line);
                 goto fail;
             }
             int32_t id;
             int added;
-            PL_TRY(tokset_add(&v->tok, data + i, e - i, &id, &added));
+            PL_TRY(pl_strtab_add(&v->tok, data + i, e - i, &id, &added));
             if (!added) {
                 st = pl_errorf(PL_ERR_FORMAT, "%s:%d: duplicate token '%.*s' (first on line %d)",
                                path, line, (int)(e - i), data + i, lines->data[id]);
@@ -293,8 +167,8 @@ static pl_status vocab_index_extras(smiles_vocab *v, const char *path, const pl_
     int32_t n_extra = v->chem_start - PL_SMILES_N_SPECIAL;
     memset(v->bucket, 0, sizeof v->bucket);
     for (int32_t id = PL_SMILES_N_SPECIAL; id < v->chem_start; id++) {
-        const char *s = tok_str(&v->tok, id);
-        size_t n = tok_len(&v->tok, id);
+        const char *s = pl_strtab_str(&v->tok, id);
+        size_t n = pl_strtab_len(&v->tok, id);
         for (size_t k = 0; k < n; k++)
             if (memchr("\\^$*+?{", s[k], 7))
                 return pl_errorf(PL_ERR_UNSUPPORTED,
@@ -314,7 +188,7 @@ static pl_status vocab_index_extras(smiles_vocab *v, const char *path, const pl_
     int32_t fill[256];
     memcpy(fill, v->bucket, sizeof fill);
     for (int32_t id = PL_SMILES_N_SPECIAL; id < v->chem_start; id++)
-        v->extra[fill[(unsigned char)tok_str(&v->tok, id)[0]]++] = id;
+        v->extra[fill[(unsigned char)pl_strtab_str(&v->tok, id)[0]]++] = id;
     return PL_OK;
 }
 
@@ -346,7 +220,7 @@ static pl_status smiles_encode(pl_tokenizer *t, const char *text, size_t len, pl
 static pl_status smiles_decode(const pl_tokenizer *t, const int32_t *ids, int64_t n, pl_bytes *out)
 {
     const smiles_tok *m = t->impl;
-    const tokset *tok = &m->v->tok;
+    const pl_strtab *tok = &m->v->tok;
     for (int64_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= tok->n)
             return pl_errorf(PL_ERR_ARG, "SmilesTokenizer decode: unknown id %d (vocabulary has %d "
@@ -355,7 +229,7 @@ static pl_status smiles_decode(const pl_tokenizer *t, const int32_t *ids, int64_
     for (int64_t i = (n > 0 && ids[0] == PL_SMILES_BEGIN) ? 1 : 0; i < n; i++) {
         if (ids[i] == PL_SMILES_END)
             break;
-        pl_status st = pl_bytes_append(out, tok_str(tok, ids[i]), tok_len(tok, ids[i]));
+        pl_status st = pl_bytes_append(out, pl_strtab_str(tok, ids[i]), pl_strtab_len(tok, ids[i]));
         if (st != PL_OK) {
             out->n = n0;
             if (out->data)
@@ -369,7 +243,7 @@ static pl_status smiles_decode(const pl_tokenizer *t, const int32_t *ids, int64_
 static int32_t smiles_token_id(const pl_tokenizer *t, const char *tok, size_t len)
 {
     const smiles_tok *m = t->impl;
-    return tokset_find(&m->v->tok, tok, len);
+    return pl_strtab_find(&m->v->tok, tok, len);
 }
 
 static void smiles_free(pl_tokenizer *t)
@@ -462,7 +336,7 @@ pl_status pl_smiles_tokenizer_each(const pl_tokenizer *t, const char *text, size
 /* ---- the vocabulary builder --------------------------------------------- */
 
 struct pl_smiles_vocab_builder {
-    tokset tok;
+    pl_strtab tok;
     int64_t *count; /* per token id */
     int64_t count_cap;
     pl_ids pending; /* ids of the string being added, counted once it is whole */
@@ -480,7 +354,7 @@ void pl_smiles_vocab_builder_free(pl_smiles_vocab_builder *b)
 {
     if (!b)
         return;
-    tokset_free(&b->tok);
+    pl_strtab_free(&b->tok);
     pl_free(b->count);
     pl_ids_free(&b->pending);
     pl_free(b);
@@ -504,14 +378,14 @@ static pl_status builder_token(void *ctx, const char *tok, size_t len, int32_t i
         b->count = c;
         b->count_cap = cap;
     }
-    if ((st = tokset_add(&b->tok, tok, len, &id, &added)) != PL_OK)
+    if ((st = pl_strtab_add(&b->tok, tok, len, &id, &added)) != PL_OK)
         return st;
     return pl_ids_push(&b->pending, id);
 }
 
 pl_status pl_smiles_vocab_builder_add(pl_smiles_vocab_builder *b, const char *smiles, size_t len)
 {
-    if (!utf8_valid(smiles, len))
+    if (!pl_utf8_valid(smiles, len))
         return pl_errorf(PL_ERR_FORMAT, "invalid UTF-8");
     b->pending.n = 0;
     pl_status st = smiles_split(NULL, smiles, len, builder_token, b);
@@ -549,7 +423,7 @@ pl_status pl_smiles_vocab_builder_write(const pl_smiles_vocab_builder *b, const 
 {
     pl_status st = PL_OK;
     pl_wfile w = {0};
-    tokset head = {0};
+    pl_strtab head = {0};
     ranked *order = NULL;
     pl_bytes buf = {0};
     if (chem_tokens_start < PL_SMILES_N_SPECIAL || chem_tokens_start > 1000000)
@@ -568,7 +442,7 @@ pl_status pl_smiles_vocab_builder_write(const pl_smiles_vocab_builder *b, const 
             snprintf(name, sizeof name, "<UNUSED_%lld>", (long long)(i - PL_SMILES_N_SPECIAL));
         int32_t id;
         int added;
-        PL_TRY(tokset_add(&head, s, strlen(s), &id, &added));
+        PL_TRY(pl_strtab_add(&head, s, strlen(s), &id, &added));
         PL_TRY(pl_bytes_append(&buf, s, strlen(s)));
         PL_TRY(pl_bytes_append(&buf, "\n", 1));
     }
@@ -580,11 +454,11 @@ pl_status pl_smiles_vocab_builder_write(const pl_smiles_vocab_builder *b, const 
             goto fail;
         }
         for (int32_t i = 0; i < b->tok.n; i++)
-            order[i] = (ranked){b->count[i], tok_str(&b->tok, i), tok_len(&b->tok, i)};
+            order[i] = (ranked){b->count[i], pl_strtab_str(&b->tok, i), pl_strtab_len(&b->tok, i)};
         qsort(order, (size_t)b->tok.n, sizeof *order, by_count);
     }
     for (int32_t k = 0; k < b->tok.n && order[k].count >= min_count; k++) {
-        if (tokset_find(&head, order[k].s, order[k].len) >= 0)
+        if (pl_strtab_find(&head, order[k].s, order[k].len) >= 0)
             continue;
         PL_TRY(pl_bytes_append(&buf, order[k].s, order[k].len));
         PL_TRY(pl_bytes_append(&buf, "\n", 1));
@@ -600,6 +474,6 @@ fail:
         pl_wfile_abort(&w);
     pl_bytes_free(&buf);
     pl_free(order);
-    tokset_free(&head);
+    pl_strtab_free(&head);
     return st;
 }
