@@ -661,6 +661,7 @@ static void bench_reset(pl_trainer *t)
 {
     memset(&t->prof, 0, sizeof t->prof);
     memset(&t->model.prof, 0, sizeof t->model.prof);
+    pl_dp_buckets_stats_reset(t->buckets);
 }
 
 /* Where a step's time goes, and one JSON line for scripts. */
@@ -698,9 +699,19 @@ static void bench_report(const pl_trainer *t)
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         pl_log_info("  %-26s %8.1f ms/step %5.1f%%", parts[i].name, 1e3 * parts[i].s / (double)n,
                     100 * parts[i].s / t->prof.total);
+    const pl_dp_buckets_stats *bs = pl_dp_buckets_stats_get(t->buckets);
+    double hidden = bs->overlap_seconds - bs->progress_seconds;
+    if (t->dp > 1)
+        pl_log_info("  DP gradient all-reduce: %.1f ms/step from first start to last completion; "
+                    "%.1f ms waited for after backward, %.1f ms ran beside it (%.1f ms of that "
+                    "inside MPI progress calls)",
+                    1e3 * bs->window_seconds / (double)n, 1e3 * bs->wait_seconds / (double)n,
+                    1e3 * bs->overlap_seconds / (double)n, 1e3 * bs->progress_seconds / (double)n);
     printf("{\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
-           "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"breakdown_ms\": {",
-           tokens_s, mfu, 1e3 * step, rss, t->gemm_peak, t->flops_per_token);
+           "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "
+           "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"breakdown_ms\": {",
+           tokens_s, mfu, 1e3 * step, rss, t->gemm_peak, t->flops_per_token, t->grid.layout.world,
+           1e3 * hidden / (double)n, 1e3 * bs->wait_seconds / (double)n);
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         printf("%s\"%s\": %.3f", i ? ", " : "", parts[i].name, 1e3 * parts[i].s / (double)n);
     printf("}}\n");
