@@ -51,6 +51,25 @@ pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t 
 void pl_ref_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* ---- instruction set of the cpu twins ------------------------------------
+ * The cpu twins exist in two builds of the same source: portable (the x86-64
+ * baseline, or whatever the compiler targets) and, with GCC on x86-64, an
+ * AVX-512 build (AVX512F/BW/VL/DQ + FMA) chosen at run time when the CPU has
+ * it. The choice is made once, on first use: AVX-512 if the CPU supports it,
+ * unless the environment variable PLAIT_ISA is "portable". Both builds follow
+ * the same contract; they may differ in the last bits (vector widths change
+ * the order of row reductions; the AVX-512 tile products use FMA). */
+typedef enum pl_isa { PL_ISA_PORTABLE = 0, PL_ISA_AVX512 = 1 } pl_isa;
+
+/* The instruction set the cpu twins run now. */
+pl_isa pl_cpu_isa(void);
+/* Selects isa for later calls, capped at what the CPU and the build support;
+ * returns the one now in effect (tests run both). Call it between kernels,
+ * from serial code. */
+pl_isa pl_cpu_isa_set(pl_isa isa);
+/* "portable" or "avx512". */
+const char *pl_cpu_isa_name(pl_isa isa);
+
 /* Declares pl_ref_NAME and pl_cpu_NAME with the same parameters. */
 #define PL_KERNEL(name, ...)                                                                       \
     void pl_ref_##name(__VA_ARGS__);                                                               \

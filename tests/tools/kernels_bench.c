@@ -6,7 +6,8 @@
  * Each measurement is the best and the median of `reps` timed runs after one
  * warm-up run (which also creates the GEMM primitives). Times are wall clock
  * with all OpenMP threads; the 1-minute load average is printed first because
- * other processes on the machine distort the numbers. */
+ * other processes on the machine distort the numbers, and the instruction set
+ * of the cpu twins (PLAIT_ISA=portable forces the portable build). */
 #include "kernels/kernels.h"
 
 #include "base/status.h"
@@ -306,8 +307,8 @@ int main(int argc, char **argv)
             load = -1.0;
         fclose(f);
     }
-    printf("kernels_bench: %d OpenMP threads, load average %.2f, best of %d\n",
-           omp_get_max_threads(), load, reps);
+    printf("kernels_bench: %d OpenMP threads, load average %.2f, best of %d, cpu twins %s\n",
+           omp_get_max_threads(), load, reps, pl_cpu_isa_name(pl_cpu_isa()));
     if (!strcmp(what, "all") || !strcmp(what, "gemm"))
         bench_gemm(reps);
     if (!strcmp(what, "all") || !strcmp(what, "kernels"))

@@ -13,6 +13,8 @@
 
 #include "test.h"
 
+#include "kernels/kernels.h"
+
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -134,6 +136,24 @@ static inline void kc_print_notes(void)
 {
     for (int i = 0; i < kc_nnotes; i++)
         printf("  worst %-36s %.2e\n", kc_notes[i].name, kc_notes[i].worst);
+}
+
+/* ---- instruction sets of the cpu twins ---------------------------------- */
+
+/* Makes the cpu twins run isa if this CPU and build have it: prints
+ * "# cpu twins: NAME", clears the table of worst errors and returns 1; else
+ * says so and returns 0. Suites run all their tests once per instruction set
+ * (portable, then AVX-512), so both builds of every cpu kernel meet every
+ * check against the reference and the finite differences. */
+static inline int kc_use_isa(pl_isa isa)
+{
+    if (pl_cpu_isa_set(isa) != isa) {
+        printf("# cpu twins: %s not available here, skipped\n", pl_cpu_isa_name(isa));
+        return 0;
+    }
+    printf("# cpu twins: %s\n", pl_cpu_isa_name(isa));
+    kc_nnotes = 0;
+    return 1;
 }
 
 /* ---- float64 central finite differences ---------------------------------- */

@@ -214,11 +214,15 @@ TEST(attention_results_do_not_depend_on_thread_count)
 
 int main(void)
 {
-    kc_seed(4);
-    RUN(attention_forward_matches_naive_softmax_attention);
-    RUN(attention_backward_cpu_matches_reference);
-    RUN(attention_backward_matches_finite_differences_for_q_k_and_v);
-    RUN(attention_results_do_not_depend_on_thread_count);
-    kc_print_notes();
+    for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
+        if (!kc_use_isa((pl_isa)isa))
+            continue;
+        kc_seed(4);
+        RUN(attention_forward_matches_naive_softmax_attention);
+        RUN(attention_backward_cpu_matches_reference);
+        RUN(attention_backward_matches_finite_differences_for_q_k_and_v);
+        RUN(attention_results_do_not_depend_on_thread_count);
+        kc_print_notes();
+    }
     return test_summary("kernels_attention");
 }

@@ -284,12 +284,16 @@ TEST(lmhead_rejects_a_zero_chunk)
 
 int main(void)
 {
-    kc_seed(5);
-    RUN(lmhead_matches_naive_full_logits_cross_entropy);
-    RUN(lmhead_backward_matches_finite_differences_for_x_and_w);
-    RUN(lmhead_vocab_parallel_slices_combine_to_the_full_vocabulary);
-    RUN(lmhead_results_do_not_depend_on_thread_count);
-    RUN(lmhead_rejects_a_zero_chunk);
-    kc_print_notes();
+    for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
+        if (!kc_use_isa((pl_isa)isa))
+            continue;
+        kc_seed(5);
+        RUN(lmhead_matches_naive_full_logits_cross_entropy);
+        RUN(lmhead_backward_matches_finite_differences_for_x_and_w);
+        RUN(lmhead_vocab_parallel_slices_combine_to_the_full_vocabulary);
+        RUN(lmhead_results_do_not_depend_on_thread_count);
+        RUN(lmhead_rejects_a_zero_chunk);
+        kc_print_notes();
+    }
     return test_summary("kernels_lmhead");
 }

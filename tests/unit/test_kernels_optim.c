@@ -102,10 +102,14 @@ TEST(sumsq_is_exact_on_integers_and_independent_of_threads)
 
 int main(void)
 {
-    kc_seed(3);
-    RUN(adamw_follows_pytorch_formula_for_three_steps_with_bias_correction);
-    RUN(adamw_cpu_equals_reference_bit_for_bit_on_any_thread_count);
-    RUN(sumsq_is_exact_on_integers_and_independent_of_threads);
-    kc_print_notes();
+    for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
+        if (!kc_use_isa((pl_isa)isa))
+            continue;
+        kc_seed(3);
+        RUN(adamw_follows_pytorch_formula_for_three_steps_with_bias_correction);
+        RUN(adamw_cpu_equals_reference_bit_for_bit_on_any_thread_count);
+        RUN(sumsq_is_exact_on_integers_and_independent_of_threads);
+        kc_print_notes();
+    }
     return test_summary("kernels_optim");
 }

@@ -363,12 +363,16 @@ TEST(layernorm_matches_reference_and_finite_differences)
 
 int main(void)
 {
-    kc_seed(2);
-    RUN(embedding_vocab_parallel_slice_matches_reference_and_finite_differences);
-    RUN(pos_embedding_matches_reference_and_finite_differences);
-    RUN(bias_and_add_match_reference_and_finite_differences);
-    RUN(gelu_matches_reference_and_finite_differences);
-    RUN(layernorm_matches_reference_and_finite_differences);
-    kc_print_notes();
+    for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
+        if (!kc_use_isa((pl_isa)isa))
+            continue;
+        kc_seed(2);
+        RUN(embedding_vocab_parallel_slice_matches_reference_and_finite_differences);
+        RUN(pos_embedding_matches_reference_and_finite_differences);
+        RUN(bias_and_add_match_reference_and_finite_differences);
+        RUN(gelu_matches_reference_and_finite_differences);
+        RUN(layernorm_matches_reference_and_finite_differences);
+        kc_print_notes();
+    }
     return test_summary("kernels_pointwise");
 }

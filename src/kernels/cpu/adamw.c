@@ -7,6 +7,8 @@
  * and adds the parts in order: the result depends on n, never on threads. */
 #include "kernels/kernels.h"
 
+#include "kernels/cpu/simd.h"
+
 #include <math.h>
 
 #define PAR_MIN 32768
@@ -25,6 +27,7 @@
 void pl_cpu_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1,
                   float b2, float eps, float wd, float bc1, float bc2, float grad_scale)
 {
+    PL_DISPATCH(adamw, p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2, grad_scale);
     float decay = 1.0f - lr * wd;
     float step = lr / bc1;
     float bc2_sqrt = sqrtf(bc2);
@@ -66,6 +69,7 @@ void pl_cpu_adamw(float *p, const float *g, float *m, float *v, int64_t n, float
 
 double pl_cpu_sumsq(const float *x, int64_t n)
 {
+    PL_DISPATCH_RET(sumsq, x, n);
     double part[SUMSQ_PARTS];
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
     for (int p = 0; p < SUMSQ_PARTS; p++) {

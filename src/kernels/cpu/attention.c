@@ -74,7 +74,8 @@ static void mm_axpy(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t k, c
 /* C (m, n) += A (m, k) . B (k, n). A[i][p] is at A[i * a_rs + p * a_cs] (so A
  * may be read transposed), B and C are row-major with row strides ldb, ldc.
  * Blocks of 4 rows x 2 vectors of C stay in registers over the whole k loop
- * (1.4x the axpy form with 4-float vectors); edges use the axpy form. */
+ * (1.4x the axpy form with 4-float vectors), accumulated with pl_vf_fma
+ * (fused in the AVX-512 build); edges use the axpy form. */
 static void tile_mm(int64_t m, int64_t n, int64_t k, const float *A, int64_t a_rs, int64_t a_cs,
                     const float *restrict B, int64_t ldb, float *restrict C, int64_t ldc)
 {
@@ -88,9 +89,12 @@ static void tile_mm(int64_t m, int64_t n, int64_t k, const float *A, int64_t a_r
             for (int64_t p = 0; p < k; p++) {
                 const float *ap = a + p * a_cs, *bp = B + p * ldb + j;
                 pl_vf b0 = pl_vf_load(bp), b1 = pl_vf_load(bp + PL_VF);
-                float a0 = ap[0], a1 = ap[a_rs], a2 = ap[2 * a_rs], a3 = ap[3 * a_rs];
-                c00 += a0 * b0, c01 += a0 * b1, c10 += a1 * b0, c11 += a1 * b1;
-                c20 += a2 * b0, c21 += a2 * b1, c30 += a3 * b0, c31 += a3 * b1;
+                pl_vf a0 = pl_vf_set1(ap[0]), a1 = pl_vf_set1(ap[a_rs]);
+                pl_vf a2 = pl_vf_set1(ap[2 * a_rs]), a3 = pl_vf_set1(ap[3 * a_rs]);
+                c00 = pl_vf_fma(a0, b0, c00), c01 = pl_vf_fma(a0, b1, c01);
+                c10 = pl_vf_fma(a1, b0, c10), c11 = pl_vf_fma(a1, b1, c11);
+                c20 = pl_vf_fma(a2, b0, c20), c21 = pl_vf_fma(a2, b1, c21);
+                c30 = pl_vf_fma(a3, b0, c30), c31 = pl_vf_fma(a3, b1, c31);
             }
             float *cp = C + i * ldc + j;
             pl_vf_store(cp, pl_vf_load(cp) + c00);
@@ -206,6 +210,7 @@ static void fwd_tile(float *out, float *lse, const float *qkv, int64_t b, int64_
 void pl_cpu_attention_fwd(float *out, float *lse, const float *qkv, int64_t B, int64_t T,
                           int64_t NH, int64_t HS, float *workspace)
 {
+    PL_DISPATCH(attention_fwd, out, lse, qkv, B, T, NH, HS, workspace);
     const int64_t nqt = (T + ATT_BQ - 1) / ATT_BQ;
     const int64_t items = B * NH * nqt;
     const size_t slot_n = attn_slot_floats(T, HS);
@@ -296,6 +301,7 @@ void pl_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv, cons
                           const float *lse, int64_t B, int64_t T, int64_t NH, int64_t HS,
                           float *workspace)
 {
+    PL_DISPATCH(attention_bwd, dqkv, dout, qkv, out, lse, B, T, NH, HS, workspace);
     const size_t slot_n = attn_slot_floats(T, HS);
 #pragma omp parallel if (B * NH > 1)
     {

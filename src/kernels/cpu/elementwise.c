@@ -16,6 +16,7 @@
 
 void pl_cpu_bias_fwd(float *out, const float *bias, int64_t N, int64_t OC)
 {
+    PL_DISPATCH(bias_fwd, out, bias, N, OC);
 #pragma omp parallel for schedule(static) if (N * OC > PAR_MIN)
     for (int64_t n = 0; n < N; n++) {
         float *restrict o = out + n * OC;
@@ -27,6 +28,7 @@ void pl_cpu_bias_fwd(float *out, const float *bias, int64_t N, int64_t OC)
 
 void pl_cpu_bias_bwd(float *dbias, const float *dout, int64_t N, int64_t OC)
 {
+    PL_DISPATCH(bias_bwd, dbias, dout, N, OC);
     int64_t nblk = (OC + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(static) if (N * OC > PAR_MIN)
     for (int64_t blk = 0; blk < nblk; blk++) {
@@ -43,6 +45,7 @@ void pl_cpu_bias_bwd(float *dbias, const float *dout, int64_t N, int64_t OC)
 
 void pl_cpu_add(float *out, const float *a, const float *b, int64_t n)
 {
+    PL_DISPATCH(add, out, a, b, n);
     /* out may alias a or b element for element, so no restrict here; omp simd
      * asserts the absence of loop-carried dependences, which holds. */
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
@@ -59,6 +62,7 @@ void pl_cpu_add(float *out, const float *a, const float *b, int64_t n)
 
 void pl_cpu_gelu_fwd(float *out, const float *inp, int64_t n)
 {
+    PL_DISPATCH(gelu_fwd, out, inp, n);
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
     for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
         int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
@@ -76,6 +80,7 @@ void pl_cpu_gelu_fwd(float *out, const float *inp, int64_t n)
 /* d/dx [x s(2u)] = s + x s (1 - s) 2u'(x), s = sigmoid(2u), 2u' = 2K (1 + 3A x^2). */
 void pl_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, int64_t n)
 {
+    PL_DISPATCH(gelu_bwd, dinp, inp, dout, n);
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
     for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
         int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;

@@ -5,6 +5,8 @@
  * results equal the reference bit for bit, for any thread count. */
 #include "kernels/kernels.h"
 
+#include "kernels/cpu/simd.h"
+
 #include <string.h>
 
 /* Columns per work item in the column-split loops: 64 floats, one 256-byte run. */
@@ -15,6 +17,7 @@
 void pl_cpu_embedding_fwd(float *out, const int32_t *ids, const float *wte, int64_t N, int64_t C,
                           int64_t v0, int64_t V)
 {
+    PL_DISPATCH(embedding_fwd, out, ids, wte, N, C, v0, V);
 #pragma omp parallel for schedule(static) if (N * C > PAR_MIN)
     for (int64_t n = 0; n < N; n++) {
         int64_t row = (int64_t)ids[n] - v0;
@@ -28,6 +31,7 @@ void pl_cpu_embedding_fwd(float *out, const int32_t *ids, const float *wte, int6
 void pl_cpu_embedding_bwd(float *dwte, const float *dout, const int32_t *ids, int64_t N, int64_t C,
                           int64_t v0, int64_t V)
 {
+    PL_DISPATCH(embedding_bwd, dwte, dout, ids, N, C, v0, V);
     int64_t nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(static) if (N * C > PAR_MIN)
     for (int64_t blk = 0; blk < nblk; blk++) {
@@ -47,6 +51,7 @@ void pl_cpu_embedding_bwd(float *dwte, const float *dout, const int32_t *ids, in
 
 void pl_cpu_pos_embedding_fwd(float *out, const float *wpe, int64_t B, int64_t T, int64_t C)
 {
+    PL_DISPATCH(pos_embedding_fwd, out, wpe, B, T, C);
 #pragma omp parallel for schedule(static) if (B * T * C > PAR_MIN)
     for (int64_t bt = 0; bt < B * T; bt++) {
         float *restrict o = out + bt * C;
@@ -59,6 +64,7 @@ void pl_cpu_pos_embedding_fwd(float *out, const float *wpe, int64_t B, int64_t T
 
 void pl_cpu_pos_embedding_bwd(float *dwpe, const float *dout, int64_t B, int64_t T, int64_t C)
 {
+    PL_DISPATCH(pos_embedding_bwd, dwpe, dout, B, T, C);
 #pragma omp parallel for schedule(static) if (B * T * C > PAR_MIN)
     for (int64_t t = 0; t < T; t++) {
         float *restrict d = dwpe + t * C;

@@ -7,6 +7,8 @@
  * the result does not depend on the thread count. */
 #include "kernels/kernels.h"
 
+#include "kernels/cpu/simd.h"
+
 #include <math.h>
 
 #define COL_BLOCK 64
@@ -15,6 +17,7 @@
 void pl_cpu_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
                           const float *weight, const float *bias, int64_t N, int64_t C, float eps)
 {
+    PL_DISPATCH(layernorm_fwd, out, mean, rstd, inp, weight, bias, N, C, eps);
 #pragma omp parallel for schedule(static) if (N * C > PAR_MIN)
     for (int64_t n = 0; n < N; n++) {
         const float *restrict x = inp + n * C;
@@ -42,6 +45,7 @@ void pl_cpu_layernorm_bwd(float *dinp, float *dweight, float *dbias, const float
                           const float *inp, const float *weight, const float *mean,
                           const float *rstd, int64_t N, int64_t C)
 {
+    PL_DISPATCH(layernorm_bwd, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
     int64_t nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel if (N * C > PAR_MIN)
     {

@@ -40,6 +40,8 @@ pl_status pl_cpu_lmhead_stats(float *row_max, float *row_sumexp, float *target_l
                               int64_t C, int64_t v0, int64_t V, int64_t chunk, float *workspace,
                               pl_gemm *g)
 {
+    PL_DISPATCH_RET(lmhead_stats, row_max, row_sumexp, target_logit, x, w, targets, N, C, v0, V,
+                    chunk, workspace, g);
     pl_status st = check("lmhead_stats", N, C, V, chunk);
     if (st != PL_OK || N == 0)
         return st;
@@ -83,6 +85,8 @@ pl_status pl_cpu_lmhead_bwd(float *dx, float *dw, const float *x, const float *w
                             int64_t N, int64_t C, int64_t v0, int64_t V, int64_t chunk,
                             float *workspace, pl_gemm *g)
 {
+    PL_DISPATCH_RET(lmhead_bwd, dx, dw, x, w, targets, lse, dloss, N, C, v0, V, chunk, workspace,
+                    g);
     pl_status st = check("lmhead_bwd", N, C, V, chunk);
     if (st != PL_OK || N == 0)
         return st;

@@ -1,18 +1,51 @@
 /* The SIMD seam of the cpu kernels (internal to src/kernels/cpu/).
  *
- * Everything here is portable: no intrinsics and no -march. pl_vexpf is plain
- * C that vectorizes inside `#pragma omp simd` loops (libm's expf is an opaque
- * call and blocks vectorization). pl_vf is a GNU C generic vector (GCC and
- * clang) of PL_VF floats: 4 (SSE2, the x86-64 baseline this project builds
- * for) unless the compiler is told of a wider ISA; the compiler lowers its
- * arithmetic to whatever the target has. ISA-specific code (AVX-512
- * intrinsics, runtime dispatch) goes behind this header. Without GNU C
- * vectors, PL_VF is 0 and callers use their scalar loops. */
+ * pl_vexpf is plain C that vectorizes inside `#pragma omp simd` loops (libm's
+ * expf is an opaque call and blocks vectorization). pl_vf is a GNU C generic
+ * vector (GCC and clang) of PL_VF floats: 4 at the SSE2 baseline this project
+ * builds for, 16 in the AVX-512 builds of avx512/ (or 8 / 16 if the compiler
+ * is told of a wider ISA); the compiler lowers its arithmetic to whatever the
+ * target has. Without GNU C vectors, PL_VF is 0 and callers use their scalar
+ * loops. The only intrinsic is the fused multiply-add of pl_vf_fma, used when
+ * the target has AVX-512.
+ *
+ * Run-time dispatch: every public kernel of a cpu file starts with
+ * PL_DISPATCH(name, args...) (PL_DISPATCH_RET for kernels returning a
+ * value). In the portable build it calls pl_avx512_NAME, the same file's
+ * AVX-512 build (avx512/avx512.h), when pl_cpu_isa() is PL_ISA_AVX512; in the
+ * AVX-512 build, and when no AVX-512 build exists, it is empty. */
 #ifndef PL_KERNELS_CPU_SIMD_H
 #define PL_KERNELS_CPU_SIMD_H
 
+#include "kernels/cpu/isa.h"
+
 #include <stdint.h>
 #include <string.h>
+
+#if defined(__AVX512F__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+#if PL_AVX512_BUILT && !defined(PL_AVX512_TU)
+#define PL_DISPATCH(name, ...)                                                                     \
+    do {                                                                                           \
+        if (pl_cpu_isa() == PL_ISA_AVX512) {                                                       \
+            extern __typeof__(pl_cpu_##name) pl_avx512_##name;                                     \
+            pl_avx512_##name(__VA_ARGS__);                                                         \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+#define PL_DISPATCH_RET(name, ...)                                                                 \
+    do {                                                                                           \
+        if (pl_cpu_isa() == PL_ISA_AVX512) {                                                       \
+            extern __typeof__(pl_cpu_##name) pl_avx512_##name;                                     \
+            return pl_avx512_##name(__VA_ARGS__);                                                  \
+        }                                                                                          \
+    } while (0)
+#else
+#define PL_DISPATCH(name, ...) ((void)0)
+#define PL_DISPATCH_RET(name, ...) ((void)0)
+#endif
 
 #if defined(__GNUC__)
 #if defined(__AVX512F__)
@@ -33,6 +66,26 @@ static inline pl_vf pl_vf_load(const float *p)
 }
 
 static inline void pl_vf_store(float *p, pl_vf v) { memcpy(p, &v, sizeof v); }
+
+/* PL_VF copies of a. */
+static inline pl_vf pl_vf_set1(float a)
+{
+    pl_vf v;
+    for (int i = 0; i < PL_VF; i++)
+        v[i] = a;
+    return v;
+}
+
+/* a * b + c, rounded once where the target has FMA (AVX-512 builds), else
+ * twice (ISO C mode: GCC never contracts a * b + c by itself). */
+static inline pl_vf pl_vf_fma(pl_vf a, pl_vf b, pl_vf c)
+{
+#if PL_VF == 16 && defined(__AVX512F__) && defined(__FMA__)
+    return (pl_vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+    return a * b + c;
+#endif
+}
 #else
 #define PL_VF 0
 #endif
