@@ -47,7 +47,8 @@ typedef struct pl_trainer {
     int64_t nl_count, work_count;
     size_t state_bytes[3], work_bytes;       /* planned: params, grads, optimizer; working */
     pl_status zero_err;                      /* from the grad-ready hook */
-    pl_comm_stats step_comm;                 /* DP bytes of the last step */
+    pl_comm_stats step_comm;                 /* DP bytes of the last step (this rank) */
+    int64_t wire_sum[3];                     /* the same summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
     pl_schedule sched;
     pl_blend_data data;
@@ -583,6 +584,10 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     r->grad_norm = norm;
     r->lr = lr;
     pl_comm_stats_sub(&t->step_comm, &dpc->stats, &before);
+    /* Ring collectives load ranks unevenly per region; the sum over ranks is exact. */
+    for (int k = 0; k < 3; k++)
+        t->wire_sum[k] = t->step_comm.kind[k].wire_bytes;
+    PL_TRY(pl_comm_allreduce_i64(dpc, t->wire_sum, 3, PL_COMM_SUM));
 fail:
     return st;
 }
@@ -684,12 +689,15 @@ static void log_iteration(pl_trainer *t, const step_result *r, double ms, int64_
                     "\"lr\": %.9g, \"grad_norm\": %.9g, \"ms_per_iter\": %.3f, "
                     "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"zero_stage\": %d, "
                     "\"dp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
-                    "\"all-gather\": %lld}}\n",
+                    "\"all-gather\": %lld}, \"dp_wire_bytes_mean\": {\"all-reduce\": %.1f, "
+                    "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}}\n",
                     (long long)t->iteration, (long long)t->consumed_train, r->loss, r->lr,
                     r->grad_norm, ms_iter, tokens_s, mfu, t->stage,
                     (long long)t->step_comm.kind[PL_COMM_ALLREDUCE].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
-                    (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes);
+                    (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,
+                    (double)t->wire_sum[0] / (double)t->dp, (double)t->wire_sum[1] / (double)t->dp,
+                    (double)t->wire_sum[2] / (double)t->dp);
             fflush(t->metrics);
         }
     }
@@ -728,6 +736,13 @@ static pl_status log_peak_memory(pl_trainer *t)
     pl_log_info("peak resident memory (VmHWM) per rank: max %.1f MiB, min %.1f MiB",
                 (double)mx[0] / 1024, (double)-mx[1] / 1024);
     if (t->metrics) {
+        int64_t layers = 0;
+        for (int i = 1; i + 1 < t->zero.nregions; i++)
+            layers += t->zero.regions[i].hi - t->zero.regions[i].lo;
+        fprintf(t->metrics, "{\"zero_partition\": {\"numel\": %lld, \"padded\": %lld, "
+                "\"layer_elems\": %lld, \"micro_batches\": %lld}}\n", (long long)t->reg.numel,
+                (long long)(t->stage ? t->zero.padded : t->reg.numel), (long long)layers,
+                (long long)t->num_micro);
         fprintf(t->metrics, "{\"iteration\": %lld, \"zero_stage\": %d, \"dp\": %lld, "
                 "\"vmhwm_kib_max\": %lld, \"vmhwm_kib_min\": %lld, \"state_bytes\": %lld, "
                 "\"work_bytes\": %lld}\n", (long long)t->iteration, t->stage, (long long)t->dp,
