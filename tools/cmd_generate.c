@@ -79,7 +79,7 @@ int plait_cmd_generate(int argc, char **argv)
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model");
         goto fail;
     }
-    pl_ckpt_buffers buf = {&reg, params, NULL, NULL};
+    pl_ckpt_buffers buf = {&reg, params, NULL, NULL, NULL};
     pl_free(strings);
     strings = NULL;
     PL_TRY(pl_ckpt_load(o.load, it, &cfg, &buf, &meta, &strings));

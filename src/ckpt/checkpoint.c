@@ -190,6 +190,55 @@ static pl_status write_shard(const char *path, const pl_ckpt_buffers *b)
     return pl_st_writer_finish(w, path);
 }
 
+static void optim_rel(char *out, size_t n, const char *sub, int dp_rank)
+{
+    snprintf(out, n, "%s/optim_dp_%03d.safetensors", sub, dp_rank);
+}
+
+/* Writes a ZeRO optimizer shard file. */
+static pl_status write_zero_shard(const char *path, const pl_ckpt_zero *z)
+{
+    pl_st_writer *w;
+    pl_status st = pl_st_writer_new(&w);
+    if (st)
+        return st;
+    int64_t shape[2] = {z->count, 1};
+    if ((st = pl_st_writer_add(w, "exp_avg", "F32", 1, shape, z->exp_avg)) ||
+        (st = pl_st_writer_add(w, "exp_avg_sq", "F32", 1, shape, z->exp_avg_sq))) {
+        pl_st_writer_free(w);
+        return st;
+    }
+    pl_st_writer_meta(w, "format", FORMAT);
+    return pl_st_writer_finish(w, path);
+}
+
+/* The manifest's "zero" object and the checksums of the optimizer shard files. */
+static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, const char *sub,
+                               const pl_ckpt_zero *z, jbuild *jb)
+{
+    char rel[128], path[PATH_MAX_ + 160], hash[17];
+    cJSON *zo = jobj(root, "zero", jb);
+    jnum(zo, "stage", z->stage, jb);
+    jnum(zo, "data_parallel_size", z->dp, jb);
+    jnum(zo, "padded_numel", (double)z->padded, jb);
+    cJSON *shards = zo ? cJSON_AddArrayToObject(zo, "shards") : NULL;
+    jb->ok &= shards != NULL;
+    for (int r = 0; r < z->dp && jb->ok; r++) {
+        optim_rel(rel, sizeof rel, sub, r);
+        snprintf(path, sizeof path, "%s/%s", tmp, rel);
+        pl_status st = file_xxh64(path, hash);
+        if (st)
+            return st;
+        jstr(jobj(files, rel, jb), "xxh64", hash, jb);
+        cJSON *e = cJSON_CreateObject();
+        jb->ok &= e != NULL && cJSON_AddItemToArray(shards, e);
+        jstr(e, "file", rel, jb);
+        jnum(e, "offset", (double)(r * z->count), jb);
+        jnum(e, "count", (double)z->count, jb);
+    }
+    return jb->ok ? PL_OK : pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
+}
+
 pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gpt_config *cfg,
                        const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf)
 {
@@ -217,6 +266,14 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gp
     }
     if ((st = consensus(world, st, "writing checkpoint shards")))
         return st;
+    if (buf->zero) {
+        char rel[128];
+        optim_rel(rel, sizeof rel, sub, buf->zero->dp_rank);
+        snprintf(path, sizeof path, "%s/%s", tmp, rel);
+        st = write_zero_shard(path, buf->zero);
+    }
+    if ((st = consensus(world, st, "writing ZeRO optimizer shards")))
+        return st;
     if (world->rank == 0) {
         cJSON *root = manifest_json(cfg, meta, buf->reg);
         char *text = NULL;
@@ -238,6 +295,10 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gp
                         st = pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
                 }
             }
+        if (!st && buf->zero) {
+            rank_dir(sub, 0, 0, meta->pp);
+            st = manifest_zero(root, files, tmp, sub, buf->zero, &jb);
+        }
         if (st)
             goto manifest_done;
         text = cJSON_Print(root);
@@ -414,6 +475,54 @@ pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_gpt_config 
     return st;
 }
 
+/* Reads this DP rank's ZeRO optimizer shard, checking the DP size and its range. */
+static pl_status load_zero_shard(const char *idir, const char *mpath, const cJSON *root,
+                                 const cJSON *zo, pl_ckpt_zero *z)
+{
+    int ok = 1;
+    int dp = (int)num(zo, "data_parallel_size", &ok);
+    int64_t padded = (int64_t)num(zo, "padded_numel", &ok);
+    if (!ok)
+        return pl_errorf(PL_ERR_FORMAT, "%s: the \"zero\" object is malformed", mpath);
+    if (dp != z->dp)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "%s: The checkpoint being loaded used a DP world size "
+                         "of %d but the current world size is %d (ZeRO optimizer shards cannot be "
+                         "resharded yet)", mpath, dp, z->dp);
+    const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(zo, "shards"), z->dp_rank);
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(e, "file");
+    int64_t off = (int64_t)num(e, "offset", &ok), count = (int64_t)num(e, "count", &ok);
+    if (!ok || !cJSON_IsString(file) || padded != z->padded || off != z->lo || count != z->count)
+        return pl_errorf(PL_ERR_FORMAT, "%s: ZeRO shard %d's range differs from this run's "
+                         "[%lld, %lld) of %lld", mpath, z->dp_rank, (long long)z->lo,
+                         (long long)(z->lo + z->count), (long long)z->padded);
+    char spath[PATH_MAX_ + 160], got[17];
+    snprintf(spath, sizeof spath, "%s/%s", idir, file->valuestring);
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "files"),
+                                         file->valuestring), "xxh64");
+    pl_status st = file_xxh64(spath, got);
+    if (st)
+        return st;
+    if (!cJSON_IsString(want) || strcmp(got, want->valuestring) != 0)
+        return pl_errorf(PL_ERR_FORMAT, "%s: xxh64 %s does not match the manifest (corrupt file)",
+                         spath, got);
+    pl_safetensors sf = {0};
+    if ((st = pl_safetensors_open(&sf, spath)))
+        return st;
+    static const char *names[2] = {"exp_avg", "exp_avg_sq"};
+    float *dst[2] = {z->exp_avg, z->exp_avg_sq};
+    for (int k = 0; k < 2 && !st; k++) {
+        const pl_st_tensor *t = pl_safetensors_find(&sf, names[k]);
+        if (!t || strcmp(t->dtype, "F32") != 0 || t->ndim != 1 || t->shape[0] != z->count)
+            st = pl_errorf(PL_ERR_FORMAT, "%s: tensor %s missing or not F32 [%lld]", spath,
+                           names[k], (long long)z->count);
+        else
+            memcpy(dst[k], sf.data + t->begin, (size_t)z->count * sizeof(float));
+    }
+    pl_safetensors_close(&sf);
+    return st;
+}
+
 pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_gpt_config *cfg,
                        const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings)
 {
@@ -445,6 +554,25 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_gpt_config *
                        mpath, meta->tp, reg->tp_size);
         goto fail;
     }
+    const cJSON *zo = cJSON_GetObjectItemCaseSensitive(root, "zero");
+    if (buf->zero && !zo) {
+        st = pl_errorf(PL_ERR_UNSUPPORTED, "%s: saved without ZeRO (stage 0); loading it under "
+                       "ZeRO stage %d is not implemented (resume with --zero-stage 0, or "
+                       "--no-load-optim)", mpath, buf->zero->stage);
+        if (buf->zero->exp_avg)
+            goto fail;
+    }
+    if (!buf->zero && zo && buf->exp_avg) {
+        st = pl_errorf(PL_ERR_UNSUPPORTED, "%s: saved under ZeRO stage %d; loading its sharded "
+                       "optimizer state without ZeRO is not implemented (resume with "
+                       "--zero-stage %d, or --no-load-optim)", mpath,
+                       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(zo, "stage")),
+                       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(zo, "stage")));
+        goto fail;
+    }
+    st = PL_OK;
+    if (buf->zero && zo && buf->zero->exp_avg)
+        PL_TRY(load_zero_shard(idir, mpath, root, zo, buf->zero));
     rank_dir(sub, reg->tp_rank, reg->pp_rank, meta->pp);
     snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
     snprintf(spath, sizeof spath, "%s/%s", idir, rel);

@@ -13,7 +13,14 @@
  * "optimizer.exp_avg_sq.NAME". DP rank 0 of each model-parallel slice writes
  * its file. Everything is written under iter_XXXXXXX.tmp/ and renamed when
  * complete, and latest_checkpointed_iteration.txt is replaced atomically
- * after that, so a half-written checkpoint is never taken as the latest. */
+ * after that, so a half-written checkpoint is never taken as the latest.
+ *
+ * Under ZeRO (stage >= 1) the model file holds the parameters only, and every DP
+ * rank writes its optimizer shard (flat ranges of the padded buffer) to
+ *   DIR/iter_0000100/mp_rank_00/optim_dp_003.safetensors   ("exp_avg", "exp_avg_sq")
+ * with the manifest's "zero" object recording the stage, the DP size, the padded
+ * length and each shard's file, offset and count. Such a checkpoint resumes only
+ * under ZeRO with the same DP size (DeepSpeed's rule); stage 0's format is unchanged. */
 #ifndef PL_CKPT_CHECKPOINT_H
 #define PL_CKPT_CHECKPOINT_H
 
@@ -33,11 +40,21 @@ typedef struct pl_ckpt_meta {
     const char *data_hash; /* identity of the training data, may be NULL */
 } pl_ckpt_meta;
 
+/* A DP rank's ZeRO optimizer shard: flat elements [lo, lo + count) of the buffer
+ * padded to `padded` (= dp * count). */
+typedef struct pl_ckpt_zero {
+    int stage, dp, dp_rank;
+    int64_t lo, count, padded;
+    float *exp_avg, *exp_avg_sq; /* count each; NULL to load weights only */
+} pl_ckpt_zero;
+
 /* What a rank saves or loads: its registry and flat buffers. m/v may be NULL
- * (weights only). */
+ * (weights only, or ZeRO: then zero holds the moments). params is the whole
+ * flat buffer (ZeRO-3 gathers it for saving). */
 typedef struct pl_ckpt_buffers {
     const pl_registry *reg;
     float *params, *exp_avg, *exp_avg_sq;
+    pl_ckpt_zero *zero; /* NULL: stage 0 */
 } pl_ckpt_buffers;
 
 /* Collective over world. dp_rank/tp_rank/pp_rank place this rank. */

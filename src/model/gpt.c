@@ -12,38 +12,42 @@
 static float *param_view(const pl_registry *reg, float *flat, const char *name)
 {
     const pl_param *p = pl_registry_find(reg, name);
-    return p && p->offset >= 0 ? flat + p->offset : NULL;
+    return p && p->offset >= 0 && flat ? flat + p->offset : NULL;
 }
 
-pl_status pl_gpt_layer_bind(const pl_registry *reg, const float *flat, int64_t layer,
-                            pl_gpt_layer *out, int64_t *lo, int64_t *hi)
+static const char *const layer_names[12] = {
+    "input_layernorm.weight",           "input_layernorm.bias",
+    "self_attention.linear_qkv.weight", "self_attention.linear_qkv.bias",
+    "self_attention.linear_proj.weight", "self_attention.linear_proj.bias",
+    "pre_mlp_layernorm.weight",         "pre_mlp_layernorm.bias",
+    "mlp.linear_fc1.weight",            "mlp.linear_fc1.bias",
+    "mlp.linear_fc2.weight",            "mlp.linear_fc2.bias"};
+
+/* Binds layer `layer`'s 12 views: at flat + offset, or at locate(ctx, offset, grad). */
+static pl_status layer_bind(const pl_registry *reg, const float *flat, pl_flat_locate_fn locate,
+                            void *ctx, int grad, int64_t layer, pl_gpt_layer *out, int64_t *lo,
+                            int64_t *hi)
 {
-    static const char *const names[12] = {"input_layernorm.weight",
-                                          "input_layernorm.bias",
-                                          "self_attention.linear_qkv.weight",
-                                          "self_attention.linear_qkv.bias",
-                                          "self_attention.linear_proj.weight",
-                                          "self_attention.linear_proj.bias",
-                                          "pre_mlp_layernorm.weight",
-                                          "pre_mlp_layernorm.bias",
-                                          "mlp.linear_fc1.weight",
-                                          "mlp.linear_fc1.bias",
-                                          "mlp.linear_fc2.weight",
-                                          "mlp.linear_fc2.bias"};
     float **slot = &out->ln1_w;
     *lo = INT64_MAX;
     *hi = 0;
     for (int k = 0; k < 12; k++) {
         char name[PL_PARAM_NAME_MAX];
-        snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)layer, names[k]);
+        snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)layer, layer_names[k]);
         const pl_param *p = pl_registry_find(reg, name);
         if (!p || p->offset < 0)
             return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", name);
-        slot[k] = (float *)flat + p->offset;
+        slot[k] = locate ? locate(ctx, p->offset, grad) : flat ? (float *)flat + p->offset : NULL;
         *lo = p->offset < *lo ? p->offset : *lo;
         *hi = p->offset + p->numel > *hi ? p->offset + p->numel : *hi;
     }
     return PL_OK;
+}
+
+pl_status pl_gpt_layer_bind(const pl_registry *reg, const float *flat, int64_t layer,
+                           pl_gpt_layer *out, int64_t *lo, int64_t *hi)
+{
+    return layer_bind(reg, flat, NULL, NULL, 0, layer, out, lo, hi);
 }
 
 /* Points the per-layer views of one flat buffer. */
@@ -166,7 +170,7 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     m->dwpe = param_view(reg, grads, "embedding.position_embeddings.weight");
     m->dlnf_w = param_view(reg, grads, "decoder.final_layernorm.weight");
     m->dlnf_b = param_view(reg, grads, "decoder.final_layernorm.bias");
-    if (!m->wte || !m->wpe || !m->lnf_w || !m->lnf_b) {
+    if (params && (!m->wte || !m->wpe || !m->lnf_w || !m->lnf_b)) {
         st = pl_errorf(PL_ERR_INTERNAL, "embedding or final norm missing on this rank");
         goto fail;
     }
@@ -213,19 +217,43 @@ void pl_gpt_free(pl_gpt *m)
     memset(m, 0, sizeof *m);
 }
 
-size_t pl_gpt_activation_bytes(const pl_gpt *m)
+pl_status pl_gpt_rebind(pl_gpt *m, int grad, pl_flat_locate_fn locate, void *ctx)
 {
-    return m->act_floats * sizeof(float);
+    static const char *const names[4] = {
+        "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
+        "decoder.final_layernorm.weight", "decoder.final_layernorm.bias"};
+    float **dst[2][4] = {{&m->wte, &m->wpe, &m->lnf_w, &m->lnf_b},
+                         {&m->dwte, &m->dwpe, &m->dlnf_w, &m->dlnf_b}};
+    for (int k = 0; k < 4; k++) {
+        const pl_param *p = pl_registry_find(m->reg, names[k]);
+        if (!p || p->offset < 0)
+            return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", names[k]);
+        *dst[grad != 0][k] = locate(ctx, p->offset, grad);
+    }
+    for (int64_t l = 0; l < m->cfg.num_layers; l++) {
+        int64_t lo, hi;
+        pl_status st = layer_bind(m->reg, NULL, locate, ctx, grad, l, grad ? &m->g[l] : &m->w[l],
+                                  &lo, &hi);
+        if (st)
+            return st;
+    }
+    return PL_OK;
 }
+
+size_t pl_gpt_activation_bytes(const pl_gpt *m) { return m->act_floats * sizeof(float); }
 
 pl_status pl_gpt_forward(pl_gpt *m)
 {
     pl_status st = PL_OK;
     const int64_t B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
     const float eps = m->cfg.ln_eps;
+    if (m->fetch)
+        PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
     PL_TRY(pl_tp_embedding_fwd(m->tp, m->x0, m->tokens, m->wte, m->wpe, B, T, C, m->v0, m->Vl));
     const float *x = m->x0;
     for (int64_t l = 0; l < m->cfg.num_layers; l++) {
+        if (m->fetch)
+            PL_TRY(m->fetch(m->fetch_ctx, l, 0));
         const pl_gpt_layer *w = &m->w[l];
         pl_gpt_layer_acts *a = &m->acts[l];
         pl_cpu_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
@@ -272,6 +300,8 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
     pl_cpu_layernorm_bwd(m->dres, m->dlnf_w, m->dlnf_b, m->dln, last, m->lnf_w, m->lnf_mean,
                          m->lnf_rstd, N, C);
     for (int64_t l = L - 1; l >= 0; l--) {
+        if (m->fetch)
+            PL_TRY(m->fetch(m->fetch_ctx, l, 1));
         const pl_gpt_layer *w = &m->w[l], *g = &m->g[l];
         const pl_gpt_layer_acts *a = &m->acts[l];
         const float *x = l ? m->acts[l - 1].res2 : m->x0;

@@ -36,6 +36,15 @@ pl_status pl_gpt_layer_bind(const pl_registry *reg, const float *flat, int64_t l
  * (a layer's parameters), so data-parallel reduction can start. */
 typedef void (*pl_grad_ready_fn)(void *ctx, int64_t offset, int64_t count);
 
+/* Called before layer l's forward (backward = 0) and backward (backward = 1), and
+ * with l = -1 before the forward's embedding: ZeRO-3 gathers the parameters the
+ * views point at there. An error stops the pass. */
+typedef pl_status (*pl_param_fetch_fn)(void *ctx, int64_t layer, int backward);
+
+/* Where flat element `offset` of the parameters (grad = 0) or gradients (grad = 1)
+ * lives, for pl_gpt_rebind. */
+typedef float *(*pl_flat_locate_fn)(void *ctx, int64_t offset, int grad);
+
 typedef struct pl_gpt {
     pl_gpt_config cfg;
     const pl_registry *reg;
@@ -63,13 +72,21 @@ typedef struct pl_gpt {
         double linear, attention, lmhead; /* seconds, accumulated; reset by the caller */
     } prof;
     float *dloss;             /* (N) */
+    pl_param_fetch_fn fetch;  /* NULL unless parameters are sharded (ZeRO-3) */
+    void *fetch_ctx;
 } pl_gpt;
 
 /* Plans and allocates activations for micro-batches of B x cfg->seq_length;
- * params and grads are this rank's flat buffers laid out by reg. */
+ * params and grads are this rank's flat buffers laid out by reg. Either may be
+ * NULL when the caller binds the views itself with pl_gpt_rebind (ZeRO). */
 pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *reg, float *params,
                       float *grads, int64_t B, pl_comm *tp, pl_gemm *gemm);
 void pl_gpt_free(pl_gpt *m);
+
+/* Re-points every parameter (grad = 0) or gradient (grad = 1) view at
+ * locate(ctx, offset, grad) for the parameter's flat offset: ZeRO puts layer
+ * views into working buffers and keeps the flat layout for everything else. */
+pl_status pl_gpt_rebind(pl_gpt *m, int grad, pl_flat_locate_fn locate, void *ctx);
 
 /* Bytes of activation and scratch memory planned (for the memory plan). */
 size_t pl_gpt_activation_bytes(const pl_gpt *m);

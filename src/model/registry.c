@@ -111,3 +111,30 @@ void pl_registry_init_values(const pl_registry *r, float *flat, uint64_t seed)
             }
     }
 }
+
+void pl_registry_init_range(const pl_registry *r, int64_t lo, int64_t hi, float *out,
+                            uint64_t seed)
+{
+    memset(out, 0, (size_t)(hi - lo) * sizeof *out);
+    for (int i = 0; i < r->n; i++) {
+        const pl_param *p = &r->params[i];
+        if (p->offset < 0)
+            continue;
+        int64_t a = p->offset > lo ? p->offset : lo;
+        int64_t b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+        if (a >= b)
+            continue;
+        uint64_t stream = pl_hash_str(p->name);
+        int64_t cols = p->local_shape[1];
+#pragma omp parallel for schedule(static)
+        for (int64_t e = a; e < b; e++) {
+            int64_t k = e - p->offset;
+            float v = p->init == PL_INIT_ONES ? 1.0f : 0.0f;
+            if (p->init == PL_INIT_NORMAL)
+                v = (float)(p->init_std *
+                            pl_rng_normal(seed, stream,
+                                          (uint64_t)pl_param_global_index(p, k / cols, k % cols)));
+            out[e - lo] = v;
+        }
+    }
+}

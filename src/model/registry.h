@@ -75,6 +75,11 @@ const pl_param *pl_registry_find(const pl_registry *r, const char *name);
  * zeros; alignment padding zero. */
 void pl_registry_init_values(const pl_registry *r, float *flat, uint64_t seed);
 
+/* The same values for the flat range [lo, hi) only, written to out (element lo
+ * at index 0): a ZeRO-3 rank draws just its shard. */
+void pl_registry_init_range(const pl_registry *r, int64_t lo, int64_t hi, float *out,
+                            uint64_t seed);
+
 /* Global row-major index of local element (row, col) of p. */
 int64_t pl_param_global_index(const pl_param *p, int64_t row, int64_t col);
 

@@ -10,6 +10,14 @@ double pl_adamw_step(const pl_registry *reg, float *params, const float *grads, 
                      float *exp_avg_sq, const pl_adamw_hparams *hp, double lr, int64_t t,
                      double grad_sumsq)
 {
+    return pl_adamw_step_range(reg, 0, reg->numel, params, grads, exp_avg, exp_avg_sq, hp, lr, t,
+                               grad_sumsq);
+}
+
+double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float *params,
+                           const float *grads, float *exp_avg, float *exp_avg_sq,
+                           const pl_adamw_hparams *hp, double lr, int64_t t, double grad_sumsq)
+{
     double norm = sqrt(grad_sumsq);
     float scale = 1.0f;
     if (hp->clip_grad > 0 && hp->clip_grad / (norm + 1e-6) < 1.0)
@@ -20,9 +28,13 @@ double pl_adamw_step(const pl_registry *reg, float *params, const float *grads, 
         const pl_param *p = &reg->params[i];
         if (p->offset < 0)
             continue;
+        int64_t a = p->offset > lo ? p->offset : lo;
+        int64_t b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+        if (a >= b)
+            continue;
         float wd = p->weight_decay ? (float)hp->weight_decay : 0.0f;
-        pl_cpu_adamw(params + p->offset, grads + p->offset, exp_avg + p->offset,
-                     exp_avg_sq + p->offset, p->numel, (float)lr, (float)hp->beta1,
+        pl_cpu_adamw(params + (a - lo), grads + (a - lo), exp_avg + (a - lo),
+                     exp_avg_sq + (a - lo), b - a, (float)lr, (float)hp->beta1,
                      (float)hp->beta2, (float)hp->eps, wd, bc1, bc2, scale);
     }
     return norm;

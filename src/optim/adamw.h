@@ -17,4 +17,12 @@ double pl_adamw_step(const pl_registry *reg, float *params, const float *grads, 
                      float *exp_avg_sq, const pl_adamw_hparams *hp, double lr, int64_t t,
                      double grad_sumsq);
 
+/* The same step over the flat range [lo, hi) only (a ZeRO shard): params, grads,
+ * exp_avg and exp_avg_sq hold that range, element lo at index 0. Each parameter's
+ * part inside the range is updated with that parameter's weight decay (a parameter
+ * may straddle two shards). grad_sumsq is the global squared norm, as above. */
+double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float *params,
+                           const float *grads, float *exp_avg, float *exp_avg_sq,
+                           const pl_adamw_hparams *hp, double lr, int64_t t, double grad_sumsq);
+
 #endif

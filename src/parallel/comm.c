@@ -388,6 +388,50 @@ pl_status pl_comm_allgather_f32(pl_comm *c, const float *send, float *recv, int6
     return PL_OK;
 }
 
+pl_status pl_comm_reduce_scatter_v_f32(pl_comm *c, const float *send, float *recv,
+                                       const int *counts, const int *displs)
+{
+    int64_t total = 0;
+    for (int r = 0; c->size > 0 && r < c->size; r++)
+        total += counts[r];
+    pl_status st = check_call(c, "MPI_Reduce_scatter", total);
+    if (st != PL_OK)
+        return st;
+    (void)displs;
+    double t0 = pl_time_now();
+    int rc = MPI_Reduce_scatter(send, recv, counts, MPI_FLOAT, MPI_SUM, c->mpi);
+    double t1 = pl_time_now();
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(c, "MPI_Reduce_scatter", rc);
+    int64_t bytes = total * (int64_t)sizeof(float);
+    int64_t wire = c->size > 1 ? (total - counts[c->rank]) * (int64_t)sizeof(float) : 0;
+    account(c, PL_COMM_REDUCE_SCATTER, bytes, wire, t1 - t0);
+    return PL_OK;
+}
+
+pl_status pl_comm_allgather_v_f32(pl_comm *c, const float *send, float *recv, const int *counts,
+                                  const int *displs)
+{
+    int64_t total = 0;
+    for (int r = 0; c->size > 0 && r < c->size; r++)
+        total += counts[r];
+    pl_status st = check_call(c, "MPI_Allgatherv", total);
+    if (st != PL_OK)
+        return st;
+    int in_place = send == recv + displs[c->rank];
+    double t0 = pl_time_now();
+    int rc = MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, counts[c->rank], MPI_FLOAT, recv,
+                            counts, displs, MPI_FLOAT, c->mpi);
+    double t1 = pl_time_now();
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(c, "MPI_Allgatherv", rc);
+    int64_t bytes = total * (int64_t)sizeof(float);
+    int64_t wire =
+        c->size > 1 ? (total - counts[(c->rank + 1) % c->size]) * (int64_t)sizeof(float) : 0;
+    account(c, PL_COMM_ALLGATHER, bytes, wire, t1 - t0);
+    return PL_OK;
+}
+
 pl_status pl_comm_bcast(pl_comm *c, void *buf, size_t bytes, int root)
 {
     pl_status st = check_call(c, "MPI_Bcast", bytes > (size_t)INT64_MAX ? -1 : (int64_t)bytes);

@@ -121,6 +121,20 @@ pl_status pl_comm_reduce_scatter_f32(pl_comm *c, const float *send, float *recv,
  * send == recv + rank*block is the in-place form (the shard already sits in the output). */
 pl_status pl_comm_allgather_f32(pl_comm *c, const float *send, float *recv, int64_t block);
 
+/* Variable-count forms (MPI_Reduce_scatter, MPI_Allgatherv) for ZeRO's per-layer
+ * ranges: counts[r] floats belong to rank r, at displs[r] of the full vector (displs
+ * ascending, contiguous: displs[r+1] = displs[r] + counts[r]). The payload S is the full
+ * vector; wire bytes are the ring's: reduce-scatter sends every block but its own
+ * (S - counts[rank]), all-gather every block but that of rank+1 (S - counts[rank+1]).
+ * Over a buffer cut into equal blocks both are (N-1)/N * S, as the table says.
+ * reduce_scatter_v: send holds the full vector, recv receives counts[rank] floats.
+ * allgather_v: send holds counts[rank] floats, recv the full vector; send may be
+ * recv + displs[rank] (in place). */
+pl_status pl_comm_reduce_scatter_v_f32(pl_comm *c, const float *send, float *recv,
+                                       const int *counts, const int *displs);
+pl_status pl_comm_allgather_v_f32(pl_comm *c, const float *send, float *recv, const int *counts,
+                                  const int *displs);
+
 /* Broadcast bytes from root (a rank of c) to every rank of c. */
 pl_status pl_comm_bcast(pl_comm *c, void *buf, size_t bytes, int root);
 

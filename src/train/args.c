@@ -5,6 +5,7 @@
 #include "base/fileio.h"
 
 #include "base/json.h"
+#include "train/ds_config.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -39,6 +40,15 @@ static const pl_option train_options[] = {
      "tensor-parallel group size", NULL, 0},
     {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pipeline_model_parallel_size),
      "pipeline-parallel group size", NULL, 0},
+    {"--zero-stage", PL_OPT_INT, "0", F(zero_stage),
+     "ZeRO stage: 0 DDP, 1 optimizer state, 2 + gradients, 3 + parameters sharded over DP", NULL, 0},
+    {"--use-distributed-optimizer", PL_OPT_BOOL, NULL, F(use_distributed_optimizer),
+     "shard the optimizer state over DP (Megatron's distributed optimizer = ZeRO stage 1)", NULL, 0},
+    {"--strategy", PL_OPT_CHOICE, NULL, F(strategy), "data-parallel strategy (ZeRO stage 0..3)",
+     "DDP|Zero1|Zero2|Zero3", 0},
+    {"--deepspeed_config", PL_OPT_STRING, NULL, F(deepspeed_config),
+     "DeepSpeed JSON: batch sizes, zero_optimization.stage, gradient_clipping, optimizer, "
+     "scheduler, bf16/fp16", NULL, 0},
     /* batch and iterations */
     {"--micro-batch-size", PL_OPT_INT, "1", F(micro_batch_size), "samples per micro-batch per rank", NULL, 0},
     {"--global-batch-size", PL_OPT_INT, NULL, F(global_batch_size),
@@ -180,9 +190,50 @@ static pl_status require_positive(const pl_train_args *a, const char *flag, int6
     return PL_OK;
 }
 
+/* One ZeRO stage from --zero-stage, --use-distributed-optimizer, --strategy and
+ * the DeepSpeed config (already applied as --zero-stage when it had one). */
+static pl_status resolve_zero_stage(pl_train_args *a)
+{
+    struct {
+        int given;
+        int64_t stage;
+        char what[64];
+    } src[3];
+    int n = 0;
+    if (pl_train_args_given(a, "--zero-stage")) {
+        src[n].given = 1;
+        src[n].stage = a->zero_stage;
+        snprintf(src[n++].what, sizeof src[0].what, "%s",
+                 a->ds_values[PL_DS_STAGE][0] ? "zero_optimization.stage in --deepspeed_config"
+                                              : "--zero-stage");
+    }
+    if (a->use_distributed_optimizer) {
+        src[n].given = 1;
+        src[n].stage = 1;
+        snprintf(src[n++].what, sizeof src[0].what, "--use-distributed-optimizer");
+    }
+    if (a->strategy) {
+        src[n].given = 1;
+        src[n].stage = strcmp(a->strategy, "DDP") == 0 ? 0 : a->strategy[4] - '0';
+        snprintf(src[n++].what, sizeof src[0].what, "--strategy %s", a->strategy);
+    }
+    for (int i = 1; i < n; i++)
+        if (src[i].stage != src[0].stage)
+            return pl_errorf(PL_ERR_ARG, "plait train: %s means ZeRO stage %lld but %s means stage "
+                             "%lld", src[0].what, (long long)src[0].stage, src[i].what,
+                             (long long)src[i].stage);
+    if (n)
+        a->zero_stage = src[0].stage;
+    if (a->zero_stage < 0 || a->zero_stage > 3)
+        return pl_errorf(PL_ERR_ARG, "plait train: --zero-stage must be 0, 1, 2 or 3, got %lld",
+                         (long long)a->zero_stage);
+    return PL_OK;
+}
+
 static pl_status validate(pl_train_args *a)
 {
     pl_status st = PL_OK;
+    PL_TRY(resolve_zero_stage(a));
     PL_TRY(require_positive(a, "--num-layers", a->num_layers));
     PL_TRY(require_positive(a, "--hidden-size", a->hidden_size));
     PL_TRY(require_positive(a, "--num-attention-heads", a->num_attention_heads));
@@ -288,10 +339,16 @@ pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv)
     pl_status st = pl_options_parse(&pl_train_cmd, a, argc, argv, a->given);
     if (st)
         return st;
+    a->ds_train_batch = a->ds_micro_batch = a->ds_grad_accum = -1;
     if (a->config) {
         unsigned char cli[sizeof a->given];
         memcpy(cli, a->given, sizeof cli);
         st = apply_preset(a, cli);
+        if (st)
+            goto fail;
+    }
+    if (a->deepspeed_config) {
+        st = pl_ds_config_apply(a);
         if (st)
             goto fail;
     }
@@ -309,4 +366,55 @@ void pl_train_args_free(pl_train_args *a)
     pl_options_free(&pl_train_cmd, a);
     cJSON_Delete(a->preset);
     a->preset = NULL;
+    cJSON_Delete(a->ds_json);
+    a->ds_json = NULL;
+}
+
+pl_status pl_train_args_batch(const pl_train_args *a, int64_t dp, int64_t *mbs, int64_t *gbs)
+{
+    int64_t micro = a->micro_batch_size;
+    int have_gbs = pl_train_args_given(a, "--global-batch-size");
+    int64_t gas = a->ds_grad_accum;
+    if (a->deepspeed_config && gas > 0) {
+        /* DeepSpeed's _batch_assertion with whatever two of the three are known. */
+        int have_micro = pl_train_args_given(a, "--micro-batch-size");
+        if (have_gbs && have_micro && a->global_batch_size != micro * gas * dp)
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: train_batch_size %lld != "
+                             "train_micro_batch_size_per_gpu %lld * gradient_accumulation_steps "
+                             "%lld * data-parallel size %lld",
+                             a->deepspeed_config, (long long)a->global_batch_size,
+                             (long long)micro, (long long)gas, (long long)dp);
+        if (have_gbs && !have_micro) {
+            if (a->global_batch_size % (gas * dp))
+                return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: train_batch_size %lld is not "
+                                 "divisible by gradient_accumulation_steps %lld * data-parallel "
+                                 "size %lld", a->deepspeed_config, (long long)a->global_batch_size,
+                                 (long long)gas, (long long)dp);
+            micro = a->global_batch_size / (gas * dp);
+        }
+        *mbs = micro;
+        *gbs = micro * gas * dp;
+        return PL_OK;
+    }
+    if (a->deepspeed_config && have_gbs && !pl_train_args_given(a, "--micro-batch-size")) {
+        /* only train_batch_size: gas = 1, micro = tb / dp */
+        if (a->global_batch_size % dp)
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: train_batch_size %lld is not "
+                             "divisible by the data-parallel size %lld",
+                             a->deepspeed_config, (long long)a->global_batch_size, (long long)dp);
+        micro = a->global_batch_size / dp;
+    }
+    *mbs = micro;
+    *gbs = have_gbs ? a->global_batch_size : micro * dp;
+    if (*gbs <= 0 || *gbs % (micro * dp)) {
+        if (a->deepspeed_config)
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: train_batch_size %lld != "
+                             "train_micro_batch_size_per_gpu %lld * gradient_accumulation_steps "
+                             "* data-parallel size %lld for any whole number of steps",
+                             a->deepspeed_config, (long long)*gbs, (long long)micro, (long long)dp);
+        return pl_errorf(PL_ERR_ARG, "--global-batch-size %lld is not a multiple of "
+                         "--micro-batch-size %lld x data-parallel size %lld",
+                         (long long)*gbs, (long long)micro, (long long)dp);
+    }
+    return PL_OK;
 }

@@ -19,6 +19,14 @@ typedef struct pl_train_args {
     double init_method_std, hidden_dropout, attention_dropout, layernorm_epsilon;
     /* parallelism */
     int64_t tensor_model_parallel_size, pipeline_model_parallel_size;
+    int64_t zero_stage;            /* resolved from every source below (0..3) */
+    int use_distributed_optimizer; /* Megatron's name for stage 1 */
+    const char *strategy;          /* DDP|Zero1|Zero2|Zero3 */
+    const char *deepspeed_config;  /* DeepSpeed JSON (see train/ds_config.h) */
+    /* DeepSpeed batch keys (-1 when absent), resolved against the DP size at start */
+    int64_t ds_train_batch, ds_micro_batch, ds_grad_accum;
+    void *ds_json;                 /* the parsed DeepSpeed config; owns its strings */
+    char ds_values[16][40];        /* values the DeepSpeed config set, as flag text */
     /* batch and iterations */
     int64_t micro_batch_size, global_batch_size, train_iters, train_samples;
     int64_t eval_interval, eval_iters, log_interval, exit_interval, max_skipped_steps;
@@ -51,6 +59,12 @@ extern const pl_command_spec pl_train_cmd;
  * what was expected. pl_train_args_free releases lists and the preset. */
 pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv);
 void pl_train_args_free(pl_train_args *a);
+
+/* DeepSpeed's batch rule with dp = the data-parallel size: fills *mbs and *gbs
+ * from --micro-batch-size/--global-batch-size and the config's
+ * train_batch_size == train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp,
+ * deriving the missing one; an error names the keys that disagree. */
+pl_status pl_train_args_batch(const pl_train_args *a, int64_t dp, int64_t *mbs, int64_t *gbs);
 
 /* Was flag `name` ("--lr") given on the command line or in the preset? */
 int pl_train_args_given(const pl_train_args *a, const char *name);

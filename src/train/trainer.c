@@ -15,6 +15,7 @@
 #include "parallel/dist.h"
 #include "parallel/dp/buckets.h"
 #include "parallel/grid.h"
+#include "parallel/zero/zero.h"
 
 #include <math.h>
 #include <omp.h>
@@ -53,7 +54,20 @@ typedef struct pl_trainer {
     pl_gemm *gemm;
     pl_gpt model;
     int model_up;
-    pl_dp_buckets *buckets;
+    pl_dp_buckets *buckets;                  /* stage 0 */
+    /* ZeRO (stage >= 1): see the memory plan in setup_zero_memory */
+    int stage;
+    pl_zero zero;
+    float *gshard;                           /* stages 2-3: reduced gradients of the shard */
+    float *pshard;                           /* stage 3: the shard's fp32 parameters */
+    float *pnl, *gnl;                        /* stage 3 / 2-3: embeddings + final norm */
+    float *pwork, *gwork;                    /* stage 3 / 2-3: one layer's working buffer */
+    float *gtmp;                             /* stages 2-3: one region's reduced part */
+    int64_t nl_count, work_count;
+    size_t state_bytes[3], work_bytes;       /* planned: params, grads, optimizer; working */
+    pl_status zero_err;                      /* from the grad-ready hook */
+    pl_comm_stats step_comm;                 /* DP bytes of the last step (this rank) */
+    int64_t wire_sum[3];                     /* the same summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
     pl_schedule sched;
     pl_blend_data data;
@@ -105,6 +119,190 @@ static pl_status measure_gemm_peak(pl_gemm *g, double *peak)
     return st;
 }
 
+/* ---- ZeRO ---------------------------------------------------------------------- */
+
+/* Per-rank memory of model state (floats), one block touched at set-up:
+ *   stage 0: params n, grads n, Adam m and v n each                 (16 B/param)
+ *   stage 1: params P, grads P (full: backward accumulates into it), m, v S each
+ *   stage 2: params P; grads: the shard's reduced gradients S, plus scratch that
+ *            lives only for one region: the embeddings + final norm (needed at both
+ *            ends of backward), one layer's gradients (reduce-scattered as soon as
+ *            the layer's backward ends, then reused by the next layer), and the
+ *            reduced part of one region; m, v S each
+ *   stage 3: the shard's params S, grads S, m, v S each; working buffers: the
+ *            embeddings + final norm, one layer's parameters (gathered before its
+ *            forward and again before its backward, overwritten by the next), and
+ *            the stage-2 gradient scratch
+ * (P = n padded to a multiple of dp, S = P / dp.) */
+static pl_status setup_state(pl_trainer *t)
+{
+    pl_status st = PL_OK;
+    const int64_t n = t->reg.numel;
+    size_t bytes;
+    if (t->stage == 0) {
+        if (pl_mul_size((size_t)n, 4 * sizeof(float), &bytes))
+            return pl_errorf(PL_ERR_NOMEM, "model too large");
+        t->mem = pl_malloc(bytes);
+        if (!t->mem)
+            return pl_errorf(PL_ERR_NOMEM, "cannot allocate %.1f MiB for parameters, gradients "
+                             "and optimizer state", (double)bytes / (1 << 20));
+        memset(t->mem, 0, bytes);
+        t->params = t->mem;
+        t->grads = t->params + n;
+        t->exp_avg = t->grads + n;
+        t->exp_avg_sq = t->exp_avg + n;
+        pl_registry_init_values(&t->reg, t->params, (uint64_t)t->a->seed);
+        t->state_bytes[0] = t->state_bytes[1] = (size_t)n * sizeof(float);
+        t->state_bytes[2] = 2 * (size_t)n * sizeof(float);
+        return PL_OK;
+    }
+    /* Regions: embeddings, each layer, the final norm (the units forward needs and
+     * backward finishes). Layers are registered between the two. */
+    const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
+    const int64_t L = t->cfg.num_layers;
+    int64_t *starts = pl_malloc((size_t)(L + 2) * sizeof *starts);
+    if (!starts)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    starts[0] = 0;
+    for (int64_t l = 0; l < L; l++) {
+        pl_gpt_layer tmp;
+        int64_t lo, hi;
+        st = pl_gpt_layer_bind(&t->reg, NULL, l, &tmp, &lo, &hi);
+        if (st) {
+            pl_free(starts);
+            return st;
+        }
+        starts[l + 1] = lo;
+    }
+    starts[L + 1] = lnw->offset;
+    st = pl_zero_init(&t->zero, pl_grid_comm(&t->grid, PL_GRID_DP), t->stage, n, starts,
+                      t->stage >= 2 ? (int)(L + 2) : 0);
+    pl_free(starts);
+    if (st)
+        return st;
+    pl_zero *z = &t->zero;
+    const int64_t P = z->padded, S = z->shard;
+    int64_t own_max = 0;
+    if (t->stage >= 2) {
+        t->nl_count = (z->regions[0].hi - z->regions[0].lo) + (P - lnw->offset);
+        for (int i = 1; i <= L; i++) {
+            int64_t c = z->regions[i].hi - z->regions[i].lo;
+            t->work_count = c > t->work_count ? c : t->work_count;
+        }
+        for (int i = 0; i < z->nregions; i++)
+            own_max = z->regions[i].own_count > own_max ? z->regions[i].own_count : own_max;
+    }
+    /* floats of each buffer, in carving order */
+    int64_t sz[10] = {0};
+    float **dst[10] = {&t->params, &t->grads, &t->pshard, &t->gshard, &t->exp_avg,
+                       &t->exp_avg_sq, &t->pnl, &t->pwork, &t->gnl, &t->gwork};
+    sz[4] = sz[5] = S;
+    if (t->stage <= 2)
+        sz[0] = P;
+    if (t->stage == 1)
+        sz[1] = P;
+    if (t->stage >= 2) {
+        sz[3] = S;
+        sz[8] = t->nl_count;
+        sz[9] = t->work_count;
+    }
+    if (t->stage == 3) {
+        sz[2] = S;
+        sz[6] = t->nl_count;
+        sz[7] = t->work_count;
+    }
+    int64_t total = own_max + 16;
+    for (int k = 0; k < 10; k++)
+        total += (sz[k] + 15) / 16 * 16;
+    if (pl_mul_size((size_t)total, sizeof(float), &bytes))
+        return pl_errorf(PL_ERR_NOMEM, "model too large");
+    t->mem = pl_malloc(bytes);
+    if (!t->mem)
+        return pl_errorf(PL_ERR_NOMEM, "cannot allocate %.1f MiB for ZeRO stage %d model state",
+                         (double)bytes / (1 << 20), t->stage);
+    memset(t->mem, 0, bytes);
+    float *p = t->mem;
+    for (int k = 0; k < 10; k++) {
+        *dst[k] = sz[k] ? p : NULL;
+        p += (sz[k] + 15) / 16 * 16;
+    }
+    t->gtmp = own_max ? p : NULL;
+    if (t->stage == 3)
+        pl_registry_init_range(&t->reg, z->lo, z->hi, t->pshard, (uint64_t)t->a->seed);
+    else
+        pl_registry_init_values(&t->reg, t->params, (uint64_t)t->a->seed);
+    t->state_bytes[0] = (size_t)(sz[0] + sz[2]) * sizeof(float);
+    t->state_bytes[1] = (size_t)(sz[1] + sz[3]) * sizeof(float);
+    t->state_bytes[2] = (size_t)(sz[4] + sz[5]) * sizeof(float);
+    t->work_bytes = (size_t)(sz[6] + sz[7] + sz[8] + sz[9] + own_max) * sizeof(float);
+    return PL_OK;
+}
+
+/* Where flat element off lives for the model's views under stages 2-3. */
+static float *zero_locate(void *ctx, int64_t off, int grad)
+{
+    pl_trainer *t = ctx;
+    const pl_zero *z = &t->zero;
+    int i = pl_zero_region_of(z, off);
+    const pl_zero_region *g = &z->regions[i];
+    float *nl = grad ? t->gnl : t->pnl, *work = grad ? t->gwork : t->pwork;
+    if (i == 0)
+        return nl + off;
+    if (i == z->nregions - 1)
+        return nl + (z->regions[0].hi - z->regions[0].lo) + (off - g->lo);
+    return work + (off - g->lo);
+}
+
+/* The fetch hook: before a layer's backward its gradient scratch is zeroed; at
+ * stage 3 every layer's parameters are gathered before its forward and again
+ * before its backward, and the embeddings and final norm before the forward. */
+static pl_status zero_fetch(void *ctx, int64_t layer, int backward)
+{
+    pl_trainer *t = ctx;
+    pl_zero *z = &t->zero;
+    pl_status st = PL_OK;
+    if (layer < 0) {
+        if (t->stage == 3) {
+            int last = z->nregions - 1;
+            int64_t emb = z->regions[0].hi;
+            PL_TRY(pl_zero_allgather(z, 0, t->pshard + (z->regions[0].own_lo - z->lo), t->pnl));
+            PL_TRY(pl_zero_allgather(z, last, t->pshard + (z->regions[last].own_lo - z->lo),
+                                     t->pnl + emb));
+        }
+        return PL_OK;
+    }
+    const pl_zero_region *g = &z->regions[layer + 1];
+    if (backward)
+        memset(t->gwork, 0, (size_t)(g->hi - g->lo) * sizeof(float));
+    if (t->stage == 3)
+        PL_TRY(pl_zero_allgather(z, (int)layer + 1, t->pshard + (g->own_lo - z->lo), t->pwork));
+fail:
+    return st;
+}
+
+/* Reduce-scatters region i's gradients (src) and adds this rank's part to gshard. */
+static pl_status zero_reduce_region(pl_trainer *t, int i, const float *src)
+{
+    pl_zero *z = &t->zero;
+    const pl_zero_region *g = &z->regions[i];
+    pl_status st = pl_zero_reduce_scatter(z, i, src, t->gtmp);
+    if (st)
+        return st;
+    float *dst = t->gshard + (g->own_lo - z->lo);
+    for (int64_t k = 0; k < g->own_count; k++)
+        dst[k] += t->gtmp[k];
+    return PL_OK;
+}
+
+static void zero_grad_ready(void *ctx, int64_t offset, int64_t count)
+{
+    pl_trainer *t = ctx;
+    (void)count;
+    int i = pl_zero_region_of(&t->zero, offset);
+    if (!t->zero_err)
+        t->zero_err = zero_reduce_region(t, i, t->gwork);
+}
+
 static pl_status setup_model(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
@@ -131,29 +329,25 @@ static pl_status setup_model(pl_trainer *t)
     c->ln_eps = (float)a->layernorm_epsilon;
     pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
     PL_TRY(pl_gpt_register(&t->reg, c, t->grid.layout.pp));
-    /* Parameters, gradients and both Adam moments: one block, touched now. */
-    size_t n = (size_t)t->reg.numel, bytes;
-    if (pl_mul_size(n, 4 * sizeof(float), &bytes))
-        return pl_errorf(PL_ERR_NOMEM, "model too large");
-    t->mem = pl_malloc(bytes);
-    if (!t->mem)
-        return pl_errorf(PL_ERR_NOMEM, "cannot allocate %.1f MiB for parameters, gradients and "
-                         "optimizer state", (double)bytes / (1 << 20));
-    memset(t->mem, 0, bytes);
-    t->params = t->mem;
-    t->grads = t->params + n;
-    t->exp_avg = t->grads + n;
-    t->exp_avg_sq = t->exp_avg + n;
-    pl_registry_init_values(&t->reg, t->params, (uint64_t)a->seed);
+    PL_TRY(setup_state(t));
     PL_TRY(pl_gemm_init(&t->gemm));
     PL_TRY(pl_gpt_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs,
                        pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
+    if (t->stage >= 2) {
+        if (t->stage == 3)
+            PL_TRY(pl_gpt_rebind(&t->model, 0, zero_locate, t));
+        PL_TRY(pl_gpt_rebind(&t->model, 1, zero_locate, t));
+        t->model.fetch = zero_fetch;
+        t->model.fetch_ctx = t;
+    }
     /* DP buckets in backward order: final norm, layers L-1..0, embeddings. */
     const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
     t->lnf_offset = lnw->offset;
     t->lnf_count = t->reg.numel - lnw->offset;
     t->emb_count = t->model.layer_offset[0];
+    if (t->stage > 0)
+        goto skip_buckets;
     int64_t *bounds = pl_malloc((size_t)(t->reg.n + 1) * sizeof *bounds);
     pl_dp_range *ranges = NULL;
     int nranges = 0;
@@ -171,6 +365,7 @@ static pl_status setup_model(pl_trainer *t)
     pl_free(ranges);
     if (st)
         return st;
+skip_buckets:
     t->sample = pl_malloc((size_t)(c->seq_length + 1) * sizeof *t->sample);
     t->batch_idx = pl_malloc((size_t)t->mbs * sizeof *t->batch_idx);
     if (!t->sample || !t->batch_idx)
@@ -180,8 +375,11 @@ static pl_status setup_model(pl_trainer *t)
      * the step is created and every buffer touched now, not in the loop. */
     memset(t->model.dloss, 0, (size_t)t->model.N * sizeof(float));
     PL_TRY(pl_gpt_forward(&t->model));
+    if (t->gnl)
+        memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
     PL_TRY(pl_gpt_backward(&t->model, NULL, NULL));
-    memset(t->grads, 0, n * sizeof(float));
+    if (t->grads)
+        memset(t->grads, 0, (size_t)(t->stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     return measure_gemm_peak(t->gemm, &t->gemm_peak);
 fail:
     return st;
@@ -328,11 +526,38 @@ typedef struct step_result {
     int skipped;
 } step_result;
 
+/* The optimizer step over this rank's shard (ZeRO): average the reduced gradients
+ * over DP, clip by the global norm (sums of squares of every shard, all-reduced),
+ * AdamW on the shard, then (stages 1-2) all-gather the updated parameters. */
+static pl_status zero_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr, double *norm)
+{
+    pl_status st = PL_OK;
+    pl_zero *z = &t->zero;
+    float *g = t->stage == 1 ? t->grads : t->gshard; /* stage 1: in-place result at [0, S) */
+    const float scale = (float)(1.0 / (double)t->dp);
+    for (int64_t i = 0; i < z->shard; i++)
+        g[i] *= scale;
+    double sumsq = pl_cpu_sumsq(g, z->shard);
+    PL_TRY(pl_comm_allreduce_f64(z->comm, &sumsq, 1, PL_COMM_SUM));
+    float *p = t->stage == 3 ? t->pshard : t->params + z->lo;
+    *norm = pl_adamw_step_range(&t->reg, z->lo, z->hi, p, g, t->exp_avg, t->exp_avg_sq, hp, lr,
+                                t->opt_steps, sumsq);
+    if (t->stage <= 2)
+        PL_TRY(pl_zero_allgather_all(z, t->params));
+fail:
+    return st;
+}
+
 static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
 {
     pl_status st = PL_OK;
     pl_gpt *m = &t->model;
-    memset(t->grads, 0, (size_t)t->reg.numel * sizeof(float));
+    pl_comm *dpc = pl_grid_comm(&t->grid, PL_GRID_DP);
+    pl_comm_stats before = dpc->stats;
+    if (t->grads)
+        memset(t->grads, 0, (size_t)(t->stage ? t->zero.padded : t->reg.numel) * sizeof(float));
+    if (t->gshard)
+        memset(t->gshard, 0, (size_t)t->zero.shard * sizeof(float));
     double scale = 1.0 / (double)t->num_micro, loss_sum = 0;
     for (int64_t k = 0; k < t->num_micro; k++) {
         if (!pl_sampler_next(sampler, t->batch_idx))
@@ -345,21 +570,40 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         PL_TRY(pl_gpt_forward(m));
         loss_sum += micro_batch_loss(m, scale) * scale;
         int last = k == t->num_micro - 1;
-        PL_TRY(pl_gpt_backward(m, last ? grad_ready : NULL, t));
+        if (t->stage >= 2) {
+            /* every micro-batch's gradients go to their owners as backward makes them */
+            memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
+            t->zero_err = PL_OK;
+            PL_TRY(pl_gpt_backward(m, zero_grad_ready, t));
+            PL_TRY(t->zero_err);
+            int lastr = t->zero.nregions - 1;
+            PL_TRY(zero_reduce_region(t, lastr, t->gnl + t->zero.regions[0].hi));
+            PL_TRY(zero_reduce_region(t, 0, t->gnl));
+        } else if (t->stage == 1) {
+            PL_TRY(pl_gpt_backward(m, NULL, NULL));
+        } else {
+            PL_TRY(pl_gpt_backward(m, last ? grad_ready : NULL, t));
+            if (last) { /* the ranges outside the layers are final now */
+                PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
+                PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
+            }
+        }
         t->prof.data += t1 - t0;
         t->prof.compute += pl_time_now() - t1;
-        if (last) { /* the ranges outside the layers are final now */
-            PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
-            PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
-        }
     }
     double tc = pl_time_now();
-    PL_TRY(pl_dp_buckets_finish(t->buckets));
+    if (t->stage == 0)
+        PL_TRY(pl_dp_buckets_finish(t->buckets));
+    else if (t->stage == 1)
+        PL_TRY(pl_zero_reduce_scatter_all(&t->zero, t->grads));
     t->prof.comm += pl_time_now() - tc;
+    /* The reduced gradient this rank holds: all of it, or (ZeRO) its shard. */
+    float *held = t->stage >= 2 ? t->gshard : t->grads;
+    int64_t held_n = t->stage == 0 ? t->reg.numel : t->zero.shard;
     if (t->fault_nan_iter == t->iteration + 1 && t->fault_nan_rank == t->grid.rank)
-        t->grads[0] = NAN; /* fault injection (tests): one rank's gradient goes bad */
+        held[0] = NAN; /* fault injection (tests): one rank's gradient goes bad */
     double ts = pl_time_now();
-    double sumsq = pl_cpu_sumsq(t->grads, t->reg.numel);
+    double sumsq = pl_cpu_sumsq(held, held_n);
     t->prof.optim += pl_time_now() - ts;
     /* Loss for the log (the mean over micro-batches and DP ranks) and, in the
      * same all-reduce, whether any rank saw a non-finite loss or gradient, so
@@ -389,17 +633,26 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
                              "gradient (--max-skipped-steps %lld): stopping at iteration %lld",
                              (long long)t->skipped_in_row, (long long)t->a->max_skipped_steps,
                              (long long)t->iteration);
-        return PL_OK;
+        goto stats;
     }
     t->skipped_in_row = 0;
     pl_adamw_hparams hp = {t->a->adam_beta1, t->a->adam_beta2, t->a->adam_eps,
                            t->a->weight_decay, t->a->clip_grad};
     t->opt_steps++;
     double to = pl_time_now();
-    r->grad_norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp, lr,
-                                 t->opt_steps, sumsq);
+    if (t->stage == 0)
+        r->grad_norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp,
+                                     lr, t->opt_steps, sumsq);
+    else
+        PL_TRY(zero_step(t, &hp, lr, &r->grad_norm));
     t->prof.optim += pl_time_now() - to;
     pl_schedule_step(&t->sched, t->gbs);
+stats:
+    pl_comm_stats_sub(&t->step_comm, &dpc->stats, &before);
+    /* Ring collectives load ranks unevenly per region; the sum over ranks is exact. */
+    for (int k = 0; k < 3; k++)
+        t->wire_sum[k] = t->step_comm.kind[k].wire_bytes;
+    PL_TRY(pl_comm_allreduce_i64(dpc, t->wire_sum, 3, PL_COMM_SUM));
 fail:
     return st;
 }
@@ -438,11 +691,20 @@ fail:
 static void print_memory_plan(const pl_trainer *t)
 {
     const double MiB = 1 << 20;
-    double p = (double)t->reg.numel * sizeof(float);
     double act = (double)pl_gpt_activation_bytes(&t->model);
-    pl_log_info("memory plan (per rank): parameters %.1f MiB, gradients %.1f MiB, optimizer "
-                "(Adam m, v) %.1f MiB, activations and scratch %.1f MiB, total %.1f MiB",
-                p / MiB, p / MiB, 2 * p / MiB, act / MiB, (4 * p + act) / MiB);
+    double p = (double)t->state_bytes[0], g = (double)t->state_bytes[1];
+    double o = (double)t->state_bytes[2], w = (double)t->work_bytes;
+    pl_zero_bytes f = pl_zero_model_bytes(t->stage, t->reg.numel, (int)t->dp);
+    static const char *const formula[4] = {"16 B/param", "4 + 4 + 8/dp B/param",
+                                           "4 + (4 + 8)/dp B/param", "16/dp B/param"};
+    pl_log_info("memory plan (per rank, ZeRO stage %d, dp %lld): parameters %.3f MiB, gradients "
+                "%.3f MiB, optimizer (Adam m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
+                "activations and scratch %.1f MiB, total %.1f MiB",
+                t->stage, (long long)t->dp, p / MiB, g / MiB, o / MiB, w / MiB, act / MiB,
+                (p + g + o + w + act) / MiB);
+    pl_log_info("model state (ZeRO formula %s): %.3f MiB planned, %.3f MiB by the formula "
+                "(the difference is padding to a multiple of dp)",
+                formula[t->stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
 }
 
 static void print_banner(const pl_trainer *t)
@@ -495,10 +757,18 @@ static void log_iteration(pl_trainer *t, const step_result *r, double ms, int64_
             fprintf(t->metrics,
                     "{\"iteration\": %lld, \"consumed_samples\": %lld, \"lm_loss\": %.17g, "
                     "\"lr\": %.9g, \"grad_norm\": %s, \"skipped\": %s, \"ms_per_iter\": %.3f, "
-                    "\"tokens_per_sec\": %.1f, \"mfu\": %.4f}\n",
+                    "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"zero_stage\": %d, "
+                    "\"dp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
+                    "\"all-gather\": %lld}, \"dp_wire_bytes_mean\": {\"all-reduce\": %.1f, "
+                    "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}}\n",
                     (long long)t->iteration, (long long)t->consumed_train,
-                    isfinite(r->loss) ? r->loss : -1.0, r->lr, norm,
-                    r->skipped ? "true" : "false", ms_iter, tokens_s, mfu);
+                    isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
+                    ms_iter, tokens_s, mfu, t->stage,
+                    (long long)t->step_comm.kind[PL_COMM_ALLREDUCE].wire_bytes,
+                    (long long)t->step_comm.kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
+                    (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,
+                    (double)t->wire_sum[0] / (double)t->dp, (double)t->wire_sum[1] / (double)t->dp,
+                    (double)t->wire_sum[2] / (double)t->dp);
             fflush(t->metrics);
         }
     }
@@ -515,6 +785,44 @@ static void log_eval(pl_trainer *t, double loss)
                 (long long)t->iteration, loss, exp(loss));
         fflush(t->metrics);
     }
+}
+
+/* Peak resident memory (VmHWM) of every rank at the end of training: logged by
+ * rank 0 as the maximum and minimum over ranks, and in the metrics. */
+static pl_status log_peak_memory(pl_trainer *t)
+{
+    int64_t kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "VmHWM:", 6) == 0)
+                kib = strtoll(line + 6, NULL, 10);
+        fclose(f);
+    }
+    int64_t mx[2] = {kib, -kib};
+    pl_status st = pl_comm_allreduce_i64(pl_grid_comm(&t->grid, PL_GRID_WORLD), mx, 2, PL_COMM_MAX);
+    if (st || !is_root(t))
+        return st;
+    pl_log_info("peak resident memory (VmHWM) per rank: max %.1f MiB, min %.1f MiB",
+                (double)mx[0] / 1024, (double)-mx[1] / 1024);
+    if (t->metrics) {
+        int64_t layers = 0;
+        for (int i = 1; i + 1 < t->zero.nregions; i++)
+            layers += t->zero.regions[i].hi - t->zero.regions[i].lo;
+        fprintf(t->metrics, "{\"zero_partition\": {\"numel\": %lld, \"padded\": %lld, "
+                "\"layer_elems\": %lld, \"micro_batches\": %lld}}\n", (long long)t->reg.numel,
+                (long long)(t->stage ? t->zero.padded : t->reg.numel), (long long)layers,
+                (long long)t->num_micro);
+        fprintf(t->metrics, "{\"iteration\": %lld, \"zero_stage\": %d, \"dp\": %lld, "
+                "\"vmhwm_kib_max\": %lld, \"vmhwm_kib_min\": %lld, \"state_bytes\": %lld, "
+                "\"work_bytes\": %lld}\n", (long long)t->iteration, t->stage, (long long)t->dp,
+                (long long)mx[0], (long long)-mx[1],
+                (long long)(t->state_bytes[0] + t->state_bytes[1] + t->state_bytes[2]),
+                (long long)t->work_bytes);
+        fflush(t->metrics);
+    }
+    return PL_OK;
 }
 
 /* ---- checkpoints ------------------------------------------------------------- */
@@ -540,14 +848,48 @@ static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
     m->merge_file = t->a->merge_file;
 }
 
+static pl_ckpt_zero zero_shard(pl_trainer *t, int with_optim)
+{
+    pl_ckpt_zero z = {t->stage, (int)t->dp, t->grid.dp_rank, t->zero.lo, t->zero.shard,
+                      t->zero.padded, with_optim ? t->exp_avg : NULL,
+                      with_optim ? t->exp_avg_sq : NULL};
+    return z;
+}
+
+/* ZeRO-3 holds only its shard: the full parameters are gathered into a buffer
+ * that lives for the save or load only. */
+static pl_status full_params(pl_trainer *t, float **out)
+{
+    *out = t->params;
+    if (t->stage != 3)
+        return PL_OK;
+    *out = pl_calloc((size_t)t->zero.padded, sizeof(float));
+    if (!*out)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory gathering the parameters for a checkpoint");
+    return PL_OK;
+}
+
 static pl_status save(pl_trainer *t)
 {
     pl_ckpt_meta meta;
     fill_meta(t, &meta);
-    pl_ckpt_buffers buf = {&t->reg, t->params, t->exp_avg, t->exp_avg_sq};
+    pl_ckpt_zero zs = zero_shard(t, 1);
+    float *params;
+    pl_status st = full_params(t, &params);
+    if (st)
+        return st;
+    if (t->stage == 3) {
+        memcpy(params + t->zero.lo, t->pshard, (size_t)t->zero.shard * sizeof(float));
+        st = pl_zero_allgather_all(&t->zero, params);
+    }
+    pl_ckpt_buffers buf = {&t->reg, params, t->stage ? NULL : t->exp_avg,
+                           t->stage ? NULL : t->exp_avg_sq, t->stage ? &zs : NULL};
     double t0 = pl_time_now();
-    pl_status st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD),
-                                t->grid.dp_rank, &t->cfg, &meta, &buf);
+    if (!st)
+        st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
+                          &t->cfg, &meta, &buf);
+    if (params != t->params)
+        pl_free(params);
     if (!st && is_root(t))
         pl_log_info(" saved checkpoint at iteration %lld to %s (%.2f s)", (long long)t->iteration,
                     t->a->save, pl_time_now() - t0);
@@ -588,11 +930,21 @@ static pl_status load(pl_trainer *t)
         return PL_OK;
     }
     int weights_only = a->finetune || a->no_load_optim;
-    pl_ckpt_buffers buf = {&t->reg, t->params, weights_only ? NULL : t->exp_avg,
-                           weights_only ? NULL : t->exp_avg_sq};
+    pl_ckpt_zero zs = zero_shard(t, !weights_only);
+    float *params;
+    if ((st = full_params(t, &params)))
+        return st;
+    pl_ckpt_buffers buf = {&t->reg, params, weights_only || t->stage ? NULL : t->exp_avg,
+                           weights_only || t->stage ? NULL : t->exp_avg_sq,
+                           t->stage ? &zs : NULL};
     pl_ckpt_meta meta;
     char *strings = NULL;
-    if ((st = pl_ckpt_load(a->load, it, &t->cfg, &buf, &meta, &strings)))
+    st = pl_ckpt_load(a->load, it, &t->cfg, &buf, &meta, &strings);
+    if (!st && t->stage == 3)
+        memcpy(t->pshard, params + t->zero.lo, (size_t)t->zero.shard * sizeof(float));
+    if (params != t->params)
+        pl_free(params);
+    if (st)
         return st;
     if (!a->finetune) {
         st = check_schedule(&t->sched, &meta.schedule, a->load);
@@ -619,6 +971,7 @@ static void trainer_free(pl_trainer *t)
     pl_free(t->sample);
     pl_free(t->batch_idx);
     pl_dp_buckets_free(t->buckets);
+    pl_zero_free(&t->zero);
     if (t->model_up)
         pl_gpt_free(&t->model);
     pl_gemm_free(t->gemm);
@@ -661,7 +1014,8 @@ static void bench_reset(pl_trainer *t)
 {
     memset(&t->prof, 0, sizeof t->prof);
     memset(&t->model.prof, 0, sizeof t->model.prof);
-    pl_dp_buckets_stats_reset(t->buckets);
+    if (t->buckets)
+        pl_dp_buckets_stats_reset(t->buckets);
 }
 
 /* Where a step's time goes, and one JSON line for scripts. */
@@ -699,9 +1053,10 @@ static void bench_report(const pl_trainer *t)
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         pl_log_info("  %-26s %8.1f ms/step %5.1f%%", parts[i].name, 1e3 * parts[i].s / (double)n,
                     100 * parts[i].s / t->prof.total);
-    const pl_dp_buckets_stats *bs = pl_dp_buckets_stats_get(t->buckets);
+    static const pl_dp_buckets_stats none;
+    const pl_dp_buckets_stats *bs = t->buckets ? pl_dp_buckets_stats_get(t->buckets) : &none;
     double hidden = bs->overlap_seconds - bs->progress_seconds;
-    if (t->dp > 1)
+    if (t->dp > 1 && t->buckets)
         pl_log_info("  DP gradient all-reduce: %.1f ms/step from first start to last completion; "
                     "%.1f ms waited for after backward, %.1f ms ran beside it (%.1f ms of that "
                     "inside MPI progress calls)",
@@ -753,12 +1108,8 @@ static pl_status run(pl_trainer *t)
                         (int)a->pipeline_model_parallel_size));
     t->grid_up = 1;
     t->dp = t->grid.layout.dp;
-    t->mbs = a->micro_batch_size;
-    t->gbs = pl_train_args_given(a, "--global-batch-size") ? a->global_batch_size : t->mbs * t->dp;
-    if (t->gbs <= 0 || t->gbs % (t->mbs * t->dp))
-        return pl_errorf(PL_ERR_ARG, "--global-batch-size %lld is not a multiple of "
-                         "--micro-batch-size %lld x data-parallel size %lld",
-                         (long long)t->gbs, (long long)t->mbs, (long long)t->dp);
+    t->stage = (int)a->zero_stage;
+    PL_TRY(pl_train_args_batch(a, t->dp, &t->mbs, &t->gbs));
     t->num_micro = t->gbs / (t->mbs * t->dp);
     t->train_iters = pl_train_args_given(a, "--train-iters") ? a->train_iters
                                                              : a->train_samples / t->gbs;
@@ -823,6 +1174,7 @@ static pl_status run(pl_trainer *t)
         if (stop)
             break;
     }
+    PL_TRY(log_peak_memory(t));
     if (a->save && last_saved != t->iteration)
         PL_TRY(save(t));
     if (a->bench && is_root(t))
