@@ -610,10 +610,10 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
      * that every rank skips the same step. */
     double agg[2] = {loss_sum / (double)t->dp, isfinite(loss_sum) && isfinite(sumsq) ? 0.0 : 1.0};
     tc = pl_time_now();
-    PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_WORLD), agg, 2, PL_COMM_SUM));
+    /* Over the DP group, which is every rank while TP = PP = 1; with model
+     * parallelism the flag must also cross the model-parallel group. */
+    PL_TRY(pl_comm_allreduce_f64(dpc, agg, 2, PL_COMM_SUM));
     t->prof.comm += pl_time_now() - tc;
-    if (t->dp != t->grid.layout.world) /* the loss sum ran over every rank, not only DP */
-        agg[0] *= (double)t->dp / (double)t->grid.layout.world;
     double lr = pl_schedule_lr(&t->sched);
     t->iteration++;
     t->consumed_train += t->gbs;

@@ -65,7 +65,8 @@ PYEOF
 # Bytes per step, averaged over the DP ranks (ring collectives load ranks unevenly
 # per region; the mean is exact), equal the theory within 1%: P = elements padded to
 # a multiple of N, m micro-batches, L = elements of the layers (gathered twice at
-# stage 3), 8-byte scalars all-reduced (loss; stages >= 1 also the norm):
+# stage 3), scalars all-reduced: the loss and the non-finite flag (16 bytes), and at
+# stages >= 1 the squared norm (8 bytes):
 #   stage 0  all-reduce 2(N-1)/N 4n        stage 1  reduce-scatter, all-gather (N-1)/N 4P
 #   stage 2  reduce-scatter m (N-1)/N 4P, all-gather (N-1)/N 4P
 #   stage 3  reduce-scatter m (N-1)/N 4P, all-gather m (N-1)/N 4(P + L)
@@ -78,7 +79,7 @@ part = [r['zero_partition'] for r in rows if 'zero_partition' in r][-1]
 steps = [r for r in rows if 'dp_wire_bytes_mean' in r]
 n, P, L, m = part['numel'], part['padded'], part['layer_elems'], part['micro_batches']
 f = (N - 1) / N
-scal = 2 * f * 8 * (1 if stage == 0 else 2)
+scal = 2 * f * (16 + (0 if stage == 0 else 8))
 want = {0: (2 * f * 4 * n + scal, 0, 0), 1: (scal, f * 4 * P, f * 4 * P),
         2: (scal, m * f * 4 * P, f * 4 * P), 3: (scal, m * f * 4 * P, m * f * 4 * (P + L))}[stage]
 ok = len(steps) == 10
