@@ -106,8 +106,11 @@ bit_identical() { # A B: the same 10 losses, printed digit for digit
 }
 
 check "the example script is valid bash" bash -n "$SBATCH_SCRIPT"
+failed_before=$_fail
 check "slurm starts (munge, slurmctld, slurmd; node idle)" timed "slurm_up" slurm_up "$TMP/slurm" 8
-if [ -z "$SLURM_DIR" ]; then
+if [ "$_fail" -ne "$failed_before" ]; then # not a skip: show everything, stop
+    echo "slurm did not start:"
+    sed 's/^/    /' "$TMP/check.out"
     summary slurm
     exit 1
 fi
