@@ -73,3 +73,22 @@ netns_bytes() {
     echo "$(ip netns exec "$NETNS_PREFIX$1" cat /sys/class/net/mpinet0/statistics/rx_bytes)" \
          "$(ip netns exec "$NETNS_PREFIX$1" cat /sys/class/net/mpinet0/statistics/tx_bytes)"
 }
+
+# netns_in_host I CMD...: CMD in host I's namespace with hostname hI and, because
+# `ip netns exec` remounts /sys, cgroup v1 hierarchies mounted again inside (slurmd dies
+# without them: "No filesystem mounted on /sys/fs/cgroup"). The mounts live in the
+# private mount namespace of that `ip netns exec`, not on the machine.
+netns_in_host() {
+    local i=$1; shift
+    ip netns exec "$NETNS_PREFIX$i" unshare --uts sh -c '
+        hostname "h$0"
+        if ! mountpoint -q /sys/fs/cgroup; then
+            mount -t tmpfs -o mode=755 cgroup_root /sys/fs/cgroup
+            for c in cpu cpuacct cpuset memory devices freezer pids; do
+                mkdir -p /sys/fs/cgroup/$c; mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c 2>/dev/null
+            done
+            mkdir -p /sys/fs/cgroup/systemd
+            mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd
+        fi
+        exec "$@"' "$i" "$@"
+}

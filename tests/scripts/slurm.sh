@@ -55,36 +55,18 @@ reference() {
 # job NAME PLAIT_MPI NTASKS BIN [EXTRA_ARGS]: submits the example and waits for its end;
 # leaves $TMP/NAME.out (the job's output), NAME.state (scontrol show job), NAME.jsonl.
 job() {
-    local name=$1 mpi=$2 n=$3 bin=$4 extra=${5:-} jid state deadline
+    local name=$1 mpi=$2 n=$3 bin=$4 extra=${5:-}
     rm -f "$TMP/$name.out" "$TMP/$name.jsonl"
     # Without OMPI_MCA_mpi_yield_when_idle: the script must set it itself when oversubscribed.
-    jid=$(env -u OMPI_MCA_mpi_yield_when_idle PLAIT_MPI="$mpi" PLAIT_BIN="$bin" \
-        METRICS_FILE="$TMP/$name.jsonl" EXTRA_ARGS="$extra" timeout 30 sbatch --parsable --job-name="$name" --output="$TMP/$name.out" \
-        --nodes=1 --ntasks-per-node="$n" --cpus-per-task=1 --time=00:05:00 "$SBATCH_SCRIPT" 2>&1) ||
-        { echo "sbatch failed: $jid"; return 1; }
-    jid=${jid%%;*}
-    [[ $jid =~ ^[0-9]+$ ]] || { echo "sbatch --parsable printed '$jid'"; return 1; }
-    echo "job $jid submitted"
-    deadline=$((SECONDS + JOB_LIMIT))
-    while :; do
-        state=$(timeout 10 scontrol show job -o "$jid" 2>/dev/null | grep -oE 'JobState=[A-Z_]+')
-        case ${state#JobState=} in
-            PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | "") ;;
-            *) break ;;
-        esac
-        if [ $SECONDS -ge $deadline ]; then
-            echo "job $jid not finished after ${JOB_LIMIT} s ($state): cancelling"
-            timeout 10 scancel "$jid"
-            timeout 10 scontrol show job "$jid"
-            cat "$TMP/$name.out" 2>/dev/null | tail -n 20
-            slurm_logs
-            return 1
-        fi
-        sleep 0.2
-    done
-    timeout 10 scontrol show job -o "$jid" >"$TMP/$name.state"
-    echo "job $jid: $state"
+    (
+        unset OMPI_MCA_mpi_yield_when_idle
+        export PLAIT_MPI=$mpi PLAIT_BIN=$bin METRICS_FILE=$TMP/$name.jsonl EXTRA_ARGS=$extra
+        slurm_job "$TMP/$name.state" "$JOB_LIMIT" --job-name="$name" --output="$TMP/$name.out" \
+            --nodes=1 --ntasks-per-node="$n" --cpus-per-task=1 --time=00:05:00 "$SBATCH_SCRIPT"
+    )
+    local rc=$?
     tail -n 15 "$TMP/$name.out" 2>/dev/null
+    return $rc
 }
 
 completed() { # NAME: the job ended COMPLETED with exit code 0:0
