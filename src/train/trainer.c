@@ -1,6 +1,7 @@
 /* The training loop. One pl_trainer holds everything a rank needs; it is
  * built once (plan, allocate, touch), then the step loop allocates nothing. */
 #include "train/trainer.h"
+#include "train/trainer_internal.h"
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -41,54 +42,7 @@ static void install_exit_signals(void)
     sigaction(SIGUSR1, &sa, NULL);
 }
 
-typedef struct pl_trainer {
-    const pl_train_args *a;
-    pl_dist dist;
-    pl_grid grid;
-    int grid_up;
-    pl_tokenizer *tok;
-    pl_gpt_config cfg;
-    pl_registry reg;
-    float *mem;                              /* one block: params, grads, m, v */
-    float *params, *grads, *exp_avg, *exp_avg_sq;
-    pl_gemm *gemm;
-    pl_gpt model;
-    int model_up;
-    pl_dp_buckets *buckets;                  /* stage 0 */
-    /* ZeRO (stage >= 1): see the memory plan in setup_zero_memory */
-    int stage;
-    pl_zero zero;
-    float *gshard;                           /* stages 2-3: reduced gradients of the shard */
-    float *pshard;                           /* stage 3: the shard's fp32 parameters */
-    float *pnl, *gnl;                        /* stage 3 / 2-3: embeddings + final norm */
-    float *pwork, *gwork;                    /* stage 3 / 2-3: one layer's working buffer */
-    float *gtmp;                             /* stages 2-3: one region's reduced part */
-    int64_t nl_count, work_count;
-    size_t state_bytes[3], work_bytes;       /* planned: params, grads, optimizer; working */
-    pl_status zero_err;                      /* from the grad-ready hook */
-    pl_comm_stats step_comm;                 /* DP bytes of the last step (this rank) */
-    int64_t wire_sum[3];                     /* the same summed over DP ranks */
-    int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
-    pl_schedule sched;
-    pl_blend_data data;
-    int data_up;
-    int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
-    int64_t iteration, consumed_train, consumed_valid, opt_steps;
-    int32_t *sample;                         /* S + 1 tokens */
-    int64_t *batch_idx;                      /* mbs global indices */
-    FILE *metrics;
-    int64_t skipped_in_row;
-    struct { /* seconds per phase, for plait bench (from the bench window's start) */
-        double data, compute, comm, optim, total;
-        int64_t steps;
-    } prof;
-    int64_t fault_nan_iter, fault_nan_rank;  /* PLAIT_FAULT_NAN_ITER / _RANK (tests) */
-    double start_time;
-    double gemm_peak;                        /* FLOP/s measured at start */
-    double flops_per_token;
-} pl_trainer;
 
-static int is_root(const pl_trainer *t) { return t->grid.rank == 0; }
 
 /* ---- set-up ----------------------------------------------------------------- */
 
@@ -441,7 +395,7 @@ static pl_status setup_data(pl_trainer *t)
     /* Rank 0 builds (and caches) the indices; the others then load them. */
     pl_comm *world = pl_grid_comm(&t->grid, PL_GRID_WORLD);
     for (int pass = 0; pass < 2 && !st; pass++) {
-        if ((pass == 0) == is_root(t)) {
+        if ((pass == 0) == pl_train_is_root(t)) {
             st = pl_blend_build(&t->data, &spec, &bc, sizes);
             t->data_up = st == PL_OK;
         }
@@ -521,10 +475,6 @@ static void grad_ready(void *ctx, int64_t offset, int64_t count)
     (void)pl_dp_buckets_ready(t->buckets, offset, count);
 }
 
-typedef struct step_result {
-    double loss, grad_norm, lr;
-    int skipped;
-} step_result;
 
 /* The optimizer step over this rank's shard (ZeRO): average the reduced gradients
  * over DP, clip by the global norm (sums of squares of every shard, all-reduced),
@@ -625,7 +575,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
          * optimizer nor the schedule. */
         r->grad_norm = NAN;
         t->skipped_in_row++;
-        if (is_root(t))
+        if (pl_train_is_root(t))
             pl_log_warn("iteration %lld skipped: non-finite loss or gradient (%lld in a row)",
                         (long long)t->iteration, (long long)t->skipped_in_row);
         if (t->skipped_in_row > t->a->max_skipped_steps)
@@ -684,145 +634,6 @@ static pl_status evaluate(pl_trainer *t, double *out)
     *out = agg[1] > 0 ? agg[0] / agg[1] : NAN;
 fail:
     return st;
-}
-
-/* ---- reporting -------------------------------------------------------------- */
-
-static void print_memory_plan(const pl_trainer *t)
-{
-    const double MiB = 1 << 20;
-    double act = (double)pl_gpt_activation_bytes(&t->model);
-    double p = (double)t->state_bytes[0], g = (double)t->state_bytes[1];
-    double o = (double)t->state_bytes[2], w = (double)t->work_bytes;
-    pl_zero_bytes f = pl_zero_model_bytes(t->stage, t->reg.numel, (int)t->dp);
-    static const char *const formula[4] = {"16 B/param", "4 + 4 + 8/dp B/param",
-                                           "4 + (4 + 8)/dp B/param", "16/dp B/param"};
-    pl_log_info("memory plan (per rank, ZeRO stage %d, dp %lld): parameters %.3f MiB, gradients "
-                "%.3f MiB, optimizer (Adam m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
-                "activations and scratch %.1f MiB, total %.1f MiB",
-                t->stage, (long long)t->dp, p / MiB, g / MiB, o / MiB, w / MiB, act / MiB,
-                (p + g + o + w + act) / MiB);
-    pl_log_info("model state (ZeRO formula %s): %.3f MiB planned, %.3f MiB by the formula "
-                "(the difference is padding to a multiple of dp)",
-                formula[t->stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
-}
-
-static void print_banner(const pl_trainer *t)
-{
-    const pl_gpt_config *c = &t->cfg;
-    pl_log_info("plait %s | %s | world %d = tp %d x dp %d x pp %d | %d threads per rank",
-                pl_version(), t->dist.library, t->grid.layout.world, t->grid.layout.tp,
-                t->grid.layout.dp, t->grid.layout.pp, omp_get_max_threads());
-    pl_log_info("model: GPT, %lld layers, hidden %lld, %lld heads, ffn %lld, seq %lld, vocab %lld "
-                "(padded %lld), %.2fM parameters, %.1f MFLOP per token",
-                (long long)c->num_layers, (long long)c->hidden, (long long)c->heads,
-                (long long)c->ffn_hidden, (long long)c->seq_length, (long long)c->vocab_size,
-                (long long)c->padded_vocab, (double)pl_gpt_num_params(c) / 1e6,
-                t->flops_per_token / 1e6);
-    pl_log_info("batch: micro %lld x %lld micro-batches x dp %lld = global %lld; %lld iterations; "
-                "dropout none (Megatron's default is 0.1)",
-                (long long)t->mbs, (long long)t->num_micro, (long long)t->dp, (long long)t->gbs,
-                (long long)t->train_iters);
-    pl_log_info("measured fp32 GEMM peak: %.1f GFLOP/s per rank", t->gemm_peak / 1e9);
-}
-
-static void format_eta(double seconds, char *buf, size_t n)
-{
-    long s = (long)(seconds + 0.5);
-    snprintf(buf, n, "%02ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
-}
-
-static void log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window)
-{
-    double tokens_s = (double)(t->gbs * t->cfg.seq_length) * (double)iters_in_window / (ms / 1e3);
-    double ms_iter = ms / (double)iters_in_window;
-    /* MFU per rank: this rank's share of the FLOPs against its measured peak. */
-    double mfu = t->gemm_peak > 0
-                     ? tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak
-                     : 0;
-    char eta[32];
-    format_eta((double)(t->train_iters - t->iteration) * ms_iter / 1e3, eta, sizeof eta);
-    if (is_root(t)) {
-        pl_log_info(" iteration %8lld/%8lld | consumed samples: %10lld | lm loss: %.6E | lr: %.6E | "
-                    "grad norm: %.4f | %.1f ms/iter | %.0f tokens/s | MFU %.1f%% | ETA %s",
-                    (long long)t->iteration, (long long)t->train_iters,
-                    (long long)t->consumed_train, r->loss, r->lr, r->grad_norm, ms_iter, tokens_s,
-                    100 * mfu, eta);
-        if (t->metrics) {
-            char norm[32]; /* JSON has no NaN: a skipped step's norm is null */
-            if (isfinite(r->grad_norm))
-                snprintf(norm, sizeof norm, "%.9g", r->grad_norm);
-            else
-                snprintf(norm, sizeof norm, "null");
-            fprintf(t->metrics,
-                    "{\"iteration\": %lld, \"consumed_samples\": %lld, \"lm_loss\": %.17g, "
-                    "\"lr\": %.9g, \"grad_norm\": %s, \"skipped\": %s, \"ms_per_iter\": %.3f, "
-                    "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"zero_stage\": %d, "
-                    "\"dp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
-                    "\"all-gather\": %lld}, \"dp_wire_bytes_mean\": {\"all-reduce\": %.1f, "
-                    "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}}\n",
-                    (long long)t->iteration, (long long)t->consumed_train,
-                    isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
-                    ms_iter, tokens_s, mfu, t->stage,
-                    (long long)t->step_comm.kind[PL_COMM_ALLREDUCE].wire_bytes,
-                    (long long)t->step_comm.kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
-                    (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,
-                    (double)t->wire_sum[0] / (double)t->dp, (double)t->wire_sum[1] / (double)t->dp,
-                    (double)t->wire_sum[2] / (double)t->dp);
-            fflush(t->metrics);
-        }
-    }
-}
-
-static void log_eval(pl_trainer *t, double loss)
-{
-    if (!is_root(t))
-        return;
-    pl_log_info(" validation at iteration %lld | lm loss: %.6E | lm loss PPL: %.6E",
-                (long long)t->iteration, loss, exp(loss));
-    if (t->metrics) {
-        fprintf(t->metrics, "{\"iteration\": %lld, \"valid_lm_loss\": %.9g, \"valid_ppl\": %.9g}\n",
-                (long long)t->iteration, loss, exp(loss));
-        fflush(t->metrics);
-    }
-}
-
-/* Peak resident memory (VmHWM) of every rank at the end of training: logged by
- * rank 0 as the maximum and minimum over ranks, and in the metrics. */
-static pl_status log_peak_memory(pl_trainer *t)
-{
-    int64_t kib = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f) {
-        char line[256];
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "VmHWM:", 6) == 0)
-                kib = strtoll(line + 6, NULL, 10);
-        fclose(f);
-    }
-    int64_t mx[2] = {kib, -kib};
-    pl_status st = pl_comm_allreduce_i64(pl_grid_comm(&t->grid, PL_GRID_WORLD), mx, 2, PL_COMM_MAX);
-    if (st || !is_root(t))
-        return st;
-    pl_log_info("peak resident memory (VmHWM) per rank: max %.1f MiB, min %.1f MiB",
-                (double)mx[0] / 1024, (double)-mx[1] / 1024);
-    if (t->metrics) {
-        int64_t layers = 0;
-        for (int i = 1; i + 1 < t->zero.nregions; i++)
-            layers += t->zero.regions[i].hi - t->zero.regions[i].lo;
-        fprintf(t->metrics, "{\"zero_partition\": {\"numel\": %lld, \"padded\": %lld, "
-                "\"layer_elems\": %lld, \"micro_batches\": %lld}}\n", (long long)t->reg.numel,
-                (long long)(t->stage ? t->zero.padded : t->reg.numel), (long long)layers,
-                (long long)t->num_micro);
-        fprintf(t->metrics, "{\"iteration\": %lld, \"zero_stage\": %d, \"dp\": %lld, "
-                "\"vmhwm_kib_max\": %lld, \"vmhwm_kib_min\": %lld, \"state_bytes\": %lld, "
-                "\"work_bytes\": %lld}\n", (long long)t->iteration, t->stage, (long long)t->dp,
-                (long long)mx[0], (long long)-mx[1],
-                (long long)(t->state_bytes[0] + t->state_bytes[1] + t->state_bytes[2]),
-                (long long)t->work_bytes);
-        fflush(t->metrics);
-    }
-    return PL_OK;
 }
 
 /* ---- checkpoints ------------------------------------------------------------- */
@@ -890,7 +701,7 @@ static pl_status save(pl_trainer *t)
                           &t->cfg, &meta, &buf);
     if (params != t->params)
         pl_free(params);
-    if (!st && is_root(t))
+    if (!st && pl_train_is_root(t))
         pl_log_info(" saved checkpoint at iteration %lld to %s (%.2f s)", (long long)t->iteration,
                     t->a->save, pl_time_now() - t0);
     return st;
@@ -925,7 +736,7 @@ static pl_status load(pl_trainer *t)
     if (st)
         return st;
     if (it < 0) {
-        if (is_root(t))
+        if (pl_train_is_root(t))
             pl_log_info("no checkpoint in %s: starting from scratch", a->load);
         return PL_OK;
     }
@@ -956,7 +767,7 @@ static pl_status load(pl_trainer *t)
             t->opt_steps = meta.optimizer_steps;
     }
     pl_free(strings);
-    if (!st && is_root(t))
+    if (!st && pl_train_is_root(t))
         pl_log_info("loaded checkpoint %s at iteration %lld (%lld samples consumed)", a->load,
                     (long long)it, (long long)t->consumed_train);
     return st;
@@ -986,7 +797,7 @@ static void trainer_free(pl_trainer *t)
 
 static pl_status open_metrics(pl_trainer *t)
 {
-    if (!is_root(t))
+    if (!pl_train_is_root(t))
         return PL_OK;
     char path[4096];
     if (t->a->metrics_file)
@@ -1006,73 +817,6 @@ static pl_status open_metrics(pl_trainer *t)
     return PL_OK;
 }
 
-/* ---- plait bench -------------------------------------------------------------- */
-
-enum { BENCH_WARMUP = 2 }; /* iterations left out of the figures */
-
-static void bench_reset(pl_trainer *t)
-{
-    memset(&t->prof, 0, sizeof t->prof);
-    memset(&t->model.prof, 0, sizeof t->model.prof);
-    if (t->buckets)
-        pl_dp_buckets_stats_reset(t->buckets);
-}
-
-/* Where a step's time goes, and one JSON line for scripts. */
-static void bench_report(const pl_trainer *t)
-{
-    const int64_t n = t->prof.steps;
-    if (n <= 0) {
-        pl_log_warn("plait bench: give --train-iters > %d to measure anything", BENCH_WARMUP);
-        return;
-    }
-    double step = t->prof.total / (double)n;
-    double tokens_s = (double)(t->gbs * t->cfg.seq_length) / step;
-    double mfu = tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak;
-    const pl_gpt *m = &t->model;
-    double other = t->prof.compute - m->prof.linear - m->prof.attention - m->prof.lmhead;
-    double idle = t->prof.total - t->prof.compute - t->prof.data - t->prof.comm - t->prof.optim;
-    struct {
-        const char *name;
-        double s;
-    } parts[] = {{"GEMM (linear layers)", m->prof.linear},
-                 {"LM head + cross-entropy", m->prof.lmhead},
-                 {"attention", m->prof.attention},
-                 {"other kernels", other},
-                 {"optimizer", t->prof.optim},
-                 {"communication", t->prof.comm},
-                 {"data", t->prof.data},
-                 {"idle / untimed", idle}};
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    long long rss = (long long)ru.ru_maxrss * 1024;
-    pl_log_info("plait bench: %lld steps after %d warm-up: %.1f ms/step, %.1f tokens/s, MFU %.1f%% "
-                "of %.1f GFLOP/s, peak RSS %.1f MiB",
-                (long long)n, BENCH_WARMUP, 1e3 * step, tokens_s, 100 * mfu, t->gemm_peak / 1e9,
-                (double)rss / (1 << 20));
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        pl_log_info("  %-26s %8.1f ms/step %5.1f%%", parts[i].name, 1e3 * parts[i].s / (double)n,
-                    100 * parts[i].s / t->prof.total);
-    static const pl_dp_buckets_stats none;
-    const pl_dp_buckets_stats *bs = t->buckets ? pl_dp_buckets_stats_get(t->buckets) : &none;
-    double hidden = bs->overlap_seconds - bs->progress_seconds;
-    if (t->dp > 1 && t->buckets)
-        pl_log_info("  DP gradient all-reduce: %.1f ms/step from first start to last completion; "
-                    "%.1f ms waited for after backward, %.1f ms ran beside it (%.1f ms of that "
-                    "inside MPI progress calls)",
-                    1e3 * bs->window_seconds / (double)n, 1e3 * bs->wait_seconds / (double)n,
-                    1e3 * bs->overlap_seconds / (double)n, 1e3 * bs->progress_seconds / (double)n);
-    printf("{\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
-           "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "
-           "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"breakdown_ms\": {",
-           tokens_s, mfu, 1e3 * step, rss, t->gemm_peak, t->flops_per_token, t->grid.layout.world,
-           1e3 * hidden / (double)n, 1e3 * bs->wait_seconds / (double)n);
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        printf("%s\"%s\": %.3f", i ? ", " : "", parts[i].name, 1e3 * parts[i].s / (double)n);
-    printf("}}\n");
-    fflush(stdout);
-}
-
 /* Megatron's exit conditions other than --exit-interval, agreed by every
  * rank (one rank may get the signal, or cross the time limit, first). */
 static pl_status should_stop(pl_trainer *t, int *stop)
@@ -1090,7 +834,7 @@ static pl_status should_stop(pl_trainer *t, int *stop)
         return st;
     if (why[0] || why[1]) {
         *stop = 1;
-        if (is_root(t))
+        if (pl_train_is_root(t))
             pl_log_info(" %s at iteration %lld: saving and exiting",
                         why[0] ? (why[0] == SIGTERM ? "received SIGTERM" : "received SIGUSR1")
                                : "--exit-duration-in-mins reached",
@@ -1121,9 +865,9 @@ static pl_status run(pl_trainer *t)
     if (a->load)
         PL_TRY(load(t));
     PL_TRY(open_metrics(t));
-    if (is_root(t)) {
-        print_banner(t);
-        print_memory_plan(t);
+    if (pl_train_is_root(t)) {
+        pl_train_print_banner(t);
+        pl_train_print_memory_plan(t);
     }
     pl_sampler sampler;
     int64_t total = a->mock_data ? t->train_samples : pl_blend_data_len(&t->data, PL_SPLIT_TRAIN);
@@ -1142,8 +886,8 @@ static pl_status run(pl_trainer *t)
     int64_t first_iter = t->iteration;
     while (t->iteration < t->train_iters) {
         step_result r = {0};
-        if (t->iteration - first_iter == BENCH_WARMUP)
-            bench_reset(t);
+        if (t->iteration - first_iter == PL_BENCH_WARMUP)
+            pl_train_bench_reset(t);
         double t0 = pl_time_now();
         PL_TRY(train_step(t, &sampler, &r));
         t->prof.total += pl_time_now() - t0;
@@ -1151,14 +895,14 @@ static pl_status run(pl_trainer *t)
         window++;
         if (t->iteration % a->log_interval == 0 || t->iteration == t->train_iters) {
             double now = pl_time_now();
-            log_iteration(t, &r, (now - t_window) * 1e3, window);
+            pl_train_log_iteration(t, &r, (now - t_window) * 1e3, window);
             window = 0;
             t_window = now;
         }
         if (do_valid && t->iteration % a->eval_interval == 0) {
             double vl;
             PL_TRY(evaluate(t, &vl));
-            log_eval(t, vl);
+            pl_train_log_eval(t, vl);
             t_window = pl_time_now();
         }
         if (a->save && pl_train_args_given(a, "--save-interval") &&
@@ -1174,11 +918,11 @@ static pl_status run(pl_trainer *t)
         if (stop)
             break;
     }
-    PL_TRY(log_peak_memory(t));
+    PL_TRY(pl_train_log_peak_memory(t));
     if (a->save && last_saved != t->iteration)
         PL_TRY(save(t));
-    if (a->bench && is_root(t))
-        bench_report(t);
+    if (a->bench && pl_train_is_root(t))
+        pl_train_bench_report(t);
 fail:
     return st;
 }

@@ -1,0 +1,86 @@
+/* The trainer's state, shared by the files of src/train/ that implement
+ * `plait train` (trainer.c: set-up, the step, checkpoints, the loop; report.c:
+ * the banner, memory plan, progress lines, metrics and plait bench's report).
+ * Not a public interface. */
+#ifndef PL_TRAIN_TRAINER_INTERNAL_H
+#define PL_TRAIN_TRAINER_INTERNAL_H
+
+#include "data/blended.h"
+#include "data/tokenizer/tokenizer.h"
+#include "model/gpt.h"
+#include "optim/schedule.h"
+#include "parallel/dist.h"
+#include "parallel/dp/buckets.h"
+#include "parallel/grid.h"
+#include "parallel/zero/zero.h"
+#include "train/args.h"
+
+#include <stdio.h>
+
+typedef struct pl_trainer {
+    const pl_train_args *a;
+    pl_dist dist;
+    pl_grid grid;
+    int grid_up;
+    pl_tokenizer *tok;
+    pl_gpt_config cfg;
+    pl_registry reg;
+    float *mem;                              /* one block: params, grads, m, v */
+    float *params, *grads, *exp_avg, *exp_avg_sq;
+    pl_gemm *gemm;
+    pl_gpt model;
+    int model_up;
+    pl_dp_buckets *buckets;                  /* stage 0 */
+    /* ZeRO (stage >= 1): see the memory plan in setup_zero_memory */
+    int stage;
+    pl_zero zero;
+    float *gshard;                           /* stages 2-3: reduced gradients of the shard */
+    float *pshard;                           /* stage 3: the shard's fp32 parameters */
+    float *pnl, *gnl;                        /* stage 3 / 2-3: embeddings + final norm */
+    float *pwork, *gwork;                    /* stage 3 / 2-3: one layer's working buffer */
+    float *gtmp;                             /* stages 2-3: one region's reduced part */
+    int64_t nl_count, work_count;
+    size_t state_bytes[3], work_bytes;       /* planned: params, grads, optimizer; working */
+    pl_status zero_err;                      /* from the grad-ready hook */
+    pl_comm_stats step_comm;                 /* DP bytes of the last step (this rank) */
+    int64_t wire_sum[3];                     /* the same summed over DP ranks */
+    int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
+    pl_schedule sched;
+    pl_blend_data data;
+    int data_up;
+    int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
+    int64_t iteration, consumed_train, consumed_valid, opt_steps;
+    int32_t *sample;                         /* S + 1 tokens */
+    int64_t *batch_idx;                      /* mbs global indices */
+    FILE *metrics;
+    int64_t skipped_in_row;
+    struct { /* seconds per phase, for plait bench (from the bench window's start) */
+        double data, compute, comm, optim, total;
+        int64_t steps;
+    } prof;
+    int64_t fault_nan_iter, fault_nan_rank;  /* PLAIT_FAULT_NAN_ITER / _RANK (tests) */
+    double start_time;
+    double gemm_peak;                        /* FLOP/s measured at start */
+    double flops_per_token;
+} pl_trainer;
+
+typedef struct step_result {
+    double loss, grad_norm, lr;
+    int skipped;
+} step_result;
+
+enum { PL_BENCH_WARMUP = 2 }; /* iterations plait bench leaves out of its figures */
+
+static inline int pl_train_is_root(const pl_trainer *t) { return t->grid.rank == 0; }
+
+void pl_train_print_banner(const pl_trainer *t);
+void pl_train_print_memory_plan(const pl_trainer *t);
+/* One progress line (and metrics object) for the window of iterations just run. */
+void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window);
+void pl_train_log_eval(pl_trainer *t, double loss);
+/* Peak resident memory of every rank (collective over the world). */
+pl_status pl_train_log_peak_memory(pl_trainer *t);
+void pl_train_bench_reset(pl_trainer *t);
+void pl_train_bench_report(const pl_trainer *t);
+
+#endif
