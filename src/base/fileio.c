@@ -207,3 +207,16 @@ pl_status pl_fsync_dir(const char *dir)
     close(fd);
     return rc == 0 ? PL_OK : pl_errorf(PL_ERR_IO, "%s: fsync failed: %s", dir, strerror(e));
 }
+
+pl_status pl_file_write_atomic(const char *path, const void *data, size_t n)
+{
+    pl_wfile w;
+    pl_status st = pl_wfile_open(&w, path);
+    if (st != PL_OK)
+        return st;
+    if ((st = pl_wfile_write(&w, data, n)) != PL_OK) {
+        pl_wfile_abort(&w);
+        return st;
+    }
+    return pl_wfile_commit(&w);
+}

@@ -44,6 +44,9 @@ pl_status pl_rmtree(const char *path);
 /* fsync a directory, so a rename inside it is durable. */
 pl_status pl_fsync_dir(const char *dir);
 
+/* Writes data[0..n) to path through pl_wfile (temporary name, fsync, rename). */
+pl_status pl_file_write_atomic(const char *path, const void *data, size_t n);
+
 /* mkdir -p. */
 pl_status pl_mkdirs(const char *dir);
 int pl_file_exists(const char *path);

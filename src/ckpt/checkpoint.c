@@ -306,12 +306,8 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gp
             st = pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
             goto manifest_done;
         }
-        pl_wfile w;
         snprintf(path, sizeof path, "%s/manifest.json", tmp);
-        if (!(st = pl_wfile_open(&w, path))) {
-            st = pl_wfile_write(&w, text, strlen(text));
-            st = st ? (pl_wfile_abort(&w), st) : pl_wfile_commit(&w);
-        }
+        st = pl_file_write_atomic(path, text, strlen(text));
         /* Replace an older copy of the same iteration, then publish. */
         if (!st)
             st = pl_rmtree(final);
@@ -323,10 +319,7 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gp
             char num[32];
             snprintf(num, sizeof num, "%lld", (long long)meta->iteration);
             snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", dir);
-            if (!(st = pl_wfile_open(&w, path))) {
-                st = pl_wfile_write(&w, num, strlen(num));
-                st = st ? (pl_wfile_abort(&w), st) : pl_wfile_commit(&w);
-            }
+            st = pl_file_write_atomic(path, num, strlen(num));
         }
     manifest_done:
         cJSON_free(text);

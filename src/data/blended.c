@@ -198,27 +198,6 @@ static pl_status describe(pl_bytes *b, const pl_blend_dataset *bd)
     return st;
 }
 
-static pl_status write_text(const char *path, const char *text)
-{
-    pl_wfile w;
-    pl_status st = pl_wfile_open(&w, path);
-    if (st != PL_OK)
-        return st;
-    if ((st = pl_wfile_write(&w, text, strlen(text))) != PL_OK) {
-        pl_wfile_abort(&w);
-        return st;
-    }
-    return pl_wfile_commit(&w);
-}
-
-/* Adds what to do about a bad cache file to the message (which names it). */
-static pl_status cache_error(pl_status st)
-{
-    char msg[900];
-    snprintf(msg, sizeof msg, "%s", pl_error_msg());
-    return pl_errorf(st, "%s (a cached index file: delete it to rebuild)", msg);
-}
-
 static pl_status load_cached(pl_blend_dataset *b)
 {
     char *text = NULL;
@@ -238,10 +217,11 @@ static pl_status load_cached(pl_blend_dataset *b)
     for (int i = 0; i < 2; i++) {
         const char *path = b->files[PL_BLEND_INDEX + i];
         if ((st = pl_npy_load(arrays[i], path, dts[i], 1, 1)) != PL_OK)
-            return cache_error(st);
+            return pl_gpt_cache_error(st);
         if (arrays[i]->shape[0] != b->size)
-            return pl_errorf(PL_ERR_FORMAT, "%s: %lld entries, expected %lld (delete it to rebuild)",
-                             path, (long long)arrays[i]->shape[0], (long long)b->size);
+            return pl_errorf(PL_ERR_FORMAT,
+                             "%s: %lld entries, expected %lld (delete it to rebuild)", path,
+                             (long long)arrays[i]->shape[0], (long long)b->size);
     }
     return PL_OK;
 }
@@ -275,7 +255,8 @@ static pl_status build(pl_blend_dataset *b, const char *cache_dir)
     if ((st = pl_mkdirs(cache_dir)) != PL_OK ||
         (st = pl_npy_save(b->files[PL_BLEND_INDEX], &b->dataset_index)) != PL_OK ||
         (st = pl_npy_save(b->files[PL_BLEND_SAMPLE], &b->dataset_sample_index)) != PL_OK ||
-        (st = write_text(b->files[PL_BLEND_DESC], b->description)) != PL_OK) {
+        (st = pl_file_write_atomic(b->files[PL_BLEND_DESC], b->description,
+                                   strlen(b->description))) != PL_OK) {
         if (st == PL_ERR_IO)
             pl_error_wrap(st, "cannot write the blend cache (--data-cache-path)");
         return st;

@@ -579,8 +579,7 @@ static void expected_shapes(const pl_gpt_dataset *g, int drop_last, gpt_shapes *
     s->shuffle_dt = s->n_samples >= (int64_t)UINT32_MAX - 1 ? PL_NPY_I64 : PL_NPY_U32;
 }
 
-/* Adds what to do about a bad cache file to the message (which names it). */
-static pl_status cache_error(pl_status st)
+pl_status pl_gpt_cache_error(pl_status st)
 {
     char msg[900];
     snprintf(msg, sizeof msg, "%s", pl_error_msg());
@@ -616,26 +615,13 @@ static pl_status load_cached(pl_gpt_dataset *g, const gpt_shapes *sh)
         const char *path = g->files[want[i].file];
         st = pl_npy_load(want[i].a, path, want[i].dt, want[i].ndim, 2);
         if (st != PL_OK)
-            return cache_error(st);
+            return pl_gpt_cache_error(st);
         if (want[i].a->shape[0] != want[i].rows)
             return pl_errorf(PL_ERR_FORMAT,
                              "%s: %lld rows, expected %lld for this dataset (delete it to rebuild)",
                              path, (long long)want[i].a->shape[0], (long long)want[i].rows);
     }
     return PL_OK;
-}
-
-static pl_status write_text(const char *path, const char *text)
-{
-    pl_wfile w;
-    pl_status st = pl_wfile_open(&w, path);
-    if (st != PL_OK)
-        return st;
-    if ((st = pl_wfile_write(&w, text, strlen(text))) != PL_OK) {
-        pl_wfile_abort(&w);
-        return st;
-    }
-    return pl_wfile_commit(&w);
 }
 
 static pl_status build(pl_gpt_dataset *g, const pl_gpt_dataset_config *cfg, int drop_last,
@@ -663,7 +649,7 @@ static pl_status build(pl_gpt_dataset *g, const pl_gpt_dataset_config *cfg, int 
         (st = pl_npy_save(g->files[PL_GPT_DOC], &g->document_index)) != PL_OK ||
         (st = pl_npy_save(g->files[PL_GPT_SAMPLE], &g->sample_index)) != PL_OK ||
         (st = pl_npy_save(g->files[PL_GPT_SHUFFLE], &g->shuffle_index)) != PL_OK ||
-        (st = write_text(g->files[PL_GPT_DESC], g->description)) != PL_OK) {
+        (st = pl_file_write_atomic(g->files[PL_GPT_DESC], g->description, strlen(g->description))) != PL_OK) {
         if (st == PL_ERR_IO)
             pl_error_wrap(st, "cannot write the index cache (set --data-cache-path to a "
                               "writable directory)");

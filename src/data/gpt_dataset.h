@@ -169,6 +169,10 @@ pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out,
  * nested `level` deep (for the blended description). */
 pl_status pl_gpt_dataset_identifiers(pl_bytes *b, const pl_gpt_dataset *g, int level);
 
+/* Appends "(a cached index file: delete it to rebuild)" to the current error
+ * message (which names the file) and returns st. */
+pl_status pl_gpt_cache_error(pl_status st);
+
 /* ---- Python formatting used in descriptions -------------------------------- */
 
 /* repr(x) of a Python float: shortest round-trip digits, exponent form
