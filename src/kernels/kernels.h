@@ -140,14 +140,18 @@ PL_KERNEL(attention_bwd, float *dqkv, const float *dout, const float *qkv, const
  *   2. pl_*_lmhead_bwd: with lse[n] = log-sum-exp over the whole vocabulary and
  *      dloss[n] the gradient of the objective with respect to loss[n]:
  *      dlogits = (softmax - onehot(target)) * dloss; dx += dlogits . w;
- *      dw += dlogits^T . x. */
+ *      dw += dlogits^T . x.
+ * With chunk >= V the stats pass leaves all logits (N, V) in the workspace;
+ * a backward called with logits_kept = 1 then uses them instead of computing
+ * them again (one GEMM of three saved, N * V floats of workspace kept from
+ * forward to backward). The reference twin always recomputes. */
 size_t pl_lmhead_workspace(int64_t N, int64_t chunk);
 PL_KERNEL_ST(lmhead_stats, float *row_max, float *row_sumexp, float *target_logit,
              const float *x, const float *w, const int32_t *targets, int64_t N, int64_t C,
              int64_t v0, int64_t V, int64_t chunk, float *workspace, pl_gemm *g);
 PL_KERNEL_ST(lmhead_bwd, float *dx, float *dw, const float *x, const float *w,
              const int32_t *targets, const float *lse, const float *dloss, int64_t N, int64_t C,
-             int64_t v0, int64_t V, int64_t chunk, float *workspace, pl_gemm *g);
+             int64_t v0, int64_t V, int64_t chunk, float *workspace, int logits_kept, pl_gemm *g);
 
 /* ---- optimizer ------------------------------------------------------------
  * AdamW on n elements, PyTorch's torch.optim.AdamW arithmetic:

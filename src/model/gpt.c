@@ -148,7 +148,8 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     m->HS = cfg->hidden / cfg->heads;
     m->Vl = cfg->padded_vocab / tps;
     m->v0 = m->Vl * reg->tp_rank;
-    m->lm_chunk = m->Vl < 4096 ? m->Vl : 4096;
+    /* Kept logits need the whole vocabulary slice in one chunk (kernels.h). */
+    m->lm_chunk = m->Vl < 4096 || cfg->keep_logits ? m->Vl : 4096;
     const int64_t L = cfg->num_layers;
     m->w = pl_calloc((size_t)L, sizeof *m->w);
     m->g = pl_calloc((size_t)L, sizeof *m->g);
@@ -295,7 +296,8 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
     memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
     TIMED(m, lmhead,
           PL_TRY(pl_tp_lmhead_bwd(m->tp, m->gemm, m->dln, m->dwte, m->lnf, m->wte, m->targets,
-                                  m->lse, m->dloss, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws)));
+                                  m->lse, m->dloss, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws,
+                                  m->cfg.keep_logits)));
     const float *last = L ? m->acts[L - 1].res2 : m->x0;
     pl_cpu_layernorm_bwd(m->dres, m->dlnf_w, m->dlnf_b, m->dln, last, m->lnf_w, m->lnf_mean,
                          m->lnf_rstd, N, C);

@@ -23,6 +23,9 @@ typedef struct pl_gpt_config {
     int64_t divisible_by;
     double init_std;
     float ln_eps;
+    /* How to run it (not saved in checkpoints): keep the LM head's logits
+     * (N x V floats) from forward to backward instead of recomputing them. */
+    int keep_logits;
 } pl_gpt_config;
 
 /* Megatron's vocab padding (megatron/training/tokenizer vocab_utils): the

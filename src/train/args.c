@@ -35,6 +35,9 @@ static const pl_option train_options[] = {
     {"--attention-dropout", PL_OPT_FLOAT, "0", F(attention_dropout),
      "attention dropout: only 0 is supported (Megatron's default is 0.1)", NULL, 0},
     {"--layernorm-epsilon", PL_OPT_FLOAT, "1e-5", F(layernorm_epsilon), "LayerNorm epsilon", NULL, 0},
+    {"--lm-head-logits", PL_OPT_CHOICE, "recompute", F(lm_head_logits),
+     "LM head logits in backward: recompute them chunk by chunk, or keep all (micro-batch x "
+     "seq x vocab floats) from forward (plait's own flag)", "recompute|keep", 0},
     /* parallelism */
     {"--tensor-model-parallel-size", PL_OPT_INT, "1", F(tensor_model_parallel_size),
      "tensor-parallel group size", NULL, 0},

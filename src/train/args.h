@@ -17,6 +17,7 @@ typedef struct pl_train_args {
     int64_t num_layers, hidden_size, num_attention_heads, ffn_hidden_size;
     int64_t seq_length, max_position_embeddings, make_vocab_size_divisible_by, vocab_size;
     double init_method_std, hidden_dropout, attention_dropout, layernorm_epsilon;
+    const char *lm_head_logits; /* recompute|keep */
     /* parallelism */
     int64_t tensor_model_parallel_size, pipeline_model_parallel_size;
     int64_t zero_stage;            /* resolved from every source below (0..3) */

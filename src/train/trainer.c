@@ -281,6 +281,7 @@ static pl_status setup_model(pl_trainer *t)
     c->padded_vocab = pl_gpt_padded_vocab(vocab, c->divisible_by, t->grid.layout.tp);
     c->init_std = a->init_method_std;
     c->ln_eps = (float)a->layernorm_epsilon;
+    c->keep_logits = strcmp(a->lm_head_logits, "keep") == 0;
     pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
     PL_TRY(pl_gpt_register(&t->reg, c, t->grid.layout.pp));
     PL_TRY(setup_state(t));

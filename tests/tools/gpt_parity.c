@@ -29,13 +29,14 @@ static int fail(pl_status st)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gpt_parity OUT.safetensors\n");
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--keep-logits") != 0)) {
+        fprintf(stderr, "usage: gpt_parity OUT.safetensors [--keep-logits]\n");
         return 2;
     }
     pl_gpt_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
                          .seq_length = T, .max_positions = T, .vocab_size = V,
-                         .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f};
+                         .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f,
+                         .keep_logits = argc == 3};
     cfg.padded_vocab = pl_gpt_padded_vocab(V, 128, 1);
     pl_registry reg;
     pl_registry_init(&reg, 1, 0, 0);

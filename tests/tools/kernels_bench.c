@@ -197,7 +197,7 @@ static int k_lm_bwd(void *p)
 {
     kbuf *k = p;
     return pl_cpu_lmhead_bwd(k->dx, k->dwte, k->y, k->wte, k->ids, k->lm_lse, k->dloss, N, C, 0, V,
-                             k->chunk, k->lm_ws, k->gemm) != PL_OK;
+                             k->chunk, k->lm_ws, 0, k->gemm) != PL_OK;
 }
 
 static void bench_kernels(int reps)

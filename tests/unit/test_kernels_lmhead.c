@@ -17,7 +17,7 @@ typedef pl_status (*stats_fn)(float *, float *, float *, const float *, const fl
                               pl_gemm *);
 typedef pl_status (*bwd_fn)(float *, float *, const float *, const float *, const int32_t *,
                             const float *, const float *, int64_t, int64_t, int64_t, int64_t,
-                            int64_t, float *, pl_gemm *);
+                            int64_t, float *, int, pl_gemm *);
 static const stats_fn stats_twins[2] = {pl_ref_lmhead_stats, pl_cpu_lmhead_stats};
 static const bwd_fn bwd_twins[2] = {pl_ref_lmhead_bwd, pl_cpu_lmhead_bwd};
 
@@ -113,7 +113,7 @@ TEST(lmhead_matches_naive_full_logits_cross_entropy)
             float *dx = kc_floats(N * C), *dw = kc_floats(V * C);
             memset(dx, 0, (size_t)(N * C) * sizeof *dx);
             memset(dw, 0, (size_t)(V * C) * sizeof *dw);
-            CHECK_OK(bwd_twins[k](dx, dw, x, w, tg, lse, dloss, N, C, 0, V, s.chunk, ws, g));
+            CHECK_OK(bwd_twins[k](dx, dw, x, w, tg, lse, dloss, N, C, 0, V, s.chunk, ws, 0, g));
             /* dx sums V fp32 terms, dw sums N: the error of such sums grows
              * like sqrt(terms) 2^-24 (seen: 3.7e-6 for the reference's
              * sequential sums at V = 3000); 5e-7 sqrt(max(V, N)) leaves 5x. */
@@ -173,7 +173,7 @@ TEST(lmhead_backward_matches_finite_differences_for_x_and_w)
             float *dx = kc_floats(N * C), *dw = kc_floats(V * C);
             memset(dx, 0, (size_t)(N * C) * sizeof *dx);
             memset(dw, 0, (size_t)(V * C) * sizeof *dw);
-            CHECK_OK(bwd_twins[k](dx, dw, x, w, tg, lse, dloss, N, C, 0, V, s.chunk, ws, g));
+            CHECK_OK(bwd_twins[k](dx, dw, x, w, tg, lse, dloss, N, C, 0, V, s.chunk, ws, 0, g));
             /* fp32 softmax of C-term logits: ~1e-7 relative; a wrong sign of
              * the one-hot or a missing dloss factor is O(1). */
             double ex = kc_note(names[k][0], kc_fd_check(xd, N * C, dx, ce_objective, &ctx, 1e-3, 400));
@@ -226,10 +226,10 @@ TEST(lmhead_vocab_parallel_slices_combine_to_the_full_vocabulary)
         memset(dx_tp, 0, (size_t)(N * C) * sizeof(float));
         memset(dw_full, 0, (size_t)(V * C) * sizeof(float));
         memset(dw_tp, 0, (size_t)(V * C) * sizeof(float));
-        CHECK_OK(bwd_twins[k](dx_full, dw_full, x, w, tg, lse, dloss, N, C, 0, V, chunk, ws, g));
-        CHECK_OK(bwd_twins[k](dx_tp, dw_tp, x, w, tg, lse, dloss, N, C, 0, V1, chunk, ws, g));
+        CHECK_OK(bwd_twins[k](dx_full, dw_full, x, w, tg, lse, dloss, N, C, 0, V, chunk, ws, 0, g));
+        CHECK_OK(bwd_twins[k](dx_tp, dw_tp, x, w, tg, lse, dloss, N, C, 0, V1, chunk, ws, 0, g));
         CHECK_OK(bwd_twins[k](dx_tp, dw_tp + V1 * C, x, w + V1 * C, tg, lse, dloss, N, C, V1,
-                              V - V1, chunk, ws, g));
+                              V - V1, chunk, ws, 0, g));
         double eg = fmax(kc_rel_err(dx_tp, dx_full, N * C), kc_rel_err(dw_tp, dw_full, V * C));
         CHECK(eg < 2e-6, "twin %d: sliced gradients rel err %.3g", k, eg);
         free(dx_full), free(dx_tp), free(dw_full), free(dw_tp);
@@ -258,7 +258,7 @@ TEST(lmhead_results_do_not_depend_on_thread_count)
                 for (int64_t n = 0; n < N; n++)
                     lse[n] = st[k][n] + logf(st[k][N + n]);
                 CHECK_OK(pl_cpu_lmhead_bwd(dx[k], dw[k], x, w, tg, lse, dloss, N, C, 0, V, chunk,
-                                           ws, g));
+                                           ws, 0, g));
             }
             pl_gemm_free(g);
         });
@@ -269,6 +269,47 @@ TEST(lmhead_results_do_not_depend_on_thread_count)
     for (int k = 0; k < 2; k++)
         free(st[k]), free(dx[k]), free(dw[k]);
     free(x), free(w), free(dloss), free(dx0), free(dw0), free(tg), free(ws);
+}
+
+/* With the whole slice in one chunk, the backward that takes the logits the
+ * stats pass left in the workspace gives the same bits as the one that
+ * recomputes them (the same GEMM primitive makes the same logits); asking
+ * for kept logits with a smaller chunk is refused. */
+TEST(lmhead_kept_logits_give_the_recomputed_gradients_bit_for_bit)
+{
+    const int64_t N = 70, C = 64, V = 1000;
+    const int64_t chunks[2] = {1000, 1024};
+    float *x = kc_random(N * C, -1, 1), *w = kc_random(V * C, -0.5, 0.5), *dloss = kc_random(N, -1, 1);
+    float *dx0 = kc_random(N * C, -1, 1), *dw0 = kc_random(V * C, -1, 1);
+    int32_t *tg = random_targets(N, V);
+    pl_gemm *g = NULL;
+    CHECK_OK(pl_gemm_init(&g));
+    for (int c = 0; c < 2 && g; c++) {
+        const int64_t chunk = chunks[c];
+        float *ws = kc_floats((int64_t)pl_lmhead_workspace(N, chunk));
+        float *st = kc_floats(4 * N), *lse = st + 3 * N, *dx[2], *dw[2];
+        CHECK_OK(pl_cpu_lmhead_stats(st, st + N, st + 2 * N, x, w, tg, N, C, 0, V, chunk, ws, g));
+        for (int64_t n = 0; n < N; n++)
+            lse[n] = st[n] + logf(st[N + n]);
+        for (int kept = 1; kept >= 0; kept--) { /* kept first: the workspace holds the logits */
+            dx[kept] = kc_copy(dx0, N * C), dw[kept] = kc_copy(dw0, V * C);
+            CHECK_OK(pl_cpu_lmhead_bwd(dx[kept], dw[kept], x, w, tg, lse, dloss, N, C, 0, V, chunk,
+                                       ws, kept, g));
+        }
+        CHECK(kc_same_bits(dx[0], dx[1], N * C), "chunk %lld: dx differs with kept logits",
+              (long long)chunk);
+        CHECK(kc_same_bits(dw[0], dw[1], V * C), "chunk %lld: dw differs with kept logits",
+              (long long)chunk);
+        CHECK(!kc_same_bits(dx[1], dx0, N * C), "chunk %lld: dx unchanged", (long long)chunk);
+        free(ws), free(st), free(dx[0]), free(dx[1]), free(dw[0]), free(dw[1]);
+    }
+    float *ws = kc_floats((int64_t)pl_lmhead_workspace(N, 512)), *lse = kc_floats(N);
+    pl_status st = g ? pl_cpu_lmhead_bwd(dx0, dw0, x, w, tg, lse, dloss, N, C, 0, V, 512, ws, 1, g)
+                     : PL_OK;
+    CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "logits_kept"),
+          "kept logits with chunk 512 < V 1000: status %d (%s)", st, pl_error_msg());
+    pl_gemm_free(g);
+    free(x), free(w), free(dloss), free(dx0), free(dw0), free(tg), free(ws), free(lse);
 }
 
 TEST(lmhead_rejects_a_zero_chunk)
@@ -292,6 +333,7 @@ int main(void)
         RUN(lmhead_backward_matches_finite_differences_for_x_and_w);
         RUN(lmhead_vocab_parallel_slices_combine_to_the_full_vocabulary);
         RUN(lmhead_results_do_not_depend_on_thread_count);
+        RUN(lmhead_kept_logits_give_the_recomputed_gradients_bit_for_bit);
         RUN(lmhead_rejects_a_zero_chunk);
         kc_print_notes();
     }

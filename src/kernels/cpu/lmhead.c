@@ -8,7 +8,10 @@
  *   bwd:   the logits become dlogits = (exp(l - lse) - onehot) * dloss in
  *          place, and two GEMMs add dx += dlogits . w_chunk and
  *          dw_chunk += dlogits^T . x.
- * The workspace is N * chunk floats: logits (N, V) never exist whole. Each
+ * The workspace is N * chunk floats: logits (N, V) never exist whole unless
+ * chunk >= V, when the stats pass leaves them all there and the backward may
+ * take them (logits_kept) instead of recomputing: then dlogits are formed in
+ * place and dx, dw are one GEMM each over the whole vocabulary slice. Each
  * chunk shape (full, and the last one if V % chunk != 0) is a cached GEMM
  * primitive, created on the first call. Row work is independent per row and
  * the GEMMs run serially in chunk order, so results do not depend on the
@@ -83,17 +86,23 @@ pl_status pl_cpu_lmhead_stats(float *row_max, float *row_sumexp, float *target_l
 pl_status pl_cpu_lmhead_bwd(float *dx, float *dw, const float *x, const float *w,
                             const int32_t *targets, const float *lse, const float *dloss,
                             int64_t N, int64_t C, int64_t v0, int64_t V, int64_t chunk,
-                            float *workspace, pl_gemm *g)
+                            float *workspace, int logits_kept, pl_gemm *g)
 {
     PL_DISPATCH_RET(lmhead_bwd, dx, dw, x, w, targets, lse, dloss, N, C, v0, V, chunk, workspace,
-                    g);
+                    logits_kept, g);
     pl_status st = check("lmhead_bwd", N, C, V, chunk);
+    if (st == PL_OK && logits_kept && chunk < V)
+        st = pl_errorf(PL_ERR_ARG,
+                       "lmhead_bwd: logits_kept needs the whole slice in one chunk (chunk %lld < "
+                       "V %lld)",
+                       (long long)chunk, (long long)V);
     if (st != PL_OK || N == 0)
         return st;
     for (int64_t c0 = 0; c0 < V; c0 += chunk) {
         const int64_t cs = V - c0 < chunk ? V - c0 : chunk;
         const float *wc = w + c0 * C;
-        st = pl_gemm_run(g, 0, 1, N, cs, C, x, C, wc, C, 0.0f, workspace, chunk);
+        if (!logits_kept)
+            st = pl_gemm_run(g, 0, 1, N, cs, C, x, C, wc, C, 0.0f, workspace, chunk);
         if (st == PL_OK) {
 #pragma omp parallel for schedule(static) if (N * cs > 32768)
             for (int64_t n0 = 0; n0 < N; n0 += LM_ROWS) {

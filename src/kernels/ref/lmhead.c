@@ -43,9 +43,9 @@ pl_status pl_ref_lmhead_stats(float *row_max, float *row_sumexp, float *target_l
 pl_status pl_ref_lmhead_bwd(float *dx, float *dw, const float *x, const float *w,
                             const int32_t *targets, const float *lse, const float *dloss,
                             int64_t N, int64_t C, int64_t v0, int64_t V, int64_t chunk,
-                            float *workspace, pl_gemm *g)
+                            float *workspace, int logits_kept, pl_gemm *g)
 {
-    (void)workspace, (void)g;
+    (void)workspace, (void)logits_kept, (void)g;
     if (chunk < 1 || V < 1)
         return pl_errorf(PL_ERR_ARG, "lmhead_bwd: chunk %lld and V %lld must be >= 1",
                          (long long)chunk, (long long)V);

@@ -93,9 +93,9 @@ pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, co
 pl_status pl_tp_lmhead_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dwte, const float *x,
                            const float *wte, const int32_t *targets, const float *lse,
                            const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
-                           int64_t chunk, float *workspace)
+                           int64_t chunk, float *workspace, int logits_kept)
 {
     pl_status st = pl_cpu_lmhead_bwd(dx, dwte, x, wte, targets, lse, dloss, N, C, v0, V, chunk,
-                                     workspace, g);
+                                     workspace, logits_kept, g);
     return st ? st : tp_sum(tp, dx, N * C);
 }

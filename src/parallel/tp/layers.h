@@ -51,10 +51,11 @@ pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, co
                             const float *wte, const int32_t *targets, int64_t N, int64_t C,
                             int64_t v0, int64_t V, int64_t chunk, float *workspace, float *rows);
 /* dx (N, C) must be zero on entry (full gradient on exit); dwte added into.
- * dloss (N): d objective / d loss[n]. */
+ * dloss (N): d objective / d loss[n]. logits_kept: the workspace still holds
+ * the logits pl_tp_lmhead_loss left there with chunk >= V (kernels.h). */
 pl_status pl_tp_lmhead_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dwte, const float *x,
                            const float *wte, const int32_t *targets, const float *lse,
                            const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
-                           int64_t chunk, float *workspace);
+                           int64_t chunk, float *workspace, int logits_kept);
 
 #endif
