@@ -20,9 +20,11 @@ build/plait preprocess --input "$OUT/kjv.jsonl" --json-keys text "${GPT2[@]}" --
     --workers 2 --output-prefix "$OUT/kjv"
 build/plait data inspect "$OUT/kjv_text_document" "${GPT2[@]}"
 echo "== 2. train a small GPT (examples/gpt_kjv_small.json)"
-rm -rf "$OUT/ckpt"
+rm -rf "$OUT/ckpt" "$OUT/metrics.jsonl"
 build/plait train --config examples/gpt_kjv_small.json "${GPT2[@]}" \
-    --data-path "$OUT/kjv_text_document" --save "$OUT/ckpt" --data-cache-path "$OUT/cache"
+    --data-path "$OUT/kjv_text_document" --save "$OUT/ckpt" --data-cache-path "$OUT/cache" \
+    --metrics-file "$OUT/metrics.jsonl"
+/usr/bin/python3 scripts/plot.py loss "$OUT/metrics.jsonl" -o "$OUT/loss.png"
 echo "== 3. generate from the checkpoint"
 build/plait generate --load "$OUT/ckpt" --prompt "And God said," --max-new-tokens 60 \
     --temperature 0.8 --top-k 40 --seed 1

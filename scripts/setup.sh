@@ -16,9 +16,10 @@ DATA=${PLAIT_DATA:-$PWD/data}
 
 # libopenblas0-pthread: the BLAS Debian's python3-torch then uses; without it torch falls
 # back to the reference BLAS (~6 GFLOP/s here) and the PyTorch comparisons mean nothing.
+# python3-matplotlib: scripts/plot.py (loss curves, benchmark charts).
 PACKAGES=(build-essential clang libclang-rt-14-dev pkg-config libutf8proc-dev libcjson-dev
           libdnnl-dev libopenmpi-dev openmpi-bin mpich libmpich-dev
-          python3 python3-numpy python3-torch libopenblas0-pthread bible-kjv nodejs npm
+          python3 python3-numpy python3-torch python3-matplotlib libopenblas0-pthread bible-kjv nodejs npm
           slurmctld slurmd slurm-client munge iproute2)
 
 die() { echo "setup: error: $*" >&2; exit 1; }

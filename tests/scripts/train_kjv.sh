@@ -49,4 +49,9 @@ print(a, b)
 sys.exit(not (len(a) == len(b) == 11 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b))))"
 check_fails "an unknown --lm-head-logits value is refused" "--lm-head-logits.*recompute\|keep" \
     "$PLAIT" train "${short[@]}" --lm-head-logits store
+check "scripts/plot.py draws the loss curves as a PNG" bash -c \
+    "/usr/bin/python3 '$ROOT/scripts/plot.py' loss '$TMP/m.jsonl' '$TMP/lm_keep.jsonl' -o '$TMP/loss.png' &&
+     head -c 8 '$TMP/loss.png' | od -An -tx1 | grep -q '89 50 4e 47 0d 0a 1a 0a'"
+check_fails "scripts/plot.py names a metrics file without losses" "has no lm_loss" \
+    /usr/bin/python3 "$ROOT/scripts/plot.py" loss /dev/null -o "$TMP/none.png"
 summary train_kjv
