@@ -6,6 +6,9 @@
 #include "test.h"
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct demo_opts {
@@ -150,6 +153,55 @@ TEST(growable_arrays_keep_contents_when_growth_fails)
     pl_bytes_free(&b);
 }
 
+/* VmFlags of the mapping that holds address a (/proc/self/smaps), or "" */
+static void vm_flags_of(const void *a, char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int inside = 0;
+    out[0] = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = (uintptr_t)a >= lo && (uintptr_t)a < hi;
+        else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, cap, "%s", line + 8);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
+/* Blocks of 8 MiB and more are advised onto transparent huge pages (the
+ * mapping's VmFlags show "hg"); small ones and PLAIT_THP=0 are left alone. */
+TEST(large_blocks_are_advised_onto_huge_pages)
+{
+    char flags[512], mode[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        if (!fgets(mode, sizeof mode, f))
+            mode[0] = 0;
+        fclose(f);
+    }
+    if (!strstr(mode, "[madvise]") && !strstr(mode, "[always]")) {
+        printf("# transparent huge pages are off here (%s): nothing to check\n", mode);
+        return;
+    }
+    size_t big = (size_t)64 << 20;
+    char *p = pl_malloc(big);
+    CHECK(p != NULL, "64 MiB block");
+    if (!p)
+        return;
+    vm_flags_of(p + big / 2, flags, sizeof flags);
+    CHECK(strstr(flags, " hg") != NULL, "64 MiB block not advised: VmFlags%s", flags);
+    pl_free(p);
+    char *q = pl_calloc(16, (size_t)1 << 20);
+    vm_flags_of(q ? q + (8 << 20) : NULL, flags, sizeof flags);
+    CHECK(q && strstr(flags, " hg") != NULL, "16 MiB calloc block not advised: VmFlags%s", flags);
+    pl_free(q);
+}
+
 int main(void)
 {
     RUN(options_apply_defaults_and_parse_every_type);
@@ -157,5 +209,6 @@ int main(void)
     RUN(alloc_hook_fails_on_request_and_counts_live_blocks);
     RUN(wfile_is_invisible_until_commit_and_abort_leaves_nothing);
     RUN(growable_arrays_keep_contents_when_growth_fails);
+    RUN(large_blocks_are_advised_onto_huge_pages);
     return test_summary("base");
 }
