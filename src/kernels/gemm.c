@@ -9,6 +9,14 @@
  * user mode: one buffer, owned here, sized for the largest primitive, shared
  * by all (executions are serial on the one stream).
  *
+ * Reduced precision (pl_gemm_set_precision): in bf16 mode a run first
+ * rounds op(A) and op(B) to bf16 into compact buffers owned here
+ * (pl_cpu_f32_to_bf16, rows in parallel) and runs a bf16 x bf16 -> f32 matmul
+ * on them; in fp16 mode it rounds them through fp16 (pl_cpu_round_fp16) and
+ * runs the fp32 matmul on the rounded values. The primitive's key then holds
+ * the compact strides, not the caller's. The conversion buffer grows when a
+ * larger shape is prepared or first run, like the scratchpad.
+ *
  * Not thread-safe: one pl_gemm per calling thread. oneDNN parallelizes each
  * matmul itself with the same OpenMP pool as the rest of the kernels; call
  * pl_gemm_run from serial code, not from inside an OpenMP parallel region. */
@@ -24,7 +32,7 @@
 
 typedef struct gemm_key {
     int64_t M, N, K, lda, ldb, ldc;
-    int ta, tb, beta;
+    int ta, tb, beta, prec;
 } gemm_key;
 
 typedef struct gemm_entry {
@@ -42,6 +50,10 @@ struct pl_gemm {
     void *scratch_raw; /* pl_malloc'd, scratch_size + 64 bytes */
     void *scratch;     /* scratch_raw aligned to 64 bytes */
     size_t scratch_size;
+    pl_gemm_precision prec;
+    void *conv_raw; /* operand conversion buffer (reduced modes), conv_size + 64 bytes */
+    void *conv;     /* conv_raw aligned to 64 bytes */
+    size_t conv_size;
 };
 
 #define GEMM_SCRATCH_ALIGN 64
@@ -113,6 +125,7 @@ void pl_gemm_free(pl_gemm *g)
                 entry_release(&g->table[i]);
     pl_free(g->table);
     pl_free(g->scratch_raw);
+    pl_free(g->conv_raw);
     if (g->stream)
         dnnl_stream_destroy(g->stream);
     if (g->engine)
@@ -123,9 +136,9 @@ void pl_gemm_free(pl_gemm *g)
 static uint64_t key_hash(const gemm_key *k)
 {
     /* FNV-1a over the fields (not the padding). */
-    int64_t f[9] = {k->M, k->N, k->K, k->lda, k->ldb, k->ldc, k->ta, k->tb, k->beta};
+    int64_t f[10] = {k->M, k->N, k->K, k->lda, k->ldb, k->ldc, k->ta, k->tb, k->beta, k->prec};
     uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         uint64_t v = (uint64_t)f[i];
         for (int b = 0; b < 8; b++) {
             h ^= (v >> (8 * b)) & 0xffu;
@@ -139,7 +152,7 @@ static int key_eq(const gemm_key *a, const gemm_key *b)
 {
     return a->M == b->M && a->N == b->N && a->K == b->K && a->lda == b->lda &&
            a->ldb == b->ldb && a->ldc == b->ldc && a->ta == b->ta && a->tb == b->tb &&
-           a->beta == b->beta;
+           a->beta == b->beta && a->prec == b->prec;
 }
 
 /* The slot holding k, or the empty slot where it would go. */
@@ -170,11 +183,11 @@ static pl_status table_grow(pl_gemm *g)
 /* A 2-D fp32 descriptor of logical shape (rows, cols): row-major with row
  * stride ld, or, if trans, the transpose of a row-major (cols, rows) array. */
 static dnnl_status_t md_2d(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int trans,
-                           int64_t ld)
+                           int64_t ld, dnnl_data_type_t dt)
 {
     dnnl_dims_t dims = {rows, cols};
     dnnl_dims_t strides = {trans ? 1 : ld, trans ? ld : 1};
-    return dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides);
+    return dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides);
 }
 
 static pl_status entry_create(pl_gemm *g, gemm_entry *e, const gemm_key *k)
@@ -197,9 +210,10 @@ static pl_status entry_create(pl_gemm *g, gemm_entry *e, const gemm_key *k)
         if (s != dnnl_success)                                                                     \
             goto dnnl_failed;                                                                      \
     } while (0)
-    DNNL_TRY(md_2d(&amd, k->M, k->K, k->ta, k->lda));
-    DNNL_TRY(md_2d(&bmd, k->K, k->N, k->tb, k->ldb));
-    DNNL_TRY(md_2d(&cmd, k->M, k->N, 0, k->ldc));
+    dnnl_data_type_t in = k->prec == PL_GEMM_BF16 ? dnnl_bf16 : dnnl_f32;
+    DNNL_TRY(md_2d(&amd, k->M, k->K, k->ta, k->lda, in));
+    DNNL_TRY(md_2d(&bmd, k->K, k->N, k->tb, k->ldb, in));
+    DNNL_TRY(md_2d(&cmd, k->M, k->N, 0, k->ldc, dnnl_f32));
     DNNL_TRY(dnnl_matmul_desc_init(&desc, &amd, &bmd, NULL, &cmd));
     DNNL_TRY(dnnl_primitive_attr_create(&attr));
     DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
@@ -293,15 +307,79 @@ static gemm_key make_key(int ta, int tb, int64_t M, int64_t N, int64_t K, int64_
     return k;
 }
 
+/* Bytes of one element of a converted operand, 0 in fp32 mode. */
+static size_t conv_elem(pl_gemm_precision p)
+{
+    return p == PL_GEMM_BF16 ? 2 : p == PL_GEMM_FP16 ? 4 : 0;
+}
+
+static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* The key of a shape in the context's mode: reduced modes run on compact
+ * copies of op(A) (lda = M if ta else K) and op(B) (ldb = K if tb else N). */
+static gemm_key mode_key(const pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                         int64_t lda, int64_t ldb, int64_t ldc, float beta)
+{
+    if (g->prec != PL_GEMM_FP32) {
+        lda = ta ? M : K;
+        ldb = tb ? K : N;
+    }
+    gemm_key k = make_key(ta, tb, M, N, K, lda, ldb, ldc, beta);
+    k.prec = (int)g->prec;
+    return k;
+}
+
+/* Grows the conversion buffer to hold both operands of an M x N x K product. */
+static pl_status conv_reserve(pl_gemm *g, int64_t M, int64_t N, int64_t K)
+{
+    size_t e = conv_elem(g->prec);
+    if (!e)
+        return PL_OK;
+    size_t need = align64((size_t)M * (size_t)K * e) + align64((size_t)K * (size_t)N * e);
+    if (need <= g->conv_size)
+        return PL_OK;
+    void *raw = pl_malloc(need + 64);
+    if (!raw)
+        return pl_errorf(PL_ERR_NOMEM, "gemm: out of memory for %zu bytes of %s operands", need,
+                         pl_gemm_precision_name(g->prec));
+    pl_free(g->conv_raw);
+    g->conv_raw = raw;
+    g->conv = (void *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    g->conv_size = need;
+    return PL_OK;
+}
+
+void pl_gemm_set_precision(pl_gemm *g, pl_gemm_precision p) { g->prec = p; }
+
+pl_gemm_precision pl_gemm_get_precision(const pl_gemm *g) { return g->prec; }
+
+const char *pl_gemm_precision_name(pl_gemm_precision p)
+{
+    return p == PL_GEMM_BF16 ? "bf16" : p == PL_GEMM_FP16 ? "fp16" : "fp32";
+}
+
+size_t pl_gemm_convert_bytes(const pl_gemm *g) { return g->conv_size; }
+
+/* Converts the rows x cols operand at src (row stride ld) into dst, compact. */
+static void convert(pl_gemm_precision p, void *dst, const float *src, int64_t rows, int64_t cols,
+                    int64_t ld)
+{
+    if (p == PL_GEMM_BF16)
+        pl_cpu_f32_to_bf16(dst, src, rows, cols, ld);
+    else
+        pl_cpu_round_fp16(dst, src, rows, cols, ld);
+}
+
 pl_status pl_gemm_prepare(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t K,
                           int64_t lda, int64_t ldb, int64_t ldc, float beta)
 {
     pl_status st = check_args(ta, tb, M, N, K, lda, ldb, ldc, beta);
     if (st != PL_OK || M == 0 || N == 0 || K == 0)
         return st;
-    gemm_key k = make_key(ta, tb, M, N, K, lda, ldb, ldc, beta);
+    gemm_key k = mode_key(g, ta, tb, M, N, K, lda, ldb, ldc, beta);
     gemm_entry *e;
-    return lookup(g, &k, &e);
+    st = conv_reserve(g, M, N, K);
+    return st ? st : lookup(g, &k, &e);
 }
 
 pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t K,
@@ -317,11 +395,21 @@ pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t 
                 memset(C + i * ldc, 0, (size_t)N * sizeof *C);
         return PL_OK;
     }
-    gemm_key k = make_key(ta, tb, M, N, K, lda, ldb, ldc, beta);
+    gemm_key k = mode_key(g, ta, tb, M, N, K, lda, ldb, ldc, beta);
     gemm_entry *e;
     st = lookup(g, &k, &e);
+    if (st == PL_OK)
+        st = conv_reserve(g, M, N, K);
     if (st != PL_OK)
         return st;
+    if (g->prec != PL_GEMM_FP32) {
+        /* op(A) is stored as (ta ? K x M : M x K), op(B) as (tb ? N x K : K x N) */
+        char *ca = g->conv, *cb = ca + align64((size_t)M * (size_t)K * conv_elem(g->prec));
+        convert(g->prec, ca, A, ta ? K : M, ta ? M : K, lda);
+        convert(g->prec, cb, B, tb ? N : K, tb ? K : N, ldb);
+        A = (const float *)(const void *)ca;
+        B = (const float *)(const void *)cb;
+    }
     dnnl_status_t s;
     if ((s = dnnl_memory_set_data_handle(e->a, (void *)A)) != dnnl_success ||
         (s = dnnl_memory_set_data_handle(e->b, (void *)B)) != dnnl_success ||

@@ -47,6 +47,25 @@ pl_status pl_gemm_prepare(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int6
 pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t K,
                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                       float *C, int64_t ldc);
+/* Precision of the products (the context's mode, fp32 by default):
+ *   PL_GEMM_FP32  fp32 operands, fp32 accumulation.
+ *   PL_GEMM_BF16  A and B rounded to bf16 (nearest even) into scratch owned by
+ *                 the context, multiplied by oneDNN's bf16 x bf16 -> f32 matmul
+ *                 (fp32 accumulation); C stays fp32 with the same beta semantics.
+ *   PL_GEMM_FP16  A and B rounded to fp16 (nearest even, beyond 65504 -> Inf)
+ *                 and multiplied in fp32: the products of fp16 values are exact
+ *                 in fp32, so this is fp16 x fp16 -> fp32 arithmetic on a CPU
+ *                 without fp16 matrix instructions.
+ * The reduced modes convert op(A) and op(B) into compact buffers, so their
+ * primitives do not depend on lda/ldb. Set it before the step loop; a mode's
+ * scratch (pl_gemm_convert_bytes) grows when a larger shape is prepared or run. */
+typedef enum pl_gemm_precision { PL_GEMM_FP32 = 0, PL_GEMM_BF16 = 1, PL_GEMM_FP16 = 2 } pl_gemm_precision;
+void pl_gemm_set_precision(pl_gemm *g, pl_gemm_precision p);
+pl_gemm_precision pl_gemm_get_precision(const pl_gemm *g);
+/* "fp32", "bf16" or "fp16". */
+const char *pl_gemm_precision_name(pl_gemm_precision p);
+/* Bytes of operand-conversion scratch the context holds (0 in fp32 mode). */
+size_t pl_gemm_convert_bytes(const pl_gemm *g);
 /* Naive triple loop with the same contract (the reference twin). */
 void pl_ref_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
@@ -77,6 +96,19 @@ const char *pl_cpu_isa_name(pl_isa isa);
 #define PL_KERNEL_ST(name, ...)                                                                    \
     pl_status pl_ref_##name(__VA_ARGS__);                                                          \
     pl_status pl_cpu_##name(__VA_ARGS__)
+
+/* ---- precision conversion ---------------------------------------------------
+ * Scalar conversions (round to nearest, ties to even; NaN stays NaN, quiet; Inf
+ * stays Inf; fp16 overflows to Inf from 65520 up and has denormals down to
+ * 2^-24; bf16 rounds fp32 denormals like any other value). */
+uint16_t pl_ref_bf16_from_f32(float f);
+float pl_ref_bf16_to_f32(uint16_t h);
+uint16_t pl_ref_fp16_from_f32(float f);
+float pl_ref_fp16_to_f32(uint16_t h);
+/* dst (rows, cols) compact = bf16 of src (rows, cols) with row stride lds. */
+PL_KERNEL(f32_to_bf16, uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t lds);
+/* dst (rows, cols) compact = src rounded to fp16 and back to fp32, src row stride lds. */
+PL_KERNEL(round_fp16, float *dst, const float *src, int64_t rows, int64_t cols, int64_t lds);
 
 /* ---- embeddings --------------------------------------------------------- */
 

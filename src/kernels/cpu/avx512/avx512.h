@@ -36,6 +36,8 @@
 #define pl_cpu_lmhead_bwd pl_avx512_lmhead_bwd
 #define pl_cpu_adamw pl_avx512_adamw
 #define pl_cpu_sumsq pl_avx512_sumsq
+#define pl_cpu_f32_to_bf16 pl_avx512_f32_to_bf16
+#define pl_cpu_round_fp16 pl_avx512_round_fp16
 #else
 #define PL_AVX512_TU 0
 #endif

@@ -1,0 +1,67 @@
+/* Fast twins: fp32 matrices to bf16, and rounded through fp16, for the GEMM's
+ * reduced-precision modes (gemm.c converts its operands with these).
+ *
+ * Rows in parallel (OpenMP), each row one vectorized loop. bf16 rounding is
+ * integer arithmetic on the bit pattern (round to nearest even: add 0x7fff
+ * plus the lowest kept bit, keep the top half; NaN made quiet), which GCC
+ * vectorizes in both builds; it is exactly the reference's function, so the
+ * twins agree bit for bit, denormals included. AVX512-BF16's VCVTNE2PS2BF16
+ * is not used: it treats denormal inputs as zero (so it would not be the
+ * reference's function), needs a CPU feature beyond this build's AVX-512
+ * level, and the conversion is memory-bound, so it would not be faster.
+ * fp16: the AVX-512 build uses VCVTPS2PH / VCVTPH2PS (AVX512F, round to
+ * nearest even; beyond 65504 gives Inf); the portable build the scalar
+ * reference function. Both leave the values in fp32 storage: products of two
+ * fp16 values (11-bit significands) are exact in fp32. */
+#include "kernels/kernels.h"
+
+#include "kernels/cpu/simd.h"
+
+#include <string.h>
+
+/* Parallel over rows only above this many elements. */
+#define CONV_PAR_MIN 65536
+
+void pl_cpu_f32_to_bf16(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t lds)
+{
+    PL_DISPATCH(f32_to_bf16, dst, src, rows, cols, lds);
+#pragma omp parallel for schedule(static) if (rows * cols > CONV_PAR_MIN && rows > 1)
+    for (int64_t i = 0; i < rows; i++) {
+        const float *restrict s = src + i * lds;
+        uint16_t *restrict d = dst + i * cols;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++) {
+            uint32_t u;
+            memcpy(&u, &s[j], sizeof u);
+            uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+            uint32_t q = (u >> 16) | 0x40u;
+            d[j] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+        }
+    }
+}
+
+void pl_cpu_round_fp16(float *dst, const float *src, int64_t rows, int64_t cols, int64_t lds)
+{
+    PL_DISPATCH(round_fp16, dst, src, rows, cols, lds);
+#pragma omp parallel for schedule(static) if (rows * cols > CONV_PAR_MIN && rows > 1)
+    for (int64_t i = 0; i < rows; i++) {
+        const float *s = src + i * lds;
+        float *d = dst + i * cols;
+        int64_t j = 0;
+#if defined(__AVX512F__)
+        for (; j + 16 <= cols; j += 16)
+            _mm512_storeu_ps(d + j, _mm512_cvtph_ps(_mm512_cvtps_ph(
+                                        _mm512_loadu_ps(s + j),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        if (j < cols) {
+            __mmask16 k = (__mmask16)((1u << (cols - j)) - 1u);
+            _mm512_mask_storeu_ps(d + j, k, _mm512_cvtph_ps(_mm512_cvtps_ph(
+                                                _mm512_maskz_loadu_ps(k, s + j),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+            j = cols;
+        }
+#endif
+        for (; j < cols; j++)
+            d[j] = pl_ref_fp16_to_f32(pl_ref_fp16_from_f32(s[j]));
+    }
+}
