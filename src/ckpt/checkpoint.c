@@ -137,6 +137,12 @@ static cJSON *manifest_json(const pl_gpt_config *cfg, const pl_ckpt_meta *m, con
     jnum(opt, "beta2", m->beta2, &b);
     jnum(opt, "eps", m->eps, &b);
     jnum(opt, "weight_decay", m->weight_decay, &b);
+    if (m->has_loss_scaler) {
+        cJSON *gs = jobj(opt, "grad_scaler", &b);
+        jnum(gs, "scale", m->loss_scale, &b);
+        jnum(gs, "growth_tracker", (double)m->growth_tracker, &b);
+        jnum(gs, "hysteresis_tracker", (double)m->hysteresis_tracker, &b);
+    }
     cJSON *tok = jobj(root, "tokenizer", &b);
     jstr(tok, "type", m->tokenizer_type, &b);
     jstr(tok, "vocab_file", m->vocab_file, &b);
@@ -407,6 +413,13 @@ static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_gpt_confi
     meta->beta2 = num(opt, "beta2", &ok);
     meta->eps = num(opt, "eps", &ok);
     meta->weight_decay = num(opt, "weight_decay", &ok);
+    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(opt, "grad_scaler");
+    if (gs) { /* optional: only fp16 runs save it */
+        meta->has_loss_scaler = 1;
+        meta->loss_scale = num(gs, "scale", &ok);
+        meta->growth_tracker = (int64_t)num(gs, "growth_tracker", &ok);
+        meta->hysteresis_tracker = (int64_t)num(gs, "hysteresis_tracker", &ok);
+    }
     meta->schedule.max_lr = num(sch, "max_lr", &ok);
     meta->schedule.min_lr = num(sch, "min_lr", &ok);
     meta->schedule.init_lr = num(sch, "init_lr", &ok);

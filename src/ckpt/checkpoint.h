@@ -38,6 +38,10 @@ typedef struct pl_ckpt_meta {
     int tp, pp, dp;
     const char *tokenizer_type, *vocab_file, *merge_file; /* for generate; may be NULL */
     const char *data_hash; /* identity of the training data, may be NULL */
+    /* fp16 loss scaler (Megatron's grad_scaler state); has_loss_scaler 0: none saved */
+    int has_loss_scaler;
+    double loss_scale;
+    int64_t growth_tracker, hysteresis_tracker;
 } pl_ckpt_meta;
 
 /* A DP rank's ZeRO optimizer shard: flat elements [lo, lo + count) of the buffer

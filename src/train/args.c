@@ -52,6 +52,22 @@ static const pl_option train_options[] = {
     {"--deepspeed_config", PL_OPT_STRING, NULL, F(deepspeed_config),
      "DeepSpeed JSON: batch sizes, zero_optimization.stage, gradient_clipping, optimizer, "
      "scheduler, bf16/fp16", NULL, 0},
+    /* mixed precision */
+    {"--bf16", PL_OPT_BOOL, NULL, F(bf16),
+     "matrix products in bf16 with fp32 accumulation; fp32 master weights, gradients, all-reduce",
+     NULL, 0},
+    {"--fp16", PL_OPT_BOOL, NULL, F(fp16),
+     "matrix products on fp16-rounded inputs (fp32 accumulation) with loss scaling", NULL, 0},
+    {"--loss-scale", PL_OPT_FLOAT, NULL, F(loss_scale),
+     "static loss scale for --fp16 (default: dynamic scaling)", NULL, 0},
+    {"--initial-loss-scale", PL_OPT_FLOAT, "4294967296", F(initial_loss_scale),
+     "initial dynamic loss scale (--fp16)", NULL, 0},
+    {"--min-loss-scale", PL_OPT_FLOAT, "1", F(min_loss_scale), "minimum dynamic loss scale (--fp16)",
+     NULL, 0},
+    {"--loss-scale-window", PL_OPT_INT, "1000", F(loss_scale_window),
+     "iterations without overflow before the dynamic loss scale doubles (--fp16)", NULL, 0},
+    {"--hysteresis", PL_OPT_INT, "2", F(hysteresis),
+     "overflows tolerated before the dynamic loss scale halves (--fp16)", NULL, 0},
     /* batch and iterations */
     {"--micro-batch-size", PL_OPT_INT, "1", F(micro_batch_size), "samples per micro-batch per rank", NULL, 0},
     {"--global-batch-size", PL_OPT_INT, NULL, F(global_batch_size),
@@ -233,6 +249,33 @@ static pl_status resolve_zero_stage(pl_train_args *a)
     return PL_OK;
 }
 
+/* --bf16 / --fp16 and the loss-scaling flags (Megatron's arguments.py checks). */
+static pl_status validate_precision(const pl_train_args *a)
+{
+    static const char *const scaler_flags[] = {"--loss-scale", "--initial-loss-scale",
+                                               "--min-loss-scale", "--loss-scale-window",
+                                               "--hysteresis"};
+    if (a->bf16 && a->fp16)
+        return pl_errorf(PL_ERR_ARG, "plait train: --bf16 and --fp16 exclude each other");
+    for (size_t i = 0; i < sizeof scaler_flags / sizeof *scaler_flags; i++)
+        if (!a->fp16 && pl_train_args_given(a, scaler_flags[i]))
+            return pl_errorf(PL_ERR_ARG, "plait train: %s applies only with --fp16 (%s)",
+                             scaler_flags[i],
+                             a->bf16 ? "bf16 needs no loss scaling" : "training runs in fp32");
+    if (pl_train_args_given(a, "--loss-scale") && !(a->loss_scale > 0 && isfinite(a->loss_scale)))
+        return pl_errorf(PL_ERR_ARG, "plait train: --loss-scale must be positive and finite, got %g",
+                         a->loss_scale);
+    if (!(a->initial_loss_scale > 0 && isfinite(a->initial_loss_scale)) ||
+        !(a->min_loss_scale > 0) || a->min_loss_scale > a->initial_loss_scale)
+        return pl_errorf(PL_ERR_ARG, "plait train: need 0 < --min-loss-scale (%g) <= "
+                         "--initial-loss-scale (%g)", a->min_loss_scale, a->initial_loss_scale);
+    if (a->loss_scale_window < 1 || a->hysteresis < 1)
+        return pl_errorf(PL_ERR_ARG, "plait train: --loss-scale-window (%lld) and --hysteresis "
+                         "(%lld) must be at least 1", (long long)a->loss_scale_window,
+                         (long long)a->hysteresis);
+    return PL_OK;
+}
+
 static pl_status validate(pl_train_args *a)
 {
     pl_status st = PL_OK;
@@ -327,6 +370,7 @@ static pl_status validate(pl_train_args *a)
         if (!a->tokenizer_type)
             return pl_errorf(PL_ERR_ARG, "plait train: --tokenizer-type is required with --data-path");
     }
+    PL_TRY(validate_precision(a));
     if (pl_train_args_given(a, "--vocab-size") && a->vocab_size <= 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --vocab-size must be positive");
     return PL_OK;

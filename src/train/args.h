@@ -27,7 +27,11 @@ typedef struct pl_train_args {
     /* DeepSpeed batch keys (-1 when absent), resolved against the DP size at start */
     int64_t ds_train_batch, ds_micro_batch, ds_grad_accum;
     void *ds_json;                 /* the parsed DeepSpeed config; owns its strings */
-    char ds_values[16][40];        /* values the DeepSpeed config set, as flag text */
+    char ds_values[24][40];        /* values the DeepSpeed config set, as flag text */
+    /* mixed precision (Megatron's flags; docs/precision.md) */
+    int bf16, fp16;
+    double loss_scale, initial_loss_scale, min_loss_scale;
+    int64_t loss_scale_window, hysteresis;
     /* batch and iterations */
     int64_t micro_batch_size, global_batch_size, train_iters, train_samples;
     int64_t eval_interval, eval_iters, log_interval, exit_interval, max_skipped_steps;

@@ -141,6 +141,65 @@ fail:
     return st;
 }
 
+/* The bf16 and fp16 blocks (DeepSpeed's runtime/config.py): "enabled" selects
+ * --bf16 / --fp16; fp16's loss_scale (0 = dynamic), initial_scale_power
+ * (DeepSpeed's default 16, i.e. 2^16, unlike Megatron's 2^32),
+ * loss_scale_window, hysteresis and min_loss_scale map onto Megatron's flags.
+ * A block that is absent or not enabled is ignored, as DeepSpeed does. */
+static pl_status precision(ds_ctx *c, const cJSON *root)
+{
+    pl_train_args *a = c->a;
+    const char *cfg = a->deepspeed_config;
+    const cJSON *blk[2] = {cJSON_GetObjectItemCaseSensitive(root, "bf16"),
+                           cJSON_GetObjectItemCaseSensitive(root, "fp16")};
+    int on[2];
+    for (int k = 0; k < 2; k++)
+        on[k] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(blk[k], "enabled"));
+    if (on[0] && on[1])
+        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: bf16.enabled and fp16.enabled are both "
+                         "true", cfg);
+    static const char *const flag[2] = {"--bf16", "--fp16"};
+    for (int k = 0; k < 2; k++) {
+        if (!on[k])
+            continue;
+        if (pl_train_args_given(a, flag[!k]))
+            return pl_errorf(PL_ERR_ARG, "plait train: %s (command line or --config) conflicts "
+                             "with %s.enabled in --deepspeed_config %s", flag[!k], flag[k] + 2, cfg);
+        pl_status st = pl_options_set(&pl_train_cmd, a, flag[k], NULL, 0, a->given);
+        if (st)
+            return st;
+    }
+    if (!on[1])
+        return PL_OK;
+    const cJSON *f = blk[1];
+    pl_status st = PL_OK;
+    double v;
+    if (number(f, "loss_scale", &v) && v != 0) {
+        PL_TRY(ds_set(c, "--loss-scale", v, "fp16.loss_scale"));
+    } else if (number(f, "loss_scale", &v) && pl_train_args_given(a, "--loss-scale")) {
+        return pl_errorf(PL_ERR_ARG, "plait train: --loss-scale %g (command line or --config) "
+                         "conflicts with fp16.loss_scale 0 (dynamic) in --deepspeed_config %s",
+                         a->loss_scale, cfg);
+    }
+    if (number(f, "initial_scale_power", &v)) {
+        if (v != floor(v) || v < 0 || v > 126)
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: fp16.initial_scale_power must be "
+                             "an integer in 0..126", cfg);
+        PL_TRY(ds_set(c, "--initial-loss-scale", ldexp(1.0, (int)v), "fp16.initial_scale_power"));
+    } else if (!pl_train_args_given(a, "--initial-loss-scale")) {
+        PL_TRY(ds_set(c, "--initial-loss-scale", 65536.0,
+                      "fp16.initial_scale_power (DeepSpeed's default 16)"));
+    }
+    if (number(f, "loss_scale_window", &v))
+        PL_TRY(ds_set(c, "--loss-scale-window", v, "fp16.loss_scale_window"));
+    if (number(f, "hysteresis", &v))
+        PL_TRY(ds_set(c, "--hysteresis", v, "fp16.hysteresis"));
+    if (number(f, "min_loss_scale", &v))
+        PL_TRY(ds_set(c, "--min-loss-scale", v, "fp16.min_loss_scale"));
+fail:
+    return st;
+}
+
 pl_status pl_ds_config_apply(pl_train_args *a)
 {
     char *text = NULL;
@@ -158,14 +217,7 @@ pl_status pl_ds_config_apply(pl_train_args *a)
     a->ds_json = root;
     ds_ctx c = {a, 0};
     const char *cfg = a->deepspeed_config;
-    static const char *const precisions[2] = {"bf16", "fp16"};
-    for (int k = 0; k < 2; k++) {
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, precisions[k]);
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "enabled")))
-            return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: %s.enabled is true, but "
-                             "mixed precision is not implemented yet (plait trains in fp32)",
-                             cfg, precisions[k]);
-    }
+    PL_TRY(precision(&c, root));
     PL_TRY(batch_key(a, root, "train_batch_size", &a->ds_train_batch));
     PL_TRY(batch_key(a, root, "train_micro_batch_size_per_gpu", &a->ds_micro_batch));
     PL_TRY(batch_key(a, root, "gradient_accumulation_steps", &a->ds_grad_accum));

@@ -18,14 +18,16 @@ void pl_train_print_memory_plan(const pl_trainer *t)
     double act = (double)pl_gpt_activation_bytes(&t->model);
     double p = (double)t->state_bytes[0], g = (double)t->state_bytes[1];
     double o = (double)t->state_bytes[2], w = (double)t->work_bytes;
+    double cv = (double)pl_gemm_convert_bytes(t->gemm); /* bf16/fp16 GEMM operands */
     pl_zero_bytes f = pl_zero_model_bytes(t->stage, t->reg.numel, (int)t->dp);
     static const char *const formula[4] = {"16 B/param", "4 + 4 + 8/dp B/param",
                                            "4 + (4 + 8)/dp B/param", "16/dp B/param"};
     pl_log_info("memory plan (per rank, ZeRO stage %d, dp %lld): parameters %.3f MiB, gradients "
                 "%.3f MiB, optimizer (Adam m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
-                "activations and scratch %.1f MiB, total %.1f MiB",
+                "activations and scratch %.1f MiB, %s GEMM operands %.1f MiB, total %.1f MiB",
                 t->stage, (long long)t->dp, p / MiB, g / MiB, o / MiB, w / MiB, act / MiB,
-                (p + g + o + w + act) / MiB);
+                pl_gemm_precision_name(pl_gemm_get_precision(t->gemm)), cv / MiB,
+                (p + g + o + w + act + cv) / MiB);
     pl_log_info("model state (ZeRO formula %s): %.3f MiB planned, %.3f MiB by the formula "
                 "(the difference is padding to a multiple of dp)",
                 formula[t->stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
@@ -47,7 +49,16 @@ void pl_train_print_banner(const pl_trainer *t)
                 "dropout none (Megatron's default is 0.1)",
                 (long long)t->mbs, (long long)t->num_micro, (long long)t->dp, (long long)t->gbs,
                 (long long)t->train_iters);
-    pl_log_info("measured fp32 GEMM peak: %.1f GFLOP/s per rank", t->gemm_peak / 1e9);
+    pl_gemm_precision prec = pl_gemm_get_precision(t->gemm);
+    if (t->a->fp16)
+        pl_log_info("precision: fp16 (GEMM inputs rounded to fp16, fp32 products and "
+                    "accumulation), fp32 master weights, gradients and all-reduce; loss scale %s "
+                    "%g", t->scaler.dynamic ? "dynamic from" : "static", t->scaler.scale);
+    else
+        pl_log_info("precision: %s GEMMs with fp32 accumulation, fp32 master weights, gradients "
+                    "and all-reduce", pl_gemm_precision_name(prec));
+    pl_log_info("measured %s GEMM peak: %.1f GFLOP/s per rank", pl_gemm_precision_name(prec),
+                t->gemm_peak / 1e9);
 }
 
 static void format_eta(double seconds, char *buf, size_t n)
@@ -67,11 +78,15 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
     char eta[32];
     format_eta((double)(t->train_iters - t->iteration) * ms_iter / 1e3, eta, sizeof eta);
     if (pl_train_is_root(t)) {
+        char scale[48] = "";
+        if (t->a->fp16)
+            snprintf(scale, sizeof scale, " | loss scale: %.1f", r->loss_scale);
         pl_log_info(" iteration %8lld/%8lld | consumed samples: %10lld | lm loss: %.6E | lr: %.6E | "
-                    "grad norm: %.4f | %.1f ms/iter | %.0f tokens/s | MFU %.1f%% | ETA %s",
+                    "grad norm: %.4f%s | skipped: %lld | %.1f ms/iter | %.0f tokens/s | MFU %.1f%% "
+                    "| ETA %s",
                     (long long)t->iteration, (long long)t->train_iters,
-                    (long long)t->consumed_train, r->loss, r->lr, r->grad_norm, ms_iter, tokens_s,
-                    100 * mfu, eta);
+                    (long long)t->consumed_train, r->loss, r->lr, r->grad_norm, scale,
+                    (long long)t->skipped_total, ms_iter, tokens_s, 100 * mfu, eta);
         if (t->metrics) {
             char norm[32]; /* JSON has no NaN: a skipped step's norm is null */
             if (isfinite(r->grad_norm))
@@ -80,14 +95,15 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                 snprintf(norm, sizeof norm, "null");
             fprintf(t->metrics,
                     "{\"iteration\": %lld, \"consumed_samples\": %lld, \"lm_loss\": %.17g, "
-                    "\"lr\": %.9g, \"grad_norm\": %s, \"skipped\": %s, \"ms_per_iter\": %.3f, "
+                    "\"lr\": %.9g, \"grad_norm\": %s, \"skipped\": %s, \"loss_scale\": %.17g, "
+                    "\"skipped_total\": %lld, \"ms_per_iter\": %.3f, "
                     "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"zero_stage\": %d, "
                     "\"dp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
                     "\"all-gather\": %lld}, \"dp_wire_bytes_mean\": {\"all-reduce\": %.1f, "
                     "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}}\n",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
-                    ms_iter, tokens_s, mfu, t->stage,
+                    r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->stage,
                     (long long)t->step_comm.kind[PL_COMM_ALLREDUCE].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,

@@ -257,6 +257,29 @@ static void zero_grad_ready(void *ctx, int64_t offset, int64_t count)
         t->zero_err = zero_reduce_region(t, i, t->gwork);
 }
 
+/* --bf16 / --fp16: the GEMM context's mode and the loss scaler (static 1
+ * unless --fp16; dynamic unless --loss-scale). docs/precision.md. */
+static void setup_precision(pl_trainer *t)
+{
+    const pl_train_args *a = t->a;
+    pl_gemm_set_precision(t->gemm, a->bf16 ? PL_GEMM_BF16 : a->fp16 ? PL_GEMM_FP16 : PL_GEMM_FP32);
+    if (a->fp16 && !pl_train_args_given(a, "--loss-scale"))
+        pl_loss_scaler_init_dynamic(&t->scaler, a->initial_loss_scale, a->min_loss_scale,
+                                    a->loss_scale_window, a->hysteresis);
+    else
+        pl_loss_scaler_init_static(&t->scaler, a->fp16 ? a->loss_scale : 1.0);
+}
+
+/* grads *= 1 / scale (n elements): the fp16 loss scale comes off before the
+ * norm, clipping and the optimizer. Inf and NaN stay what they are. */
+static void unscale(float *g, int64_t n, double scale)
+{
+    const float inv = (float)(1.0 / scale);
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i++)
+        g[i] *= inv;
+}
+
 static pl_status setup_model(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
@@ -286,6 +309,7 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(pl_gpt_register(&t->reg, c, t->grid.layout.pp));
     PL_TRY(setup_state(t));
     PL_TRY(pl_gemm_init(&t->gemm));
+    setup_precision(t);
     PL_TRY(pl_gpt_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs,
                        pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
@@ -509,17 +533,18 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         memset(t->grads, 0, (size_t)(t->stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     if (t->gshard)
         memset(t->gshard, 0, (size_t)t->zero.shard * sizeof(float));
-    double scale = 1.0 / (double)t->num_micro, loss_sum = 0;
+    /* d objective / d loss of each micro-batch, times the fp16 loss scale */
+    double scale = 1.0 / (double)t->num_micro, loss_sum = 0, ls = t->scaler.scale;
     for (int64_t k = 0; k < t->num_micro; k++) {
         if (!pl_sampler_next(sampler, t->batch_idx))
             return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
                              (long long)t->iteration);
         int64_t n_loss;
         double t0 = pl_time_now();
-        PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale, &n_loss));
+        PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
         double t1 = pl_time_now();
         PL_TRY(pl_gpt_forward(m));
-        loss_sum += micro_batch_loss(m, scale) * scale;
+        loss_sum += micro_batch_loss(m, scale * ls) * scale;
         int last = k == t->num_micro - 1;
         if (t->stage >= 2) {
             /* every micro-batch's gradients go to their owners as backward makes them */
@@ -551,6 +576,8 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     /* The reduced gradient this rank holds: all of it, or (ZeRO) its shard. */
     float *held = t->stage >= 2 ? t->gshard : t->grads;
     int64_t held_n = t->stage == 0 ? t->reg.numel : t->zero.shard;
+    if (ls != 1.0)
+        unscale(held, held_n, ls);
     if (t->fault_nan_iter == t->iteration + 1 && t->fault_nan_rank == t->grid.rank)
         held[0] = NAN; /* fault injection (tests): one rank's gradient goes bad */
     double ts = pl_time_now();
@@ -571,12 +598,20 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     r->loss = agg[0];
     r->lr = lr;
     r->skipped = agg[1] > 0;
+    r->loss_scale = ls;
+    pl_loss_scaler_update(&t->scaler, r->skipped); /* only a dynamic fp16 scaler moves */
     if (r->skipped) {
         /* Megatron: a skipped iteration consumes its data but moves neither the
-         * optimizer nor the schedule. */
+         * optimizer nor the schedule. An fp16 overflow that the dynamic scaler
+         * can still back off from is routine, not counted as "in a row". */
         r->grad_norm = NAN;
-        t->skipped_in_row++;
-        if (pl_train_is_root(t))
+        t->skipped_total++;
+        int routine = t->scaler.dynamic && ls > t->scaler.min_scale;
+        t->skipped_in_row += !routine;
+        if (pl_train_is_root(t) && routine)
+            pl_log_warn("iteration %lld skipped: gradient overflow at loss scale %g, now %g",
+                        (long long)t->iteration, ls, t->scaler.scale);
+        else if (pl_train_is_root(t))
             pl_log_warn("iteration %lld skipped: non-finite loss or gradient (%lld in a row)",
                         (long long)t->iteration, (long long)t->skipped_in_row);
         if (t->skipped_in_row > t->a->max_skipped_steps)
@@ -658,6 +693,10 @@ static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
     m->tokenizer_type = t->a->tokenizer_type;
     m->vocab_file = t->a->vocab_file;
     m->merge_file = t->a->merge_file;
+    m->has_loss_scaler = t->a->fp16;
+    m->loss_scale = t->scaler.scale;
+    m->growth_tracker = t->scaler.growth_tracker;
+    m->hysteresis_tracker = t->scaler.hysteresis_tracker;
 }
 
 static pl_ckpt_zero zero_shard(pl_trainer *t, int with_optim)
@@ -766,6 +805,11 @@ static pl_status load(pl_trainer *t)
         t->sched.num_steps = meta.schedule.num_steps;
         if (!a->no_load_optim)
             t->opt_steps = meta.optimizer_steps;
+        if (!a->no_load_optim && meta.has_loss_scaler && t->scaler.dynamic) {
+            t->scaler.scale = meta.loss_scale; /* Megatron's grad_scaler state */
+            t->scaler.growth_tracker = meta.growth_tracker;
+            t->scaler.hysteresis_tracker = meta.hysteresis_tracker;
+        }
     }
     pl_free(strings);
     if (!st && pl_train_is_root(t))

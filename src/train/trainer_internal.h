@@ -8,6 +8,7 @@
 #include "data/blended.h"
 #include "data/tokenizer/tokenizer.h"
 #include "model/gpt.h"
+#include "optim/loss_scale.h"
 #include "optim/schedule.h"
 #include "parallel/dist.h"
 #include "parallel/dp/buckets.h"
@@ -53,7 +54,8 @@ typedef struct pl_trainer {
     int32_t *sample;                         /* S + 1 tokens */
     int64_t *batch_idx;                      /* mbs global indices */
     FILE *metrics;
-    int64_t skipped_in_row;
+    int64_t skipped_in_row, skipped_total;   /* skipped iterations (non-finite, overflow) */
+    pl_loss_scaler scaler;                   /* --fp16 loss scale; static 1 otherwise */
     struct { /* seconds per phase, for plait bench (from the bench window's start) */
         double data, compute, comm, optim, total;
         int64_t steps;
@@ -66,6 +68,7 @@ typedef struct pl_trainer {
 
 typedef struct step_result {
     double loss, grad_norm, lr;
+    double loss_scale;                       /* the scale this iteration ran with */
     int skipped;
 } step_result;
 

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Mixed precision in the trainer (docs/precision.md): --fp16 with Megatron's
+# dynamic loss scaler (an initial 2^32 overflows, iterations are skipped on
+# every rank while the scale halves, then training proceeds and the loss
+# falls), a static --loss-scale, the scaler's state in checkpoints (resume is
+# bit-exact), --bf16 training, and the flag and DeepSpeed-config checks.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/train_lib.sh"
+kjv_dataset 2000 "$TMP/kjv"
+MODEL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
+       --micro-batch-size 2 --global-batch-size 4 --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine
+       --lr-warmup-iters 2 --log-interval 1 --eval-iters 0 --split 98,2,0
+       --data-path "$TMP/kjv_text_document" "${GPT2[@]}")
+
+field() { grep "\"iteration\": $2," "$1" | head -n 1 | sed -E "s/.*\"$3\": ([^,}]*).*/\1/"; }
+col() { grep '"lm_loss"' "$1" | sed -E "s/.*\"$2\": ([^,}]*).*/\1/"; }
+
+# 1. Dynamic scaling from 2^32 (Megatron's default): the first overflow spends the
+#    hysteresis (2), every later one halves the scale, until the scaled gradients
+#    fit in fp16; skipped iterations move neither the optimizer nor the schedule.
+check "fp16 with the dynamic scaler trains 40 iterations" "$PLAIT" train "${MODEL[@]}" --fp16 \
+    --train-iters 40 --metrics-file "$TMP/fp16.jsonl"
+check "iteration 1 overflows at 2^32" test "$(field "$TMP/fp16.jsonl" 1 skipped)/$(field "$TMP/fp16.jsonl" 1 loss_scale)" = "true/4294967296"
+check "iteration 2 still runs at 2^32 (hysteresis 2), iteration 3 at 2^31" \
+    test "$(field "$TMP/fp16.jsonl" 2 loss_scale)/$(field "$TMP/fp16.jsonl" 3 loss_scale)" = "4294967296/2147483648"
+scales_ok() { # skipped iterations halve the scale (after the first two); clean ones keep it
+    paste <(col "$TMP/fp16.jsonl" skipped) <(col "$TMP/fp16.jsonl" loss_scale) | awk '
+        NR == 1 { prev_skip = $1; prev = $2; first_clean = 0; next }
+        { if (prev_skip == "true" && NR > 2 && $2 != prev / 2) bad++
+          if (prev_skip == "false" && $2 != prev) bad++
+          if ($1 == "false" && !first_clean) first_clean = NR
+          if ($1 == "true" && first_clean) bad++      # no overflow once it fits (window 1000)
+          prev_skip = $1; prev = $2 }
+        END { print "first clean iteration " first_clean ", scale then " prev; exit !(first_clean > 3 && !bad) }'
+}
+check "scale halves on each overflow until it fits, then stays (window 1000)" scales_ok
+nskip=$(col "$TMP/fp16.jsonl" skipped | grep -c true)
+check "skipped iterations are counted ($nskip)" test "$(field "$TMP/fp16.jsonl" 40 skipped_total)" = "$nskip"
+check "the schedule did not move during the skipped iterations" \
+    test "$(field "$TMP/fp16.jsonl" $((nskip + 1)) lr)" = "$(field "$TMP/fp16.jsonl" 1 lr)"
+loss_falls() { # mean of the last 5 losses below the first clean iteration's by 0.5 nats
+    local first; first=$(field "$TMP/fp16.jsonl" $((nskip + 1)) lm_loss)
+    col "$TMP/fp16.jsonl" lm_loss | tail -n 5 | awk -v f="$first" '{ s += $1 } END {
+        print "first " f ", last five " s / NR; exit !(s / NR < f - 0.5) }'
+}
+check "after the overflows the loss falls" loss_falls
+check "the progress line shows the loss scale and the skipped count" \
+    grep -qE "loss scale: 4294967296.0 \| skipped: 1 " <("$PLAIT" train "${MODEL[@]}" --fp16 --train-iters 3 2>&1)
+
+# 2. A static --loss-scale never changes and, small enough, never overflows.
+check "fp16 with --loss-scale 1024 trains" "$PLAIT" train "${MODEL[@]}" --fp16 --loss-scale 1024 \
+    --train-iters 10 --metrics-file "$TMP/static.jsonl"
+check "static scale: constant, no skipped iteration" \
+    test "$(col "$TMP/static.jsonl" loss_scale | sort -u)/$(col "$TMP/static.jsonl" skipped | sort -u)" = "1024/false"
+check "fp32 reference run" "$PLAIT" train "${MODEL[@]}" --train-iters 10 --metrics-file "$TMP/fp32.jsonl"
+# fp16 rounds GEMM inputs to 11 significant bits (u = 2^-11 ~ 5e-4): losses stay
+# within 1e-2 relative of fp32 over 10 iterations, yet differ (fp16 is applied).
+close_not_equal() {
+    paste <(col "$1" lm_loss) <(col "$2" lm_loss) | awk -v tol="$3" '
+        { d = $1 - $2; if (d < 0) d = -d; if (d > tol * $2) bad++; if (d > m) m = d; c++ }
+        END { print c " losses, max difference " m; exit !(c > 0 && !bad && m > 0) }'
+}
+check "fp16 (static scale) losses close to fp32 but not equal" close_not_equal "$TMP/static.jsonl" "$TMP/fp32.jsonl" 1e-2
+
+# 3. bf16 trains, differs from fp32 by bf16's rounding only.
+check "bf16 trains 10 iterations" "$PLAIT" train "${MODEL[@]}" --bf16 --train-iters 10 \
+    --metrics-file "$TMP/bf16.jsonl"
+# bf16 keeps 8 significant bits (u = 2^-8 ~ 4e-3) on GEMM inputs, fp32 elsewhere;
+# loss ~ 10 nats after 10 steps moves by well under 2%.
+check "bf16 losses close to fp32 but not equal" close_not_equal "$TMP/bf16.jsonl" "$TMP/fp32.jsonl" 2e-2
+check "the memory plan counts the bf16 GEMM operand buffers" \
+    grep -qE "bf16 GEMM operands [0-9.]+ MiB" <("$PLAIT" train "${MODEL[@]}" --bf16 --train-iters 3 2>&1)
+
+# 4. The scaler's state is checkpointed: with a window of 3 the scale grows and
+#    shrinks; resuming at iteration 12 reproduces iterations 13..24 bit for bit.
+SC=(--fp16 --initial-loss-scale 1048576 --loss-scale-window 3 --hysteresis 2 --train-iters 24)
+check "fp16 run with checkpoints every 12 iterations" "$PLAIT" train "${MODEL[@]}" "${SC[@]}" \
+    --save "$TMP/ck" --save-interval 12 --metrics-file "$TMP/ck.jsonl"
+check "the manifest holds the scaler state" grep -q '"grad_scaler"' "$TMP/ck/iter_0000012/manifest.json"
+mkdir -p "$TMP/rs" && cp -r "$TMP/ck/iter_0000012" "$TMP/rs/" && echo 12 > "$TMP/rs/latest_checkpointed_iteration.txt"
+check "resume from iteration 12" "$PLAIT" train "${MODEL[@]}" "${SC[@]}" --load "$TMP/rs" \
+    --save "$TMP/rs" --metrics-file "$TMP/rs.jsonl"
+same_tail() { diff <(col "$TMP/ck.jsonl" "$1" | tail -n 12) <(col "$TMP/rs.jsonl" "$1"); }
+check "resumed losses equal the uninterrupted run's, bit for bit" same_tail lm_loss
+check "resumed loss scales equal the uninterrupted run's" same_tail loss_scale
+check "the scale changed during the run (the test exercises the state)" \
+    test "$(col "$TMP/ck.jsonl" loss_scale | sort -u | wc -l)" -gt 2
+
+# 5. Flags.
+check_fails "--bf16 with --fp16 is an error naming both" "--bf16 and --fp16 exclude each other" \
+    "$PLAIT" train "${MODEL[@]}" --train-iters 1 --bf16 --fp16
+check_fails "--loss-scale without --fp16 is an error" "--loss-scale applies only with --fp16" \
+    "$PLAIT" train "${MODEL[@]}" --train-iters 1 --loss-scale 128
+check_fails "--hysteresis with --bf16 is an error" "--hysteresis applies only with --fp16" \
+    "$PLAIT" train "${MODEL[@]}" --train-iters 1 --bf16 --hysteresis 3
+check_fails "--min-loss-scale above --initial-loss-scale is an error" \
+    "need 0 < --min-loss-scale \(1e\+06\) <= --initial-loss-scale \(1024\)" \
+    "$PLAIT" train "${MODEL[@]}" --train-iters 1 --fp16 --initial-loss-scale 1024 --min-loss-scale 1e6
+echo '{"bf16": {"enabled": true}}' > "$TMP/ds_bf16.json"
+echo '{"fp16": {"enabled": true, "loss_scale": 0, "loss_scale_window": 500, "hysteresis": 3}}' > "$TMP/ds_fp16.json"
+echo '{"fp16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 20}}' > "$TMP/ds_fp16p.json"
+echo '{"fp16": {"enabled": true}, "bf16": {"enabled": true}}' > "$TMP/ds_both.json"
+check "DeepSpeed bf16 block selects bf16" grep -q "precision: bf16 GEMMs" \
+    <("$PLAIT" train "${MODEL[@]}" --train-iters 3 --deepspeed_config "$TMP/ds_bf16.json" 2>&1)
+check "DeepSpeed fp16 block: dynamic from DeepSpeed's default 2^16" grep -q "loss scale dynamic from 65536" \
+    <("$PLAIT" train "${MODEL[@]}" --train-iters 3 --deepspeed_config "$TMP/ds_fp16.json" 2>&1)
+check "DeepSpeed fp16 initial_scale_power 20" grep -q "loss scale dynamic from 1048576" \
+    <("$PLAIT" train "${MODEL[@]}" --train-iters 3 --deepspeed_config "$TMP/ds_fp16p.json" 2>&1)
+check_fails "DeepSpeed bf16 with --fp16 on the command line names both" \
+    "--fp16 \(command line or --config\) conflicts with bf16.enabled in --deepspeed_config" \
+    "$PLAIT" train "${MODEL[@]}" --train-iters 1 --fp16 --deepspeed_config "$TMP/ds_bf16.json"
+check_fails "DeepSpeed dynamic fp16 with --loss-scale names both" \
+    "--loss-scale 128 \(command line or --config\) conflicts with fp16.loss_scale 0 \(dynamic\)" \
+    "$PLAIT" train "${MODEL[@]}" --train-iters 1 --loss-scale 128 --deepspeed_config "$TMP/ds_fp16.json"
+check_fails "DeepSpeed hysteresis conflicting with --hysteresis names both" \
+    "--hysteresis 2 \(command line or --config\) conflicts with fp16.hysteresis 3" \
+    "$PLAIT" train "${MODEL[@]}" --train-iters 1 --hysteresis 2 --deepspeed_config "$TMP/ds_fp16.json"
+check_fails "DeepSpeed bf16 and fp16 both enabled is an error" "bf16.enabled and fp16.enabled are both true" \
+    "$PLAIT" train "${MODEL[@]}" --train-iters 1 --deepspeed_config "$TMP/ds_both.json"
+summary train_precision
