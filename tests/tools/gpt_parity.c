@@ -2,7 +2,8 @@
  * GPT's initial parameters, a batch, plait's logits and loss, every gradient
  * of the first step, and the parameters after 5 AdamW steps with warmup,
  * cosine decay and clipping, run by the same model and optimizer code the
- * trainer uses. usage: gpt_parity OUT.safetensors */
+ * trainer uses. usage: gpt_parity OUT.safetensors [--keep-logits] [--bf16]: with
+ * --bf16, every GEMM runs in the GEMM context's bf16 mode, as plait train --bf16 does. */
 #include "base/alloc.h"
 #include "ckpt/safetensors.h"
 #include "model/gpt.h"
@@ -29,14 +30,20 @@ static int fail(pl_status st)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--keep-logits") != 0)) {
-        fprintf(stderr, "usage: gpt_parity OUT.safetensors [--keep-logits]\n");
+    int keep = 0, bf16 = 0, bad = argc < 2;
+    for (int i = 2; i < argc; i++) {
+        keep |= strcmp(argv[i], "--keep-logits") == 0;
+        bf16 |= strcmp(argv[i], "--bf16") == 0;
+        bad |= strcmp(argv[i], "--keep-logits") != 0 && strcmp(argv[i], "--bf16") != 0;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: gpt_parity OUT.safetensors [--keep-logits] [--bf16]\n");
         return 2;
     }
     pl_gpt_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
                          .seq_length = T, .max_positions = T, .vocab_size = V,
                          .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f,
-                         .keep_logits = argc == 3};
+                         .keep_logits = keep};
     cfg.padded_vocab = pl_gpt_padded_vocab(V, 128, 1);
     pl_registry reg;
     pl_registry_init(&reg, 1, 0, 0);
@@ -59,6 +66,7 @@ int main(int argc, char **argv)
     tp.size = 1;
     if ((st = pl_gemm_init(&gemm)))
         return fail(st);
+    pl_gemm_set_precision(gemm, bf16 ? PL_GEMM_BF16 : PL_GEMM_FP32);
     pl_gpt model;
     if ((st = pl_gpt_init(&model, &cfg, &reg, params, grads, B, &tp, gemm)))
         return fail(st);
@@ -83,7 +91,12 @@ int main(int argc, char **argv)
                 sum += model.loss[i];
             loss0 = (float)(sum / N);
             memcpy(grads0, grads, (size_t)n * sizeof(float));
-            pl_ref_gemm(0, 1, N, Vp, C, model.lnf, C, model.wte, C, 0.0f, logits, Vp);
+            if (bf16) /* the logits as the LM head computes them: bf16 inputs */
+                st = pl_gemm_run(gemm, 0, 1, N, Vp, C, model.lnf, C, model.wte, C, 0.0f, logits, Vp);
+            else
+                pl_ref_gemm(0, 1, N, Vp, C, model.lnf, C, model.wte, C, 0.0f, logits, Vp);
+            if (st)
+                return fail(st);
         }
         lrs[s] = (float)pl_schedule_lr(&sched);
         norms[s] = (float)pl_adamw_step(&reg, params, grads, m, v, &hp, lrs[s], s + 1,
@@ -111,12 +124,12 @@ int main(int argc, char **argv)
     pl_st_writer_add(w, "loss", "F32", 1, s1, &loss0);
     pl_st_writer_add(w, "lr", "F32", 1, ss, lrs);
     pl_st_writer_add(w, "grad_norm", "F32", 1, ss, norms);
-    char meta[256];
+    char meta[512];
     snprintf(meta, sizeof meta,
              "{\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"seq\": %d, \"batch\": %d, "
              "\"vocab\": %d, \"padded_vocab\": %lld, \"steps\": %d, \"beta1\": 0.9, \"beta2\": 0.95, "
-             "\"eps\": 1e-8, \"weight_decay\": 0.1, \"clip_grad\": 0.05}",
-             L, C, NH, T, B, V, (long long)Vp, STEPS);
+             "\"eps\": 1e-8, \"weight_decay\": 0.1, \"clip_grad\": 0.05, \"precision\": \"%s\"}",
+             L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32");
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, argv[1])))
         return fail(st);
