@@ -53,7 +53,7 @@ void pl_train_print_banner(const pl_trainer *t)
     if (t->a->fp16)
         pl_log_info("precision: fp16 (GEMM inputs rounded to fp16, fp32 products and "
                     "accumulation), fp32 master weights, gradients and all-reduce; loss scale %s "
-                    "%g", t->scaler.dynamic ? "dynamic from" : "static", t->scaler.scale);
+                    "%.17g", t->scaler.dynamic ? "dynamic from" : "static", t->scaler.scale);
     else
         pl_log_info("precision: %s GEMMs with fp32 accumulation, fp32 master weights, gradients "
                     "and all-reduce", pl_gemm_precision_name(prec));

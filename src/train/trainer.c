@@ -609,7 +609,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         int routine = t->scaler.dynamic && ls > t->scaler.min_scale;
         t->skipped_in_row += !routine;
         if (pl_train_is_root(t) && routine)
-            pl_log_warn("iteration %lld skipped: gradient overflow at loss scale %g, now %g",
+            pl_log_warn("iteration %lld skipped: gradient overflow at loss scale %.17g, now %.17g",
                         (long long)t->iteration, ls, t->scaler.scale);
         else if (pl_train_is_root(t))
             pl_log_warn("iteration %lld skipped: non-finite loss or gradient (%lld in a row)",
