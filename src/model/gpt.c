@@ -111,7 +111,8 @@ static void take_layer(pl_gpt *m, bump *b, pl_gpt_layer_acts *a, int own_attn, i
  * Kept per layer: LayerNorm mean/rstd, qkv, attn + lse (not under selective),
  * res1, fc1, res2. A fully recomputed layer uses the buffers of its position
  * in its group (slots), except the group's last output, which is the next
- * group's checkpointed input and is kept. */
+ * group's checkpointed input and is kept. With recompute = 0 nothing of
+ * m->slots is used, so m->group_start may say anything. */
 static size_t plan(pl_gpt *m, float *base, int recompute)
 {
     const int64_t N = m->N, C = m->C, L = m->cfg.num_layers;
@@ -129,7 +130,11 @@ static size_t plan(pl_gpt *m, float *base, int recompute)
     for (int64_t l = 0; recompute && l < L; l++)
         if (m->group_start[l] >= 0 && l - m->group_start[l] + 1 > nslots)
             nslots = l - m->group_start[l] + 1;
-    for (int64_t k = 0; k < nslots; k++) /* the last position always ends its group */
+    /* Block: the recomputed layers come first, so when backward reaches them
+     * the last layer's buffers are dead: its group slot is those (not its res2,
+     * the final norm's input). Uniform: the slots are their own. */
+    const int alias_last = nslots == 1 && m->group_start[L - 1] < 0;
+    for (int64_t k = 0; k < nslots && !alias_last; k++) /* the last position ends its group */
         take_layer(m, &b, &m->slots[k], 1, k + 1 < nslots);
     for (int64_t l = 0; l < L; l++) {
         pl_gpt_layer_acts *a = &m->acts[l];
@@ -140,11 +145,22 @@ static size_t plan(pl_gpt *m, float *base, int recompute)
                 a->attn = attn;
                 a->lse = lse;
             }
-            continue;
-        }
-        *a = m->slots[l - g];
-        if (l + 1 == L || m->group_start[l + 1] != g)
+        } else if (l + 1 == L || m->group_start[l + 1] != g) {
             TAKE(a->res2, N * C);
+        }
+    }
+    if (alias_last) {
+        m->slots[0] = m->acts[L - 1];
+        m->slots[0].res2 = NULL;
+    }
+    for (int64_t l = 0; l < L; l++) {
+        int64_t g = recompute ? m->group_start[l] : -1;
+        if (g >= 0) {
+            float *res2 = m->acts[l].res2;
+            m->acts[l] = m->slots[l - g];
+            if (l + 1 == L || m->group_start[l + 1] != g)
+                m->acts[l].res2 = res2;
+        }
     }
     TAKE(m->lnf, N * C);
     TAKE(m->lnf_mean, N);
