@@ -86,28 +86,81 @@ static float *take(bump *b, int64_t n)
     return p;
 }
 
-/* Lays out every activation and scratch buffer; returns the floats needed. */
-static size_t plan(pl_gpt *m, float *base)
+/* One layer's saved activations; attn and lse only when kept per layer, res2
+ * only when not a group's output. */
+static void take_layer(pl_gpt *m, bump *b, pl_gpt_layer_acts *a, int own_attn, int own_res2)
+{
+    const int64_t N = m->N, C = m->C;
+    a->ln1_mean = take(b, N);
+    a->ln1_rstd = take(b, N);
+    a->qkv = take(b, N * 3 * m->Cl);
+    if (own_attn) {
+        a->attn = take(b, N * m->Cl);
+        a->lse = take(b, m->B * m->NHl * m->T);
+    }
+    a->res1 = take(b, N * C);
+    a->ln2_mean = take(b, N);
+    a->ln2_rstd = take(b, N);
+    a->fc1 = take(b, N * m->Fl);
+    if (own_res2)
+        a->res2 = take(b, N * C);
+}
+
+/* Lays out every activation and scratch buffer; returns the floats needed.
+ * With recompute = 0 it plans as if cfg.recompute were off (for the report).
+ * Kept per layer: LayerNorm mean/rstd, qkv, attn + lse (not under selective),
+ * res1, fc1, res2. A fully recomputed layer uses the buffers of its position
+ * in its group (slots), except the group's last output, which is the next
+ * group's checkpointed input and is kept. With recompute = 0 nothing of
+ * m->slots is used, so m->group_start may say anything. */
+static size_t plan(pl_gpt *m, float *base, int recompute)
 {
     const int64_t N = m->N, C = m->C, L = m->cfg.num_layers;
+    const pl_gpt_recompute *rc = &m->cfg.recompute;
+    const int selective = recompute && rc->granularity == PL_RECOMPUTE_SELECTIVE;
     bump b = {base, 0};
 #define TAKE(dst, n) ((dst) = take(&b, (n)))
     TAKE(m->x0, N * C);
+    float *attn = NULL, *lse = NULL;
+    if (selective) {
+        attn = take(&b, N * m->Cl);
+        lse = take(&b, m->B * m->NHl * m->T);
+    }
+    int64_t nslots = 0;
+    for (int64_t l = 0; recompute && l < L; l++)
+        if (m->group_start[l] >= 0 && l - m->group_start[l] + 1 > nslots)
+            nslots = l - m->group_start[l] + 1;
+    /* Block: the recomputed layers come first, so when backward reaches them
+     * the last layer's buffers are dead: its group slot is those (not its res2,
+     * the final norm's input). Uniform: the slots are their own. */
+    const int alias_last = nslots == 1 && m->group_start[L - 1] < 0;
+    for (int64_t k = 0; k < nslots && !alias_last; k++) /* the last position ends its group */
+        take_layer(m, &b, &m->slots[k], 1, k + 1 < nslots);
     for (int64_t l = 0; l < L; l++) {
         pl_gpt_layer_acts *a = &m->acts[l];
-        TAKE(a->ln1, N * C);
-        TAKE(a->ln1_mean, N);
-        TAKE(a->ln1_rstd, N);
-        TAKE(a->qkv, N * 3 * m->Cl);
-        TAKE(a->attn, N * m->Cl);
-        TAKE(a->lse, m->B * m->NHl * m->T);
-        TAKE(a->res1, N * C);
-        TAKE(a->ln2, N * C);
-        TAKE(a->ln2_mean, N);
-        TAKE(a->ln2_rstd, N);
-        TAKE(a->fc1, N * m->Fl);
-        TAKE(a->gelu, N * m->Fl);
-        TAKE(a->res2, N * C);
+        int64_t g = recompute ? m->group_start[l] : -1;
+        if (g < 0) {
+            take_layer(m, &b, a, !selective, 1);
+            if (selective) {
+                a->attn = attn;
+                a->lse = lse;
+            }
+        } else if (l + 1 == L || m->group_start[l + 1] != g) {
+            TAKE(a->res2, N * C);
+        }
+    }
+    if (alias_last) {
+        m->slots[0] = m->acts[L - 1];
+        m->slots[0].res2 = NULL;
+    }
+    for (int64_t l = 0; l < L; l++) {
+        int64_t g = recompute ? m->group_start[l] : -1;
+        if (g >= 0) {
+            float *res2 = m->acts[l].res2;
+            m->acts[l] = m->slots[l - g];
+            if (l + 1 == L || m->group_start[l + 1] != g)
+                m->acts[l].res2 = res2;
+        }
     }
     TAKE(m->lnf, N * C);
     TAKE(m->lnf_mean, N);
@@ -116,16 +169,47 @@ static size_t plan(pl_gpt *m, float *base)
     TAKE(m->lse, N);
     TAKE(m->rows, 3 * N);
     TAKE(m->dloss, N);
+    TAKE(m->ln, N * C);
     TAKE(m->dres, N * C);
     TAKE(m->dln, N * C);
     TAKE(m->dqkv, N * 3 * m->Cl);
     TAKE(m->dattn, N * m->Cl);
     TAKE(m->dfc1, N * m->Fl);
+    m->gelu = m->dfc1; /* forward's GELU output; backward rebuilds it there before dfc1 */
     TAKE(m->dgelu, N * m->Fl);
     TAKE(m->attn_ws, (int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS));
     TAKE(m->lm_ws, (int64_t)pl_lmhead_workspace(N, m->lm_chunk));
 #undef TAKE
     return b.used;
+}
+
+/* Which group each layer is recomputed in (Megatron's TransformerBlock
+ * _checkpointed_forward): uniform n: [0, n), [n, 2n), ..., the last group
+ * shorter when n does not divide L; block n: each of layers 0..n-1 alone. */
+static pl_status plan_groups(pl_gpt *m)
+{
+    const pl_gpt_recompute *rc = &m->cfg.recompute;
+    const int64_t L = m->cfg.num_layers, n = rc->num_layers;
+    for (int64_t l = 0; l < L; l++)
+        m->group_start[l] = -1;
+    if (rc->granularity != PL_RECOMPUTE_FULL)
+        return PL_OK;
+    if (n < 1 || n > L)
+        return pl_errorf(PL_ERR_ARG, "--recompute-num-layers %lld: must be between 1 and the "
+                         "layers of the stage (%lld)", (long long)n, (long long)L);
+    for (int64_t l = 0; l < L; l++)
+        m->group_start[l] = rc->method == PL_RECOMPUTE_BLOCK ? (l < n ? l : -1) : l / n * n;
+    return PL_OK;
+}
+
+const char *pl_gpt_recompute_name(const pl_gpt_recompute *rc, char *buf, size_t n)
+{
+    if (rc->granularity == PL_RECOMPUTE_FULL)
+        snprintf(buf, n, "full, %s, %lld layer%s", rc->method == PL_RECOMPUTE_BLOCK ? "block"
+                 : "uniform", (long long)rc->num_layers, rc->num_layers == 1 ? "" : "s");
+    else
+        snprintf(buf, n, "%s", rc->granularity == PL_RECOMPUTE_SELECTIVE ? "selective" : "none");
+    return buf;
 }
 
 pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *reg, float *params,
@@ -154,11 +238,13 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     m->w = pl_calloc((size_t)L, sizeof *m->w);
     m->g = pl_calloc((size_t)L, sizeof *m->g);
     m->acts = pl_calloc((size_t)L, sizeof *m->acts);
+    m->slots = pl_calloc((size_t)L, sizeof *m->slots);
+    m->group_start = pl_calloc((size_t)L, sizeof *m->group_start);
     m->layer_offset = pl_calloc((size_t)L, sizeof *m->layer_offset);
     m->layer_count = pl_calloc((size_t)L, sizeof *m->layer_count);
     m->tokens = pl_calloc((size_t)m->N, sizeof *m->tokens);
     m->targets = pl_calloc((size_t)m->N, sizeof *m->targets);
-    if (!m->w || !m->g || !m->acts || !m->layer_offset || !m->layer_count || !m->tokens ||
+    if (!m->w || !m->g || !m->acts || !m->slots || !m->group_start || !m->layer_offset || !m->layer_count || !m->tokens ||
         !m->targets) {
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's tables");
         goto fail;
@@ -177,7 +263,9 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     }
     PL_TRY(bind_layers(m, m->w, params));
     PL_TRY(bind_layers(m, m->g, grads));
-    m->act_floats = plan(m, NULL);
+    PL_TRY(plan_groups(m));
+    m->act_floats_kept = plan(m, NULL, 0);
+    m->act_floats = plan(m, NULL, 1);
     size_t bytes;
     if (pl_mul_size(m->act_floats, sizeof(float), &bytes) || pl_add_size(bytes, 64, &bytes)) {
         st = pl_errorf(PL_ERR_NOMEM, "activation plan overflows");
@@ -192,7 +280,7 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     }
     float *base = (float *)(((uintptr_t)m->act_mem + 63) & ~(uintptr_t)63);
     memset(base, 0, m->act_floats * sizeof(float)); /* touch every page once, now */
-    plan(m, base);
+    plan(m, base, 1);
     /* GEMM primitives of every shape the step uses, created before step 1. */
     const int64_t N = m->N, C = m->C;
     PL_TRY(pl_nn_linear_prepare(gemm, N, C, 3 * m->Cl));
@@ -210,6 +298,8 @@ void pl_gpt_free(pl_gpt *m)
     pl_free(m->w);
     pl_free(m->g);
     pl_free(m->acts);
+    pl_free(m->slots);
+    pl_free(m->group_start);
     pl_free(m->layer_offset);
     pl_free(m->layer_count);
     pl_free(m->tokens);
@@ -243,43 +333,63 @@ pl_status pl_gpt_rebind(pl_gpt *m, int grad, pl_flat_locate_fn locate, void *ctx
 
 size_t pl_gpt_activation_bytes(const pl_gpt *m) { return m->act_floats * sizeof(float); }
 
-pl_status pl_gpt_forward(pl_gpt *m)
+size_t pl_gpt_activation_bytes_kept(const pl_gpt *m)
+{
+    return m->act_floats_kept * sizeof(float);
+}
+
+/* Layer l's forward from its input x into m->acts[l] (after the fetch). */
+static pl_status layer_fwd(pl_gpt *m, int64_t l, const float *x)
 {
     pl_status st = PL_OK;
     const int64_t B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
     const float eps = m->cfg.ln_eps;
+    const pl_gpt_layer *w = &m->w[l];
+    const pl_gpt_layer_acts *a = &m->acts[l];
+    pl_cpu_layernorm_fwd(m->ln, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
+    TIMED(m, linear,
+          PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->qkv, m->ln, w->qkv_w, w->qkv_b, N, C,
+                                         3 * Cl)));
+    TIMED(m, attention,
+          pl_cpu_attention_fwd(a->attn, a->lse, a->qkv, B, T, m->NHl, m->HS, m->attn_ws));
+    TIMED(m, linear,
+          PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res1, a->attn, w->proj_w, w->proj_b, N,
+                                      Cl, C)));
+    pl_cpu_add(a->res1, a->res1, x, N * C);
+    pl_cpu_layernorm_fwd(m->ln, a->ln2_mean, a->ln2_rstd, a->res1, w->ln2_w, w->ln2_b, N, C, eps);
+    TIMED(m, linear,
+          PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->fc1, m->ln, w->fc1_w, w->fc1_b, N, C,
+                                         Fl)));
+    pl_cpu_gelu_fwd(m->gelu, a->fc1, N * Fl);
+    TIMED(m, linear,
+          PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res2, m->gelu, w->fc2_w, w->fc2_b, N, Fl,
+                                      C)));
+    pl_cpu_add(a->res2, a->res2, a->res1, N * C);
+fail:
+    return st;
+}
+
+/* Layer l's input: the embedding output or the previous layer's output. */
+static const float *layer_input(const pl_gpt *m, int64_t l)
+{
+    return l ? m->acts[l - 1].res2 : m->x0;
+}
+
+pl_status pl_gpt_forward(pl_gpt *m)
+{
+    pl_status st = PL_OK;
+    const int64_t B = m->B, T = m->T, N = m->N, C = m->C, L = m->cfg.num_layers;
+    const float eps = m->cfg.ln_eps;
     if (m->fetch)
         PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
     PL_TRY(pl_tp_embedding_fwd(m->tp, m->x0, m->tokens, m->wte, m->wpe, B, T, C, m->v0, m->Vl));
-    const float *x = m->x0;
-    for (int64_t l = 0; l < m->cfg.num_layers; l++) {
+    for (int64_t l = 0; l < L; l++) {
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, l, 0));
-        const pl_gpt_layer *w = &m->w[l];
-        pl_gpt_layer_acts *a = &m->acts[l];
-        pl_cpu_layernorm_fwd(a->ln1, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
-        TIMED(m, linear,
-              PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->qkv, a->ln1, w->qkv_w, w->qkv_b, N,
-                                             C, 3 * Cl)));
-        TIMED(m, attention,
-              pl_cpu_attention_fwd(a->attn, a->lse, a->qkv, B, T, m->NHl, m->HS, m->attn_ws));
-        TIMED(m, linear,
-              PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res1, a->attn, w->proj_w, w->proj_b, N,
-                                          Cl, C)));
-        pl_cpu_add(a->res1, a->res1, x, N * C);
-        pl_cpu_layernorm_fwd(a->ln2, a->ln2_mean, a->ln2_rstd, a->res1, w->ln2_w, w->ln2_b, N, C,
-                             eps);
-        TIMED(m, linear,
-              PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->fc1, a->ln2, w->fc1_w, w->fc1_b, N,
-                                             C, Fl)));
-        pl_cpu_gelu_fwd(a->gelu, a->fc1, N * Fl);
-        TIMED(m, linear,
-              PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res2, a->gelu, w->fc2_w, w->fc2_b, N,
-                                          Fl, C)));
-        pl_cpu_add(a->res2, a->res2, a->res1, N * C);
-        x = a->res2;
+        PL_TRY(layer_fwd(m, l, layer_input(m, l)));
     }
-    pl_cpu_layernorm_fwd(m->lnf, m->lnf_mean, m->lnf_rstd, x, m->lnf_w, m->lnf_b, N, C, eps);
+    pl_cpu_layernorm_fwd(m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L), m->lnf_w, m->lnf_b,
+                         N, C, eps);
     TIMED(m, lmhead,
           PL_TRY(pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, m->lnf, m->wte, m->targets, N,
                                    C, m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->rows)));
@@ -292,48 +402,66 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
     pl_status st = PL_OK;
     const int64_t B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
     const int64_t L = m->cfg.num_layers;
+    const float eps = m->cfg.ln_eps;
+    const int selective = m->cfg.recompute.granularity == PL_RECOMPUTE_SELECTIVE;
     memset(m->dres, 0, (size_t)(N * C) * sizeof(float));
     memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
     TIMED(m, lmhead,
           PL_TRY(pl_tp_lmhead_bwd(m->tp, m->gemm, m->dln, m->dwte, m->lnf, m->wte, m->targets,
                                   m->lse, m->dloss, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws,
                                   m->cfg.keep_logits)));
-    const float *last = L ? m->acts[L - 1].res2 : m->x0;
-    pl_cpu_layernorm_bwd(m->dres, m->dlnf_w, m->dlnf_b, m->dln, last, m->lnf_w, m->lnf_mean,
-                         m->lnf_rstd, N, C);
+    pl_cpu_layernorm_bwd(m->dres, m->dlnf_w, m->dlnf_b, m->dln, layer_input(m, L), m->lnf_w,
+                         m->lnf_mean, m->lnf_rstd, N, C);
     for (int64_t l = L - 1; l >= 0; l--) {
+        const int64_t g = m->group_start[l];
+        if (g >= 0 && (l + 1 == L || m->group_start[l + 1] != g)) {
+            /* full recompute: rerun the group's forward from its checkpointed
+             * input (ZeRO-3 gathers each layer again through fetch) */
+            for (int64_t k = g; k <= l; k++) {
+                if (m->fetch)
+                    PL_TRY(m->fetch(m->fetch_ctx, k, 0));
+                PL_TRY(layer_fwd(m, k, layer_input(m, k)));
+            }
+        }
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, l, 1));
-        const pl_gpt_layer *w = &m->w[l], *g = &m->g[l];
+        const pl_gpt_layer *w = &m->w[l], *gr = &m->g[l];
         const pl_gpt_layer_acts *a = &m->acts[l];
-        const float *x = l ? m->acts[l - 1].res2 : m->x0;
+        const float *x = layer_input(m, l);
         /* MLP branch: res2 = res1 + fc2(gelu(fc1(ln2(res1)))); dres = d res2 */
+        pl_cpu_gelu_fwd(m->gelu, a->fc1, N * Fl);
         memset(m->dgelu, 0, (size_t)(N * Fl) * sizeof(float));
         TIMED(m, linear,
-              PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dgelu, g->fc2_w, g->fc2_b, m->dres,
-                                          a->gelu, w->fc2_w, N, Fl, C)));
-        memset(m->dfc1, 0, (size_t)(N * Fl) * sizeof(float));
+              PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dgelu, gr->fc2_w, gr->fc2_b, m->dres,
+                                          m->gelu, w->fc2_w, N, Fl, C)));
+        memset(m->dfc1, 0, (size_t)(N * Fl) * sizeof(float)); /* m->gelu is spent */
         pl_cpu_gelu_bwd(m->dfc1, a->fc1, m->dgelu, N * Fl);
+        pl_cpu_layernorm_fwd(m->ln, a->ln2_mean, a->ln2_rstd, a->res1, w->ln2_w, w->ln2_b, N, C,
+                             eps);
         memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
         TIMED(m, linear,
-              PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, g->fc1_w, g->fc1_b, m->dfc1,
-                                             a->ln2, w->fc1_w, N, C, Fl)));
-        pl_cpu_layernorm_bwd(m->dres, g->ln2_w, g->ln2_b, m->dln, a->res1, w->ln2_w, a->ln2_mean,
+              PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, gr->fc1_w, gr->fc1_b, m->dfc1,
+                                             m->ln, w->fc1_w, N, C, Fl)));
+        pl_cpu_layernorm_bwd(m->dres, gr->ln2_w, gr->ln2_b, m->dln, a->res1, w->ln2_w, a->ln2_mean,
                              a->ln2_rstd, N, C);
         /* attention branch: res1 = x + proj(attn(qkv(ln1(x)))); dres = d res1 */
+        if (selective)
+            TIMED(m, attention,
+                  pl_cpu_attention_fwd(a->attn, a->lse, a->qkv, B, T, m->NHl, m->HS, m->attn_ws));
         memset(m->dattn, 0, (size_t)(N * Cl) * sizeof(float));
         TIMED(m, linear,
-              PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dattn, g->proj_w, g->proj_b, m->dres,
-                                          a->attn, w->proj_w, N, Cl, C)));
+              PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dattn, gr->proj_w, gr->proj_b,
+                                          m->dres, a->attn, w->proj_w, N, Cl, C)));
         memset(m->dqkv, 0, (size_t)(N * 3 * Cl) * sizeof(float));
         TIMED(m, attention,
               pl_cpu_attention_bwd(m->dqkv, m->dattn, a->qkv, a->attn, a->lse, B, T, m->NHl, m->HS,
                                    m->attn_ws));
+        pl_cpu_layernorm_fwd(m->ln, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
         memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
         TIMED(m, linear,
-              PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, g->qkv_w, g->qkv_b, m->dqkv,
-                                             a->ln1, w->qkv_w, N, C, 3 * Cl)));
-        pl_cpu_layernorm_bwd(m->dres, g->ln1_w, g->ln1_b, m->dln, x, w->ln1_w, a->ln1_mean,
+              PL_TRY(pl_tp_column_linear_bwd(m->tp, m->gemm, m->dln, gr->qkv_w, gr->qkv_b, m->dqkv,
+                                             m->ln, w->qkv_w, N, C, 3 * Cl)));
+        pl_cpu_layernorm_bwd(m->dres, gr->ln1_w, gr->ln1_b, m->dln, x, w->ln1_w, a->ln1_mean,
                              a->ln1_rstd, N, C);
         if (ready)
             ready(ctx, m->layer_offset[l], m->layer_count[l]);

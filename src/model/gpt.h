@@ -16,15 +16,20 @@ typedef struct pl_gpt_layer {
     float *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
 } pl_gpt_layer;
 
-/* Saved activations of one layer for one micro-batch (N = B*T rows). */
+/* Saved activations of one layer for one micro-batch (N = B*T rows). The
+ * LayerNorm outputs and GELU(fc1) are not kept: backward rebuilds them from the
+ * layer input, res1 and fc1 (same kernels, same inputs: the same bits). Under
+ * selective recompute attn and lse point at shared scratch, rebuilt in backward;
+ * under full recompute a recomputed layer's fields point at its group slot, and
+ * only the group's last res2 (the next group's checkpointed input) is its own. */
 typedef struct pl_gpt_layer_acts {
-    float *ln1, *ln1_mean, *ln1_rstd; /* (N,C), (N), (N) */
-    float *qkv;                       /* (N, 3C/tp) */
-    float *attn, *lse;                /* (N, C/tp), (B, NH/tp, T) */
-    float *res1;                      /* (N,C) x + attention branch */
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fc1, *gelu;                /* (N, F/tp) */
-    float *res2;                      /* (N,C) layer output */
+    float *ln1_mean, *ln1_rstd; /* (N), (N) */
+    float *qkv;                 /* (N, 3C/tp) */
+    float *attn, *lse;          /* (N, C/tp), (B, NH/tp, T) */
+    float *res1;                /* (N,C) x + attention branch */
+    float *ln2_mean, *ln2_rstd;
+    float *fc1;                 /* (N, F/tp) */
+    float *res2;                /* (N,C) layer output */
 } pl_gpt_layer_acts;
 
 /* Points out's fields at layer `layer`'s parameters in flat (laid out by reg);
@@ -60,10 +65,16 @@ typedef struct pl_gpt {
     int64_t *layer_offset, *layer_count; /* [L] flat range of each layer's parameters */
     /* activations */
     float *act_mem;
-    size_t act_floats;
+    size_t act_floats;        /* planned */
+    size_t act_floats_kept;   /* the same plan with every layer's activations kept */
+    int64_t *group_start;     /* [L] first layer of l's full-recompute group, -1: kept */
     float *x0;                /* (N,C) embedding output */
     pl_gpt_layer_acts *acts;  /* [L] */
+    pl_gpt_layer_acts *slots; /* [L] full recompute: one layer's buffers per group position */
     float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse, *rows;
+    /* layer scratch, rebuilt when backward needs it */
+    float *ln;                /* (N,C) the LayerNorm output (ln1, then ln2) */
+    float *gelu;              /* (N, F/tp) GELU(fc1); shares dfc1's memory */
     /* backward scratch */
     float *dres, *dln, *dqkv, *dattn, *dfc1, *dgelu;
     float *attn_ws, *lm_ws;
@@ -88,8 +99,13 @@ void pl_gpt_free(pl_gpt *m);
  * views into working buffers and keeps the flat layout for everything else. */
 pl_status pl_gpt_rebind(pl_gpt *m, int grad, pl_flat_locate_fn locate, void *ctx);
 
-/* Bytes of activation and scratch memory planned (for the memory plan). */
+/* Bytes of activation and scratch memory planned (for the memory plan), and
+ * what the plan would take with cfg.recompute off. */
 size_t pl_gpt_activation_bytes(const pl_gpt *m);
+size_t pl_gpt_activation_bytes_kept(const pl_gpt *m);
+
+/* "none", "selective", "full, uniform, 2 layers per group", ... written into buf. */
+const char *pl_gpt_recompute_name(const pl_gpt_recompute *rc, char *buf, size_t n);
 
 /* Forward over m->tokens / m->targets (N each, set by the caller); writes
  * m->loss (N). */

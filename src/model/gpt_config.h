@@ -11,6 +11,24 @@
 
 #include "model/registry.h"
 
+/* Activation recomputation (Megatron's --recompute-granularity, --recompute-method,
+ * --recompute-num-layers). Not part of the architecture: it changes what is kept
+ * for backward, never a value, and is not saved in checkpoints. */
+typedef enum {
+    PL_RECOMPUTE_NONE = 0,
+    PL_RECOMPUTE_SELECTIVE, /* core attention rerun in backward; its output not kept */
+    PL_RECOMPUTE_FULL       /* whole layers rerun in backward from checkpointed inputs */
+} pl_recompute_granularity;
+typedef enum {
+    PL_RECOMPUTE_UNIFORM = 0, /* every group of num_layers consecutive layers */
+    PL_RECOMPUTE_BLOCK        /* each of the first num_layers layers; the rest keep theirs */
+} pl_recompute_method;
+typedef struct pl_gpt_recompute {
+    pl_recompute_granularity granularity;
+    pl_recompute_method method; /* full only */
+    int64_t num_layers;         /* full only: 1..L */
+} pl_gpt_recompute;
+
 typedef struct pl_gpt_config {
     int64_t num_layers;   /* L */
     int64_t hidden;       /* C */
@@ -26,6 +44,7 @@ typedef struct pl_gpt_config {
     /* How to run it (not saved in checkpoints): keep the LM head's logits
      * (N x V floats) from forward to backward instead of recomputing them. */
     int keep_logits;
+    pl_gpt_recompute recompute; /* zero: keep every activation backward needs */
 } pl_gpt_config;
 
 /* Megatron's vocab padding (megatron/training/tokenizer vocab_utils): the

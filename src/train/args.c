@@ -68,6 +68,17 @@ static const pl_option train_options[] = {
      "iterations without overflow before the dynamic loss scale doubles (--fp16)", NULL, 0},
     {"--hysteresis", PL_OPT_INT, "2", F(hysteresis),
      "overflows tolerated before the dynamic loss scale halves (--fp16)", NULL, 0},
+    /* activation recomputation (Megatron's names and meanings) */
+    {"--recompute-activations", PL_OPT_BOOL, NULL, F(recompute_activations),
+     "recompute the core attention in backward (= --recompute-granularity selective)", NULL, 0},
+    {"--recompute-granularity", PL_OPT_CHOICE, NULL, F(recompute_granularity),
+     "full: recompute whole layers from checkpointed inputs; selective: the core attention",
+     "full|selective", 0},
+    {"--recompute-method", PL_OPT_CHOICE, NULL, F(recompute_method),
+     "with full: uniform checkpoints every group of --recompute-num-layers layers; block "
+     "recomputes the first --recompute-num-layers layers of the stage", "uniform|block", 0},
+    {"--recompute-num-layers", PL_OPT_INT, NULL, F(recompute_num_layers),
+     "with full: layers per group (uniform) or layers recomputed (block)", NULL, 0},
     /* batch and iterations */
     {"--micro-batch-size", PL_OPT_INT, "1", F(micro_batch_size), "samples per micro-batch per rank", NULL, 0},
     {"--global-batch-size", PL_OPT_INT, NULL, F(global_batch_size),
@@ -276,6 +287,55 @@ static pl_status validate_precision(const pl_train_args *a)
     return PL_OK;
 }
 
+/* Megatron's checks (training/arguments.py, TransformerConfig.__post_init__),
+ * and a method or layer count without full is an error rather than ignored. */
+static pl_status validate_recompute(pl_train_args *a)
+{
+    const int has_n = pl_train_args_given(a, "--recompute-num-layers");
+    const char *g = a->recompute_granularity;
+    if (a->recompute_activations) {
+        if (g && strcmp(g, "selective") != 0)
+            return pl_errorf(PL_ERR_ARG, "plait train: --recompute-activations means "
+                             "--recompute-granularity selective, which conflicts with "
+                             "--recompute-granularity %s", g);
+        a->recompute_granularity = g = "selective";
+    }
+    if (!g) {
+        if (a->recompute_method)
+            return pl_errorf(PL_ERR_ARG, "plait train: --recompute-method %s needs "
+                             "--recompute-granularity full", a->recompute_method);
+        if (has_n)
+            return pl_errorf(PL_ERR_ARG, "plait train: --recompute-num-layers %lld needs "
+                             "--recompute-granularity full", (long long)a->recompute_num_layers);
+        return PL_OK;
+    }
+    const int64_t per_stage = a->num_layers / a->pipeline_model_parallel_size;
+    if (strcmp(g, "selective") == 0) {
+        if (a->recompute_method)
+            return pl_errorf(PL_ERR_ARG, "plait train: --recompute-method %s: recompute method is "
+                             "not yet supported for selective recomputing granularity",
+                             a->recompute_method);
+        if (has_n)
+            return pl_errorf(PL_ERR_ARG, "plait train: --recompute-num-layers %lld: when using "
+                             "recompute_granularity: selective recompute_num_layers must be None",
+                             (long long)a->recompute_num_layers);
+        return PL_OK;
+    }
+    if (!a->recompute_method)
+        return pl_errorf(PL_ERR_ARG, "plait train: --recompute-granularity full needs "
+                         "--recompute-method: using recompute_granularity: full so "
+                         "recompute_method must be \"block\" or \"uniform\"");
+    if (!has_n || a->recompute_num_layers < 1 || a->recompute_num_layers > per_stage) {
+        char got[48] = "not given";
+        if (has_n)
+            snprintf(got, sizeof got, "got %lld", (long long)a->recompute_num_layers);
+        return pl_errorf(PL_ERR_ARG, "plait train: --recompute-num-layers (%s): when using "
+                         "recompute_granularity: full recompute_num_layers must be between 1 and "
+                         "num_layers_per_pipeline_rank: %lld", got, (long long)per_stage);
+    }
+    return PL_OK;
+}
+
 static pl_status validate(pl_train_args *a)
 {
     pl_status st = PL_OK;
@@ -310,6 +370,7 @@ static pl_status validate(pl_train_args *a)
         return pl_errorf(PL_ERR_ARG,
                          "plait train: --tensor-model-parallel-size and "
                          "--pipeline-model-parallel-size other than 1 are not implemented yet");
+    PL_TRY(validate_recompute(a));
     int by_iters = pl_train_args_given(a, "--train-iters");
     int by_samples = pl_train_args_given(a, "--train-samples");
     if (by_iters == by_samples)

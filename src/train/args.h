@@ -20,6 +20,10 @@ typedef struct pl_train_args {
     const char *lm_head_logits; /* recompute|keep */
     /* parallelism */
     int64_t tensor_model_parallel_size, pipeline_model_parallel_size;
+    /* activation recomputation: --recompute-activations sets granularity "selective" */
+    int recompute_activations;
+    const char *recompute_granularity, *recompute_method; /* NULL: none */
+    int64_t recompute_num_layers;
     int64_t zero_stage;            /* resolved from every source below (0..3) */
     int use_distributed_optimizer; /* Megatron's name for stage 1 */
     const char *strategy;          /* DDP|Zero1|Zero2|Zero3 */

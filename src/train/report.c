@@ -31,6 +31,12 @@ void pl_train_print_memory_plan(const pl_trainer *t)
     pl_log_info("model state (ZeRO formula %s): %.3f MiB planned, %.3f MiB by the formula "
                 "(the difference is padding to a multiple of dp)",
                 formula[t->stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
+    char rc[64];
+    double kept = (double)pl_gpt_activation_bytes_kept(&t->model);
+    pl_log_info("activations (micro-batch %lld, recompute %s): %.1f MiB planned; %.1f MiB "
+                "without recompute, so recompute saves %.1f MiB",
+                (long long)t->mbs, pl_gpt_recompute_name(&t->cfg.recompute, rc, sizeof rc),
+                act / MiB, kept / MiB, (kept - act) / MiB);
 }
 
 void pl_train_print_banner(const pl_trainer *t)
@@ -156,10 +162,12 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
                 (long long)t->num_micro);
         fprintf(t->metrics, "{\"iteration\": %lld, \"zero_stage\": %d, \"dp\": %lld, "
                 "\"vmhwm_kib_max\": %lld, \"vmhwm_kib_min\": %lld, \"state_bytes\": %lld, "
-                "\"work_bytes\": %lld}\n", (long long)t->iteration, t->stage, (long long)t->dp,
+                "\"work_bytes\": %lld, \"act_bytes\": %lld, \"act_bytes_kept\": %lld}\n",
+                (long long)t->iteration, t->stage, (long long)t->dp,
                 (long long)mx[0], (long long)-mx[1],
                 (long long)(t->state_bytes[0] + t->state_bytes[1] + t->state_bytes[2]),
-                (long long)t->work_bytes);
+                (long long)t->work_bytes, (long long)pl_gpt_activation_bytes(&t->model),
+                (long long)pl_gpt_activation_bytes_kept(&t->model));
         fflush(t->metrics);
     }
     return PL_OK;

@@ -305,6 +305,12 @@ static pl_status setup_model(pl_trainer *t)
     c->init_std = a->init_method_std;
     c->ln_eps = (float)a->layernorm_epsilon;
     c->keep_logits = strcmp(a->lm_head_logits, "keep") == 0;
+    if (a->recompute_granularity) /* validated in args.c */
+        c->recompute = (pl_gpt_recompute){
+            strcmp(a->recompute_granularity, "full") ? PL_RECOMPUTE_SELECTIVE : PL_RECOMPUTE_FULL,
+            a->recompute_method && !strcmp(a->recompute_method, "block") ? PL_RECOMPUTE_BLOCK
+                                                                         : PL_RECOMPUTE_UNIFORM,
+            a->recompute_num_layers};
     pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
     PL_TRY(pl_gpt_register(&t->reg, c, t->grid.layout.pp));
     PL_TRY(setup_state(t));

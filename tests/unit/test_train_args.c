@@ -94,10 +94,52 @@ TEST(inconsistent_flags_are_errors_naming_them)
           "%s", pl_error_msg());
 }
 
+TEST(recompute_flags_resolve_as_megatrons)
+{
+    pl_train_args a;
+    CHECK_OK(parse(&a, BASE " --recompute-activations"));
+    CHECK(a.recompute_granularity && strcmp(a.recompute_granularity, "selective") == 0 &&
+              !a.recompute_method,
+          "--recompute-activations is selective");
+    pl_train_args_free(&a);
+    CHECK_OK(parse(&a, BASE " --recompute-granularity full --recompute-method block "
+                            "--recompute-num-layers 2"));
+    CHECK(strcmp(a.recompute_granularity, "full") == 0 && strcmp(a.recompute_method, "block") == 0 &&
+              a.recompute_num_layers == 2,
+          "full block 2");
+    pl_train_args_free(&a);
+    CHECK_OK(parse(&a, BASE));
+    CHECK(!a.recompute_granularity && !a.recompute_method, "no recompute by default");
+    pl_train_args_free(&a);
+    struct {
+        const char *extra, *needle;
+    } cases[] = {
+        {"--recompute-granularity full --recompute-num-layers 1",
+         "recompute_method must be \"block\" or \"uniform\""},
+        {"--recompute-granularity full --recompute-method uniform --recompute-num-layers 3",
+         "--recompute-num-layers (got 3): when using recompute_granularity: full "
+         "recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: 2"},
+        {"--recompute-granularity selective --recompute-method block",
+         "--recompute-method block: recompute method is not yet supported"},
+        {"--recompute-activations --recompute-num-layers 1", "recompute_num_layers must be None"},
+        {"--recompute-num-layers 1", "--recompute-num-layers 1 needs --recompute-granularity full"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char line[1024];
+        snprintf(line, sizeof line, BASE " %s", cases[i].extra);
+        pl_status st = parse(&a, line);
+        CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), cases[i].needle), "case %zu: '%s'", i,
+              pl_error_msg());
+        if (st == PL_OK)
+            pl_train_args_free(&a);
+    }
+}
+
 int main(void)
 {
     RUN(defaults_are_megatrons);
     RUN(config_preset_fills_flags_and_the_command_line_wins);
     RUN(inconsistent_flags_are_errors_naming_them);
+    RUN(recompute_flags_resolve_as_megatrons);
     return test_summary("train_args");
 }
