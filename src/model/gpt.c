@@ -172,13 +172,23 @@ static size_t plan(pl_gpt *m, float *base, int recompute)
     TAKE(m->ln, N * C);
     TAKE(m->dres, N * C);
     TAKE(m->dln, N * C);
-    TAKE(m->dqkv, N * 3 * m->Cl);
-    TAKE(m->dattn, N * m->Cl);
-    TAKE(m->dfc1, N * m->Fl);
-    m->gelu = m->dfc1; /* forward's GELU output; backward rebuilds it there before dfc1 */
-    TAKE(m->dgelu, N * m->Fl);
-    TAKE(m->attn_ws, (int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS));
     TAKE(m->lm_ws, (int64_t)pl_lmhead_workspace(N, m->lm_chunk));
+    /* Kept logits live from the LM head's forward to its backward, when every
+     * layer buffer below is dead (forward is over, backward's layers have not
+     * started): those buffers then share the logits' memory when they fit. */
+    const int64_t scratch = (N * 3 * m->Cl + 15) / 16 * 16 + (N * m->Cl + 15) / 16 * 16 +
+                            2 * ((N * m->Fl + 15) / 16 * 16) +
+                            ((int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS) + 15) / 16 * 16;
+    bump inner = {m->lm_ws, 0};
+    bump *sb = m->cfg.keep_logits && scratch <= (int64_t)pl_lmhead_workspace(N, m->lm_chunk)
+                   ? &inner
+                   : &b;
+    m->dqkv = take(sb, N * 3 * m->Cl);
+    m->dattn = take(sb, N * m->Cl);
+    m->dfc1 = take(sb, N * m->Fl);
+    m->gelu = m->dfc1; /* forward's GELU output; backward rebuilds it there before dfc1 */
+    m->dgelu = take(sb, N * m->Fl);
+    m->attn_ws = take(sb, (int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS));
 #undef TAKE
     return b.used;
 }
