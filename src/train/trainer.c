@@ -80,13 +80,16 @@ static pl_status measure_gemm_peak(pl_gemm *g, double *peak)
  *   stage 1: params P, grads P (full: backward accumulates into it), m, v S each
  *   stage 2: params P; grads: the shard's reduced gradients S, plus scratch that
  *            lives only for one region: the embeddings + final norm (needed at both
- *            ends of backward), one layer's gradients (reduce-scattered as soon as
- *            the layer's backward ends, then reused by the next layer), and the
- *            reduced part of one region; m, v S each
+ *            ends of backward), two layers' gradients (a layer's are reduce-scattered
+ *            on the communication queue as soon as its backward ends, while the next
+ *            layer's backward fills the other slot), and the reduced part of one
+ *            region (the queue adds each into the shard before it runs the next);
+ *            m, v S each
  *   stage 3: the shard's params S, grads S, m, v S each; working buffers: the
  *            embeddings + final norm, one layer's parameters (gathered before its
- *            forward and again before its backward, overwritten by the next), and
- *            the stage-2 gradient scratch
+ *            forward and again before its backward) plus, with --zero3-prefetch, a
+ *            second slot the next layer's gather lands in while this one computes,
+ *            and the stage-2 gradient scratch
  * (P = n padded to a multiple of dp, S = P / dp.) */
 static pl_status setup_state(pl_trainer *t)
 {
@@ -158,12 +161,12 @@ static pl_status setup_state(pl_trainer *t)
     if (t->stage >= 2) {
         sz[3] = S;
         sz[8] = t->nl_count;
-        sz[9] = t->work_count;
+        sz[9] = 2 * t->work_count;
     }
     if (t->stage == 3) {
         sz[2] = S;
         sz[6] = t->nl_count;
-        sz[7] = t->work_count;
+        sz[7] = (t->a->zero3_prefetch ? 2 : 1) * t->work_count;
     }
     int64_t total = own_max + 16;
     for (int k = 0; k < 10; k++)
@@ -192,6 +195,78 @@ static pl_status setup_state(pl_trainer *t)
     return PL_OK;
 }
 
+/* The working-buffer slot of layer l: gradients alternate between two slots (one is
+ * reduce-scattered while the next layer's backward fills the other), and so do
+ * stage 3's parameters when prefetching. */
+static int zero_slot(const pl_trainer *t, int64_t l, int grad)
+{
+    return (grad || t->a->zero3_prefetch) ? (int)(l & 1) : 0;
+}
+
+/* Runs op on the ZeRO queue and waits for it, or (wait = 0) leaves it in flight. The
+ * caller's time blocked (or, inline, inside the collective) is the step's exposed
+ * communication. */
+static pl_status zq_post(pl_trainer *t, pl_commq_op *op, int wait)
+{
+    double t0 = pl_time_now();
+    pl_status st = pl_commq_post(t->zq, op);
+    if (!st && wait)
+        st = pl_commq_wait(t->zq, op);
+    t->comm_step.wait += pl_time_now() - t0;
+    if (!st && wait)
+        pl_commq_overlap_add(&t->zq_overlap, op, t->zq_compute_end);
+    return st;
+}
+
+static pl_status zq_wait(pl_trainer *t, pl_commq_op *op)
+{
+    double t0 = pl_time_now();
+    pl_status st = pl_commq_wait(t->zq, op);
+    t->comm_step.wait += pl_time_now() - t0;
+    pl_commq_overlap_add(&t->zq_overlap, op, t->zq_compute_end);
+    return st;
+}
+
+/* Queues the gather of layer l's parameters (stage 3) into its slot. */
+static pl_status zero_gather_post(pl_trainer *t, int64_t l, int wait)
+{
+    pl_zero *z = &t->zero;
+    const pl_zero_region *g = &z->regions[l + 1];
+    int s = zero_slot(t, l, 0);
+    pl_commq_op *op = &t->zq_gather[s];
+    *op = (pl_commq_op){.kind = PL_COMMQ_ALLGATHER, .comm = z->comm, .buf = t->pwork + s * t->work_count,
+                        .send = t->pshard + (g->own_lo - z->lo), .counts = g->counts,
+                        .displs = g->displs};
+    t->zq_gather_layer[s] = wait ? -1 : l;
+    return zq_post(t, op, wait);
+}
+
+/* Layer l's parameters are in its slot: waits for a prefetched gather, or gathers now. */
+static pl_status zero_gather(pl_trainer *t, int64_t l)
+{
+    int s = zero_slot(t, l, 0);
+    if (t->zq_gather_layer[s] == l) {
+        t->zq_gather_layer[s] = -1;
+        return zq_wait(t, &t->zq_gather[s]);
+    }
+    if (t->zq_gather_layer[s] >= 0) { /* a gather nobody used: not expected, but finish it */
+        t->zq_gather_layer[s] = -1;
+        pl_status st = zq_wait(t, &t->zq_gather[s]);
+        if (st)
+            return st;
+    }
+    return zero_gather_post(t, l, 1);
+}
+
+/* Waits for the gradient reduce-scatter in flight from slot s, if any. */
+static pl_status zero_rs_wait(pl_trainer *t, int s)
+{
+    if (!t->zq_rs_posted[s])
+        return PL_OK;
+    t->zq_rs_posted[s] = 0;
+    return zq_wait(t, &t->zq_rs[s]);
+}
+
 /* Where flat element off lives for the model's views under stages 2-3. */
 static float *zero_locate(void *ctx, int64_t off, int grad)
 {
@@ -204,7 +279,7 @@ static float *zero_locate(void *ctx, int64_t off, int grad)
         return nl + off;
     if (i == z->nregions - 1)
         return nl + (z->regions[0].hi - z->regions[0].lo) + (off - g->lo);
-    return work + (off - g->lo);
+    return work + zero_slot(t, i - 1, grad) * t->work_count + (off - g->lo);
 }
 
 /* The fetch hook: before a layer's backward its gradient scratch is zeroed; at
@@ -215,46 +290,70 @@ static pl_status zero_fetch(void *ctx, int64_t layer, int backward)
     pl_trainer *t = ctx;
     pl_zero *z = &t->zero;
     pl_status st = PL_OK;
+    const int64_t L = t->cfg.num_layers;
     if (layer < 0) {
         if (t->stage == 3) {
             int last = z->nregions - 1;
             int64_t emb = z->regions[0].hi;
-            PL_TRY(pl_zero_allgather(z, 0, t->pshard + (z->regions[0].own_lo - z->lo), t->pnl));
-            PL_TRY(pl_zero_allgather(z, last, t->pshard + (z->regions[last].own_lo - z->lo),
-                                     t->pnl + emb));
+            pl_commq_op *op = &t->zq_nl;
+            *op = (pl_commq_op){.kind = PL_COMMQ_ALLGATHER, .comm = z->comm, .buf = t->pnl,
+                                .send = t->pshard + (z->regions[0].own_lo - z->lo),
+                                .counts = z->regions[0].counts, .displs = z->regions[0].displs};
+            PL_TRY(zq_post(t, op, 1));
+            *op = (pl_commq_op){.kind = PL_COMMQ_ALLGATHER, .comm = z->comm, .buf = t->pnl + emb,
+                                .send = t->pshard + (z->regions[last].own_lo - z->lo),
+                                .counts = z->regions[last].counts, .displs = z->regions[last].displs};
+            PL_TRY(zq_post(t, op, 1));
+            if (t->a->zero3_prefetch && L > 0)
+                PL_TRY(zero_gather_post(t, 0, 0));
         }
         return PL_OK;
     }
     const pl_zero_region *g = &z->regions[layer + 1];
-    if (backward)
-        memset(t->gwork, 0, (size_t)(g->hi - g->lo) * sizeof(float));
-    if (t->stage == 3)
-        PL_TRY(pl_zero_allgather(z, (int)layer + 1, t->pshard + (g->own_lo - z->lo), t->pwork));
+    if (backward) { /* this layer's gradient slot: its last reduce-scatter must be done */
+        int s = zero_slot(t, layer, 1);
+        PL_TRY(zero_rs_wait(t, s));
+        memset(t->gwork + s * t->work_count, 0, (size_t)(g->hi - g->lo) * sizeof(float));
+    }
+    if (t->stage == 3) {
+        PL_TRY(zero_gather(t, layer));
+        /* the next layer in this pass, into the other slot (its last user is done) */
+        int64_t next = backward ? layer - 1 : layer + 1;
+        if (t->a->zero3_prefetch && next >= 0 && next < L)
+            PL_TRY(zero_gather_post(t, next, 0));
+    }
 fail:
     return st;
 }
 
-/* Reduce-scatters region i's gradients (src) and adds this rank's part to gshard. */
-static pl_status zero_reduce_region(pl_trainer *t, int i, const float *src)
+/* Queues the reduce-scatter of region i's gradients (src) that adds this rank's part
+ * to gshard, and leaves it in flight in slot s: 0-1 a layer's gradient slot, 2 the
+ * final norm, 3 the embeddings. Every operation receives into gtmp and adds from it
+ * before the queue runs the next one, so one region's part is enough. */
+static pl_status zero_reduce_region(pl_trainer *t, int i, const float *src, int s)
 {
     pl_zero *z = &t->zero;
     const pl_zero_region *g = &z->regions[i];
-    pl_status st = pl_zero_reduce_scatter(z, i, src, t->gtmp);
-    if (st)
-        return st;
-    float *dst = t->gshard + (g->own_lo - z->lo);
-    for (int64_t k = 0; k < g->own_count; k++)
-        dst[k] += t->gtmp[k];
-    return PL_OK;
+    pl_commq_op *op = &t->zq_rs[s];
+    *op = (pl_commq_op){.kind = PL_COMMQ_REDUCE_SCATTER, .comm = z->comm, .buf = (float *)src,
+                        .recv = t->gtmp, .acc = t->gshard + (g->own_lo - z->lo),
+                        .counts = g->counts, .displs = g->displs};
+    t->zq_rs_posted[s] = 1;
+    return zq_post(t, op, 0);
 }
 
 static void zero_grad_ready(void *ctx, int64_t offset, int64_t count)
 {
     pl_trainer *t = ctx;
     (void)count;
-    int i = pl_zero_region_of(&t->zero, offset);
+    pl_zero *z = &t->zero;
+    int i = pl_zero_region_of(z, offset), last = z->nregions - 1;
+    int s = zero_slot(t, i - 1, 1);
+    /* the final norm's gradients are final once the last layer's backward begins */
+    if (!t->zero_err && i == last - 1)
+        t->zero_err = zero_reduce_region(t, last, t->gnl + z->regions[0].hi, 2);
     if (!t->zero_err)
-        t->zero_err = zero_reduce_region(t, i, t->gwork);
+        t->zero_err = zero_reduce_region(t, i, t->gwork + s * t->work_count, s);
 }
 
 static pl_status setup_model(pl_trainer *t)
@@ -294,6 +393,8 @@ static pl_status setup_model(pl_trainer *t)
         PL_TRY(pl_gpt_rebind(&t->model, 1, zero_locate, t));
         t->model.fetch = zero_fetch;
         t->model.fetch_ctx = t;
+        t->zq_gather_layer[0] = t->zq_gather_layer[1] = -1;
+        PL_TRY(pl_commq_init(&t->zq, pl_commq_default_mode()));
     }
     /* DP buckets in backward order: final norm, layers L-1..0, embeddings. */
     const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
@@ -311,7 +412,7 @@ static pl_status setup_model(pl_trainer *t)
     for (int i = 0; i < t->reg.n; i++)
         if (t->reg.params[i].offset >= 0)
             bounds[nb++] = t->reg.params[i].offset;
-    st = pl_dp_buckets_split(t->reg.numel, bounds, nb, 40 * 1000 * 1000 / 4, &ranges, &nranges);
+    st = pl_dp_buckets_split(t->reg.numel, bounds, nb, a->ddp_bucket_size, &ranges, &nranges);
     pl_free(bounds);
     if (!st)
         st = pl_dp_buckets_init(&t->buckets, pl_grid_comm(&t->grid, PL_GRID_DP), t->grads,
@@ -471,7 +572,11 @@ static double micro_batch_loss(const pl_gpt *m, double scale)
 static void grad_ready(void *ctx, int64_t offset, int64_t count)
 {
     pl_trainer *t = ctx;
-    /* Errors surface in pl_dp_buckets_finish, which re-checks every bucket. */
+    /* Errors surface in pl_dp_buckets_finish, which re-checks every bucket. The final
+     * norm's gradients are final before the last layer's backward starts: marked with
+     * that layer, so the first bucket (which holds them) need not wait for the end. */
+    if (offset == t->model.layer_offset[t->cfg.num_layers - 1])
+        (void)pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count);
     (void)pl_dp_buckets_ready(t->buckets, offset, count);
 }
 
@@ -508,6 +613,9 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         memset(t->grads, 0, (size_t)(t->stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     if (t->gshard)
         memset(t->gshard, 0, (size_t)t->zero.shard * sizeof(float));
+    memset(&t->comm_step, 0, sizeof t->comm_step);
+    memset(&t->zq_overlap, 0, sizeof t->zq_overlap);
+    t->zq_compute_end = INFINITY; /* queued work waited for now ran beside compute */
     double scale = 1.0 / (double)t->num_micro, loss_sum = 0;
     for (int64_t k = 0; k < t->num_micro; k++) {
         if (!pl_sampler_next(sampler, t->batch_idx))
@@ -522,19 +630,27 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         int last = k == t->num_micro - 1;
         if (t->stage >= 2) {
             /* every micro-batch's gradients go to their owners as backward makes them */
+            PL_TRY(zero_rs_wait(t, 2)); /* the last micro-batch's, still in flight */
+            PL_TRY(zero_rs_wait(t, 3));
             memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
             t->zero_err = PL_OK;
             PL_TRY(pl_gpt_backward(m, zero_grad_ready, t));
             PL_TRY(t->zero_err);
-            int lastr = t->zero.nregions - 1;
-            PL_TRY(zero_reduce_region(t, lastr, t->gnl + t->zero.regions[0].hi));
-            PL_TRY(zero_reduce_region(t, 0, t->gnl));
+            t->zq_compute_end = pl_time_now();
+            if (t->cfg.num_layers == 0)
+                PL_TRY(zero_reduce_region(t, t->zero.nregions - 1, t->gnl + t->zero.regions[0].hi, 2));
+            PL_TRY(zero_reduce_region(t, 0, t->gnl, 3));
+            if (last)
+                for (int s = 0; s < 4; s++)
+                    PL_TRY(zero_rs_wait(t, s));
+            t->zq_compute_end = INFINITY;
         } else if (t->stage == 1) {
             PL_TRY(pl_gpt_backward(m, NULL, NULL));
         } else {
             PL_TRY(pl_gpt_backward(m, last ? grad_ready : NULL, t));
-            if (last) { /* the ranges outside the layers are final now */
-                PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
+            if (last) { /* the embeddings are final now (and, with no layers, the norm) */
+                if (t->cfg.num_layers == 0)
+                    PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
                 PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
             }
         }
@@ -547,6 +663,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     else if (t->stage == 1)
         PL_TRY(pl_zero_reduce_scatter_all(&t->zero, t->grads));
     t->prof.comm += pl_time_now() - tc;
+    pl_train_comm_step_done(t);
     /* The reduced gradient this rank holds: all of it, or (ZeRO) its shard. */
     float *held = t->stage >= 2 ? t->gshard : t->grads;
     int64_t held_n = t->stage == 0 ? t->reg.numel : t->zero.shard;
@@ -782,6 +899,7 @@ static void trainer_free(pl_trainer *t)
     pl_free(t->sample);
     pl_free(t->batch_idx);
     pl_dp_buckets_free(t->buckets);
+    pl_commq_free(t->zq);
     pl_zero_free(&t->zero);
     if (t->model_up)
         pl_gpt_free(&t->model);
