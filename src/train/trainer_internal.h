@@ -92,6 +92,12 @@ void pl_train_log_eval(pl_trainer *t, double loss);
 /* Peak resident memory of every rank (collective over the world). */
 pl_status pl_train_log_peak_memory(pl_trainer *t);
 void pl_train_bench_reset(pl_trainer *t);
+/* ZeRO stages 2-3 (zero_hooks.c): the model's view locator and fetch hook, and one
+ * micro-batch's backward (reduce-scatters queued as layers finish; with last = 1 every
+ * queued reduce-scatter has completed on return, so the shard holds the step's sums). */
+float *pl_train_zero_locate(void *ctx, int64_t off, int grad);
+pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward);
+pl_status pl_train_zero_backward(pl_trainer *t, int last);
 /* After a step's DP communication: fills t->comm_step (from the buckets, or the ZeRO
  * queue's operations) and adds it to t->comm_total. */
 void pl_train_comm_step_done(pl_trainer *t);
