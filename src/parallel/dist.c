@@ -3,9 +3,13 @@
 
 #include "base/log.h"
 
+#include <limits.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #if defined(OPEN_MPI)
 #define STR_(x) #x
@@ -64,6 +68,33 @@ void pl_dist_launcher_detect(pl_dist_launcher *l)
     }
 }
 
+/* MPI's collectives malloc and free a temporary buffer as large as the message on every
+ * call (OpenMPI's tuned and libnbc all-reduce, reduce-scatter). Above glibc's mmap
+ * threshold each call then maps fresh pages, and a first touch costs ~10 us per 4 KiB
+ * page on these VMs: ~0.4 s for a 40 MB bucket, more than the transfer itself
+ * (docs/performance.md). Keep freed memory in one heap instead -- no mmap for large
+ * blocks, no trimming, one arena so that the communication thread (parallel/commq.h)
+ * reuses the same warm pages -- so each buffer faults once, in the first steps. */
+static void keep_freed_memory(void)
+{
+#if defined(__GLIBC__)
+    if (getenv("PLAIT_KEEP_MALLOC")) /* measurements of the default behaviour */
+        return;
+    mallopt(M_ARENA_MAX, 1);
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+}
+
+/* The communication thread shares its rank's cores with compute, and a blocking
+ * collective in OpenMPI polls without pause while it waits for a peer: ask OpenMPI to
+ * yield the core between polls (mpirun does so itself only when it sees more ranks than
+ * cores). An explicit setting in the environment wins. */
+static void yield_when_idle(void)
+{
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+}
+
 pl_status pl_dist_init(pl_dist *d, int *argc, char ***argv)
 {
     memset(d, 0, sizeof *d);
@@ -78,7 +109,12 @@ pl_status pl_dist_init(pl_dist *d, int *argc, char ***argv)
         return pl_errorf(PL_ERR_INTERNAL, "MPI was already finalised in this process");
     int provided = MPI_THREAD_SINGLE;
     if (!up) {
-        int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+        keep_freed_memory();
+        yield_when_idle();
+        /* MULTIPLE lets a communication thread (parallel/commq.h) run collectives while
+         * the main thread computes and makes tensor-parallel calls; FUNNELED is enough
+         * without it (the queue then runs collectives on the main thread). */
+        int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
         if (rc != MPI_SUCCESS)
             return pl_errorf(PL_ERR_IO, "MPI_Init_thread failed (%s, launcher: %s)", d->library,
                              d->launcher.name);

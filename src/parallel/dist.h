@@ -1,7 +1,8 @@
 /* MPI start-up and shut-down, and what launched this process.
  *
- * pl_dist_init calls MPI_Init_thread(MPI_THREAD_FUNNELED): OpenMP threads compute, only
- * the main thread calls MPI. It works under mpirun (OpenMPI or MPICH's hydra), srun, and
+ * pl_dist_init calls MPI_Init_thread(MPI_THREAD_MULTIPLE) and accepts FUNNELED or more:
+ * OpenMP threads compute and never call MPI; the main thread calls MPI, and so does the
+ * communication queue's thread when MULTIPLE was granted (parallel/commq.h). It works under mpirun (OpenMPI or MPICH's hydra), srun, and
  * as a singleton with no launcher at all (world size 1).
  *
  * The singleton pitfall: a binary built against one MPI and started by the other's

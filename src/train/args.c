@@ -49,6 +49,12 @@ static const pl_option train_options[] = {
      "shard the optimizer state over DP (Megatron's distributed optimizer = ZeRO stage 1)", NULL, 0},
     {"--strategy", PL_OPT_CHOICE, NULL, F(strategy), "data-parallel strategy (ZeRO stage 0..3)",
      "DDP|Zero1|Zero2|Zero3", 0},
+    {"--ddp-bucket-size", PL_OPT_INT, "10000000", F(ddp_bucket_size),
+     "elements per data-parallel gradient bucket, all-reduced as backward completes it "
+     "(0: one bucket, reduced after backward)", NULL, 0},
+    {"--zero3-prefetch", PL_OPT_INT, "1", F(zero3_prefetch),
+     "ZeRO-3: gather the next layer's parameters while this layer computes (1) or not (0)",
+     NULL, 0},
     {"--deepspeed_config", PL_OPT_STRING, NULL, F(deepspeed_config),
      "DeepSpeed JSON: batch sizes, zero_optimization.stage, gradient_clipping, optimizer, "
      "scheduler, bf16/fp16", NULL, 0},
@@ -416,6 +422,9 @@ static pl_status validate(pl_train_args *a)
         a->max_skipped_steps < 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --exit-interval and --exit-duration-in-mins "
                                      "must be positive, --max-skipped-steps >= 0");
+    if (a->ddp_bucket_size < 0 || a->zero3_prefetch < 0 || a->zero3_prefetch > 1)
+        return pl_errorf(PL_ERR_ARG, "plait train: --ddp-bucket-size must be >= 0 (elements; 0 "
+                                     "for one bucket) and --zero3-prefetch 0 or 1");
     if (pl_train_args_given(a, "--save-interval") && a->save_interval <= 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --save-interval must be positive");
     if (pl_train_args_given(a, "--save-interval") && !a->save)

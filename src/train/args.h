@@ -28,6 +28,8 @@ typedef struct pl_train_args {
     int use_distributed_optimizer; /* Megatron's name for stage 1 */
     const char *strategy;          /* DDP|Zero1|Zero2|Zero3 */
     const char *deepspeed_config;  /* DeepSpeed JSON (see train/ds_config.h) */
+    int64_t ddp_bucket_size;       /* elements per DP gradient bucket (0: one bucket) */
+    int64_t zero3_prefetch;        /* ZeRO-3: gather the next layer ahead (1) or not (0) */
     /* DeepSpeed batch keys (-1 when absent), resolved against the DP size at start */
     int64_t ds_train_batch, ds_micro_batch, ds_grad_accum;
     void *ds_json;                 /* the parsed DeepSpeed config; owns its strings */

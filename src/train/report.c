@@ -73,6 +73,37 @@ static void format_eta(double seconds, char *buf, size_t n)
     snprintf(buf, n, "%02ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
 }
 
+static int comm_threaded(const pl_trainer *t)
+{
+    if (t->buckets)
+        return pl_dp_buckets_threaded(t->buckets);
+    return t->zq && pl_commq_mode_of(t->zq) == PL_COMMQ_THREAD;
+}
+
+void pl_train_comm_step_done(pl_trainer *t)
+{
+    pl_dp_step_stats *s = &t->comm_step, *a = &t->comm_total;
+    if (t->buckets) {
+        *s = pl_dp_buckets_stats_get(t->buckets)->last;
+        if (pl_dp_buckets_stats_get(t->buckets)->steps == 0)
+            memset(s, 0, sizeof *s);
+    } else if (t->zq) {
+        const pl_commq_overlap *o = &t->zq_overlap;
+        s->buckets = o->ops;
+        s->early = o->early;
+        s->busy = o->busy;
+        s->before = o->before;
+        s->after = o->after;
+    }
+    a->buckets += s->buckets;
+    a->early += s->early;
+    a->busy += s->busy;
+    a->before += s->before;
+    a->after += s->after;
+    a->wait += s->wait;
+    a->progress += s->progress;
+}
+
 void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window)
 {
     double tokens_s = (double)(t->gbs * t->cfg.seq_length) * (double)iters_in_window / (ms / 1e3);
@@ -106,7 +137,9 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"zero_stage\": %d, "
                     "\"dp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
                     "\"all-gather\": %lld}, \"dp_wire_bytes_mean\": {\"all-reduce\": %.1f, "
-                    "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}}\n",
+                    "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}, \"dp_comm\": {\"ops\": %lld, "
+                    "\"early\": %lld, \"busy_ms\": %.3f, \"before_backward_end_ms\": %.3f, "
+                    "\"after_backward_end_ms\": %.3f, \"wait_ms\": %.3f, \"threaded\": %s}}\n",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
                     r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->stage,
@@ -114,7 +147,10 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)t->step_comm.kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,
                     (double)t->wire_sum[0] / (double)t->dp, (double)t->wire_sum[1] / (double)t->dp,
-                    (double)t->wire_sum[2] / (double)t->dp);
+                    (double)t->wire_sum[2] / (double)t->dp, (long long)t->comm_step.buckets,
+                    (long long)t->comm_step.early, 1e3 * t->comm_step.busy,
+                    1e3 * t->comm_step.before, 1e3 * t->comm_step.after, 1e3 * t->comm_step.wait,
+                    comm_threaded(t) ? "true" : "false");
             fflush(t->metrics);
         }
     }
@@ -181,6 +217,7 @@ void pl_train_bench_reset(pl_trainer *t)
     memset(&t->model.prof, 0, sizeof t->model.prof);
     if (t->buckets)
         pl_dp_buckets_stats_reset(t->buckets);
+    memset(&t->comm_total, 0, sizeof t->comm_total);
 }
 
 /* Where a step's time goes, and one JSON line for scripts. */
@@ -218,20 +255,27 @@ void pl_train_bench_report(const pl_trainer *t)
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         pl_log_info("  %-26s %8.1f ms/step %5.1f%%", parts[i].name, 1e3 * parts[i].s / (double)n,
                     100 * parts[i].s / t->prof.total);
-    static const pl_dp_buckets_stats none;
-    const pl_dp_buckets_stats *bs = t->buckets ? pl_dp_buckets_stats_get(t->buckets) : &none;
-    double hidden = bs->overlap_seconds - bs->progress_seconds;
-    if (t->dp > 1 && t->buckets)
-        pl_log_info("  DP gradient all-reduce: %.1f ms/step from first start to last completion; "
-                    "%.1f ms waited for after backward, %.1f ms ran beside it (%.1f ms of that "
-                    "inside MPI progress calls)",
-                    1e3 * bs->window_seconds / (double)n, 1e3 * bs->wait_seconds / (double)n,
-                    1e3 * bs->overlap_seconds / (double)n, 1e3 * bs->progress_seconds / (double)n);
+    const pl_dp_step_stats *cs = &t->comm_total;
+    /* hidden: ran beside backward on the communication thread (inline, the compute thread
+     * ran it: nothing hidden) */
+    double hidden = comm_threaded(t) ? cs->before : 0;
+    if (t->dp > 1 && (t->buckets || t->zq))
+        pl_log_info("  DP %s (%s): %.1f ms/step inside %.1f collectives; %.1f ms of it before "
+                    "backward ended, %.1f ms after; the compute thread waited %.1f ms%s",
+                    t->buckets ? "gradient all-reduce" : "ZeRO collectives",
+                    comm_threaded(t) ? "communication thread" : "inline, compute thread",
+                    1e3 * cs->busy / (double)n, (double)cs->buckets / (double)n,
+                    1e3 * cs->before / (double)n, 1e3 * cs->after / (double)n,
+                    1e3 * (cs->wait + cs->progress) / (double)n,
+                    t->buckets ? "" : " (inside backward: counted in its kernels' rows)");
     printf("{\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
            "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "
-           "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"breakdown_ms\": {",
+           "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"dp_comm_busy_ms\": %.3f, "
+           "\"dp_comm_before_backward_end_ms\": %.3f, \"dp_comm_threaded\": %s, \"breakdown_ms\": {",
            tokens_s, mfu, 1e3 * step, rss, t->gemm_peak, t->flops_per_token, t->grid.layout.world,
-           1e3 * hidden / (double)n, 1e3 * bs->wait_seconds / (double)n);
+           1e3 * hidden / (double)n, 1e3 * (cs->wait + cs->progress) / (double)n,
+           1e3 * cs->busy / (double)n, 1e3 * cs->before / (double)n,
+           comm_threaded(t) ? "true" : "false");
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         printf("%s\"%s\": %.3f", i ? ", " : "", parts[i].name, 1e3 * parts[i].s / (double)n);
     printf("}}\n");

@@ -80,13 +80,16 @@ static pl_status measure_gemm_peak(pl_gemm *g, double *peak)
  *   stage 1: params P, grads P (full: backward accumulates into it), m, v S each
  *   stage 2: params P; grads: the shard's reduced gradients S, plus scratch that
  *            lives only for one region: the embeddings + final norm (needed at both
- *            ends of backward), one layer's gradients (reduce-scattered as soon as
- *            the layer's backward ends, then reused by the next layer), and the
- *            reduced part of one region; m, v S each
+ *            ends of backward), two layers' gradients (a layer's are reduce-scattered
+ *            on the communication queue as soon as its backward ends, while the next
+ *            layer's backward fills the other slot), and the reduced part of one
+ *            region (the queue adds each into the shard before it runs the next);
+ *            m, v S each
  *   stage 3: the shard's params S, grads S, m, v S each; working buffers: the
  *            embeddings + final norm, one layer's parameters (gathered before its
- *            forward and again before its backward, overwritten by the next), and
- *            the stage-2 gradient scratch
+ *            forward and again before its backward) plus, with --zero3-prefetch, a
+ *            second slot the next layer's gather lands in while this one computes,
+ *            and the stage-2 gradient scratch
  * (P = n padded to a multiple of dp, S = P / dp.) */
 static pl_status setup_state(pl_trainer *t)
 {
@@ -158,12 +161,12 @@ static pl_status setup_state(pl_trainer *t)
     if (t->stage >= 2) {
         sz[3] = S;
         sz[8] = t->nl_count;
-        sz[9] = t->work_count;
+        sz[9] = 2 * t->work_count;
     }
     if (t->stage == 3) {
         sz[2] = S;
         sz[6] = t->nl_count;
-        sz[7] = t->work_count;
+        sz[7] = (t->a->zero3_prefetch ? 2 : 1) * t->work_count;
     }
     int64_t total = own_max + 16;
     for (int k = 0; k < 10; k++)
@@ -190,71 +193,6 @@ static pl_status setup_state(pl_trainer *t)
     t->state_bytes[2] = (size_t)(sz[4] + sz[5]) * sizeof(float);
     t->work_bytes = (size_t)(sz[6] + sz[7] + sz[8] + sz[9] + own_max) * sizeof(float);
     return PL_OK;
-}
-
-/* Where flat element off lives for the model's views under stages 2-3. */
-static float *zero_locate(void *ctx, int64_t off, int grad)
-{
-    pl_trainer *t = ctx;
-    const pl_zero *z = &t->zero;
-    int i = pl_zero_region_of(z, off);
-    const pl_zero_region *g = &z->regions[i];
-    float *nl = grad ? t->gnl : t->pnl, *work = grad ? t->gwork : t->pwork;
-    if (i == 0)
-        return nl + off;
-    if (i == z->nregions - 1)
-        return nl + (z->regions[0].hi - z->regions[0].lo) + (off - g->lo);
-    return work + (off - g->lo);
-}
-
-/* The fetch hook: before a layer's backward its gradient scratch is zeroed; at
- * stage 3 every layer's parameters are gathered before its forward and again
- * before its backward, and the embeddings and final norm before the forward. */
-static pl_status zero_fetch(void *ctx, int64_t layer, int backward)
-{
-    pl_trainer *t = ctx;
-    pl_zero *z = &t->zero;
-    pl_status st = PL_OK;
-    if (layer < 0) {
-        if (t->stage == 3) {
-            int last = z->nregions - 1;
-            int64_t emb = z->regions[0].hi;
-            PL_TRY(pl_zero_allgather(z, 0, t->pshard + (z->regions[0].own_lo - z->lo), t->pnl));
-            PL_TRY(pl_zero_allgather(z, last, t->pshard + (z->regions[last].own_lo - z->lo),
-                                     t->pnl + emb));
-        }
-        return PL_OK;
-    }
-    const pl_zero_region *g = &z->regions[layer + 1];
-    if (backward)
-        memset(t->gwork, 0, (size_t)(g->hi - g->lo) * sizeof(float));
-    if (t->stage == 3)
-        PL_TRY(pl_zero_allgather(z, (int)layer + 1, t->pshard + (g->own_lo - z->lo), t->pwork));
-fail:
-    return st;
-}
-
-/* Reduce-scatters region i's gradients (src) and adds this rank's part to gshard. */
-static pl_status zero_reduce_region(pl_trainer *t, int i, const float *src)
-{
-    pl_zero *z = &t->zero;
-    const pl_zero_region *g = &z->regions[i];
-    pl_status st = pl_zero_reduce_scatter(z, i, src, t->gtmp);
-    if (st)
-        return st;
-    float *dst = t->gshard + (g->own_lo - z->lo);
-    for (int64_t k = 0; k < g->own_count; k++)
-        dst[k] += t->gtmp[k];
-    return PL_OK;
-}
-
-static void zero_grad_ready(void *ctx, int64_t offset, int64_t count)
-{
-    pl_trainer *t = ctx;
-    (void)count;
-    int i = pl_zero_region_of(&t->zero, offset);
-    if (!t->zero_err)
-        t->zero_err = zero_reduce_region(t, i, t->gwork);
 }
 
 /* --bf16 / --fp16: the GEMM context's mode and the loss scaler (static 1
@@ -321,10 +259,12 @@ static pl_status setup_model(pl_trainer *t)
     t->model_up = 1;
     if (t->stage >= 2) {
         if (t->stage == 3)
-            PL_TRY(pl_gpt_rebind(&t->model, 0, zero_locate, t));
-        PL_TRY(pl_gpt_rebind(&t->model, 1, zero_locate, t));
-        t->model.fetch = zero_fetch;
+            PL_TRY(pl_gpt_rebind(&t->model, 0, pl_train_zero_locate, t));
+        PL_TRY(pl_gpt_rebind(&t->model, 1, pl_train_zero_locate, t));
+        t->model.fetch = pl_train_zero_fetch;
         t->model.fetch_ctx = t;
+        t->zq_gather_layer[0] = t->zq_gather_layer[1] = -1;
+        PL_TRY(pl_commq_init(&t->zq, pl_commq_default_mode()));
     }
     /* DP buckets in backward order: final norm, layers L-1..0, embeddings. */
     const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
@@ -342,7 +282,7 @@ static pl_status setup_model(pl_trainer *t)
     for (int i = 0; i < t->reg.n; i++)
         if (t->reg.params[i].offset >= 0)
             bounds[nb++] = t->reg.params[i].offset;
-    st = pl_dp_buckets_split(t->reg.numel, bounds, nb, 40 * 1000 * 1000 / 4, &ranges, &nranges);
+    st = pl_dp_buckets_split(t->reg.numel, bounds, nb, a->ddp_bucket_size, &ranges, &nranges);
     pl_free(bounds);
     if (!st)
         st = pl_dp_buckets_init(&t->buckets, pl_grid_comm(&t->grid, PL_GRID_DP), t->grads,
@@ -502,7 +442,11 @@ static double micro_batch_loss(const pl_gpt *m, double scale)
 static void grad_ready(void *ctx, int64_t offset, int64_t count)
 {
     pl_trainer *t = ctx;
-    /* Errors surface in pl_dp_buckets_finish, which re-checks every bucket. */
+    /* Errors surface in pl_dp_buckets_finish, which re-checks every bucket. The final
+     * norm's gradients are final before the last layer's backward starts: marked with
+     * that layer, so the first bucket (which holds them) need not wait for the end. */
+    if (offset == t->model.layer_offset[t->cfg.num_layers - 1])
+        (void)pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count);
     (void)pl_dp_buckets_ready(t->buckets, offset, count);
 }
 
@@ -539,6 +483,9 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         memset(t->grads, 0, (size_t)(t->stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     if (t->gshard)
         memset(t->gshard, 0, (size_t)t->zero.shard * sizeof(float));
+    memset(&t->comm_step, 0, sizeof t->comm_step);
+    memset(&t->zq_overlap, 0, sizeof t->zq_overlap);
+    t->zq_compute_end = INFINITY; /* queued work waited for now ran beside compute */
     /* d objective / d loss of each micro-batch, times the fp16 loss scale */
     double scale = 1.0 / (double)t->num_micro, loss_sum = 0, ls = t->scaler.scale;
     for (int64_t k = 0; k < t->num_micro; k++) {
@@ -554,19 +501,14 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         int last = k == t->num_micro - 1;
         if (t->stage >= 2) {
             /* every micro-batch's gradients go to their owners as backward makes them */
-            memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
-            t->zero_err = PL_OK;
-            PL_TRY(pl_gpt_backward(m, zero_grad_ready, t));
-            PL_TRY(t->zero_err);
-            int lastr = t->zero.nregions - 1;
-            PL_TRY(zero_reduce_region(t, lastr, t->gnl + t->zero.regions[0].hi));
-            PL_TRY(zero_reduce_region(t, 0, t->gnl));
+            PL_TRY(pl_train_zero_backward(t, last));
         } else if (t->stage == 1) {
             PL_TRY(pl_gpt_backward(m, NULL, NULL));
         } else {
             PL_TRY(pl_gpt_backward(m, last ? grad_ready : NULL, t));
-            if (last) { /* the ranges outside the layers are final now */
-                PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
+            if (last) { /* the embeddings are final now (and, with no layers, the norm) */
+                if (t->cfg.num_layers == 0)
+                    PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
                 PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
             }
         }
@@ -579,6 +521,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     else if (t->stage == 1)
         PL_TRY(pl_zero_reduce_scatter_all(&t->zero, t->grads));
     t->prof.comm += pl_time_now() - tc;
+    pl_train_comm_step_done(t);
     /* The reduced gradient this rank holds: all of it, or (ZeRO) its shard. */
     float *held = t->stage >= 2 ? t->gshard : t->grads;
     int64_t held_n = t->stage == 0 ? t->reg.numel : t->zero.shard;
@@ -833,6 +776,7 @@ static void trainer_free(pl_trainer *t)
     pl_free(t->sample);
     pl_free(t->batch_idx);
     pl_dp_buckets_free(t->buckets);
+    pl_commq_free(t->zq);
     pl_zero_free(&t->zero);
     if (t->model_up)
         pl_gpt_free(&t->model);

@@ -10,6 +10,7 @@
 #include "model/gpt.h"
 #include "optim/loss_scale.h"
 #include "optim/schedule.h"
+#include "parallel/commq.h"
 #include "parallel/dist.h"
 #include "parallel/dp/buckets.h"
 #include "parallel/grid.h"
@@ -41,6 +42,16 @@ typedef struct pl_trainer {
     float *pwork, *gwork;                    /* stage 3 / 2-3: one layer's working buffer */
     float *gtmp;                             /* stages 2-3: one region's reduced part */
     int64_t nl_count, work_count;
+    /* stages 2-3: the DP collectives run on a queue (parallel/commq.h), in a fixed order */
+    pl_commq *zq;
+    pl_commq_op zq_gather[2];                /* per parameter slot (layer parity) */
+    pl_commq_op zq_rs[4];                    /* reduce-scatters: 2 layer slots, norm, embeddings */
+    pl_commq_op zq_nl;                       /* stage 3: embeddings / final norm gathers */
+    int64_t zq_gather_layer[2];              /* layer whose gather is in flight, or -1 */
+    int zq_rs_posted[4];
+    double zq_compute_end;                   /* end of the last backward (INFINITY: computing) */
+    pl_commq_overlap zq_overlap;             /* this step's queued operations */
+    pl_dp_step_stats comm_step, comm_total;  /* DP communication of the last step, and summed */
     size_t state_bytes[3], work_bytes;       /* planned: params, grads, optimizer; working */
     pl_status zero_err;                      /* from the grad-ready hook */
     pl_comm_stats step_comm;                 /* DP bytes of the last step (this rank) */
@@ -84,6 +95,15 @@ void pl_train_log_eval(pl_trainer *t, double loss);
 /* Peak resident memory of every rank (collective over the world). */
 pl_status pl_train_log_peak_memory(pl_trainer *t);
 void pl_train_bench_reset(pl_trainer *t);
+/* ZeRO stages 2-3 (zero_hooks.c): the model's view locator and fetch hook, and one
+ * micro-batch's backward (reduce-scatters queued as layers finish; with last = 1 every
+ * queued reduce-scatter has completed on return, so the shard holds the step's sums). */
+float *pl_train_zero_locate(void *ctx, int64_t off, int grad);
+pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward);
+pl_status pl_train_zero_backward(pl_trainer *t, int last);
+/* After a step's DP communication: fills t->comm_step (from the buckets, or the ZeRO
+ * queue's operations) and adds it to t->comm_total. */
+void pl_train_comm_step_done(pl_trainer *t);
 void pl_train_bench_report(const pl_trainer *t);
 
 #endif

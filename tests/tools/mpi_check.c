@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "parallel/comm.h"
 #include "parallel/dist.h"
+#include "parallel/commq.h"
 #include "parallel/dp/buckets.h"
 #include "parallel/grid.h"
 
@@ -27,6 +28,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* ---- harness -------------------------------------------------------------------------- */
@@ -542,22 +544,25 @@ static void buckets_equal_plain_allreduce_for_random_orders(void *arg)
     const pl_comm_counter *ar = &dp->stats.kind[PL_COMM_ALLREDUCE];
     if (L->dp == 1) {
         /* dp = 1: no MPI at all, only the reference all-reduces were counted. */
-        CHECK(s->allreduces == 0 && s->window_seconds == 0 && ar->calls == L->steps,
-              "dp = 1 did MPI: %lld bucket all-reduces, %lld calls", (long long)s->allreduces,
+        CHECK(s->total.buckets == 0 && s->total.busy == 0 && ar->calls == L->steps,
+              "dp = 1 did MPI: %lld bucket all-reduces, %lld calls", (long long)s->total.buckets,
               (long long)ar->calls);
     } else {
-        CHECK(s->allreduces == (int64_t)L->steps * nr, "allreduces %lld, expected %lld",
-              (long long)s->allreduces, (long long)L->steps * nr);
+        CHECK(s->total.buckets == (int64_t)L->steps * nr, "allreduces %lld, expected %lld",
+              (long long)s->total.buckets, (long long)L->steps * nr);
         CHECK(ar->calls == (int64_t)L->steps * (nr + 1), "dp all-reduce calls %lld",
               (long long)ar->calls);
         /* Every step all-reduces the buffer twice (reference + buckets). */
         CHECK(ar->bytes == 2 * L->steps * n * 4, "dp bytes %lld", (long long)ar->bytes);
-        CHECK(s->window_seconds >= s->wait_seconds && s->wait_seconds >= 0 &&
-                  s->overlap_seconds >= 0 &&
-                  s->overlap_seconds <= s->window_seconds - s->wait_seconds + 1e-9 &&
-                  s->progress_seconds >= 0 && s->progress_seconds <= s->overlap_seconds + 1e-6,
-              "window %g wait %g overlap %g progress %g", s->window_seconds, s->wait_seconds,
-              s->overlap_seconds, s->progress_seconds);
+        const pl_dp_step_stats *t = &s->total;
+        CHECK(t->busy >= 0 && t->wait >= 0 && t->before >= 0 && t->after >= 0 &&
+                  t->early >= 0 && t->early <= t->buckets &&
+                  fabs(t->before + t->after - t->busy) <= 1e-9 * (1 + t->busy),
+              "busy %g before %g after %g wait %g early %lld", t->busy, t->before, t->after,
+              t->wait, (long long)t->early);
+        /* Thread mode unless MPI refused MULTIPLE or PLAIT_COMM_THREAD=0 asked otherwise. */
+        CHECK(pl_dp_buckets_threaded(b) == (pl_commq_default_mode() == PL_COMMQ_THREAD),
+              "threaded %d", pl_dp_buckets_threaded(b));
     }
     pl_dp_buckets_stats_reset(b);
     CHECK(pl_dp_buckets_stats_get(b)->steps == 0, "stats reset");

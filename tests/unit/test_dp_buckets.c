@@ -109,8 +109,9 @@ TEST(dp1_marks_and_finishes_without_mpi_and_leaves_gradients_unscaled)
         same &= g[i] == (float)i * 0.5f;
     CHECK(same, "dp = 1 changed the gradients");
     const pl_dp_buckets_stats *s = pl_dp_buckets_stats_get(b);
-    CHECK(s->steps == 3 && s->allreduces == 0 && s->window_seconds == 0.0, "steps %lld allreduces %lld",
-          (long long)s->steps, (long long)s->allreduces);
+    CHECK(s->steps == 3 && s->total.buckets == 0 && s->total.busy == 0.0, "steps %lld allreduces %lld",
+          (long long)s->steps, (long long)s->total.buckets);
+    CHECK(!pl_dp_buckets_threaded(b), "dp = 1 started a communication thread");
     CHECK(c.stats.kind[PL_COMM_ALLREDUCE].calls == 0, "dp = 1 counted an all-reduce");
     pl_dp_buckets_free(b);
 }

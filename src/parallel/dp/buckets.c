@@ -2,6 +2,7 @@
 #include "parallel/dp/buckets.h"
 
 #include "base/alloc.h"
+#include "parallel/commq.h"
 #include "base/log.h"
 
 #include <stdlib.h>
@@ -20,10 +21,11 @@ struct pl_dp_buckets {
     pl_dp_range *range; /* launch order */
     bucket_pos *by_offset; /* buckets in ascending offset, for lookups */
     int64_t *ready;     /* elements marked this step, per bucket */
-    pl_comm_req *req;   /* per bucket, in launch order */
-    int next;           /* buckets [0, next) have started this step */
-    double t_first;     /* when bucket 0 started this step */
-    double progress;    /* seconds inside MPI in ready() this step */
+    pl_commq *q;        /* NULL when dp = 1 */
+    pl_commq_op *op;    /* per bucket, in launch order */
+    int next;           /* buckets [0, next) have been posted this step */
+    double progress;    /* seconds inside post in ready() this step */
+    double t_marked;    /* when the last ready() of this step began: backward's end */
     pl_dp_buckets_stats stats;
 };
 
@@ -118,7 +120,8 @@ static void buckets_release(pl_dp_buckets *b)
     pl_free(b->range);
     pl_free(b->by_offset);
     pl_free(b->ready);
-    pl_free(b->req);
+    pl_free(b->op);
+    pl_commq_free(b->q);
     pl_free(b);
 }
 
@@ -144,8 +147,8 @@ static pl_status buckets_create(pl_dp_buckets **out, pl_comm *dp, float *grad, i
     b->range = pl_malloc(nb * sizeof *b->range);
     b->by_offset = pl_malloc(nb * sizeof *b->by_offset);
     b->ready = pl_calloc(nb, sizeof *b->ready);
-    b->req = pl_malloc(nb * sizeof *b->req);
-    if (!b->range || !b->by_offset || !b->ready || !b->req) {
+    b->op = pl_calloc(nb, sizeof *b->op);
+    if (!b->range || !b->by_offset || !b->ready || !b->op) {
         st = pl_errorf(PL_ERR_NOMEM, "dp buckets: %d buckets", nranges);
         goto fail;
     }
@@ -158,7 +161,6 @@ static pl_status buckets_create(pl_dp_buckets **out, pl_comm *dp, float *grad, i
         }
         b->range[i] = ranges[i];
         b->by_offset[i] = (bucket_pos){ranges[i].offset, i};
-        b->req[i] = PL_COMM_REQ_NULL;
     }
     qsort(b->by_offset, (size_t)nranges, sizeof *b->by_offset, cmp_pos);
     int64_t pos = 0;
@@ -179,6 +181,8 @@ static pl_status buckets_create(pl_dp_buckets **out, pl_comm *dp, float *grad, i
                        (long long)pos, (long long)n);
         goto fail;
     }
+    if (dp->size > 1 && (st = pl_commq_init(&b->q, pl_commq_default_mode())) != PL_OK)
+        goto fail;
     *out = b;
     return PL_OK;
 
@@ -235,13 +239,15 @@ pl_status pl_dp_buckets_init(pl_dp_buckets **out, pl_comm *dp, float *grad, int6
 
 static pl_status start_bucket(pl_dp_buckets *b, int k)
 {
-    if (k == 0)
-        b->t_first = pl_time_now();
     const pl_dp_range *r = &b->range[k];
-    pl_status st = pl_comm_iallreduce_f32(b->dp, b->grad + r->offset, r->count, PL_COMM_SUM, &b->req[k]);
-    if (st == PL_OK)
-        b->stats.allreduces++;
-    return st;
+    pl_commq_op *op = &b->op[k];
+    memset(op, 0, sizeof *op);
+    op->kind = PL_COMMQ_ALLREDUCE;
+    op->comm = b->dp;
+    op->buf = b->grad + r->offset;
+    op->n = r->count;
+    op->scale = (float)(1.0 / b->dp->size);
+    return pl_commq_post(b->q, op);
 }
 
 pl_status pl_dp_buckets_ready(pl_dp_buckets *b, int64_t offset, int64_t count)
@@ -251,6 +257,7 @@ pl_status pl_dp_buckets_ready(pl_dp_buckets *b, int64_t offset, int64_t count)
                          (long long)offset, (long long)count, (long long)b->n);
     if (count == 0)
         return PL_OK;
+    b->t_marked = pl_time_now();
     int64_t pos = offset, end = offset + count;
     for (int i = find_bucket(b, offset); pos < end; i++) {
         int k = b->by_offset[i].index;
@@ -272,17 +279,15 @@ pl_status pl_dp_buckets_ready(pl_dp_buckets *b, int64_t offset, int64_t count)
     }
     double t0 = pl_time_now();
     pl_status st = PL_OK;
+    int posted = 0;
     while (st == PL_OK && b->next < b->nb && b->ready[b->next] == b->range[b->next].count) {
         st = start_bucket(b, b->next);
         if (st == PL_OK)
             b->next++;
+        posted = 1;
     }
-    if (st == PL_OK && b->next > 0) {
-        int done;
-        st = pl_comm_testall(b->req, b->next, &done);
-    }
-    if (b->next > 0)
-        b->progress += pl_time_now() - (b->t_first > t0 ? b->t_first : t0);
+    if (posted)
+        b->progress += pl_time_now() - t0;
     return st;
 }
 
@@ -293,9 +298,42 @@ static void reset_step(pl_dp_buckets *b)
     b->progress = 0;
 }
 
+/* Waits for the buckets posted this step; the first error wins. */
+static pl_status wait_posted(pl_dp_buckets *b, double t_end, pl_dp_step_stats *s)
+{
+    pl_status st = PL_OK;
+    pl_commq_overlap o = {0};
+    for (int k = 0; k < b->next; k++) {
+        pl_status w = pl_commq_wait(b->q, &b->op[k]);
+        if (w != PL_OK && st == PL_OK)
+            st = w;
+        pl_commq_overlap_add(&o, &b->op[k], t_end);
+    }
+    if (s) {
+        s->buckets = o.ops;
+        s->early = o.early;
+        s->busy = o.busy;
+        s->before = o.before;
+        s->after = o.after;
+    }
+    return st;
+}
+
+static void stats_add(pl_dp_step_stats *a, const pl_dp_step_stats *s)
+{
+    a->buckets += s->buckets;
+    a->early += s->early;
+    a->busy += s->busy;
+    a->before += s->before;
+    a->after += s->after;
+    a->wait += s->wait;
+    a->progress += s->progress;
+}
+
 pl_status pl_dp_buckets_finish(pl_dp_buckets *b)
 {
     pl_status st = PL_OK;
+    double t0 = pl_time_now();
     if (b->next < b->nb) {
         int k = b->next;
         st = pl_errorf(PL_ERR_INTERNAL,
@@ -304,32 +342,21 @@ pl_status pl_dp_buckets_finish(pl_dp_buckets *b)
                        k, (long long)b->range[k].offset,
                        (long long)(b->range[k].offset + b->range[k].count), (long long)b->ready[k],
                        (long long)b->range[k].count, b->dp->world_rank, b->dp->name);
-        pl_comm_waitall(b->req, b->next); /* MPI must be done with the buffer */
+        char keep[512];
+        snprintf(keep, sizeof keep, "%s", pl_error_msg());
+        if (b->q)
+            wait_posted(b, t0, NULL); /* MPI must be done with the buffer */
         reset_step(b);
-        return st;
+        return pl_errorf(st, "%s", keep);
     }
-    int dp = b->dp->size;
-    if (dp > 1 && b->nb > 0) {
-        double t0 = pl_time_now();
-        st = pl_comm_waitall(b->req, b->nb);
-        double t1 = pl_time_now();
+    if (b->dp->size > 1 && b->nb > 0) {
+        pl_dp_step_stats s = {0};
+        st = wait_posted(b, b->t_marked, &s);
+        s.wait = pl_time_now() - t0;
+        s.progress = b->progress;
         if (st == PL_OK) {
-            double window = t1 - b->t_first, wait = t1 - t0;
-            double overlap = window > wait ? window - wait : 0.0;
-            b->stats.window_seconds += window;
-            b->stats.wait_seconds += wait;
-            b->stats.overlap_seconds += overlap;
-            b->stats.last_window = window;
-            b->stats.last_wait = wait;
-            b->stats.last_overlap = overlap;
-            b->stats.progress_seconds += b->progress;
-            b->stats.last_progress = b->progress;
-            const float scale = (float)(1.0 / dp);
-            float *g = b->grad;
-            const int64_t n = b->n;
-#pragma omp parallel for simd if (n > (1 << 20)) schedule(static)
-            for (int64_t i = 0; i < n; i++)
-                g[i] *= scale;
+            b->stats.last = s;
+            stats_add(&b->stats.total, &s);
         }
     }
     if (st == PL_OK)
@@ -344,11 +371,16 @@ void pl_dp_buckets_stats_reset(pl_dp_buckets *b) { memset(&b->stats, 0, sizeof b
 
 int pl_dp_buckets_count(const pl_dp_buckets *b) { return b->nb; }
 
+int pl_dp_buckets_threaded(const pl_dp_buckets *b)
+{
+    return b->q && pl_commq_mode_of(b->q) == PL_COMMQ_THREAD;
+}
+
 void pl_dp_buckets_free(pl_dp_buckets *b)
 {
     if (!b)
         return;
-    if (b->next > 0)
-        pl_comm_waitall(b->req, b->next);
+    if (b->q)
+        pl_commq_drain(b->q);
     buckets_release(b);
 }

@@ -3,22 +3,27 @@
  * One flat float gradient buffer grad[0, n) is cut into buckets, contiguous ranges given
  * in the order backward produces them (reverse parameter order, as Megatron's
  * param_and_grad_buffer and PyTorch DDP). Backward calls pl_dp_buckets_ready() for each
- * range it finishes; when a bucket's last element is marked, its MPI_Iallreduce starts
- * at once -- provided every bucket before it in the list has started, because MPI needs
- * every rank to start its collectives on a communicator in the same order, and this
- * makes any per-rank marking order safe. Each ready() also calls MPI_Testall on the
- * buckets in flight to drive progress. pl_dp_buckets_finish() waits for all and scales
- * by 1/dp (Megatron averages gradients over DP).
+ * range it finishes; when a bucket's last element is marked, its all-reduce is posted
+ * at once -- provided every bucket before it in the list has been posted, because MPI
+ * needs every rank to start its collectives on a communicator in the same order, and
+ * this makes any per-rank marking order safe. pl_dp_buckets_finish() waits for all; the
+ * gradients are then summed and scaled by 1/dp (Megatron averages gradients over DP).
  *
- * Deterministic for a given dp: each bucket is one all-reduce of fixed size. With dp = 1
- * it makes no MPI call at all. Nothing is allocated after init.
- * Overlap: for each step, the window runs from the first bucket's start to the end of the
- * wait in finish; the overlapped time is the window minus the time spent waiting in
- * finish -- communication that ran while backward was computing. MPI progresses only
- * inside MPI calls, so part of that is spent in ready()'s MPI_Testall on the main
- * thread; it is recorded separately (progress_seconds).
- * What it is not: ZeRO's reduce-scatter (see parallel/zero/), thread-safe (call from the
- * main thread, MPI is FUNNELED). */
+ * The all-reduces run on a communication queue (parallel/commq.h): with
+ * MPI_THREAD_MULTIPLE a thread of their own runs them while backward computes; otherwise
+ * each runs inside the ready() call that completes it (blocking, on the caller's thread).
+ * Each bucket's all-reduce also scales it by 1/dp, so finish only waits.
+ *
+ * Deterministic for a given dp: each bucket is one all-reduce of fixed size, in a fixed
+ * order. With dp = 1 it makes no MPI call at all. Nothing is allocated after init.
+ * Overlap: backward ends when the step's last ready() call begins (the last gradients
+ * are handed over); at finish every bucket's all-reduce is split into the part that ran
+ * before that moment and the part after, and `early` counts the buckets that had
+ * completed before it (with one bucket, none can). `progress` is time the caller's thread spent inside MPI in
+ * ready() (inline mode: the whole all-reduce, computing nothing meanwhile).
+ * What it is not: ZeRO's reduce-scatter (see parallel/zero/). Call from one thread; while
+ * buckets are in flight (between the first ready() of a step and finish) make no other
+ * call on the dp communicator. */
 #ifndef PL_PARALLEL_DP_BUCKETS_H
 #define PL_PARALLEL_DP_BUCKETS_H
 
@@ -28,16 +33,21 @@ typedef struct pl_dp_range {
     int64_t offset, count;
 } pl_dp_range;
 
+/* One step's communication, or sums over steps (seconds). */
+typedef struct pl_dp_step_stats {
+    int64_t buckets;  /* all-reduces run */
+    int64_t early;    /* of them, completed before backward ended (the last ready()) */
+    double busy;      /* inside the buckets' all-reduces */
+    double before;    /* of busy, before backward ended: ran beside backward */
+    double after;     /* of busy, after: backward had to wait for it */
+    double wait;      /* the caller blocked in finish */
+    double progress;  /* the caller's thread inside MPI in ready() (inline mode) */
+} pl_dp_step_stats;
+
 typedef struct pl_dp_buckets_stats {
-    int64_t steps;           /* finished steps since init or reset */
-    int64_t allreduces;      /* buckets all-reduced */
-    double window_seconds;   /* first start to last completion, summed over steps */
-    double wait_seconds;     /* waiting in finish */
-    double overlap_seconds;  /* window - wait: communication that ran beside backward */
-    double progress_seconds; /* of the overlap, time inside MPI in ready() (starts and
-                                MPI_Testall): the main thread moved bytes instead of
-                                computing, so overlap - progress is what was truly hidden */
-    double last_window, last_wait, last_overlap, last_progress; /* the last step alone */
+    int64_t steps;          /* finished steps since init or reset */
+    pl_dp_step_stats total; /* summed over those steps */
+    pl_dp_step_stats last;  /* the last step alone */
 } pl_dp_buckets_stats;
 
 typedef struct pl_dp_buckets pl_dp_buckets;
@@ -72,6 +82,9 @@ const pl_dp_buckets_stats *pl_dp_buckets_stats_get(const pl_dp_buckets *b);
 void pl_dp_buckets_stats_reset(pl_dp_buckets *b);
 
 int pl_dp_buckets_count(const pl_dp_buckets *b);
+
+/* 1 when the all-reduces run on a communication thread (see the top of this file). */
+int pl_dp_buckets_threaded(const pl_dp_buckets *b);
 
 /* Waits for anything in flight, then frees. Safe on NULL. */
 void pl_dp_buckets_free(pl_dp_buckets *b);
