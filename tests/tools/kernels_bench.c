@@ -1,8 +1,10 @@
 /* kernels_bench: GEMM GFLOP/s on GPT-2 124M training shapes and per-kernel
  * times of the cpu twins at B=4, T=256, C=768, NH=12, V=50304.
  *
- *   build/testtools/kernels_bench [gemm|kernels|all] [reps]
+ *   build/testtools/kernels_bench [gemm|kernels|all] [reps] [fp32|bf16|fp16]
  *
+ * The last argument is the GEMM context's precision (docs/precision.md): in
+ * bf16 and fp16 each GEMM's time includes converting its two operands.
  * Each measurement is the best and the median of `reps` timed runs after one
  * warm-up run (which also creates the GEMM primitives). Times are wall clock
  * with all OpenMP threads; the 1-minute load average is printed first because
@@ -94,7 +96,7 @@ static int run_gemm(void *p)
                        a->Cm, a->Nn) != PL_OK;
 }
 
-static void bench_gemm(int reps)
+static void bench_gemm(int reps, pl_gemm_precision prec)
 {
     static const struct {
         const char *what;
@@ -125,10 +127,12 @@ static void bench_gemm(int reps)
         fprintf(stderr, "kernels_bench: %s\n", pl_error_msg());
         exit(1);
     }
+    pl_gemm_set_precision(g, prec);
     size_t big = (size_t)8192 * 3072;
     float *A = alloc_random(big, -1, 1), *Bm = alloc_random(big, -1, 1);
     float *Cm = alloc_random(big, -1, 1);
-    printf("%-22s %5s %6s %6s %6s %9s %9s\n", "GEMM", "op", "M", "N", "K", "best ms", "GFLOP/s");
+    printf("%-22s %5s %6s %6s %6s %9s %9s   (%s)\n", "GEMM", "op", "M", "N", "K", "best ms", "GFLOP/s",
+           pl_gemm_precision_name(prec));
     double flops_total = 0.0, time_total = 0.0;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         gemm_arg a = {g,        shapes[i].ta, shapes[i].tb, shapes[i].M, shapes[i].N, shapes[i].K,
@@ -295,9 +299,15 @@ int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
     int reps = argc > 2 ? atoi(argv[2]) : 10;
+    const char *pname = argc > 3 ? argv[3] : "fp32";
+    pl_gemm_precision prec = !strcmp(pname, "bf16")   ? PL_GEMM_BF16
+                             : !strcmp(pname, "fp16") ? PL_GEMM_FP16
+                                                      : PL_GEMM_FP32;
     if (reps < 1 || reps > MAX_REPS || (strcmp(what, "all") && strcmp(what, "gemm") &&
-                                         strcmp(what, "kernels"))) {
-        fprintf(stderr, "usage: kernels_bench [gemm|kernels|all] [reps 1..%d]\n", MAX_REPS);
+                                         strcmp(what, "kernels")) ||
+        strcmp(pname, pl_gemm_precision_name(prec))) {
+        fprintf(stderr, "usage: kernels_bench [gemm|kernels|all] [reps 1..%d] [fp32|bf16|fp16]\n",
+                MAX_REPS);
         return 2;
     }
     double load = -1.0;
@@ -310,7 +320,7 @@ int main(int argc, char **argv)
     printf("kernels_bench: %d OpenMP threads, load average %.2f, best of %d, cpu twins %s\n",
            omp_get_max_threads(), load, reps, pl_cpu_isa_name(pl_cpu_isa()));
     if (!strcmp(what, "all") || !strcmp(what, "gemm"))
-        bench_gemm(reps);
+        bench_gemm(reps, prec);
     if (!strcmp(what, "all") || !strcmp(what, "kernels"))
         bench_kernels(reps);
     return 0;
