@@ -47,6 +47,13 @@ check "after the overflows the loss falls" loss_falls
 check "the progress line shows the loss scale and the skipped count" \
     grep -qE "loss scale: 4294967296.0 \| skipped: 1 " <("$PLAIT" train "${MODEL[@]}" --fp16 --train-iters 3 2>&1)
 
+check "routine overflows do not count toward --max-skipped-steps" "$PLAIT" train "${MODEL[@]}" --fp16 \
+    --train-iters 14 --max-skipped-steps 2
+check_fails "overflows at --min-loss-scale do count, and stop the run naming the flag" \
+    "consecutive iterations had a non-finite loss or gradient \(--max-skipped-steps 2\)" \
+    "$PLAIT" train "${MODEL[@]}" --fp16 --initial-loss-scale 4294967296 --min-loss-scale 4294967296 \
+    --train-iters 14 --max-skipped-steps 2
+
 # 2. A static --loss-scale never changes and, small enough, never overflows.
 check "fp16 with --loss-scale 1024 trains" "$PLAIT" train "${MODEL[@]}" --fp16 --loss-scale 1024 \
     --train-iters 10 --metrics-file "$TMP/static.jsonl"

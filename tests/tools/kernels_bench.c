@@ -1,8 +1,13 @@
 /* kernels_bench: GEMM GFLOP/s on GPT-2 124M training shapes and per-kernel
  * times of the cpu twins at B=4, T=256, C=768, NH=12, V=50304.
  *
- *   build/testtools/kernels_bench [gemm|kernels|all] [reps]
+ *   build/testtools/kernels_bench [gemm|kernels|all] [reps] [fp32|bf16|fp16|fp32-bf16]
  *
+ * The last argument is the GEMM context's precision (docs/precision.md): in
+ * bf16 and fp16 each GEMM's time includes converting its two operands.
+ * "fp32-bf16" alternates an fp32 and a bf16 context run by run on each shape
+ * and prints both and their ratio: on a shared machine both then see the
+ * same load.
  * Each measurement is the best and the median of `reps` timed runs after one
  * warm-up run (which also creates the GEMM primitives). Times are wall clock
  * with all OpenMP threads; the 1-minute load average is printed first because
@@ -94,7 +99,26 @@ static int run_gemm(void *p)
                        a->Cm, a->Nn) != PL_OK;
 }
 
-static void bench_gemm(int reps)
+/* Best wall seconds of op[0] and op[1], run alternately reps times after a warm-up each. */
+static void measure_pair(bench_op op[2], int reps, double best[2])
+{
+    for (int k = 0; k < 2; k++) {
+        best[k] = 1e30;
+        if (op[k].run(op[k].arg)) {
+            fprintf(stderr, "kernels_bench: %s\n", pl_error_msg());
+            exit(1);
+        }
+    }
+    for (int r = 0; r < reps; r++)
+        for (int k = 0; k < 2; k++) {
+            double t0 = now();
+            op[k].run(op[k].arg);
+            double dt = now() - t0;
+            best[k] = dt < best[k] ? dt : best[k];
+        }
+}
+
+static void bench_gemm(int reps, pl_gemm_precision prec, int pair)
 {
     static const struct {
         const char *what;
@@ -125,27 +149,56 @@ static void bench_gemm(int reps)
         fprintf(stderr, "kernels_bench: %s\n", pl_error_msg());
         exit(1);
     }
+    pl_gemm_set_precision(g, prec);
+    pl_gemm *g16 = NULL;
+    if (pair && pl_gemm_init(&g16) != PL_OK) {
+        fprintf(stderr, "kernels_bench: %s\n", pl_error_msg());
+        exit(1);
+    }
+    if (g16)
+        pl_gemm_set_precision(g16, PL_GEMM_BF16);
     size_t big = (size_t)8192 * 3072;
     float *A = alloc_random(big, -1, 1), *Bm = alloc_random(big, -1, 1);
     float *Cm = alloc_random(big, -1, 1);
-    printf("%-22s %5s %6s %6s %6s %9s %9s\n", "GEMM", "op", "M", "N", "K", "best ms", "GFLOP/s");
-    double flops_total = 0.0, time_total = 0.0;
+    printf("%-22s %5s %6s %6s %6s %9s %9s   (%s)\n", "GEMM", "op", "M", "N", "K", "best ms", "GFLOP/s",
+           pair ? "fp32-bf16" : pl_gemm_precision_name(prec));
+    double flops_total = 0.0, time_total = 0.0, time16 = 0.0;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         gemm_arg a = {g,        shapes[i].ta, shapes[i].tb, shapes[i].M, shapes[i].N, shapes[i].K,
                       A,        Bm,           Cm,           shapes[i].beta};
         double best, med;
-        measure((bench_op){run_gemm, &a}, reps, &best, &med);
         double fl = 2.0 * (double)a.M * (double)a.Nn * (double)a.K;
+        if (pair) {
+            gemm_arg a16 = a;
+            a16.g = g16;
+            bench_op ops[2] = {{run_gemm, &a}, {run_gemm, &a16}};
+            double b[2];
+            measure_pair(ops, reps, b);
+            printf("%-22s %c%c%s %6lld %6lld %6lld fp32 %6.1f bf16 %6.1f GFLOP/s  ratio %.2f\n",
+                   shapes[i].what, a.ta ? 'T' : 'N', a.tb ? 'T' : 'N', a.beta != 0.0f ? "+C" : "  ",
+                   (long long)a.M, (long long)a.Nn, (long long)a.K, fl / b[0] * 1e-9,
+                   fl / b[1] * 1e-9, b[0] / b[1]);
+            if (i < 11)
+                flops_total += fl, time_total += b[0], time16 += b[1];
+            continue;
+        }
+        measure((bench_op){run_gemm, &a}, reps, &best, &med);
         printf("%-22s %c%c%s %6lld %6lld %6lld %9.3f %9.1f  (median %.1f)\n", shapes[i].what,
                a.ta ? 'T' : 'N', a.tb ? 'T' : 'N', a.beta != 0.0f ? "+C" : "  ", (long long)a.M,
                (long long)a.Nn, (long long)a.K, best * 1e3, fl / best * 1e-9, fl / med * 1e-9);
         if (i < 11)
             flops_total += fl, time_total += best;
     }
-    printf("%-22s %38.1f GFLOP/s (one layer's 11 GEMMs, fwd + bwd)\n", "layer total",
-           flops_total / time_total * 1e-9);
+    if (pair)
+        printf("%-22s fp32 %.1f bf16 %.1f GFLOP/s, ratio %.2f (one layer's 11 GEMMs, fwd + bwd)\n",
+               "layer total", flops_total / time_total * 1e-9, flops_total / time16 * 1e-9,
+               time_total / time16);
+    else
+        printf("%-22s %38.1f GFLOP/s (one layer's 11 GEMMs, fwd + bwd)\n", "layer total",
+               flops_total / time_total * 1e-9);
     free(A), free(Bm), free(Cm);
     pl_gemm_free(g);
+    pl_gemm_free(g16);
 }
 
 /* ---- kernels ------------------------------------------------------------- */
@@ -295,9 +348,16 @@ int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
     int reps = argc > 2 ? atoi(argv[2]) : 10;
+    const char *pname = argc > 3 ? argv[3] : "fp32";
+    int pair = !strcmp(pname, "fp32-bf16");
+    pl_gemm_precision prec = !strcmp(pname, "bf16")   ? PL_GEMM_BF16
+                             : !strcmp(pname, "fp16") ? PL_GEMM_FP16
+                                                      : PL_GEMM_FP32;
     if (reps < 1 || reps > MAX_REPS || (strcmp(what, "all") && strcmp(what, "gemm") &&
-                                         strcmp(what, "kernels"))) {
-        fprintf(stderr, "usage: kernels_bench [gemm|kernels|all] [reps 1..%d]\n", MAX_REPS);
+                                         strcmp(what, "kernels")) ||
+        (strcmp(pname, pl_gemm_precision_name(prec)) && !pair)) {
+        fprintf(stderr, "usage: kernels_bench [gemm|kernels|all] [reps 1..%d] "
+                        "[fp32|bf16|fp16|fp32-bf16]\n", MAX_REPS);
         return 2;
     }
     double load = -1.0;
@@ -310,7 +370,7 @@ int main(int argc, char **argv)
     printf("kernels_bench: %d OpenMP threads, load average %.2f, best of %d, cpu twins %s\n",
            omp_get_max_threads(), load, reps, pl_cpu_isa_name(pl_cpu_isa()));
     if (!strcmp(what, "all") || !strcmp(what, "gemm"))
-        bench_gemm(reps);
+        bench_gemm(reps, prec, pair);
     if (!strcmp(what, "all") || !strcmp(what, "kernels"))
         bench_kernels(reps);
     return 0;
