@@ -95,13 +95,7 @@ void pl_train_comm_step_done(pl_trainer *t)
         s->before = o->before;
         s->after = o->after;
     }
-    a->buckets += s->buckets;
-    a->early += s->early;
-    a->busy += s->busy;
-    a->before += s->before;
-    a->after += s->after;
-    a->wait += s->wait;
-    a->progress += s->progress;
+    pl_dp_step_stats_add(a, s);
 }
 
 void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window)

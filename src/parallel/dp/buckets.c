@@ -319,7 +319,7 @@ static pl_status wait_posted(pl_dp_buckets *b, double t_end, pl_dp_step_stats *s
     return st;
 }
 
-static void stats_add(pl_dp_step_stats *a, const pl_dp_step_stats *s)
+void pl_dp_step_stats_add(pl_dp_step_stats *a, const pl_dp_step_stats *s)
 {
     a->buckets += s->buckets;
     a->early += s->early;
@@ -356,7 +356,7 @@ pl_status pl_dp_buckets_finish(pl_dp_buckets *b)
         s.progress = b->progress;
         if (st == PL_OK) {
             b->stats.last = s;
-            stats_add(&b->stats.total, &s);
+            pl_dp_step_stats_add(&b->stats.total, &s);
         }
     }
     if (st == PL_OK)

@@ -44,6 +44,9 @@ typedef struct pl_dp_step_stats {
     double progress;  /* the caller's thread inside MPI in ready() (inline mode) */
 } pl_dp_step_stats;
 
+/* a += s, field by field. */
+void pl_dp_step_stats_add(pl_dp_step_stats *a, const pl_dp_step_stats *s);
+
 typedef struct pl_dp_buckets_stats {
     int64_t steps;          /* finished steps since init or reset */
     pl_dp_step_stats total; /* summed over those steps */
