@@ -11,7 +11,6 @@ MODEL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
        --lr-warmup-iters 2 --log-interval 1 --eval-iters 0 --split 98,2,0
        --data-path "$TMP/kjv_text_document" "${GPT2[@]}")
 
-field() { grep "\"iteration\": $2," "$1" | head -n 1 | sed -E "s/.*\"$3\": ([^,}]*).*/\1/"; }
 
 # 1. One rank's gradient turns NaN at iteration 3: both ranks skip it.
 check "clean run (2 ranks)" timeout 120 mpirun.openmpi -n 2 "$PLAIT" train "${MODEL[@]}" \

@@ -18,3 +18,6 @@ for line in sys.stdin:
 
 # losses FILE: the lm_loss of each logged iteration of a metrics file, one per line.
 losses() { grep '"lm_loss"' "$1" | sed -E 's/.*"lm_loss": ([^,]*),.*/\1/'; }
+
+# field FILE ITERATION KEY: KEY's value in the metrics line of that iteration.
+field() { grep "\"iteration\": $2," "$1" | head -n 1 | sed -E "s/.*\"$3\": ([^,}]*).*/\1/"; }

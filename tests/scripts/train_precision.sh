@@ -12,7 +12,6 @@ MODEL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
        --lr-warmup-iters 2 --log-interval 1 --eval-iters 0 --split 98,2,0
        --data-path "$TMP/kjv_text_document" "${GPT2[@]}")
 
-field() { grep "\"iteration\": $2," "$1" | head -n 1 | sed -E "s/.*\"$3\": ([^,}]*).*/\1/"; }
 col() { grep '"lm_loss"' "$1" | sed -E "s/.*\"$2\": ([^,}]*).*/\1/"; }
 
 # 1. Dynamic scaling from 2^32 (Megatron's default): the first overflow spends the
