@@ -7,7 +7,6 @@
 
 #include "train/trainer.h"
 
-#include <mpi.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,17 +48,5 @@ int plait_cmd_bench(int argc, char **argv)
     if (st)
         return plait_report(st);
     args.bench = 1;
-    pl_dist dist;
-    if ((st = pl_dist_init(&dist, NULL, NULL))) {
-        pl_train_args_free(&args);
-        return plait_report(st);
-    }
-    st = pl_train_run(&args, &dist);
-    pl_train_args_free(&args);
-    if (st && dist.size > 1) {
-        fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    pl_dist_finalize(&dist);
-    return st ? plait_report(st) : 0;
+    return plait_run_trainer(&args);
 }

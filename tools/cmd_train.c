@@ -8,6 +8,25 @@
 #include <mpi.h>
 #include <stdio.h>
 
+int plait_run_trainer(pl_train_args *args)
+{
+    pl_dist dist;
+    pl_status st = pl_dist_init(&dist, NULL, NULL);
+    if (st) {
+        pl_train_args_free(args);
+        return plait_report(st);
+    }
+    st = pl_train_run(args, &dist);
+    pl_train_args_free(args);
+    if (st && dist.size > 1) {
+        fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    pl_dist_finalize(&dist);
+    return st ? plait_report(st) : 0;
+}
+
 int plait_cmd_train(int argc, char **argv)
 {
     if (pl_options_wants_help(argc, argv)) {
@@ -18,19 +37,5 @@ int plait_cmd_train(int argc, char **argv)
     pl_status st = pl_train_args_parse(&args, argc, argv);
     if (st)
         return plait_report(st);
-    pl_dist dist;
-    st = pl_dist_init(&dist, NULL, NULL);
-    if (st) {
-        pl_train_args_free(&args);
-        return plait_report(st);
-    }
-    st = pl_train_run(&args, &dist);
-    pl_train_args_free(&args);
-    if (st && dist.size > 1) {
-        fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());
-        fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    pl_dist_finalize(&dist);
-    return st ? plait_report(st) : 0;
+    return plait_run_trainer(&args);
 }

@@ -14,6 +14,11 @@ int plait_data_inspect(int argc, char **argv);    /* cmd_inspect.c */
 int plait_data_index(int argc, char **argv);      /* cmd_index.c */
 int plait_data_build_vocab(int argc, char **argv);/* cmd_vocab.c */
 
+/* Starts MPI, runs the trainer with args (plait train and plait bench), frees
+ * args and returns the exit code; a failing rank aborts the whole job. */
+struct pl_train_args;
+int plait_run_trainer(struct pl_train_args *args); /* cmd_train.c */
+
 /* Prints "plait: error: <message>" for st and returns the exit code for it. */
 int plait_report(pl_status st);
 
