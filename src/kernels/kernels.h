@@ -109,6 +109,12 @@ float pl_ref_fp16_to_f32(uint16_t h);
 PL_KERNEL(f32_to_bf16, uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t lds);
 /* dst (rows, cols) compact = src rounded to fp16 and back to fp32, src row stride lds. */
 PL_KERNEL(round_fp16, float *dst, const float *src, int64_t rows, int64_t cols, int64_t lds);
+/* Saved activations in bf16 (--bf16): x[i] becomes its bf16 value (in fp32
+ * storage, so the caller goes on with exactly what it saved) and, when packed is
+ * not NULL, packed[i] its bf16 bits. n elements. */
+PL_KERNEL(round_bf16, uint16_t *packed, float *x, int64_t n);
+/* dst[i] = the bf16 value src[i] (exact), n elements. */
+PL_KERNEL(widen_bf16, float *dst, const uint16_t *src, int64_t n);
 
 /* ---- embeddings --------------------------------------------------------- */
 
@@ -135,6 +141,10 @@ PL_KERNEL(add, float *out, const float *a, const float *b, int64_t n);
 PL_KERNEL(gelu_fwd, float *out, const float *inp, int64_t n);
 /* dinp += gelu'(inp) * dout. */
 PL_KERNEL(gelu_bwd, float *dinp, const float *inp, const float *dout, int64_t n);
+/* The same two on a bf16 input (a saved activation under --bf16): the arithmetic
+ * of gelu_fwd / gelu_bwd on the widened values. */
+PL_KERNEL(gelu_fwd_bf16, float *out, const uint16_t *inp, int64_t n);
+PL_KERNEL(gelu_bwd_bf16, float *dinp, const uint16_t *inp, const float *dout, int64_t n);
 
 /* ---- LayerNorm ---------------------------------------------------------- */
 
@@ -178,6 +188,9 @@ PL_KERNEL(attention_bwd, float *dqkv, const float *dout, const float *qkv, const
  * them again (one GEMM of three saved, N * V floats of workspace kept from
  * forward to backward). The reference twin always recomputes. */
 size_t pl_lmhead_workspace(int64_t N, int64_t chunk);
+/* Creates the GEMM primitives the fast twin's chunks use (pl_gemm_prepare), so
+ * that the step loop allocates nothing. */
+pl_status pl_lmhead_prepare(pl_gemm *g, int64_t N, int64_t C, int64_t V, int64_t chunk);
 PL_KERNEL_ST(lmhead_stats, float *row_max, float *row_sumexp, float *target_logit,
              const float *x, const float *w, const int32_t *targets, int64_t N, int64_t C,
              int64_t v0, int64_t V, int64_t chunk, float *workspace, pl_gemm *g);

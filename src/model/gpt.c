@@ -86,24 +86,56 @@ static float *take(bump *b, int64_t n)
     return p;
 }
 
+/* n bf16 values. */
+static uint16_t *take16(bump *b, int64_t n) { return (uint16_t *)take(b, (n + 1) / 2); }
+
 /* One layer's saved activations; attn and lse only when kept per layer, res2
- * only when not a group's output. */
+ * only when not a group's output; qkv, attn and fc1 in bf16 under --bf16. */
 static void take_layer(pl_gpt *m, bump *b, pl_gpt_layer_acts *a, int own_attn, int own_res2)
 {
-    const int64_t N = m->N, C = m->C;
+    const int64_t N = m->N, C = m->C, h = m->act_bf16;
     a->ln1_mean = take(b, N);
     a->ln1_rstd = take(b, N);
-    a->qkv = take(b, N * 3 * m->Cl);
+    if (h)
+        a->qkv_bf16 = take16(b, N * 3 * m->Cl);
+    else
+        a->qkv = take(b, N * 3 * m->Cl);
     if (own_attn) {
-        a->attn = take(b, N * m->Cl);
+        if (h)
+            a->attn_bf16 = take16(b, N * m->Cl);
+        else
+            a->attn = take(b, N * m->Cl);
         a->lse = take(b, m->B * m->NHl * m->T);
     }
     a->res1 = take(b, N * C);
     a->ln2_mean = take(b, N);
     a->ln2_rstd = take(b, N);
-    a->fc1 = take(b, N * m->Fl);
+    if (h)
+        a->fc1_bf16 = take16(b, N * m->Fl);
+    else
+        a->fc1 = take(b, N * m->Fl);
     if (own_res2)
         a->res2 = take(b, N * C);
+}
+
+/* The backward scratch of one layer. dfc1 and dgelu are adjacent: under
+ * --bf16, backward's attention part widens the saved qkv into them (both dead
+ * by then), so together they hold N x 3C/tp floats at least. Forward uses
+ * dqkv, dattn and dgelu for the fp32 outputs of the qkv, attention and fc1
+ * steps before they are saved in bf16. */
+static void take_scratch(pl_gpt *m, bump *b)
+{
+    const int64_t N = m->N;
+    int64_t nf = N * m->Fl;
+    if (m->act_bf16 && 2 * nf < N * 3 * m->Cl)
+        nf = (N * 3 * m->Cl + 1) / 2;
+    m->dqkv = take(b, N * 3 * m->Cl);
+    m->dattn = take(b, N * m->Cl);
+    m->dfc1 = take(b, nf);
+    m->gelu = m->dfc1; /* forward's GELU output; backward rebuilds it there before dfc1 */
+    m->dgelu = take(b, nf);
+    m->qkv_f32 = m->dfc1;
+    m->attn_ws = take(b, (int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS));
 }
 
 /* Lays out every activation and scratch buffer; returns the floats needed.
@@ -176,19 +208,10 @@ static size_t plan(pl_gpt *m, float *base, int recompute)
     /* Kept logits live from the LM head's forward to its backward, when every
      * layer buffer below is dead (forward is over, backward's layers have not
      * started): those buffers then share the logits' memory when they fit. */
-    const int64_t scratch = (N * 3 * m->Cl + 15) / 16 * 16 + (N * m->Cl + 15) / 16 * 16 +
-                            2 * ((N * m->Fl + 15) / 16 * 16) +
-                            ((int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS) + 15) / 16 * 16;
-    bump inner = {m->lm_ws, 0};
-    bump *sb = m->cfg.keep_logits && scratch <= (int64_t)pl_lmhead_workspace(N, m->lm_chunk)
-                   ? &inner
-                   : &b;
-    m->dqkv = take(sb, N * 3 * m->Cl);
-    m->dattn = take(sb, N * m->Cl);
-    m->dfc1 = take(sb, N * m->Fl);
-    m->gelu = m->dfc1; /* forward's GELU output; backward rebuilds it there before dfc1 */
-    m->dgelu = take(sb, N * m->Fl);
-    m->attn_ws = take(sb, (int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS));
+    bump probe = {NULL, 0}, inner = {m->lm_ws, 0};
+    take_scratch(m, &probe);
+    take_scratch(m, m->cfg.keep_logits &&
+                            probe.used <= pl_lmhead_workspace(N, m->lm_chunk) ? &inner : &b);
 #undef TAKE
     return b.used;
 }
@@ -242,6 +265,7 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     m->HS = cfg->hidden / cfg->heads;
     m->Vl = cfg->padded_vocab / tps;
     m->v0 = m->Vl * reg->tp_rank;
+    m->act_bf16 = pl_gemm_get_precision(gemm) == PL_GEMM_BF16;
     /* Kept logits need the whole vocabulary slice in one chunk (kernels.h). */
     m->lm_chunk = m->Vl < 4096 || cfg->keep_logits ? m->Vl : 4096;
     const int64_t L = cfg->num_layers;
@@ -297,6 +321,7 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     PL_TRY(pl_nn_linear_prepare(gemm, N, m->Cl, C));
     PL_TRY(pl_nn_linear_prepare(gemm, N, C, m->Fl));
     PL_TRY(pl_nn_linear_prepare(gemm, N, m->Fl, C));
+    PL_TRY(pl_lmhead_prepare(gemm, N, C, m->Vl, m->lm_chunk));
     return PL_OK;
 fail:
     pl_gpt_free(m);
@@ -356,21 +381,32 @@ static pl_status layer_fwd(pl_gpt *m, int64_t l, const float *x)
     const float eps = m->cfg.ln_eps;
     const pl_gpt_layer *w = &m->w[l];
     const pl_gpt_layer_acts *a = &m->acts[l];
+    /* --bf16: qkv, attn and fc1 come out in fp32 scratch and are saved in bf16 */
+    float *qkv = a->qkv ? a->qkv : m->dqkv, *attn = a->attn ? a->attn : m->dattn;
+    float *fc1 = a->fc1 ? a->fc1 : m->dgelu;
     pl_cpu_layernorm_fwd(m->ln, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
     TIMED(m, linear,
-          PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->qkv, m->ln, w->qkv_w, w->qkv_b, N, C,
+          PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, qkv, m->ln, w->qkv_w, w->qkv_b, N, C,
                                          3 * Cl)));
-    TIMED(m, attention,
-          pl_cpu_attention_fwd(a->attn, a->lse, a->qkv, B, T, m->NHl, m->HS, m->attn_ws));
+    if (m->act_bf16)
+        pl_cpu_round_bf16(a->qkv_bf16, qkv, N * 3 * Cl);
+    TIMED(m, attention, pl_cpu_attention_fwd(attn, a->lse, qkv, B, T, m->NHl, m->HS, m->attn_ws));
+    if (m->act_bf16)
+        pl_cpu_round_bf16(a->attn_bf16, attn, N * Cl);
     TIMED(m, linear,
-          PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res1, a->attn, w->proj_w, w->proj_b, N,
+          PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res1, attn, w->proj_w, w->proj_b, N,
                                       Cl, C)));
     pl_cpu_add(a->res1, a->res1, x, N * C);
     pl_cpu_layernorm_fwd(m->ln, a->ln2_mean, a->ln2_rstd, a->res1, w->ln2_w, w->ln2_b, N, C, eps);
     TIMED(m, linear,
-          PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, a->fc1, m->ln, w->fc1_w, w->fc1_b, N, C,
+          PL_TRY(pl_tp_column_linear_fwd(m->tp, m->gemm, fc1, m->ln, w->fc1_w, w->fc1_b, N, C,
                                          Fl)));
-    pl_cpu_gelu_fwd(m->gelu, a->fc1, N * Fl);
+    if (m->act_bf16) {
+        pl_cpu_f32_to_bf16(a->fc1_bf16, fc1, N, Fl, Fl);
+        pl_cpu_gelu_fwd_bf16(m->gelu, a->fc1_bf16, N * Fl);
+    } else {
+        pl_cpu_gelu_fwd(m->gelu, a->fc1, N * Fl);
+    }
     TIMED(m, linear,
           PL_TRY(pl_tp_row_linear_fwd(m->tp, m->gemm, a->res2, m->gelu, w->fc2_w, w->fc2_b, N, Fl,
                                       C)));
@@ -439,13 +475,19 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
         const pl_gpt_layer_acts *a = &m->acts[l];
         const float *x = layer_input(m, l);
         /* MLP branch: res2 = res1 + fc2(gelu(fc1(ln2(res1)))); dres = d res2 */
-        pl_cpu_gelu_fwd(m->gelu, a->fc1, N * Fl);
+        if (m->act_bf16)
+            pl_cpu_gelu_fwd_bf16(m->gelu, a->fc1_bf16, N * Fl);
+        else
+            pl_cpu_gelu_fwd(m->gelu, a->fc1, N * Fl);
         memset(m->dgelu, 0, (size_t)(N * Fl) * sizeof(float));
         TIMED(m, linear,
               PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dgelu, gr->fc2_w, gr->fc2_b, m->dres,
                                           m->gelu, w->fc2_w, N, Fl, C)));
         memset(m->dfc1, 0, (size_t)(N * Fl) * sizeof(float)); /* m->gelu is spent */
-        pl_cpu_gelu_bwd(m->dfc1, a->fc1, m->dgelu, N * Fl);
+        if (m->act_bf16)
+            pl_cpu_gelu_bwd_bf16(m->dfc1, a->fc1_bf16, m->dgelu, N * Fl);
+        else
+            pl_cpu_gelu_bwd(m->dfc1, a->fc1, m->dgelu, N * Fl);
         pl_cpu_layernorm_fwd(m->ln, a->ln2_mean, a->ln2_rstd, a->res1, w->ln2_w, w->ln2_b, N, C,
                              eps);
         memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
@@ -454,17 +496,29 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
                                              m->ln, w->fc1_w, N, C, Fl)));
         pl_cpu_layernorm_bwd(m->dres, gr->ln2_w, gr->ln2_b, m->dln, a->res1, w->ln2_w, a->ln2_mean,
                              a->ln2_rstd, N, C);
-        /* attention branch: res1 = x + proj(attn(qkv(ln1(x)))); dres = d res1 */
-        if (selective)
+        /* attention branch: res1 = x + proj(attn(qkv(ln1(x)))); dres = d res1.
+         * --bf16: qkv widened into dfc1 and dgelu, attn into ln (all dead here) */
+        const float *qkv = a->qkv, *attn = a->attn;
+        if (m->act_bf16) {
+            pl_cpu_widen_bf16(m->qkv_f32, a->qkv_bf16, N * 3 * Cl);
+            qkv = m->qkv_f32;
+        }
+        if (selective) {
             TIMED(m, attention,
-                  pl_cpu_attention_fwd(a->attn, a->lse, a->qkv, B, T, m->NHl, m->HS, m->attn_ws));
+                  pl_cpu_attention_fwd(a->attn, a->lse, qkv, B, T, m->NHl, m->HS, m->attn_ws));
+            if (m->act_bf16)
+                pl_cpu_round_bf16(NULL, a->attn, N * Cl);
+        } else if (m->act_bf16) {
+            pl_cpu_widen_bf16(m->ln, a->attn_bf16, N * Cl);
+            attn = m->ln;
+        }
         memset(m->dattn, 0, (size_t)(N * Cl) * sizeof(float));
         TIMED(m, linear,
               PL_TRY(pl_tp_row_linear_bwd(m->tp, m->gemm, m->dattn, gr->proj_w, gr->proj_b,
-                                          m->dres, a->attn, w->proj_w, N, Cl, C)));
+                                          m->dres, attn, w->proj_w, N, Cl, C)));
         memset(m->dqkv, 0, (size_t)(N * 3 * Cl) * sizeof(float));
         TIMED(m, attention,
-              pl_cpu_attention_bwd(m->dqkv, m->dattn, a->qkv, a->attn, a->lse, B, T, m->NHl, m->HS,
+              pl_cpu_attention_bwd(m->dqkv, m->dattn, qkv, attn, a->lse, B, T, m->NHl, m->HS,
                                    m->attn_ws));
         pl_cpu_layernorm_fwd(m->ln, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
         memset(m->dln, 0, (size_t)(N * C) * sizeof(float));

@@ -21,7 +21,12 @@ typedef struct pl_gpt_layer {
  * layer input, res1 and fc1 (same kernels, same inputs: the same bits). Under
  * selective recompute attn and lse point at shared scratch, rebuilt in backward;
  * under full recompute a recomputed layer's fields point at its group slot, and
- * only the group's last res2 (the next group's checkpointed input) is its own. */
+ * only the group's last res2 (the next group's checkpointed input) is its own.
+ * Under a bf16 GEMM context (--bf16) qkv, attn and fc1 are saved in bf16, as in
+ * Megatron's bf16 models: the *_bf16 fields hold them and qkv, attn, fc1 are
+ * NULL (attn stays fp32 shared scratch under selective recompute, rounded to
+ * bf16 in place). Forward goes on with the rounded values, so backward and any
+ * recomputation see exactly what forward used. */
 typedef struct pl_gpt_layer_acts {
     float *ln1_mean, *ln1_rstd; /* (N), (N) */
     float *qkv;                 /* (N, 3C/tp) */
@@ -30,6 +35,7 @@ typedef struct pl_gpt_layer_acts {
     float *ln2_mean, *ln2_rstd;
     float *fc1;                 /* (N, F/tp) */
     float *res2;                /* (N,C) layer output */
+    uint16_t *qkv_bf16, *attn_bf16, *fc1_bf16; /* --bf16: the same, saved in bf16 */
 } pl_gpt_layer_acts;
 
 /* Points out's fields at layer `layer`'s parameters in flat (laid out by reg);
@@ -65,6 +71,7 @@ typedef struct pl_gpt {
     int64_t *layer_offset, *layer_count; /* [L] flat range of each layer's parameters */
     /* activations */
     float *act_mem;
+    int act_bf16;             /* qkv, attn, fc1 saved in bf16 (the GEMM context is bf16) */
     size_t act_floats;        /* planned */
     size_t act_floats_kept;   /* the same plan with every layer's activations kept */
     int64_t *group_start;     /* [L] first layer of l's full-recompute group, -1: kept */
@@ -77,6 +84,7 @@ typedef struct pl_gpt {
     float *gelu;              /* (N, F/tp) GELU(fc1); shares dfc1's memory */
     /* backward scratch */
     float *dres, *dln, *dqkv, *dattn, *dfc1, *dgelu;
+    float *qkv_f32;           /* --bf16: backward widens the saved qkv here (dfc1 and dgelu) */
     float *attn_ws, *lm_ws;
     int32_t *tokens, *targets; /* (N) the micro-batch being processed */
     struct {
@@ -89,7 +97,8 @@ typedef struct pl_gpt {
 
 /* Plans and allocates activations for micro-batches of B x cfg->seq_length;
  * params and grads are this rank's flat buffers laid out by reg. Either may be
- * NULL when the caller binds the views itself with pl_gpt_rebind (ZeRO). */
+ * NULL when the caller binds the views itself with pl_gpt_rebind (ZeRO). The
+ * activations are saved in bf16 if gemm's precision is bf16 at this call. */
 pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *reg, float *params,
                       float *grads, int64_t B, pl_comm *tp, pl_gemm *gemm);
 void pl_gpt_free(pl_gpt *m);

@@ -46,13 +46,19 @@ static void install_exit_signals(void)
 
 /* ---- set-up ----------------------------------------------------------------- */
 
-/* The highest fp32 GEMM rate of this process's threads on a 1024^3 product:
- * the denominator of MFU. On a machine shared with other work it reads low
- * (and MFU high); benchmarks run on an idle machine. */
-static pl_status measure_gemm_peak(pl_gemm *g, double *peak)
+/* The highest GEMM rate of this process's threads (in the context's precision)
+ * on a 1024^3 product: the denominator of MFU. On a machine shared with other
+ * work it reads low (and MFU high); benchmarks run on an idle machine. The
+ * operands live in scratch (scratch_floats of it) when it is large enough: the
+ * model's activation block, free between steps, so that measuring adds nothing
+ * to the peak memory the run reports. */
+static pl_status measure_gemm_peak(pl_gemm *g, float *scratch, size_t scratch_floats,
+                                   double *peak)
 {
     const int64_t M = 1024, N = 1024, K = 1024;
-    float *a = pl_calloc((size_t)(M * K + K * N + M * N), sizeof(float));
+    const size_t need = (size_t)(M * K + K * N + M * N);
+    float *own = scratch_floats >= need ? NULL : pl_malloc(need * sizeof(float));
+    float *a = own ? own : scratch;
     if (!a)
         return pl_errorf(PL_ERR_NOMEM, "out of memory measuring the GEMM peak");
     for (int64_t i = 0; i < M * K + K * N; i++)
@@ -68,7 +74,7 @@ static pl_status measure_gemm_peak(pl_gemm *g, double *peak)
         if (rep > 1 && dt > 0 && 2.0 * M * N * K / dt > best)
             best = 2.0 * M * N * K / dt;
     }
-    pl_free(a);
+    pl_free(own);
     *peak = best;
     return st;
 }
@@ -305,7 +311,7 @@ skip_buckets:
     PL_TRY(pl_gpt_backward(&t->model, NULL, NULL));
     if (t->grads)
         memset(t->grads, 0, (size_t)(t->stage ? t->zero.padded : t->reg.numel) * sizeof(float));
-    return measure_gemm_peak(t->gemm, &t->gemm_peak);
+    return measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &t->gemm_peak);
 fail:
     return st;
 }

@@ -57,9 +57,10 @@ for mode in "${ORDER[@]:1}"; do
         same_bits p_none p_$mode
 done
 
-# With bf16 GEMMs and with the LM head's logits kept (whose memory the layer
+# With bf16 GEMMs (activations saved in bf16, forward's fp32 outputs in the
+# backward scratch) and with the LM head's logits kept (whose memory the layer
 # backward scratch shares), the rerun forward must still reproduce every value.
-for extra in "--bf16" "--lm-head-logits keep"; do
+for extra in "--bf16" "--lm-head-logits keep" "--bf16 --lm-head-logits keep"; do
     tag=${extra//[^a-z0-9]/}
     # shellcheck disable=SC2086
     check "one process $extra: none and full uniform 1 run" \

@@ -20,12 +20,28 @@ values rounded to bf16 land on the other neighbour, each off by one bf16 ulp (2^
 so logits and loss get 5e-4 (measured 1.4e-4). Gradients pass through several rounded
 products, each with its own flips, and small reductions (LayerNorm gains, biases: sums
 over rows that cancel) amplify them relative to their size: 5e-3 per tensor (measured
-worst 1.9e-3); Adam rescales per element, so parameters after 5 steps get 5e-3 per
+worst 6.8e-4); Adam rescales per element, so parameters after 5 steps get 5e-3 per
 tensor too (measured 2.2e-3). Taken together as one vector, all gradients must agree to
-1e-3 (measured 4.3e-4) and all parameter updates to 3e-3 (measured 1.9e-3).
+1e-3 (measured 1.1e-4) and all parameter updates to 3e-3 (measured 2.7e-3; 2.2e-3
+without the key rows below).
 The same plait values compared with the unrounded float64 model must differ by MORE
-than these tolerances (logits 3.1e-3 > 5e-4, all gradients 3.2e-3 > 1e-3, all updates
-5.7e-3 > 3e-3), so the test fails if bf16 was not applied.
+than these tolerances (logits 3.3e-3 > 5e-4, all gradients 3.4e-3 > 1e-3, all updates
+7.3e-3 > 3e-3), so the test fails if bf16 was not applied.
+
+Saved activations under bf16: plait keeps qkv, the attention output and fc1 in bf16
+and goes on with the rounded values, so the reference rounds the same three (the
+gradient passes through the rounding unchanged) and its attention backward takes
+D = rowsum(dO * O) from the rounded O, as plait's does. One quantity is then noise by
+construction: the key rows of the QKV bias. Softmax ignores a shift shared by a
+query's scores, so their gradient sum_t q_t sum_s dS_ts is exactly 0 with D =
+rowsum(P * dP); with D from the rounded O it is q-weighted sums of O's rounding
+residuals (measured 7e-7 against 5e-2 for the value rows). Rounding flips (above)
+make ~2-5% of that residual differ between plait and the reference, and Adam, whose
+eps (1e-8) is below these gradients, turns them into full-size steps whose signs
+follow the noise: after 5 steps the key rows differ by 20-50%. So under bf16 the QKV
+bias is checked on its q and v rows at the per-tensor tolerance, and its key rows'
+gradient must be noise-sized (under 1e-4 of the tensor's gradient) in both plait and
+the reference; the key rows stay in the all-gradients and all-updates checks.
 
 usage: torch_parity.py FP32.safetensors [BF16.safetensors]
        (prints "torch_parity: N passed, N failed" once for all files)
@@ -89,12 +105,61 @@ class BF16MatMul(torch.autograd.Function):
         return dx, dw
 
 
+class RoundBF16(torch.autograd.Function):
+    """A saved activation under --bf16 (qkv, fc1): forward goes on with x rounded to
+    bf16; the gradient passes through unchanged (plait's backward gets dqkv, dfc1
+    in fp32 and feeds them to the GEMMs)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return bf16(x)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy
+
+
+class BF16Attention(torch.autograd.Function):
+    """Causal attention of bf16-rounded q, k, v whose output is saved in bf16
+    (plait's attn under --bf16). Backward is plait's (and FlashAttention's): with P
+    recomputed from q, k and D = rowsum(dO * O) taken from the saved, rounded O,
+    dS = P (dP - D); so D is not exactly rowsum(P * dP) as autograd would have it."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask):
+        p = torch.softmax(((q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1]))
+                          .masked_fill(mask, float("-inf")), dim=-1)
+        o = bf16(p @ v)
+        ctx.save_for_backward(q, k, v, o, p)
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, p = ctx.saved_tensors
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        dv = p.transpose(-1, -2) @ do
+        dp = do @ v.transpose(-1, -2)
+        ds = p * (dp - (do * o).sum(-1, keepdim=True)) * scale
+        return ds @ k, ds.transpose(-1, -2) @ q, dv, None
+
+
 def mm_exact(x, w):
     return x @ w.T
 
 
-def forward(P, tokens, cfg, mm=mm_exact):
-    """Megatron GPT with learned positions, pre-LN, per-head interleaved QKV, tied head."""
+def attention_exact(q, k, v, mask):
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    return torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1) @ v
+
+
+EXACT = (mm_exact, lambda x: x, attention_exact)
+ROUNDED = (BF16MatMul.apply, RoundBF16.apply, BF16Attention.apply)
+
+
+def forward(P, tokens, cfg, ops=EXACT):
+    """Megatron GPT with learned positions, pre-LN, per-head interleaved QKV, tied head.
+    ops: the matrix product, the rounding of saved activations, the attention core."""
+    mm, keep, attention = ops
     L, C, NH = cfg["layers"], cfg["hidden"], cfg["heads"]
     B, T = tokens.shape
     HS = C // NH
@@ -104,15 +169,14 @@ def forward(P, tokens, cfg, mm=mm_exact):
     for l in range(L):
         p = lambda s: P[f"decoder.layers.{l}.{s}"]
         h = ln(x, (C,), p("input_layernorm.weight"), p("input_layernorm.bias"), 1e-5)
-        qkv = mm(h, p("self_attention.linear_qkv.weight")) + p("self_attention.linear_qkv.bias")
+        qkv = keep(mm(h, p("self_attention.linear_qkv.weight")) + p("self_attention.linear_qkv.bias"))
         qkv = qkv.view(B, T, NH, 3, HS)
         q, k, v = (qkv[:, :, :, i, :].transpose(1, 2) for i in range(3))
-        s = (q @ k.transpose(-1, -2)) / math.sqrt(HS)
-        a = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1) @ v
+        a = attention(q, k, v, mask)
         a = a.transpose(1, 2).reshape(B, T, C)
         x = x + mm(a, p("self_attention.linear_proj.weight")) + p("self_attention.linear_proj.bias")
         h = ln(x, (C,), p("pre_mlp_layernorm.weight"), p("pre_mlp_layernorm.bias"), 1e-5)
-        h = torch.nn.functional.gelu(mm(h, p("mlp.linear_fc1.weight")) + p("mlp.linear_fc1.bias"),
+        h = torch.nn.functional.gelu(keep(mm(h, p("mlp.linear_fc1.weight")) + p("mlp.linear_fc1.bias")),
                                      approximate="tanh")
         x = x + mm(h, p("mlp.linear_fc2.weight")) + p("mlp.linear_fc2.bias")
     x = ln(x, (C,), P["decoder.final_layernorm.weight"], P["decoder.final_layernorm.bias"], 1e-5)
@@ -138,7 +202,7 @@ def run(path, check):
     B, S, steps = cfg["batch"], cfg["seq"], cfg["steps"]
     batches = torch.tensor(T_["batches"].astype(np.int64))
 
-    def replay(mm):
+    def replay(ops):
         P = {n: torch.tensor(T_["init." + n], dtype=DT, requires_grad=True) for n in names}
         decay = [n for n in names if P[n].dim() == 2]
         no_decay = [n for n in names if P[n].dim() == 1]
@@ -150,7 +214,7 @@ def run(path, check):
             rows = batches[s * B:(s + 1) * B]
             tokens, targets = rows[:, :-1], rows[:, 1:]
             opt.zero_grad()
-            logits = forward(P, tokens, cfg, mm)
+            logits = forward(P, tokens, cfg, ops)
             loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                      targets.reshape(-1))
             loss.backward()
@@ -168,7 +232,7 @@ def run(path, check):
         out["params"] = {n: P[n].detach() for n in names}
         return out
 
-    ref = replay(BF16MatMul.apply if rounded else mm_exact)
+    ref = replay(ROUNDED if rounded else EXACT)
     tag = f"[{prec}] "
     check(tag + "logits", rel(T_["logits"], ref["logits"]), tol["logits"])
     check(tag + "loss", rel(T_["loss"], [ref["loss"]]), tol["logits"])
@@ -179,9 +243,30 @@ def run(path, check):
     for s in range(steps):
         check(f"{tag}grad norm step {s + 1}", rel(T_["grad_norm"][s], [ref["norms"][s]]), tol["grad"])
         check(f"{tag}lr step {s + 1}", rel(T_["lr"][s], [ref["lrs"][s]]), 1e-6)
+    NH, HS = cfg["heads"], cfg["hidden"] // cfg["heads"]
+
+    def rows(n, a, which):
+        """The q, k, v rows ("qv" or "k") of a QKV bias (per-head interleaved)."""
+        a = np.asarray(a).reshape(NH, 3, HS)
+        return (a[:, [0, 2], :] if which == "qv" else a[:, 1, :]).ravel()
+
+    def key_bias_noise(n):
+        return rounded and n.endswith("self_attention.linear_qkv.bias")
+
     for n in names:
-        check(f"{tag}after {steps} steps {n}", rel(T_["final." + n], ref["params"][n]), tol["param"])
-    worst = max(names, key=lambda n: rel(T_["final." + n], ref["params"][n]))
+        if not key_bias_noise(n):
+            check(f"{tag}after {steps} steps {n}", rel(T_["final." + n], ref["params"][n]), tol["param"])
+            continue
+        # See the docstring: the key rows of the QKV bias are Adam-amplified
+        # rounding noise under bf16; the q and v rows are held to the tolerance, the
+        # key rows' gradient must be noise-sized, in plait and in the reference.
+        check(f"{tag}after {steps} steps {n}, q and v rows",
+              rel(rows(n, T_["final." + n], "qv"), rows(n, ref["params"][n], "qv")), tol["param"])
+        for who, g in (("plait", T_["grad." + n]), ("reference", ref["grads"][n])):
+            check(f"{tag}{n} key rows' gradient is rounding noise ({who}, relative to the "
+                  f"tensor's)", np.linalg.norm(rows(n, g, "k")) / np.linalg.norm(g), 1e-4)
+    worst = max((n for n in names if not key_bias_noise(n)),
+                key=lambda n: rel(T_["final." + n], ref["params"][n]))
     print(f"# {tag}worst parameter after {steps} steps: {worst} "
           f"{rel(T_['final.' + worst], ref['params'][worst]):.2e}")
     if rounded:
@@ -190,7 +275,7 @@ def run(path, check):
         # together (all gradients as one vector, all parameter updates as one), plait
         # matches the bf16-rounded reference within 1e-3 and differs from the unrounded
         # model by more than that (bf16's u = 2^-8 = 3.9e-3 on every product).
-        exact = replay(mm_exact)
+        exact = replay(EXACT)
         e = rel(T_["logits"], exact["logits"])
         check(f"{tag}logits differ from the unrounded model by more than {tol['logits']:g} ({e:.2e})",
               -e, -tol["logits"])

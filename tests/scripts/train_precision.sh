@@ -77,6 +77,16 @@ check "bf16 trains 10 iterations" "$PLAIT" train "${MODEL[@]}" --bf16 --train-it
 check "bf16 losses close to fp32 but not equal" close_not_equal "$TMP/bf16.jsonl" "$TMP/fp32.jsonl" 2e-2
 check "the memory plan counts the bf16 GEMM operand buffers" \
     grep -qE "bf16 GEMM operands [0-9.]+ MiB" <("$PLAIT" train "${MODEL[@]}" --bf16 --train-iters 3 2>&1)
+# bf16 saves qkv (3C), the attention output (C) and fc1 (F = 4C) in bf16: the plan
+# shrinks by L x N x 8C x 2 bytes (2 x 4096 x 512 x 2 = 8 MiB here), nothing else moves.
+acts_mib() { # FLAGS...: the planned activation MiB of a short synthetic run
+    "$PLAIT" bench --vocab-size 512 --num-layers 2 --hidden-size 64 --num-attention-heads 4 \
+        --seq-length 256 --micro-batch-size 16 --train-iters 1 "$@" 2>&1 |
+        sed -nE 's/^activations \(micro-batch 16, recompute none\): ([0-9.]+) MiB planned.*/\1/p'
+}
+a32=$(acts_mib); a16=$(acts_mib --bf16)
+check "bf16 plans qkv, attention output and fc1 in bf16: 8 MiB less ($a32 -> $a16 MiB)" \
+    awk -v a="$a32" -v b="$a16" 'BEGIN { d = a - b - 8; exit !(a != "" && b != "" && d < 0.1 && d > -0.1) }'
 
 # 4. The scaler's state is checkpointed: with a window of 3 the scale grows and
 #    shrinks; resuming at iteration 12 reproduces iterations 13..24 bit for bit.

@@ -261,6 +261,39 @@ TEST(gelu_matches_reference_and_finite_differences)
     }
 }
 
+/* The bf16-input GELUs (--bf16's saved fc1) are the fp32 kernels on the widened
+ * values, bit for bit, and their reference twins agree with the fp32 ones. */
+TEST(gelu_of_bf16_inputs_is_gelu_of_the_widened_values)
+{
+    static const int64_t sizes[] = {1, 37, BIG_N * BIG_C};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        int64_t n = sizes[s];
+        float *x = kc_random(n, -6, 6), *xw = kc_floats(n), *a = kc_floats(n), *b = kc_floats(n);
+        uint16_t *h = malloc((size_t)n * sizeof *h);
+        pl_ref_f32_to_bf16(h, x, 1, n, n);
+        for (int64_t i = 0; i < n; i++)
+            xw[i] = pl_ref_bf16_to_f32(h[i]);
+        KC_WITH_THREADS(2, pl_cpu_gelu_fwd(a, xw, n));
+        KC_WITH_THREADS(2, pl_cpu_gelu_fwd_bf16(b, h, n));
+        CHECK(kc_same_bits(a, b, n), "fwd n=%lld: bf16 input differs from fp32 gelu", (long long)n);
+        pl_ref_gelu_fwd(a, xw, n);
+        pl_ref_gelu_fwd_bf16(b, h, n);
+        CHECK(kc_same_bits(a, b, n), "ref fwd n=%lld differs", (long long)n);
+
+        float *R = kc_random(n, -1, 1), *d0 = kc_random(n, -1, 1);
+        float *d1 = kc_copy(d0, n), *d2 = kc_copy(d0, n);
+        KC_WITH_THREADS(2, pl_cpu_gelu_bwd(d1, xw, R, n));
+        KC_WITH_THREADS(2, pl_cpu_gelu_bwd_bf16(d2, h, R, n));
+        CHECK(kc_same_bits(d1, d2, n), "bwd n=%lld: bf16 input differs from fp32 gelu", (long long)n);
+        memcpy(d1, d0, (size_t)n * sizeof *d0);
+        memcpy(d2, d0, (size_t)n * sizeof *d0);
+        pl_ref_gelu_bwd(d1, xw, R, n);
+        pl_ref_gelu_bwd_bf16(d2, h, R, n);
+        CHECK(kc_same_bits(d1, d2, n), "ref bwd n=%lld differs", (long long)n);
+        free(x), free(xw), free(a), free(b), free(h), free(R), free(d0), free(d1), free(d2);
+    }
+}
+
 /* ---- LayerNorm ------------------------------------------------------------ */
 
 typedef struct ln_ctx {
@@ -371,6 +404,7 @@ int main(void)
         RUN(pos_embedding_matches_reference_and_finite_differences);
         RUN(bias_and_add_match_reference_and_finite_differences);
         RUN(gelu_matches_reference_and_finite_differences);
+        RUN(gelu_of_bf16_inputs_is_gelu_of_the_widened_values);
         RUN(layernorm_matches_reference_and_finite_differences);
         kc_print_notes();
     }

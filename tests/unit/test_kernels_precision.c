@@ -197,6 +197,55 @@ TEST(conversion_kernels_match_reference_bit_for_bit)
     }
 }
 
+/* Equal as bit patterns, or both NaN. */
+static int same_or_nan(const float *a, const float *b, int64_t n)
+{
+    int same = 1;
+    for (int64_t i = 0; i < n; i++)
+        same &= isnan(a[i]) ? isnan(b[i]) : u_of(a[i]) == u_of(b[i]);
+    return same;
+}
+
+/* The saved activations of --bf16: rounding in place (with and without the packed
+ * copy) and widening back, against the scalar reference, at sizes that take the
+ * parallel path, on 1 and 2 threads. */
+TEST(bf16_round_in_place_and_widen_match_reference_bit_for_bit)
+{
+    static const int64_t sizes[] = {1, 17, 1000, 65537, 300001};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const int64_t n = sizes[s];
+        float *src = special_random(n), *x1 = kc_floats(n), *x2 = kc_floats(n);
+        float *x3 = kc_floats(n), *xr = kc_floats(n), *w = kc_floats(n);
+        uint16_t *h1 = calloc((size_t)n, 2), *h2 = calloc((size_t)n, 2), *hr = calloc((size_t)n, 2);
+        memcpy(x1, src, (size_t)n * sizeof *src);
+        memcpy(x2, src, (size_t)n * sizeof *src);
+        memcpy(x3, src, (size_t)n * sizeof *src);
+        memcpy(xr, src, (size_t)n * sizeof *src);
+        KC_WITH_THREADS(1, pl_cpu_round_bf16(h1, x1, n));
+        KC_WITH_THREADS(2, pl_cpu_round_bf16(h2, x2, n));
+        KC_WITH_THREADS(2, pl_cpu_round_bf16(NULL, x3, n));
+        pl_ref_round_bf16(hr, xr, n);
+        int ok = 1;
+        for (int64_t i = 0; i < n; i++)
+            ok &= hr[i] == pl_ref_bf16_from_f32(src[i]);
+        CHECK(ok, "n=%lld: the reference's bits are not bf16_from_f32's", (long long)n);
+        CHECK(memcmp(h1, hr, (size_t)n * 2) == 0 && memcmp(h2, hr, (size_t)n * 2) == 0,
+              "n=%lld: packed bits differ from the reference", (long long)n);
+        CHECK(same_or_nan(x1, xr, n) && same_or_nan(x2, xr, n) && same_or_nan(x3, xr, n),
+              "n=%lld: values rounded in place differ from the reference", (long long)n);
+        KC_WITH_THREADS(2, pl_cpu_widen_bf16(w, h2, n));
+        CHECK(same_or_nan(w, xr, n), "n=%lld: widening the packed bits is not the rounded value",
+              (long long)n);
+        pl_ref_widen_bf16(w, hr, n);
+        CHECK(same_or_nan(w, xr, n), "n=%lld: reference widening differs", (long long)n);
+        memcpy(x3, x1, (size_t)n * sizeof *x1); /* rounding twice changes nothing */
+        pl_cpu_round_bf16(h2, x3, n);
+        CHECK(same_or_nan(x3, x1, n) && memcmp(h2, hr, (size_t)n * 2) == 0,
+              "n=%lld: rounding is not idempotent", (long long)n);
+        free(src), free(x1), free(x2), free(x3), free(xr), free(w), free(h1), free(h2), free(hr);
+    }
+}
+
 /* C = op(A) op(B) + beta C in double from A, B passed through round(). */
 static void gemm_d(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, const float *C0, double *C, int64_t ldc,
@@ -361,6 +410,7 @@ int main(void)
         if (!kc_use_isa((pl_isa)isa))
             continue;
         RUN(conversion_kernels_match_reference_bit_for_bit);
+        RUN(bf16_round_in_place_and_widen_match_reference_bit_for_bit);
         RUN(bf16_and_fp16_gemm_match_gemm_of_rounded_inputs);
         RUN(fp16_gemm_overflows_to_inf_and_modes_switch_back);
         RUN(bf16_gemm_results_do_not_depend_on_thread_count);

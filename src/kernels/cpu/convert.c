@@ -1,5 +1,6 @@
 /* Fast twins: fp32 matrices to bf16, and rounded through fp16, for the GEMM's
- * reduced-precision modes (gemm.c converts its operands with these).
+ * reduced-precision modes (gemm.c converts its operands with these); bf16
+ * rounding in place and widening back, for the activations --bf16 saves.
  *
  * Rows in parallel (OpenMP), each row one vectorized loop. bf16 rounding is
  * integer arithmetic on the bit pattern (round to nearest even: add 0x7fff
@@ -21,6 +22,26 @@
 
 /* Parallel over rows only above this many elements. */
 #define CONV_PAR_MIN 65536
+/* Elements per work item of flat loops: fixed, so the split never depends on threads. */
+#define FLAT_BLOCK 16384
+
+/* The bf16 bits of x: round to nearest even, NaN made quiet (the reference's function). */
+static inline uint16_t bf16_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint32_t q = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+}
+
+static inline float bf16_value(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 void pl_cpu_f32_to_bf16(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t lds)
 {
@@ -30,13 +51,45 @@ void pl_cpu_f32_to_bf16(uint16_t *dst, const float *src, int64_t rows, int64_t c
         const float *restrict s = src + i * lds;
         uint16_t *restrict d = dst + i * cols;
 #pragma omp simd
-        for (int64_t j = 0; j < cols; j++) {
-            uint32_t u;
-            memcpy(&u, &s[j], sizeof u);
-            uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-            uint32_t q = (u >> 16) | 0x40u;
-            d[j] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+        for (int64_t j = 0; j < cols; j++)
+            d[j] = bf16_bits(s[j]);
+    }
+}
+
+void pl_cpu_round_bf16(uint16_t *packed, float *x, int64_t n)
+{
+    PL_DISPATCH(round_bf16, packed, x, n);
+#pragma omp parallel for schedule(static) if (n > CONV_PAR_MIN)
+    for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
+        int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
+        float *restrict v = x;
+        if (packed) {
+            uint16_t *restrict d = packed;
+#pragma omp simd
+            for (int64_t i = i0; i < i1; i++) {
+                uint16_t h = bf16_bits(v[i]);
+                d[i] = h;
+                v[i] = bf16_value(h);
+            }
+        } else {
+#pragma omp simd
+            for (int64_t i = i0; i < i1; i++)
+                v[i] = bf16_value(bf16_bits(v[i]));
         }
+    }
+}
+
+void pl_cpu_widen_bf16(float *dst, const uint16_t *src, int64_t n)
+{
+    PL_DISPATCH(widen_bf16, dst, src, n);
+#pragma omp parallel for schedule(static) if (n > CONV_PAR_MIN)
+    for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
+        int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
+        float *restrict d = dst;
+        const uint16_t *restrict h = src;
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++)
+            d[i] = bf16_value(h[i]);
     }
 }
 

@@ -60,6 +60,28 @@ void pl_cpu_add(float *out, const float *a, const float *b, int64_t n)
 #define GELU_2K 1.5957691216057308f /* 2 sqrt(2/pi) */
 #define GELU_A 0.044715f
 
+static inline float gelu_of(float x)
+{
+    float u2 = GELU_2K * (x + GELU_A * x * x * x);
+    return x / (1.0f + pl_vexpf(-u2));
+}
+
+/* d/dx [x s(2u)] = s + x s (1 - s) 2u'(x), s = sigmoid(2u), 2u' = 2K (1 + 3A x^2). */
+static inline float gelu_grad_of(float x)
+{
+    float u2 = GELU_2K * (x + GELU_A * x * x * x);
+    float s = 1.0f / (1.0f + pl_vexpf(-u2));
+    return s + x * s * (1.0f - s) * GELU_2K * (1.0f + 3.0f * GELU_A * x * x);
+}
+
+static inline float bf16_value(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 void pl_cpu_gelu_fwd(float *out, const float *inp, int64_t n)
 {
     PL_DISPATCH(gelu_fwd, out, inp, n);
@@ -69,15 +91,11 @@ void pl_cpu_gelu_fwd(float *out, const float *inp, int64_t n)
         float *restrict o = out;
         const float *restrict x = inp;
 #pragma omp simd
-        for (int64_t i = i0; i < i1; i++) {
-            float xi = x[i];
-            float u2 = GELU_2K * (xi + GELU_A * xi * xi * xi);
-            o[i] = xi / (1.0f + pl_vexpf(-u2));
-        }
+        for (int64_t i = i0; i < i1; i++)
+            o[i] = gelu_of(x[i]);
     }
 }
 
-/* d/dx [x s(2u)] = s + x s (1 - s) 2u'(x), s = sigmoid(2u), 2u' = 2K (1 + 3A x^2). */
 void pl_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, int64_t n)
 {
     PL_DISPATCH(gelu_bwd, dinp, inp, dout, n);
@@ -87,12 +105,36 @@ void pl_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, int64_t n
         float *restrict d = dinp;
         const float *restrict x = inp, *restrict dy = dout;
 #pragma omp simd
-        for (int64_t i = i0; i < i1; i++) {
-            float xi = x[i];
-            float u2 = GELU_2K * (xi + GELU_A * xi * xi * xi);
-            float s = 1.0f / (1.0f + pl_vexpf(-u2));
-            float grad = s + xi * s * (1.0f - s) * GELU_2K * (1.0f + 3.0f * GELU_A * xi * xi);
-            d[i] += grad * dy[i];
-        }
+        for (int64_t i = i0; i < i1; i++)
+            d[i] += gelu_grad_of(x[i]) * dy[i];
+    }
+}
+
+void pl_cpu_gelu_fwd_bf16(float *out, const uint16_t *inp, int64_t n)
+{
+    PL_DISPATCH(gelu_fwd_bf16, out, inp, n);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
+        int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
+        float *restrict o = out;
+        const uint16_t *restrict x = inp;
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++)
+            o[i] = gelu_of(bf16_value(x[i]));
+    }
+}
+
+void pl_cpu_gelu_bwd_bf16(float *dinp, const uint16_t *inp, const float *dout, int64_t n)
+{
+    PL_DISPATCH(gelu_bwd_bf16, dinp, inp, dout, n);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
+        int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
+        float *restrict d = dinp;
+        const uint16_t *restrict x = inp;
+        const float *restrict dy = dout;
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++)
+            d[i] += gelu_grad_of(bf16_value(x[i])) * dy[i];
     }
 }

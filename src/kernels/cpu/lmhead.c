@@ -28,6 +28,23 @@
 
 size_t pl_lmhead_workspace(int64_t N, int64_t chunk) { return (size_t)N * (size_t)chunk; }
 
+pl_status pl_lmhead_prepare(pl_gemm *g, int64_t N, int64_t C, int64_t V, int64_t chunk)
+{
+    pl_status st = PL_OK;
+    const int64_t sizes[2] = {chunk < V ? chunk : V, V % chunk};
+    for (int k = 0; k < 2 && !st; k++) {
+        int64_t cs = sizes[k];
+        if (cs == 0)
+            continue;
+        st = pl_gemm_prepare(g, 0, 1, N, cs, C, C, C, chunk, 0.0f);
+        if (!st)
+            st = pl_gemm_prepare(g, 0, 0, N, C, cs, chunk, C, C, 1.0f);
+        if (!st)
+            st = pl_gemm_prepare(g, 1, 0, cs, C, N, chunk, C, C, 1.0f);
+    }
+    return st;
+}
+
 static pl_status check(const char *fn, int64_t N, int64_t C, int64_t V, int64_t chunk)
 {
     if (N < 0 || C < 1 || V < 1 || chunk < 1)

@@ -83,3 +83,19 @@ void pl_ref_round_fp16(float *dst, const float *src, int64_t rows, int64_t cols,
         for (int64_t j = 0; j < cols; j++)
             dst[i * cols + j] = pl_ref_fp16_to_f32(pl_ref_fp16_from_f32(src[i * lds + j]));
 }
+
+void pl_ref_round_bf16(uint16_t *packed, float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h = pl_ref_bf16_from_f32(x[i]);
+        x[i] = pl_ref_bf16_to_f32(h);
+        if (packed)
+            packed[i] = h;
+    }
+}
+
+void pl_ref_widen_bf16(float *dst, const uint16_t *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = pl_ref_bf16_to_f32(src[i]);
+}

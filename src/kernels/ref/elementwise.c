@@ -44,3 +44,19 @@ void pl_ref_gelu_bwd(float *dinp, const float *inp, const float *dout, int64_t n
         dinp[i] += grad * dout[i];
     }
 }
+
+void pl_ref_gelu_fwd_bf16(float *out, const uint16_t *inp, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = pl_ref_bf16_to_f32(inp[i]);
+        pl_ref_gelu_fwd(&out[i], &x, 1);
+    }
+}
+
+void pl_ref_gelu_bwd_bf16(float *dinp, const uint16_t *inp, const float *dout, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = pl_ref_bf16_to_f32(inp[i]);
+        pl_ref_gelu_bwd(&dinp[i], &x, &dout[i], 1);
+    }
+}

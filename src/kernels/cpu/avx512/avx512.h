@@ -26,18 +26,23 @@
 #define pl_cpu_add pl_avx512_add
 #define pl_cpu_gelu_fwd pl_avx512_gelu_fwd
 #define pl_cpu_gelu_bwd pl_avx512_gelu_bwd
+#define pl_cpu_gelu_fwd_bf16 pl_avx512_gelu_fwd_bf16
+#define pl_cpu_gelu_bwd_bf16 pl_avx512_gelu_bwd_bf16
 #define pl_cpu_layernorm_fwd pl_avx512_layernorm_fwd
 #define pl_cpu_layernorm_bwd pl_avx512_layernorm_bwd
 #define pl_attention_workspace pl_avx512_attention_workspace
 #define pl_cpu_attention_fwd pl_avx512_attention_fwd
 #define pl_cpu_attention_bwd pl_avx512_attention_bwd
 #define pl_lmhead_workspace pl_avx512_lmhead_workspace
+#define pl_lmhead_prepare pl_avx512_lmhead_prepare
 #define pl_cpu_lmhead_stats pl_avx512_lmhead_stats
 #define pl_cpu_lmhead_bwd pl_avx512_lmhead_bwd
 #define pl_cpu_adamw pl_avx512_adamw
 #define pl_cpu_sumsq pl_avx512_sumsq
 #define pl_cpu_f32_to_bf16 pl_avx512_f32_to_bf16
 #define pl_cpu_round_fp16 pl_avx512_round_fp16
+#define pl_cpu_round_bf16 pl_avx512_round_bf16
+#define pl_cpu_widen_bf16 pl_avx512_widen_bf16
 #else
 #define PL_AVX512_TU 0
 #endif
