@@ -267,7 +267,7 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     m->v0 = m->Vl * reg->tp_rank;
     m->act_bf16 = pl_gemm_get_precision(gemm) == PL_GEMM_BF16;
     /* Kept logits need the whole vocabulary slice in one chunk (kernels.h). */
-    m->lm_chunk = m->Vl < 4096 || cfg->keep_logits ? m->Vl : 4096;
+    m->lm_chunk = m->Vl < 2048 || cfg->keep_logits ? m->Vl : 2048;
     const int64_t L = cfg->num_layers;
     m->w = pl_calloc((size_t)L, sizeof *m->w);
     m->g = pl_calloc((size_t)L, sizeof *m->g);
