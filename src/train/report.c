@@ -132,7 +132,8 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"dp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
                     "\"all-gather\": %lld}, \"dp_wire_bytes_mean\": {\"all-reduce\": %.1f, "
                     "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}, \"dp_comm\": {\"ops\": %lld, "
-                    "\"early\": %lld, \"busy_ms\": %.3f, \"before_backward_end_ms\": %.3f, "
+                    "\"early\": %lld, \"early_all_ranks\": %lld, \"busy_ms\": %.3f, "
+                    "\"before_backward_end_ms\": %.3f, "
                     "\"after_backward_end_ms\": %.3f, \"wait_ms\": %.3f, \"threaded\": %s}}\n",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
@@ -142,7 +143,8 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,
                     (double)t->wire_sum[0] / (double)t->dp, (double)t->wire_sum[1] / (double)t->dp,
                     (double)t->wire_sum[2] / (double)t->dp, (long long)t->comm_step.buckets,
-                    (long long)t->comm_step.early, 1e3 * t->comm_step.busy,
+                    (long long)t->comm_step.early, (long long)t->early_all_ranks,
+                    1e3 * t->comm_step.busy,
                     1e3 * t->comm_step.before, 1e3 * t->comm_step.after, 1e3 * t->comm_step.wait,
                     comm_threaded(t) ? "true" : "false");
             fflush(t->metrics);

@@ -590,10 +590,16 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     pl_schedule_step(&t->sched, t->gbs);
 stats:
     pl_comm_stats_sub(&t->step_comm, &dpc->stats, &before);
-    /* Ring collectives load ranks unevenly per region; the sum over ranks is exact. */
+    /* Ring collectives load ranks unevenly per region; the sum over ranks is exact.
+     * Overlap is summed too: a rank that lags sees its collectives complete early
+     * while the other (which waited) sees none. */
+    int64_t sums[4];
     for (int k = 0; k < 3; k++)
-        t->wire_sum[k] = t->step_comm.kind[k].wire_bytes;
-    PL_TRY(pl_comm_allreduce_i64(dpc, t->wire_sum, 3, PL_COMM_SUM));
+        sums[k] = t->step_comm.kind[k].wire_bytes;
+    sums[3] = t->comm_step.early;
+    PL_TRY(pl_comm_allreduce_i64(dpc, sums, 4, PL_COMM_SUM));
+    memcpy(t->wire_sum, sums, sizeof t->wire_sum);
+    t->early_all_ranks = sums[3];
 fail:
     return st;
 }

@@ -56,6 +56,7 @@ typedef struct pl_trainer {
     pl_status zero_err;                      /* from the grad-ready hook */
     pl_comm_stats step_comm;                 /* DP bytes of the last step (this rank) */
     int64_t wire_sum[3];                     /* the same summed over DP ranks */
+    int64_t early_all_ranks;                 /* comm_step.early summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
     pl_schedule sched;
     pl_blend_data data;
