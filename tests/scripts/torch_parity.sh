@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # plait's GPT against the same model in PyTorch (float64): logits, loss,
-# gradients, and parameters after 5 AdamW steps, in fp32 and with bf16 GEMMs
-# (the reference then rounds the same products' inputs). See torch_parity.py.
+# gradients, and parameters after 5 AdamW steps, in fp32, with bf16 GEMMs and
+# activations, and with fp16 GEMMs under a static loss scale (the reference then
+# rounds the same values). See torch_parity.py.
 # The same run with the LM head's logits kept from forward to backward
 # (--lm-head-logits keep) must write the same bytes: its vocabulary fits one
 # chunk, so only the recomputation differs, and it must not change a bit.
 source "$(dirname "$0")/lib.sh"
 "$ROOT/build/testtools/gpt_parity" "$TMP/parity.safetensors" || { echo "parity: 0 passed, 1 failed"; exit 1; }
 "$ROOT/build/testtools/gpt_parity" "$TMP/parity_bf16.safetensors" --bf16 || { echo "parity: 0 passed, 1 failed"; exit 1; }
+"$ROOT/build/testtools/gpt_parity" "$TMP/parity_fp16.safetensors" --fp16 || { echo "parity: 0 passed, 1 failed"; exit 1; }
 check "kept LM-head logits give the recomputed run's bytes" \
     bash -c "'$ROOT/build/testtools/gpt_parity' '$TMP/kept.safetensors' --keep-logits &&
              cmp '$TMP/parity.safetensors' '$TMP/kept.safetensors'"
@@ -15,7 +17,7 @@ check "kept LM-head logits give the recomputed run's bytes in bf16" \
     bash -c "'$ROOT/build/testtools/gpt_parity' '$TMP/kept_bf16.safetensors' --keep-logits --bf16 &&
              cmp '$TMP/parity_bf16.safetensors' '$TMP/kept_bf16.safetensors'"
 OMP_NUM_THREADS=2 /usr/bin/python3 "$ROOT/tests/scripts/torch_parity.py" "$TMP/parity.safetensors" \
-    "$TMP/parity_bf16.safetensors" | tee "$TMP/py.out"
+    "$TMP/parity_bf16.safetensors" "$TMP/parity_fp16.safetensors" | tee "$TMP/py.out"
 read -r p f < <(sed -nE 's/^torch_parity: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
 _pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
 summary torch_parity

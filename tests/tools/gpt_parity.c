@@ -2,18 +2,23 @@
  * GPT's initial parameters, a batch, plait's logits and loss, every gradient
  * of the first step, and the parameters after 5 AdamW steps with warmup,
  * cosine decay and clipping, run by the same model and optimizer code the
- * trainer uses. usage: gpt_parity OUT.safetensors [--keep-logits] [--bf16]: with
- * --bf16, every GEMM runs in the GEMM context's bf16 mode, as plait train --bf16 does. */
+ * trainer uses. usage: gpt_parity OUT.safetensors [--keep-logits] [--bf16 | --fp16]:
+ * with --bf16, every GEMM runs in the GEMM context's bf16 mode (and the model saves its
+ * activations in bf16), as plait train --bf16 does; with --fp16, in fp16 mode with a
+ * static loss scale of LOSS_SCALE, taken off the gradients as the trainer does
+ * (plait train --fp16 --loss-scale 1024). */
 #include "base/alloc.h"
 #include "ckpt/safetensors.h"
 #include "model/gpt.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 enum { L = 2, C = 64, NH = 4, T = 32, B = 2, V = 1000, STEPS = 5 };
+#define LOSS_SCALE 1024.0
 
 static uint64_t lcg = 88172645463325252ull;
 static int32_t next_token(void)
@@ -30,16 +35,19 @@ static int fail(pl_status st)
 
 int main(int argc, char **argv)
 {
-    int keep = 0, bf16 = 0, bad = argc < 2;
+    int keep = 0, bf16 = 0, fp16 = 0, bad = argc < 2;
     for (int i = 2; i < argc; i++) {
         keep |= strcmp(argv[i], "--keep-logits") == 0;
         bf16 |= strcmp(argv[i], "--bf16") == 0;
-        bad |= strcmp(argv[i], "--keep-logits") != 0 && strcmp(argv[i], "--bf16") != 0;
+        fp16 |= strcmp(argv[i], "--fp16") == 0;
+        bad |= strcmp(argv[i], "--keep-logits") != 0 && strcmp(argv[i], "--bf16") != 0 &&
+               strcmp(argv[i], "--fp16") != 0;
     }
-    if (bad) {
-        fprintf(stderr, "usage: gpt_parity OUT.safetensors [--keep-logits] [--bf16]\n");
+    if (bad || (bf16 && fp16)) {
+        fprintf(stderr, "usage: gpt_parity OUT.safetensors [--keep-logits] [--bf16 | --fp16]\n");
         return 2;
     }
+    const double scale = fp16 ? LOSS_SCALE : 1.0;
     pl_gpt_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
                          .seq_length = T, .max_positions = T, .vocab_size = V,
                          .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f,
@@ -66,7 +74,7 @@ int main(int argc, char **argv)
     tp.size = 1;
     if ((st = pl_gemm_init(&gemm)))
         return fail(st);
-    pl_gemm_set_precision(gemm, bf16 ? PL_GEMM_BF16 : PL_GEMM_FP32);
+    pl_gemm_set_precision(gemm, bf16 ? PL_GEMM_BF16 : fp16 ? PL_GEMM_FP16 : PL_GEMM_FP32);
     pl_gpt model;
     if ((st = pl_gpt_init(&model, &cfg, &reg, params, grads, B, &tp, gemm)))
         return fail(st);
@@ -81,17 +89,26 @@ int main(int argc, char **argv)
                 model.targets[b * T + t] = batches[(s * B + b) * (T + 1) + t + 1];
             }
         for (int64_t i = 0; i < N; i++)
-            model.dloss[i] = 1.0f / (float)N;
+            model.dloss[i] = (float)(scale / (double)N);
         memset(grads, 0, (size_t)n * sizeof(float));
         if ((st = pl_gpt_forward(&model)) || (st = pl_gpt_backward(&model, NULL, NULL)))
             return fail(st);
+        if (fp16) { /* the trainer's unscale: g *= 1 / scale; an overflow would stop here */
+            const float inv = (float)(1.0 / scale);
+            for (int64_t i = 0; i < n; i++) {
+                grads[i] *= inv;
+                if (!isfinite(grads[i]))
+                    return fail(pl_errorf(PL_ERR_INTERNAL, "fp16 gradient overflow at %lld",
+                                          (long long)i));
+            }
+        }
         if (s == 0) {
             double sum = 0;
             for (int64_t i = 0; i < N; i++)
                 sum += model.loss[i];
             loss0 = (float)(sum / N);
             memcpy(grads0, grads, (size_t)n * sizeof(float));
-            if (bf16) /* the logits as the LM head computes them: bf16 inputs */
+            if (bf16 || fp16) /* the logits as the LM head computes them: rounded inputs */
                 st = pl_gemm_run(gemm, 0, 1, N, Vp, C, model.lnf, C, model.wte, C, 0.0f, logits, Vp);
             else
                 pl_ref_gemm(0, 1, N, Vp, C, model.lnf, C, model.wte, C, 0.0f, logits, Vp);
@@ -128,8 +145,9 @@ int main(int argc, char **argv)
     snprintf(meta, sizeof meta,
              "{\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"seq\": %d, \"batch\": %d, "
              "\"vocab\": %d, \"padded_vocab\": %lld, \"steps\": %d, \"beta1\": 0.9, \"beta2\": 0.95, "
-             "\"eps\": 1e-8, \"weight_decay\": 0.1, \"clip_grad\": 0.05, \"precision\": \"%s\"}",
-             L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32");
+             "\"eps\": 1e-8, \"weight_decay\": 0.1, \"clip_grad\": 0.05, \"precision\": \"%s\", "
+             "\"loss_scale\": %g}",
+             L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : fp16 ? "fp16" : "fp32", scale);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, argv[1])))
         return fail(st);
