@@ -93,15 +93,16 @@ static uint16_t *take16(bump *b, int64_t n) { return (uint16_t *)take(b, (n + 1)
  * only when not a group's output; qkv, attn and fc1 in bf16 under --bf16. */
 static void take_layer(pl_gpt *m, bump *b, pl_gpt_layer_acts *a, int own_attn, int own_res2)
 {
-    const int64_t N = m->N, C = m->C, h = m->act_bf16;
+    const int64_t N = m->N, C = m->C;
+    const int bf16 = m->act_bf16;
     a->ln1_mean = take(b, N);
     a->ln1_rstd = take(b, N);
-    if (h)
+    if (bf16)
         a->qkv_bf16 = take16(b, N * 3 * m->Cl);
     else
         a->qkv = take(b, N * 3 * m->Cl);
     if (own_attn) {
-        if (h)
+        if (bf16)
             a->attn_bf16 = take16(b, N * m->Cl);
         else
             a->attn = take(b, N * m->Cl);
@@ -110,7 +111,7 @@ static void take_layer(pl_gpt *m, bump *b, pl_gpt_layer_acts *a, int own_attn, i
     a->res1 = take(b, N * C);
     a->ln2_mean = take(b, N);
     a->ln2_rstd = take(b, N);
-    if (h)
+    if (bf16)
         a->fc1_bf16 = take16(b, N * m->Fl);
     else
         a->fc1 = take(b, N * m->Fl);
