@@ -35,14 +35,6 @@ static inline uint16_t bf16_bits(float x)
     return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
 }
 
-static inline float bf16_value(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 void pl_cpu_f32_to_bf16(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t lds)
 {
     PL_DISPATCH(f32_to_bf16, dst, src, rows, cols, lds);
@@ -69,12 +61,12 @@ void pl_cpu_round_bf16(uint16_t *packed, float *x, int64_t n)
             for (int64_t i = i0; i < i1; i++) {
                 uint16_t h = bf16_bits(v[i]);
                 d[i] = h;
-                v[i] = bf16_value(h);
+                v[i] = pl_bf16_value(h);
             }
         } else {
 #pragma omp simd
             for (int64_t i = i0; i < i1; i++)
-                v[i] = bf16_value(bf16_bits(v[i]));
+                v[i] = pl_bf16_value(bf16_bits(v[i]));
         }
     }
 }
@@ -89,7 +81,7 @@ void pl_cpu_widen_bf16(float *dst, const uint16_t *src, int64_t n)
         const uint16_t *restrict h = src;
 #pragma omp simd
         for (int64_t i = i0; i < i1; i++)
-            d[i] = bf16_value(h[i]);
+            d[i] = pl_bf16_value(h[i]);
     }
 }
 

@@ -74,14 +74,6 @@ static inline float gelu_grad_of(float x)
     return s + x * s * (1.0f - s) * GELU_2K * (1.0f + 3.0f * GELU_A * x * x);
 }
 
-static inline float bf16_value(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 void pl_cpu_gelu_fwd(float *out, const float *inp, int64_t n)
 {
     PL_DISPATCH(gelu_fwd, out, inp, n);
@@ -120,7 +112,7 @@ void pl_cpu_gelu_fwd_bf16(float *out, const uint16_t *inp, int64_t n)
         const uint16_t *restrict x = inp;
 #pragma omp simd
         for (int64_t i = i0; i < i1; i++)
-            o[i] = gelu_of(bf16_value(x[i]));
+            o[i] = gelu_of(pl_bf16_value(x[i]));
     }
 }
 
@@ -135,6 +127,6 @@ void pl_cpu_gelu_bwd_bf16(float *dinp, const uint16_t *inp, const float *dout, i
         const float *restrict dy = dout;
 #pragma omp simd
         for (int64_t i = i0; i < i1; i++)
-            d[i] += gelu_grad_of(bf16_value(x[i])) * dy[i];
+            d[i] += gelu_grad_of(pl_bf16_value(x[i])) * dy[i];
     }
 }

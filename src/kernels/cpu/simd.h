@@ -141,4 +141,14 @@ static inline float pl_vexpf(float x)
     return y;
 }
 
+/* The fp32 value of bf16 bits h (exact: the bits are fp32's top half). Plain C
+ * that vectorizes in `#pragma omp simd` loops. */
+static inline float pl_bf16_value(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 #endif
