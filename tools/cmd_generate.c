@@ -5,7 +5,7 @@
 #include "base/rng.h"
 #include "ckpt/checkpoint.h"
 #include "data/tokenizer/tokenizer.h"
-#include "model/gpt_generate.h"
+#include "model/generate.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -45,7 +45,7 @@ int plait_cmd_generate(int argc, char **argv)
     pl_registry reg = {0};
     pl_tokenizer *tok = NULL;
     pl_gemm *gemm = NULL;
-    pl_gpt_infer inf = {0};
+    pl_generator inf = {0};
     pl_ids ids = {0};
     pl_bytes text = {0};
     if (o.max_new_tokens < 0 || o.temperature < 0 || o.top_k < 0 || o.top_p <= 0 || o.top_p > 1) {
@@ -59,7 +59,7 @@ int plait_cmd_generate(int argc, char **argv)
         st = pl_errorf(PL_ERR_ARG, "--load %s: no latest_checkpointed_iteration.txt", o.load);
         goto fail;
     }
-    pl_gpt_config cfg;
+    pl_model_config cfg;
     pl_ckpt_meta meta;
     PL_TRY(pl_ckpt_read_config(o.load, it, &cfg, &meta, &strings));
     const char *tt = o.tokenizer_type ? o.tokenizer_type : meta.tokenizer_type;
@@ -72,7 +72,7 @@ int plait_cmd_generate(int argc, char **argv)
     }
     PL_TRY(pl_tokenizer_open(&tok, tt, vf, mf));
     pl_registry_init(&reg, 1, 0, 0);
-    PL_TRY(pl_gpt_register(&reg, &cfg, 1));
+    PL_TRY(pl_model_register(&reg, &cfg, 1));
     params = pl_calloc((size_t)reg.numel, sizeof(float));
     scratch = pl_malloc((size_t)(2 * cfg.vocab_size) * sizeof(float));
     if (!params || !scratch) {
@@ -84,7 +84,7 @@ int plait_cmd_generate(int argc, char **argv)
     strings = NULL;
     PL_TRY(pl_ckpt_load(o.load, it, &cfg, &buf, &meta, &strings));
     PL_TRY(pl_gemm_init(&gemm));
-    PL_TRY(pl_gpt_infer_init(&inf, &cfg, &reg, params, gemm));
+    PL_TRY(pl_generator_init(&inf, &cfg, &reg, params, gemm));
     PL_TRY(pl_tokenizer_encode(tok, o.prompt, strlen(o.prompt), &ids));
     if (ids.n == 0 && tok->eod >= 0) /* an empty prompt starts after an end of document */
         PL_TRY(pl_ids_push(&ids, tok->eod));
@@ -97,7 +97,7 @@ int plait_cmd_generate(int argc, char **argv)
     fputs(o.prompt, stdout);
     int64_t n_prompt = ids.n;
     for (int64_t pos = 0; pos < n_prompt + o.max_new_tokens - 1; pos++) {
-        PL_TRY(pl_gpt_infer_step(&inf, ids.data[pos], pos));
+        PL_TRY(pl_generator_step(&inf, ids.data[pos], pos));
         if (pos + 1 < n_prompt)
             continue;
         double u = pl_rng_uniform((uint64_t)o.seed, 0x67656e, (uint64_t)pos);
@@ -115,7 +115,7 @@ int plait_cmd_generate(int argc, char **argv)
 fail:
     pl_bytes_free(&text);
     pl_ids_free(&ids);
-    pl_gpt_infer_free(&inf);
+    pl_generator_free(&inf);
     pl_gemm_free(gemm);
     pl_free(params);
     pl_free(scratch);

@@ -62,15 +62,15 @@ static const struct {
     const char *key, *flag;
     size_t off;
 } config_fields[] = {
-    {"num_layers", "--num-layers", offsetof(pl_gpt_config, num_layers)},
-    {"hidden_size", "--hidden-size", offsetof(pl_gpt_config, hidden)},
-    {"num_attention_heads", "--num-attention-heads", offsetof(pl_gpt_config, heads)},
-    {"ffn_hidden_size", "--ffn-hidden-size", offsetof(pl_gpt_config, ffn_hidden)},
-    {"max_position_embeddings", "--max-position-embeddings", offsetof(pl_gpt_config, max_positions)},
-    {"vocab_size", "--vocab-size (the tokenizer's)", offsetof(pl_gpt_config, vocab_size)},
+    {"num_layers", "--num-layers", offsetof(pl_model_config, num_layers)},
+    {"hidden_size", "--hidden-size", offsetof(pl_model_config, hidden)},
+    {"num_attention_heads", "--num-attention-heads", offsetof(pl_model_config, heads)},
+    {"ffn_hidden_size", "--ffn-hidden-size", offsetof(pl_model_config, ffn_hidden)},
+    {"max_position_embeddings", "--max-position-embeddings", offsetof(pl_model_config, max_positions)},
+    {"vocab_size", "--vocab-size (the tokenizer's)", offsetof(pl_model_config, vocab_size)},
     {"padded_vocab_size", "--make-vocab-size-divisible-by (padded vocabulary)",
-     offsetof(pl_gpt_config, padded_vocab)},
-    {"seq_length", "--seq-length", offsetof(pl_gpt_config, seq_length)},
+     offsetof(pl_model_config, padded_vocab)},
+    {"seq_length", "--seq-length", offsetof(pl_model_config, seq_length)},
 };
 
 /* cJSON insertions that remember whether any failed (memory), so a manifest
@@ -97,7 +97,7 @@ static void jstr(cJSON *o, const char *key, const char *v, jbuild *b)
         b->ok &= o && cJSON_AddStringToObject(o, key, v) != NULL;
 }
 
-static cJSON *manifest_json(const pl_gpt_config *cfg, const pl_ckpt_meta *m, const pl_registry *reg)
+static cJSON *manifest_json(const pl_model_config *cfg, const pl_ckpt_meta *m, const pl_registry *reg)
 {
     jbuild b = {1};
     pl_json_init();
@@ -245,7 +245,7 @@ static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, const
     return jb->ok ? PL_OK : pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
 }
 
-pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gpt_config *cfg,
+pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
                        const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf)
 {
     char tmp[PATH_MAX_], final[PATH_MAX_], path[PATH_MAX_ + 128], sub[64];
@@ -382,7 +382,7 @@ static pl_status keep_str(const cJSON *o, const char *key, pl_bytes *arena, size
 }
 
 /* Parses the manifest into cfg_out (when not NULL) and meta. */
-static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_gpt_config *cfg_out,
+static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_model_config *cfg_out,
                                pl_ckpt_meta *meta, char **strings)
 {
     char *text = NULL;
@@ -433,7 +433,7 @@ static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_gpt_confi
     meta->tp = (int)num(par, "tensor_model_parallel_size", &ok);
     meta->pp = (int)num(par, "pipeline_model_parallel_size", &ok);
     meta->dp = (int)num(par, "data_parallel_size", &ok);
-    pl_gpt_config c;
+    pl_model_config c;
     memset(&c, 0, sizeof c);
     for (size_t i = 0; i < sizeof config_fields / sizeof *config_fields; i++)
         *(int64_t *)((char *)&c + config_fields[i].off) = (int64_t)num(model, config_fields[i].key, &ok);
@@ -469,7 +469,7 @@ static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_gpt_confi
     return PL_OK;
 }
 
-pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_gpt_config *cfg,
+pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_model_config *cfg,
                               pl_ckpt_meta *meta, char **strings)
 {
     char idir[PATH_MAX_], mpath[PATH_MAX_ + 32];
@@ -529,14 +529,14 @@ static pl_status load_zero_shard(const char *idir, const char *mpath, const cJSO
     return st;
 }
 
-pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_gpt_config *cfg,
+pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config *cfg,
                        const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings)
 {
     char idir[PATH_MAX_], mpath[PATH_MAX_ + 32], sub[64], rel[128], spath[PATH_MAX_ + 160];
     iter_dir(idir, dir, iteration, "");
     snprintf(mpath, sizeof mpath, "%s/manifest.json", idir);
     cJSON *root = NULL;
-    pl_gpt_config saved;
+    pl_model_config saved;
     *strings = NULL;
     pl_status st = read_manifest(mpath, &root, &saved, meta, strings);
     if (st)

@@ -24,7 +24,7 @@
 #ifndef PL_CKPT_CHECKPOINT_H
 #define PL_CKPT_CHECKPOINT_H
 
-#include "model/gpt_config.h"
+#include "model/config.h"
 #include "optim/schedule.h"
 #include "parallel/comm.h"
 
@@ -32,7 +32,7 @@ typedef struct pl_ckpt_meta {
     int64_t iteration;
     int64_t consumed_train_samples, consumed_valid_samples;
     int64_t optimizer_steps; /* Adam's t */
-    pl_schedule schedule;
+    pl_lr_schedule schedule;
     double beta1, beta2, eps, weight_decay;
     uint64_t seed;
     int tp, pp, dp;
@@ -62,7 +62,7 @@ typedef struct pl_ckpt_buffers {
 } pl_ckpt_buffers;
 
 /* Collective over world. dp_rank/tp_rank/pp_rank place this rank. */
-pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_gpt_config *cfg,
+pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
                        const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf);
 
 /* Reads DIR/latest_checkpointed_iteration.txt: *iteration = -1 when absent. */
@@ -72,11 +72,11 @@ pl_status pl_ckpt_latest(const char *dir, int64_t *iteration);
  * checksums and that the checkpoint's model config equals cfg (an error names
  * the first field that differs). meta receives the saved state; its string
  * fields point into storage owned by *strings (free with pl_free). */
-pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_gpt_config *cfg,
+pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config *cfg,
                        const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings);
 
 /* Reads only the manifest's model config (for plait generate). */
-pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_gpt_config *cfg,
+pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_model_config *cfg,
                               pl_ckpt_meta *meta, char **strings);
 
 #endif

@@ -16,7 +16,7 @@ int pl_lr_style_parse(const char *name)
 
 const char *pl_lr_style_name(pl_lr_style style) { return style_names[style]; }
 
-double pl_schedule_lr(const pl_schedule *s)
+double pl_lr_schedule_lr(const pl_lr_schedule *s)
 {
     if (s->warmup_steps > 0 && s->num_steps <= s->warmup_steps)
         return s->init_lr +
@@ -37,4 +37,4 @@ double pl_schedule_lr(const pl_schedule *s)
     return s->min_lr + coeff * (s->max_lr - s->min_lr);
 }
 
-void pl_schedule_step(pl_schedule *s, int64_t increment) { s->num_steps += increment; }
+void pl_lr_schedule_step(pl_lr_schedule *s, int64_t increment) { s->num_steps += increment; }

@@ -15,33 +15,33 @@
 void pl_train_print_memory_plan(const pl_trainer *t)
 {
     const double MiB = 1 << 20;
-    double act = (double)pl_gpt_activation_bytes(&t->model);
+    double act = (double)pl_model_activation_bytes(&t->model);
     double p = (double)t->state_bytes[0], g = (double)t->state_bytes[1];
     double o = (double)t->state_bytes[2], w = (double)t->work_bytes;
     double cv = (double)pl_gemm_convert_bytes(t->gemm); /* bf16/fp16 GEMM operands */
-    pl_zero_bytes f = pl_zero_model_bytes(t->stage, t->reg.numel, (int)t->dp);
+    pl_zero_bytes f = pl_zero_model_bytes(t->zero_stage, t->reg.numel, (int)t->dp);
     static const char *const formula[4] = {"16 B/param", "4 + 4 + 8/dp B/param",
                                            "4 + (4 + 8)/dp B/param", "16/dp B/param"};
     pl_log_info("memory plan (per rank, ZeRO stage %d, dp %lld): parameters %.3f MiB, gradients "
                 "%.3f MiB, optimizer (Adam m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
                 "activations and scratch %.1f MiB, %s GEMM operands %.1f MiB, total %.1f MiB",
-                t->stage, (long long)t->dp, p / MiB, g / MiB, o / MiB, w / MiB, act / MiB,
+                t->zero_stage, (long long)t->dp, p / MiB, g / MiB, o / MiB, w / MiB, act / MiB,
                 pl_gemm_precision_name(pl_gemm_get_precision(t->gemm)), cv / MiB,
                 (p + g + o + w + act + cv) / MiB);
     pl_log_info("model state (ZeRO formula %s): %.3f MiB planned, %.3f MiB by the formula "
                 "(the difference is padding to a multiple of dp)",
-                formula[t->stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
+                formula[t->zero_stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
     char rc[64];
-    double kept = (double)pl_gpt_activation_bytes_kept(&t->model);
+    double kept = (double)pl_model_activation_bytes_kept(&t->model);
     pl_log_info("activations (micro-batch %lld, recompute %s): %.1f MiB planned; %.1f MiB "
                 "without recompute, so recompute saves %.1f MiB",
-                (long long)t->mbs, pl_gpt_recompute_name(&t->cfg.recompute, rc, sizeof rc),
+                (long long)t->mbs, pl_recompute_name(&t->cfg.recompute, rc, sizeof rc),
                 act / MiB, kept / MiB, (kept - act) / MiB);
 }
 
 void pl_train_print_banner(const pl_trainer *t)
 {
-    const pl_gpt_config *c = &t->cfg;
+    const pl_model_config *c = &t->cfg;
     pl_log_info("plait %s | %s | world %d = tp %d x dp %d x pp %d | %d threads per rank",
                 pl_version(), t->dist.library, t->grid.layout.world, t->grid.layout.tp,
                 t->grid.layout.dp, t->grid.layout.pp, omp_get_max_threads());
@@ -49,7 +49,7 @@ void pl_train_print_banner(const pl_trainer *t)
                 "(padded %lld), %.2fM parameters, %.1f MFLOP per token",
                 (long long)c->num_layers, (long long)c->hidden, (long long)c->heads,
                 (long long)c->ffn_hidden, (long long)c->seq_length, (long long)c->vocab_size,
-                (long long)c->padded_vocab, (double)pl_gpt_num_params(c) / 1e6,
+                (long long)c->padded_vocab, (double)pl_model_num_params(c) / 1e6,
                 t->flops_per_token / 1e6);
     pl_log_info("batch: micro %lld x %lld micro-batches x dp %lld = global %lld; %lld iterations; "
                 "dropout none (Megatron's default is 0.1)",
@@ -137,7 +137,7 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"after_backward_end_ms\": %.3f, \"wait_ms\": %.3f, \"threaded\": %s}}\n",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
-                    r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->stage,
+                    r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->zero_stage,
                     (long long)t->step_comm.kind[PL_COMM_ALLREDUCE].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,
@@ -190,16 +190,16 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
             layers += t->zero.regions[i].hi - t->zero.regions[i].lo;
         fprintf(t->metrics, "{\"zero_partition\": {\"numel\": %lld, \"padded\": %lld, "
                 "\"layer_elems\": %lld, \"micro_batches\": %lld}}\n", (long long)t->reg.numel,
-                (long long)(t->stage ? t->zero.padded : t->reg.numel), (long long)layers,
+                (long long)(t->zero_stage ? t->zero.padded : t->reg.numel), (long long)layers,
                 (long long)t->num_micro);
         fprintf(t->metrics, "{\"iteration\": %lld, \"zero_stage\": %d, \"dp\": %lld, "
                 "\"vmhwm_kib_max\": %lld, \"vmhwm_kib_min\": %lld, \"state_bytes\": %lld, "
                 "\"work_bytes\": %lld, \"act_bytes\": %lld, \"act_bytes_kept\": %lld}\n",
-                (long long)t->iteration, t->stage, (long long)t->dp,
+                (long long)t->iteration, t->zero_stage, (long long)t->dp,
                 (long long)mx[0], (long long)-mx[1],
                 (long long)(t->state_bytes[0] + t->state_bytes[1] + t->state_bytes[2]),
-                (long long)t->work_bytes, (long long)pl_gpt_activation_bytes(&t->model),
-                (long long)pl_gpt_activation_bytes_kept(&t->model));
+                (long long)t->work_bytes, (long long)pl_model_activation_bytes(&t->model),
+                (long long)pl_model_activation_bytes_kept(&t->model));
         fflush(t->metrics);
     }
     return PL_OK;
@@ -227,7 +227,7 @@ void pl_train_bench_report(const pl_trainer *t)
     double step = t->prof.total / (double)n;
     double tokens_s = (double)(t->gbs * t->cfg.seq_length) / step;
     double mfu = tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak;
-    const pl_gpt *m = &t->model;
+    const pl_model *m = &t->model;
     double other = t->prof.compute - m->prof.linear - m->prof.attention - m->prof.lmhead;
     double idle = t->prof.total - t->prof.compute - t->prof.data - t->prof.comm - t->prof.optim;
     struct {

@@ -10,7 +10,7 @@
 #include "data/blended.h"
 #include "data/sampler.h"
 #include "data/tokenizer/tokenizer.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 #include "parallel/dist.h"
@@ -102,7 +102,7 @@ static pl_status setup_state(pl_trainer *t)
     pl_status st = PL_OK;
     const int64_t n = t->reg.numel;
     size_t bytes;
-    if (t->stage == 0) {
+    if (t->zero_stage == 0) {
         if (pl_mul_size((size_t)n, 4 * sizeof(float), &bytes))
             return pl_errorf(PL_ERR_NOMEM, "model too large");
         t->mem = pl_malloc(bytes);
@@ -128,9 +128,9 @@ static pl_status setup_state(pl_trainer *t)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
     starts[0] = 0;
     for (int64_t l = 0; l < L; l++) {
-        pl_gpt_layer tmp;
+        pl_block_weights tmp;
         int64_t lo, hi;
-        st = pl_gpt_layer_bind(&t->reg, NULL, l, &tmp, &lo, &hi);
+        st = pl_model_layer_bind(&t->reg, NULL, l, &tmp, &lo, &hi);
         if (st) {
             pl_free(starts);
             return st;
@@ -138,15 +138,15 @@ static pl_status setup_state(pl_trainer *t)
         starts[l + 1] = lo;
     }
     starts[L + 1] = lnw->offset;
-    st = pl_zero_init(&t->zero, pl_grid_comm(&t->grid, PL_GRID_DP), t->stage, n, starts,
-                      t->stage >= 2 ? (int)(L + 2) : 0);
+    st = pl_zero_init(&t->zero, pl_grid_comm(&t->grid, PL_GRID_DP), t->zero_stage, n, starts,
+                      t->zero_stage >= 2 ? (int)(L + 2) : 0);
     pl_free(starts);
     if (st)
         return st;
     pl_zero *z = &t->zero;
     const int64_t P = z->padded, S = z->shard;
     int64_t own_max = 0;
-    if (t->stage >= 2) {
+    if (t->zero_stage >= 2) {
         t->nl_count = (z->regions[0].hi - z->regions[0].lo) + (P - lnw->offset);
         for (int i = 1; i <= L; i++) {
             int64_t c = z->regions[i].hi - z->regions[i].lo;
@@ -160,16 +160,16 @@ static pl_status setup_state(pl_trainer *t)
     float **dst[10] = {&t->params, &t->grads, &t->pshard, &t->gshard, &t->exp_avg,
                        &t->exp_avg_sq, &t->pnl, &t->pwork, &t->gnl, &t->gwork};
     sz[4] = sz[5] = S;
-    if (t->stage <= 2)
+    if (t->zero_stage <= 2)
         sz[0] = P;
-    if (t->stage == 1)
+    if (t->zero_stage == 1)
         sz[1] = P;
-    if (t->stage >= 2) {
+    if (t->zero_stage >= 2) {
         sz[3] = S;
         sz[8] = t->nl_count;
         sz[9] = 2 * t->work_count;
     }
-    if (t->stage == 3) {
+    if (t->zero_stage == 3) {
         sz[2] = S;
         sz[6] = t->nl_count;
         sz[7] = (t->a->zero3_prefetch ? 2 : 1) * t->work_count;
@@ -182,7 +182,7 @@ static pl_status setup_state(pl_trainer *t)
     t->mem = pl_malloc(bytes);
     if (!t->mem)
         return pl_errorf(PL_ERR_NOMEM, "cannot allocate %.1f MiB for ZeRO stage %d model state",
-                         (double)bytes / (1 << 20), t->stage);
+                         (double)bytes / (1 << 20), t->zero_stage);
     memset(t->mem, 0, bytes);
     float *p = t->mem;
     for (int k = 0; k < 10; k++) {
@@ -190,7 +190,7 @@ static pl_status setup_state(pl_trainer *t)
         p += (sz[k] + 15) / 16 * 16;
     }
     t->gtmp = own_max ? p : NULL;
-    if (t->stage == 3)
+    if (t->zero_stage == 3)
         pl_registry_init_range(&t->reg, z->lo, z->hi, t->pshard, (uint64_t)t->a->seed);
     else
         pl_registry_init_values(&t->reg, t->params, (uint64_t)t->a->seed);
@@ -236,7 +236,7 @@ static pl_status setup_model(pl_trainer *t)
                              (long long)a->vocab_size, (long long)t->tok->vocab_size);
         vocab = t->tok->vocab_size;
     }
-    pl_gpt_config *c = &t->cfg;
+    pl_model_config *c = &t->cfg;
     c->num_layers = a->num_layers;
     c->hidden = a->hidden_size;
     c->heads = a->num_attention_heads;
@@ -245,28 +245,28 @@ static pl_status setup_model(pl_trainer *t)
     c->max_positions = a->max_position_embeddings;
     c->vocab_size = vocab;
     c->divisible_by = a->make_vocab_size_divisible_by;
-    c->padded_vocab = pl_gpt_padded_vocab(vocab, c->divisible_by, t->grid.layout.tp);
+    c->padded_vocab = pl_model_padded_vocab(vocab, c->divisible_by, t->grid.layout.tp);
     c->init_std = a->init_method_std;
     c->ln_eps = (float)a->layernorm_epsilon;
     c->keep_logits = strcmp(a->lm_head_logits, "keep") == 0;
     if (a->recompute_granularity) /* validated in args.c */
-        c->recompute = (pl_gpt_recompute){
+        c->recompute = (pl_recompute){
             strcmp(a->recompute_granularity, "full") ? PL_RECOMPUTE_SELECTIVE : PL_RECOMPUTE_FULL,
             a->recompute_method && !strcmp(a->recompute_method, "block") ? PL_RECOMPUTE_BLOCK
                                                                          : PL_RECOMPUTE_UNIFORM,
             a->recompute_num_layers};
     pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
-    PL_TRY(pl_gpt_register(&t->reg, c, t->grid.layout.pp));
+    PL_TRY(pl_model_register(&t->reg, c, t->grid.layout.pp));
     PL_TRY(setup_state(t));
     PL_TRY(pl_gemm_init(&t->gemm));
     setup_precision(t);
-    PL_TRY(pl_gpt_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs,
+    PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs,
                        pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
-    if (t->stage >= 2) {
-        if (t->stage == 3)
-            PL_TRY(pl_gpt_rebind(&t->model, 0, pl_train_zero_locate, t));
-        PL_TRY(pl_gpt_rebind(&t->model, 1, pl_train_zero_locate, t));
+    if (t->zero_stage >= 2) {
+        if (t->zero_stage == 3)
+            PL_TRY(pl_model_rebind(&t->model, 0, pl_train_zero_locate, t));
+        PL_TRY(pl_model_rebind(&t->model, 1, pl_train_zero_locate, t));
         t->model.fetch = pl_train_zero_fetch;
         t->model.fetch_ctx = t;
         t->zq_gather_layer[0] = t->zq_gather_layer[1] = -1;
@@ -277,7 +277,7 @@ static pl_status setup_model(pl_trainer *t)
     t->lnf_offset = lnw->offset;
     t->lnf_count = t->reg.numel - lnw->offset;
     t->emb_count = t->model.layer_offset[0];
-    if (t->stage > 0)
+    if (t->zero_stage > 0)
         goto skip_buckets;
     int64_t *bounds = pl_malloc((size_t)(t->reg.n + 1) * sizeof *bounds);
     pl_dp_range *ranges = NULL;
@@ -301,16 +301,16 @@ skip_buckets:
     t->batch_idx = pl_malloc((size_t)t->mbs * sizeof *t->batch_idx);
     if (!t->sample || !t->batch_idx)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
-    t->flops_per_token = pl_gpt_flops_per_token(c);
+    t->flops_per_token = pl_model_flops_per_token(c);
     /* A forward and backward on a dummy micro-batch: every GEMM primitive of
      * the step is created and every buffer touched now, not in the loop. */
     memset(t->model.dloss, 0, (size_t)t->model.N * sizeof(float));
-    PL_TRY(pl_gpt_forward(&t->model));
+    PL_TRY(pl_model_forward(&t->model));
     if (t->gnl)
         memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
-    PL_TRY(pl_gpt_backward(&t->model, NULL, NULL));
+    PL_TRY(pl_model_backward(&t->model, NULL, NULL));
     if (t->grads)
-        memset(t->grads, 0, (size_t)(t->stage ? t->zero.padded : t->reg.numel) * sizeof(float));
+        memset(t->grads, 0, (size_t)(t->zero_stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     return measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &t->gemm_peak);
 fail:
     return st;
@@ -319,7 +319,7 @@ fail:
 static pl_status setup_schedule(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
-    pl_schedule *s = &t->sched;
+    pl_lr_schedule *s = &t->sched;
     memset(s, 0, sizeof *s);
     s->max_lr = a->lr;
     s->min_lr = a->min_lr;
@@ -400,7 +400,7 @@ static pl_status setup_data(pl_trainer *t)
 static pl_status load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
                                   int64_t *n_loss)
 {
-    pl_gpt *m = &t->model;
+    pl_model *m = &t->model;
     const int64_t T = m->T;
     int64_t count = 0;
     for (int64_t b = 0; b < t->mbs; b++) {
@@ -435,7 +435,7 @@ static pl_status load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx,
 }
 
 /* Mean loss of the current micro-batch (dloss holds mask / count * scale). */
-static double micro_batch_loss(const pl_gpt *m, double scale)
+static double micro_batch_loss(const pl_model *m, double scale)
 {
     double sum = 0;
     for (int64_t n = 0; n < m->N; n++)
@@ -464,16 +464,16 @@ static pl_status zero_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr,
 {
     pl_status st = PL_OK;
     pl_zero *z = &t->zero;
-    float *g = t->stage == 1 ? t->grads : t->gshard; /* stage 1: in-place result at [0, S) */
+    float *g = t->zero_stage == 1 ? t->grads : t->gshard; /* stage 1: in-place result at [0, S) */
     const float scale = (float)(1.0 / (double)t->dp);
     for (int64_t i = 0; i < z->shard; i++)
         g[i] *= scale;
     double sumsq = pl_cpu_sumsq(g, z->shard);
     PL_TRY(pl_comm_allreduce_f64(z->comm, &sumsq, 1, PL_COMM_SUM));
-    float *p = t->stage == 3 ? t->pshard : t->params + z->lo;
+    float *p = t->zero_stage == 3 ? t->pshard : t->params + z->lo;
     *norm = pl_adamw_step_range(&t->reg, z->lo, z->hi, p, g, t->exp_avg, t->exp_avg_sq, hp, lr,
                                 t->opt_steps, sumsq);
-    if (t->stage <= 2)
+    if (t->zero_stage <= 2)
         PL_TRY(pl_zero_allgather_all(z, t->params));
 fail:
     return st;
@@ -482,11 +482,11 @@ fail:
 static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
 {
     pl_status st = PL_OK;
-    pl_gpt *m = &t->model;
+    pl_model *m = &t->model;
     pl_comm *dpc = pl_grid_comm(&t->grid, PL_GRID_DP);
     pl_comm_stats before = dpc->stats;
     if (t->grads)
-        memset(t->grads, 0, (size_t)(t->stage ? t->zero.padded : t->reg.numel) * sizeof(float));
+        memset(t->grads, 0, (size_t)(t->zero_stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     if (t->gshard)
         memset(t->gshard, 0, (size_t)t->zero.shard * sizeof(float));
     memset(&t->comm_step, 0, sizeof t->comm_step);
@@ -502,16 +502,16 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         double t0 = pl_time_now();
         PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
         double t1 = pl_time_now();
-        PL_TRY(pl_gpt_forward(m));
+        PL_TRY(pl_model_forward(m));
         loss_sum += micro_batch_loss(m, scale * ls) * scale;
         int last = k == t->num_micro - 1;
-        if (t->stage >= 2) {
+        if (t->zero_stage >= 2) {
             /* every micro-batch's gradients go to their owners as backward makes them */
             PL_TRY(pl_train_zero_backward(t, last));
-        } else if (t->stage == 1) {
-            PL_TRY(pl_gpt_backward(m, NULL, NULL));
+        } else if (t->zero_stage == 1) {
+            PL_TRY(pl_model_backward(m, NULL, NULL));
         } else {
-            PL_TRY(pl_gpt_backward(m, last ? grad_ready : NULL, t));
+            PL_TRY(pl_model_backward(m, last ? grad_ready : NULL, t));
             if (last) { /* the embeddings are final now (and, with no layers, the norm) */
                 if (t->cfg.num_layers == 0)
                     PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
@@ -522,15 +522,15 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         t->prof.compute += pl_time_now() - t1;
     }
     double tc = pl_time_now();
-    if (t->stage == 0)
+    if (t->zero_stage == 0)
         PL_TRY(pl_dp_buckets_finish(t->buckets));
-    else if (t->stage == 1)
+    else if (t->zero_stage == 1)
         PL_TRY(pl_zero_reduce_scatter_all(&t->zero, t->grads));
     t->prof.comm += pl_time_now() - tc;
     pl_train_comm_step_done(t);
     /* The reduced gradient this rank holds: all of it, or (ZeRO) its shard. */
-    float *held = t->stage >= 2 ? t->gshard : t->grads;
-    int64_t held_n = t->stage == 0 ? t->reg.numel : t->zero.shard;
+    float *held = t->zero_stage >= 2 ? t->gshard : t->grads;
+    int64_t held_n = t->zero_stage == 0 ? t->reg.numel : t->zero.shard;
     if (ls != 1.0)
         unscale(held, held_n, ls);
     if (t->fault_nan_iter == t->iteration + 1 && t->fault_nan_rank == t->grid.rank)
@@ -547,7 +547,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
      * parallelism the flag must also cross the model-parallel group. */
     PL_TRY(pl_comm_allreduce_f64(dpc, agg, 2, PL_COMM_SUM));
     t->prof.comm += pl_time_now() - tc;
-    double lr = pl_schedule_lr(&t->sched);
+    double lr = pl_lr_schedule_lr(&t->sched);
     t->iteration++;
     t->consumed_train += t->gbs;
     r->loss = agg[0];
@@ -581,13 +581,13 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
                            t->a->weight_decay, t->a->clip_grad};
     t->opt_steps++;
     double to = pl_time_now();
-    if (t->stage == 0)
+    if (t->zero_stage == 0)
         r->grad_norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp,
                                      lr, t->opt_steps, sumsq);
     else
         PL_TRY(zero_step(t, &hp, lr, &r->grad_norm));
     t->prof.optim += pl_time_now() - to;
-    pl_schedule_step(&t->sched, t->gbs);
+    pl_lr_schedule_step(&t->sched, t->gbs);
 stats:
     pl_comm_stats_sub(&t->step_comm, &dpc->stats, &before);
     /* Ring collectives load ranks unevenly per region; the sum over ranks is exact.
@@ -620,7 +620,7 @@ static pl_status evaluate(pl_trainer *t, double *out)
                 break;
             int64_t n_loss;
             PL_TRY(load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
-            PL_TRY(pl_gpt_forward(&t->model));
+            PL_TRY(pl_model_forward(&t->model));
             sum += micro_batch_loss(&t->model, 1.0);
             batches++;
         }
@@ -662,7 +662,7 @@ static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
 
 static pl_ckpt_zero zero_shard(pl_trainer *t, int with_optim)
 {
-    pl_ckpt_zero z = {t->stage, (int)t->dp, t->grid.dp_rank, t->zero.lo, t->zero.shard,
+    pl_ckpt_zero z = {t->zero_stage, (int)t->dp, t->grid.dp_rank, t->zero.lo, t->zero.shard,
                       t->zero.padded, with_optim ? t->exp_avg : NULL,
                       with_optim ? t->exp_avg_sq : NULL};
     return z;
@@ -673,7 +673,7 @@ static pl_ckpt_zero zero_shard(pl_trainer *t, int with_optim)
 static pl_status full_params(pl_trainer *t, float **out)
 {
     *out = t->params;
-    if (t->stage != 3)
+    if (t->zero_stage != 3)
         return PL_OK;
     *out = pl_calloc((size_t)t->zero.padded, sizeof(float));
     if (!*out)
@@ -690,12 +690,12 @@ static pl_status save(pl_trainer *t)
     pl_status st = full_params(t, &params);
     if (st)
         return st;
-    if (t->stage == 3) {
+    if (t->zero_stage == 3) {
         memcpy(params + t->zero.lo, t->pshard, (size_t)t->zero.shard * sizeof(float));
         st = pl_zero_allgather_all(&t->zero, params);
     }
-    pl_ckpt_buffers buf = {&t->reg, params, t->stage ? NULL : t->exp_avg,
-                           t->stage ? NULL : t->exp_avg_sq, t->stage ? &zs : NULL};
+    pl_ckpt_buffers buf = {&t->reg, params, t->zero_stage ? NULL : t->exp_avg,
+                           t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL};
     double t0 = pl_time_now();
     if (!st)
         st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
@@ -710,7 +710,7 @@ static pl_status save(pl_trainer *t)
 
 /* The scheduler fields a resumed run must agree on, unless told otherwise
  * (Megatron's OptimizerParamScheduler._check_and_set). */
-static pl_status check_schedule(const pl_schedule *run, const pl_schedule *ck, const char *dir)
+static pl_status check_schedule(const pl_lr_schedule *run, const pl_lr_schedule *ck, const char *dir)
 {
     struct {
         const char *flag;
@@ -746,13 +746,13 @@ static pl_status load(pl_trainer *t)
     float *params;
     if ((st = full_params(t, &params)))
         return st;
-    pl_ckpt_buffers buf = {&t->reg, params, weights_only || t->stage ? NULL : t->exp_avg,
-                           weights_only || t->stage ? NULL : t->exp_avg_sq,
-                           t->stage ? &zs : NULL};
+    pl_ckpt_buffers buf = {&t->reg, params, weights_only || t->zero_stage ? NULL : t->exp_avg,
+                           weights_only || t->zero_stage ? NULL : t->exp_avg_sq,
+                           t->zero_stage ? &zs : NULL};
     pl_ckpt_meta meta;
     char *strings = NULL;
     st = pl_ckpt_load(a->load, it, &t->cfg, &buf, &meta, &strings);
-    if (!st && t->stage == 3)
+    if (!st && t->zero_stage == 3)
         memcpy(t->pshard, params + t->zero.lo, (size_t)t->zero.shard * sizeof(float));
     if (params != t->params)
         pl_free(params);
@@ -791,7 +791,7 @@ static void trainer_free(pl_trainer *t)
     pl_commq_free(t->zq);
     pl_zero_free(&t->zero);
     if (t->model_up)
-        pl_gpt_free(&t->model);
+        pl_model_free(&t->model);
     pl_gemm_free(t->gemm);
     if (t->data_up)
         pl_blend_data_free(&t->data);
@@ -859,7 +859,7 @@ static pl_status run(pl_trainer *t)
                         (int)a->pipeline_model_parallel_size));
     t->grid_up = 1;
     t->dp = t->grid.layout.dp;
-    t->stage = (int)a->zero_stage;
+    t->zero_stage = (int)a->zero_stage;
     PL_TRY(pl_train_args_batch(a, t->dp, &t->mbs, &t->gbs));
     t->num_micro = t->gbs / (t->mbs * t->dp);
     t->train_iters = pl_train_args_given(a, "--train-iters") ? a->train_iters

@@ -7,7 +7,7 @@
 
 #include "data/blended.h"
 #include "data/tokenizer/tokenizer.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "optim/loss_scale.h"
 #include "optim/schedule.h"
 #include "parallel/commq.h"
@@ -25,16 +25,16 @@ typedef struct pl_trainer {
     pl_grid grid;
     int grid_up;
     pl_tokenizer *tok;
-    pl_gpt_config cfg;
+    pl_model_config cfg;
     pl_registry reg;
     float *mem;                              /* one block: params, grads, m, v */
     float *params, *grads, *exp_avg, *exp_avg_sq;
     pl_gemm *gemm;
-    pl_gpt model;
+    pl_model model;
     int model_up;
     pl_dp_buckets *buckets;                  /* stage 0 */
     /* ZeRO (stage >= 1): see the memory plan in setup_zero_memory */
-    int stage;
+    int zero_stage;
     pl_zero zero;
     float *gshard;                           /* stages 2-3: reduced gradients of the shard */
     float *pshard;                           /* stage 3: the shard's fp32 parameters */
@@ -58,7 +58,7 @@ typedef struct pl_trainer {
     int64_t wire_sum[3];                     /* the same summed over DP ranks */
     int64_t early_all_ranks;                 /* comm_step.early summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
-    pl_schedule sched;
+    pl_lr_schedule sched;
     pl_blend_data data;
     int data_up;
     int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;

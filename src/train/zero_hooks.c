@@ -108,7 +108,7 @@ pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward)
     pl_status st = PL_OK;
     const int64_t L = t->cfg.num_layers;
     if (layer < 0) {
-        if (t->stage == 3) {
+        if (t->zero_stage == 3) {
             int last = z->nregions - 1;
             int64_t emb = z->regions[0].hi;
             pl_commq_op *op = &t->zq_nl;
@@ -131,7 +131,7 @@ pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward)
         PL_TRY(zero_rs_wait(t, s));
         memset(t->gwork + s * t->work_count, 0, (size_t)(g->hi - g->lo) * sizeof(float));
     }
-    if (t->stage == 3) {
+    if (t->zero_stage == 3) {
         PL_TRY(zero_gather(t, layer));
         /* the next layer in this pass, into the other slot (its last user is done) */
         int64_t next = backward ? layer - 1 : layer + 1;
@@ -180,7 +180,7 @@ pl_status pl_train_zero_backward(pl_trainer *t, int last)
     PL_TRY(zero_rs_wait(t, 3));
     memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
     t->zero_err = PL_OK;
-    PL_TRY(pl_gpt_backward(&t->model, zero_grad_ready, t));
+    PL_TRY(pl_model_backward(&t->model, zero_grad_ready, t));
     PL_TRY(t->zero_err);
     t->zq_compute_end = pl_time_now();
     if (t->cfg.num_layers == 0)

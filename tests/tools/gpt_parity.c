@@ -9,7 +9,7 @@
  * (plait train --fp16 --loss-scale 1024). */
 #include "base/alloc.h"
 #include "ckpt/safetensors.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 
@@ -48,14 +48,14 @@ int main(int argc, char **argv)
         return 2;
     }
     const double scale = fp16 ? LOSS_SCALE : 1.0;
-    pl_gpt_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
+    pl_model_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
                          .seq_length = T, .max_positions = T, .vocab_size = V,
                          .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f,
                          .keep_logits = keep};
-    cfg.padded_vocab = pl_gpt_padded_vocab(V, 128, 1);
+    cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1);
     pl_registry reg;
     pl_registry_init(&reg, 1, 0, 0);
-    pl_status st = pl_gpt_register(&reg, &cfg, 1);
+    pl_status st = pl_model_register(&reg, &cfg, 1);
     if (st)
         return fail(st);
     const int64_t n = reg.numel, N = B * T, Vp = cfg.padded_vocab;
@@ -75,11 +75,11 @@ int main(int argc, char **argv)
     if ((st = pl_gemm_init(&gemm)))
         return fail(st);
     pl_gemm_set_precision(gemm, bf16 ? PL_GEMM_BF16 : fp16 ? PL_GEMM_FP16 : PL_GEMM_FP32);
-    pl_gpt model;
-    if ((st = pl_gpt_init(&model, &cfg, &reg, params, grads, B, &tp, gemm)))
+    pl_model model;
+    if ((st = pl_model_init(&model, &cfg, &reg, params, grads, B, &tp, gemm)))
         return fail(st);
     /* Megatron schedule in samples: warmup 2 iterations, cosine decay over 5. */
-    pl_schedule sched = {.max_lr = 1e-3, .min_lr = 1e-4, .init_lr = 0, .warmup_steps = 2 * B,
+    pl_lr_schedule sched = {.max_lr = 1e-3, .min_lr = 1e-4, .init_lr = 0, .warmup_steps = 2 * B,
                          .decay_steps = STEPS * B, .style = PL_LR_COSINE};
     pl_adamw_hparams hp = {0.9, 0.95, 1e-8, 0.1, 0.05};
     for (int s = 0; s < STEPS; s++) {
@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < N; i++)
             model.dloss[i] = (float)(scale / (double)N);
         memset(grads, 0, (size_t)n * sizeof(float));
-        if ((st = pl_gpt_forward(&model)) || (st = pl_gpt_backward(&model, NULL, NULL)))
+        if ((st = pl_model_forward(&model)) || (st = pl_model_backward(&model, NULL, NULL)))
             return fail(st);
         if (fp16) { /* the trainer's unscale: g *= 1 / scale; an overflow would stop here */
             const float inv = (float)(1.0 / scale);
@@ -115,10 +115,10 @@ int main(int argc, char **argv)
             if (st)
                 return fail(st);
         }
-        lrs[s] = (float)pl_schedule_lr(&sched);
+        lrs[s] = (float)pl_lr_schedule_lr(&sched);
         norms[s] = (float)pl_adamw_step(&reg, params, grads, m, v, &hp, lrs[s], s + 1,
                                         pl_cpu_sumsq(grads, n));
-        pl_schedule_step(&sched, B);
+        pl_lr_schedule_step(&sched, B);
     }
     pl_st_writer *w;
     if ((st = pl_st_writer_new(&w)))
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
         return fail(st);
     printf("wrote %s: loss %.6f, grad norms %.4f %.4f %.4f %.4f %.4f\n", argv[1], loss0, norms[0],
            norms[1], norms[2], norms[3], norms[4]);
-    pl_gpt_free(&model);
+    pl_model_free(&model);
     pl_gemm_free(gemm);
     return 0;
 }

@@ -8,7 +8,7 @@
  * ok/not ok line per mode, and "gpt_recompute: N passed, N failed".
  * usage: gpt_recompute */
 #include "base/alloc.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "parallel/dist.h"
 #include "parallel/grid.h"
 
@@ -24,7 +24,7 @@ static int die(const char *what)
 }
 
 /* Forward and backward of MICRO micro-batches; losses (MICRO*N) and grads out. */
-static pl_status run(pl_gpt *m, const int32_t *tokens, float *grads, int64_t n, float *losses)
+static pl_status run(pl_model *m, const int32_t *tokens, float *grads, int64_t n, float *losses)
 {
     pl_status st = PL_OK;
     memset(grads, 0, (size_t)n * sizeof(float));
@@ -35,7 +35,7 @@ static pl_status run(pl_gpt *m, const int32_t *tokens, float *grads, int64_t n, 
             m->targets[i] = tokens[(k * B + b) * (T + 1) + t + 1];
             m->dloss[i] = 1.0f / (float)(m->N * MICRO);
         }
-        if ((st = pl_gpt_forward(m)) || (st = pl_gpt_backward(m, NULL, NULL)))
+        if ((st = pl_model_forward(m)) || (st = pl_model_backward(m, NULL, NULL)))
             return st;
         memcpy(losses + k * m->N, m->loss, (size_t)m->N * sizeof(float));
     }
@@ -53,13 +53,13 @@ int main(int argc, char **argv)
     const int root = grid.rank == 0;
     if (root)
         printf("world %d = tp %d\n", dist.size, grid.layout.tp);
-    pl_gpt_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
+    pl_model_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
                          .seq_length = T, .max_positions = T, .vocab_size = V,
                          .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f};
-    cfg.padded_vocab = pl_gpt_padded_vocab(V, 128, grid.layout.tp);
+    cfg.padded_vocab = pl_model_padded_vocab(V, 128, grid.layout.tp);
     pl_registry reg;
     pl_registry_init(&reg, grid.layout.tp, grid.tp_rank, 0);
-    if (pl_gpt_register(&reg, &cfg, 1))
+    if (pl_model_register(&reg, &cfg, 1))
         return die("register");
     const int64_t n = reg.numel, NT = (int64_t)MICRO * B * T;
     float *params = pl_calloc((size_t)n, sizeof(float));
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
         lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
         tokens[i] = (int32_t)((lcg >> 33) % V);
     }
-    static const pl_gpt_recompute modes[] = {
+    static const pl_recompute modes[] = {
         {PL_RECOMPUTE_NONE, 0, 0},
         {PL_RECOMPUTE_SELECTIVE, 0, 0},
         {PL_RECOMPUTE_FULL, PL_RECOMPUTE_UNIFORM, 1},
@@ -87,12 +87,12 @@ int main(int argc, char **argv)
     int pass = 0, fail = 0;
     size_t kept_bytes = 0;
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
-        pl_gpt m;
+        pl_model m;
         cfg.recompute = modes[i];
-        if (pl_gpt_init(&m, &cfg, &reg, params, grads, B, pl_grid_comm(&grid, PL_GRID_TP), gemm) ||
+        if (pl_model_init(&m, &cfg, &reg, params, grads, B, pl_grid_comm(&grid, PL_GRID_TP), gemm) ||
             run(&m, tokens, grads, n, loss))
             return die("forward/backward");
-        size_t bytes = pl_gpt_activation_bytes(&m);
+        size_t bytes = pl_model_activation_bytes(&m);
         if (i == 0) {
             memcpy(grads0, grads, (size_t)n * sizeof(float));
             memcpy(loss0, loss, (size_t)NT * sizeof(float));
@@ -101,17 +101,17 @@ int main(int argc, char **argv)
         /* every rank must agree: its gradients are its own shard */
         int ok = memcmp(loss, loss0, (size_t)NT * sizeof(float)) == 0 &&
                  memcmp(grads, grads0, (size_t)n * sizeof(float)) == 0 &&
-                 pl_gpt_activation_bytes_kept(&m) == kept_bytes &&
+                 pl_model_activation_bytes_kept(&m) == kept_bytes &&
                  (i == 0 ? 1 : bytes < kept_bytes);
         MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         char name[64];
         if (root)
             printf("%s recompute %s: losses and gradients bit-identical to keeping everything, "
                    "activations %.1f of %.1f KiB\n", ok ? "ok" : "not ok",
-                   pl_gpt_recompute_name(&cfg.recompute, name, sizeof name),
+                   pl_recompute_name(&cfg.recompute, name, sizeof name),
                    (double)bytes / 1024, (double)kept_bytes / 1024);
         ok ? pass++ : fail++;
-        pl_gpt_free(&m);
+        pl_model_free(&m);
     }
     if (root)
         printf("gpt_recompute: %d passed, %d failed\n", pass, fail);

@@ -4,10 +4,10 @@
 
 static double lr_at(pl_lr_style style, int64_t step)
 {
-    pl_schedule s = {.max_lr = 1e-3, .min_lr = 1e-4, .init_lr = 0, .warmup_steps = 100,
+    pl_lr_schedule s = {.max_lr = 1e-3, .min_lr = 1e-4, .init_lr = 0, .warmup_steps = 100,
                      .decay_steps = 1000, .style = style, .num_steps = 0};
-    pl_schedule_step(&s, step);
-    return pl_schedule_lr(&s);
+    pl_lr_schedule_step(&s, step);
+    return pl_lr_schedule_lr(&s);
 }
 
 #define NEAR(a, b) (fabs((a) - (b)) <= 1e-12 + 1e-9 * fabs(b))

@@ -1,6 +1,6 @@
 /* GPT forward and backward over one micro-batch (one pipeline stage holding
  * every layer; tensor parallelism inside the layers). */
-#include "model/gpt.h"
+#include "model/model.h"
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -25,7 +25,7 @@ static const char *const layer_names[12] = {
 
 /* Binds layer `layer`'s 12 views: at flat + offset, or at locate(ctx, offset, grad). */
 static pl_status layer_bind(const pl_registry *reg, const float *flat, pl_flat_locate_fn locate,
-                            void *ctx, int grad, int64_t layer, pl_gpt_layer *out, int64_t *lo,
+                            void *ctx, int grad, int64_t layer, pl_block_weights *out, int64_t *lo,
                             int64_t *hi)
 {
     float **slot = &out->ln1_w;
@@ -44,18 +44,18 @@ static pl_status layer_bind(const pl_registry *reg, const float *flat, pl_flat_l
     return PL_OK;
 }
 
-pl_status pl_gpt_layer_bind(const pl_registry *reg, const float *flat, int64_t layer,
-                           pl_gpt_layer *out, int64_t *lo, int64_t *hi)
+pl_status pl_model_layer_bind(const pl_registry *reg, const float *flat, int64_t layer,
+                           pl_block_weights *out, int64_t *lo, int64_t *hi)
 {
     return layer_bind(reg, flat, NULL, NULL, 0, layer, out, lo, hi);
 }
 
 /* Points the per-layer views of one flat buffer. */
-static pl_status bind_layers(pl_gpt *m, pl_gpt_layer *out, float *flat)
+static pl_status bind_layers(pl_model *m, pl_block_weights *out, float *flat)
 {
     for (int64_t l = 0; l < m->cfg.num_layers; l++) {
         int64_t lo, hi;
-        pl_status st = pl_gpt_layer_bind(m->reg, flat, l, &out[l], &lo, &hi);
+        pl_status st = pl_model_layer_bind(m->reg, flat, l, &out[l], &lo, &hi);
         if (st)
             return st;
         m->layer_offset[l] = lo;
@@ -91,7 +91,7 @@ static uint16_t *take16(bump *b, int64_t n) { return (uint16_t *)take(b, (n + 1)
 
 /* One layer's saved activations; attn and lse only when kept per layer, res2
  * only when not a group's output; qkv, attn and fc1 in bf16 under --bf16. */
-static void take_layer(pl_gpt *m, bump *b, pl_gpt_layer_acts *a, int own_attn, int own_res2)
+static void take_layer(pl_model *m, bump *b, pl_block_acts *a, int own_attn, int own_res2)
 {
     const int64_t N = m->N, C = m->C;
     const int bf16 = m->act_bf16;
@@ -124,7 +124,7 @@ static void take_layer(pl_gpt *m, bump *b, pl_gpt_layer_acts *a, int own_attn, i
  * by then), so together they hold N x 3C/tp floats at least. Forward uses
  * dqkv, dattn and dgelu for the fp32 outputs of the qkv, attention and fc1
  * steps before they are saved in bf16. */
-static void take_scratch(pl_gpt *m, bump *b)
+static void take_scratch(pl_model *m, bump *b)
 {
     const int64_t N = m->N;
     int64_t nf = N * m->Fl;
@@ -146,10 +146,10 @@ static void take_scratch(pl_gpt *m, bump *b)
  * in its group (slots), except the group's last output, which is the next
  * group's checkpointed input and is kept. With recompute = 0 nothing of
  * m->slots is used, so m->group_start may say anything. */
-static size_t plan(pl_gpt *m, float *base, int recompute)
+static size_t plan(pl_model *m, float *base, int recompute)
 {
     const int64_t N = m->N, C = m->C, L = m->cfg.num_layers;
-    const pl_gpt_recompute *rc = &m->cfg.recompute;
+    const pl_recompute *rc = &m->cfg.recompute;
     const int selective = recompute && rc->granularity == PL_RECOMPUTE_SELECTIVE;
     bump b = {base, 0};
 #define TAKE(dst, n) ((dst) = take(&b, (n)))
@@ -170,7 +170,7 @@ static size_t plan(pl_gpt *m, float *base, int recompute)
     for (int64_t k = 0; k < nslots && !alias_last; k++) /* the last position ends its group */
         take_layer(m, &b, &m->slots[k], 1, k + 1 < nslots);
     for (int64_t l = 0; l < L; l++) {
-        pl_gpt_layer_acts *a = &m->acts[l];
+        pl_block_acts *a = &m->acts[l];
         int64_t g = recompute ? m->group_start[l] : -1;
         if (g < 0) {
             take_layer(m, &b, a, !selective, 1);
@@ -220,9 +220,9 @@ static size_t plan(pl_gpt *m, float *base, int recompute)
 /* Which group each layer is recomputed in (Megatron's TransformerBlock
  * _checkpointed_forward): uniform n: [0, n), [n, 2n), ..., the last group
  * shorter when n does not divide L; block n: each of layers 0..n-1 alone. */
-static pl_status plan_groups(pl_gpt *m)
+static pl_status plan_groups(pl_model *m)
 {
-    const pl_gpt_recompute *rc = &m->cfg.recompute;
+    const pl_recompute *rc = &m->cfg.recompute;
     const int64_t L = m->cfg.num_layers, n = rc->num_layers;
     for (int64_t l = 0; l < L; l++)
         m->group_start[l] = -1;
@@ -236,7 +236,7 @@ static pl_status plan_groups(pl_gpt *m)
     return PL_OK;
 }
 
-const char *pl_gpt_recompute_name(const pl_gpt_recompute *rc, char *buf, size_t n)
+const char *pl_recompute_name(const pl_recompute *rc, char *buf, size_t n)
 {
     if (rc->granularity == PL_RECOMPUTE_FULL)
         snprintf(buf, n, "full, %s, %lld layer%s", rc->method == PL_RECOMPUTE_BLOCK ? "block"
@@ -246,7 +246,7 @@ const char *pl_gpt_recompute_name(const pl_gpt_recompute *rc, char *buf, size_t 
     return buf;
 }
 
-pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *reg, float *params,
+pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_registry *reg, float *params,
                       float *grads, int64_t B, pl_comm *tp, pl_gemm *gemm)
 {
     pl_status st = PL_OK;
@@ -325,11 +325,11 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     PL_TRY(pl_lmhead_prepare(gemm, N, C, m->Vl, m->lm_chunk));
     return PL_OK;
 fail:
-    pl_gpt_free(m);
+    pl_model_free(m);
     return st;
 }
 
-void pl_gpt_free(pl_gpt *m)
+void pl_model_free(pl_model *m)
 {
     pl_free(m->w);
     pl_free(m->g);
@@ -344,7 +344,7 @@ void pl_gpt_free(pl_gpt *m)
     memset(m, 0, sizeof *m);
 }
 
-pl_status pl_gpt_rebind(pl_gpt *m, int grad, pl_flat_locate_fn locate, void *ctx)
+pl_status pl_model_rebind(pl_model *m, int grad, pl_flat_locate_fn locate, void *ctx)
 {
     static const char *const names[4] = {
         "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
@@ -367,21 +367,21 @@ pl_status pl_gpt_rebind(pl_gpt *m, int grad, pl_flat_locate_fn locate, void *ctx
     return PL_OK;
 }
 
-size_t pl_gpt_activation_bytes(const pl_gpt *m) { return m->act_floats * sizeof(float); }
+size_t pl_model_activation_bytes(const pl_model *m) { return m->act_floats * sizeof(float); }
 
-size_t pl_gpt_activation_bytes_kept(const pl_gpt *m)
+size_t pl_model_activation_bytes_kept(const pl_model *m)
 {
     return m->act_floats_kept * sizeof(float);
 }
 
 /* Layer l's forward from its input x into m->acts[l] (after the fetch). */
-static pl_status layer_fwd(pl_gpt *m, int64_t l, const float *x)
+static pl_status layer_fwd(pl_model *m, int64_t l, const float *x)
 {
     pl_status st = PL_OK;
     const int64_t B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
     const float eps = m->cfg.ln_eps;
-    const pl_gpt_layer *w = &m->w[l];
-    const pl_gpt_layer_acts *a = &m->acts[l];
+    const pl_block_weights *w = &m->w[l];
+    const pl_block_acts *a = &m->acts[l];
     /* --bf16: qkv, attn and fc1 come out in fp32 scratch and are saved in bf16 */
     float *qkv = a->qkv ? a->qkv : m->dqkv, *attn = a->attn ? a->attn : m->dattn;
     float *fc1 = a->fc1 ? a->fc1 : m->dgelu;
@@ -417,12 +417,12 @@ fail:
 }
 
 /* Layer l's input: the embedding output or the previous layer's output. */
-static const float *layer_input(const pl_gpt *m, int64_t l)
+static const float *layer_input(const pl_model *m, int64_t l)
 {
     return l ? m->acts[l - 1].res2 : m->x0;
 }
 
-pl_status pl_gpt_forward(pl_gpt *m)
+pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
     const int64_t B = m->B, T = m->T, N = m->N, C = m->C, L = m->cfg.num_layers;
@@ -444,7 +444,7 @@ fail:
     return st;
 }
 
-pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
+pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
 {
     pl_status st = PL_OK;
     const int64_t B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
@@ -472,8 +472,8 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
         }
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, l, 1));
-        const pl_gpt_layer *w = &m->w[l], *gr = &m->g[l];
-        const pl_gpt_layer_acts *a = &m->acts[l];
+        const pl_block_weights *w = &m->w[l], *gr = &m->g[l];
+        const pl_block_acts *a = &m->acts[l];
         const float *x = layer_input(m, l);
         /* MLP branch: res2 = res1 + fc2(gelu(fc1(ln2(res1)))); dres = d res2 */
         if (m->act_bf16)

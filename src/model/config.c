@@ -1,18 +1,18 @@
 /* The GPT parameter table. */
-#include "model/gpt_config.h"
+#include "model/config.h"
 
 #include "base/status.h"
 
 #include <math.h>
 #include <stdio.h>
 
-int64_t pl_gpt_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t tp)
+int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t tp)
 {
     int64_t m = divisible_by * tp;
     return (vocab_size + m - 1) / m * m;
 }
 
-pl_status pl_gpt_register(pl_registry *r, const pl_gpt_config *c, int pp_size)
+pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_size)
 {
     if (c->heads % r->tp_size)
         return pl_errorf(PL_ERR_ARG,
@@ -85,14 +85,14 @@ fail:
     return st;
 }
 
-int64_t pl_gpt_num_params(const pl_gpt_config *c)
+int64_t pl_model_num_params(const pl_model_config *c)
 {
     int64_t C = c->hidden, F = c->ffn_hidden;
     int64_t per_layer = 4 * C + (3 * C * C + 3 * C) + (C * C + C) + (F * C + F) + (C * F + C);
     return c->vocab_size * C + c->max_positions * C + c->num_layers * per_layer + 2 * C;
 }
 
-double pl_gpt_flops_per_token(const pl_gpt_config *c)
+double pl_model_flops_per_token(const pl_model_config *c)
 {
     double C = (double)c->hidden, F = (double)c->ffn_hidden, L = (double)c->num_layers;
     double matmul_params = L * (3 * C * C + C * C + 2 * F * C) + (double)c->padded_vocab * C;

@@ -1,31 +1,31 @@
 /* Autoregressive GPT inference on one process, one token at a time, with a
  * KV cache: each new token costs one pass over the weights plus attention
  * over the cached keys and values, not a forward over the whole prefix. */
-#ifndef PL_MODEL_GPT_GENERATE_H
-#define PL_MODEL_GPT_GENERATE_H
+#ifndef PL_MODEL_GENERATE_H
+#define PL_MODEL_GENERATE_H
 
 #include "kernels/kernels.h"
-#include "model/gpt.h"
+#include "model/model.h"
 
-typedef struct pl_gpt_infer {
-    pl_gpt_config cfg;
+typedef struct pl_generator {
+    pl_model_config cfg;
     const float *wte, *wpe, *lnf_w, *lnf_b;
-    pl_gpt_layer *w;       /* [L] views into the parameters */
+    pl_block_weights *w;       /* [L] views into the parameters */
     float *mem;            /* caches and scratch, one block */
     float *k_cache, *v_cache; /* (L, max_positions, C) */
     float *x, *ln, *qkv, *att, *h, *tmp, *logits, *scores;
     float mean, rstd;
     pl_gemm *gemm;
-} pl_gpt_infer;
+} pl_generator;
 
 /* params: a whole (TP = 1) flat parameter buffer laid out by reg. */
-pl_status pl_gpt_infer_init(pl_gpt_infer *g, const pl_gpt_config *cfg, const pl_registry *reg,
+pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const pl_registry *reg,
                             const float *params, pl_gemm *gemm);
-void pl_gpt_infer_free(pl_gpt_infer *g);
+void pl_generator_free(pl_generator *g);
 
 /* Feeds token at position pos (0-based, < max_positions) and writes the
  * logits of the next token over the true vocabulary to g->logits. */
-pl_status pl_gpt_infer_step(pl_gpt_infer *g, int32_t token, int64_t pos);
+pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos);
 
 /* Samples from logits (V): temperature 0 is greedy; top_k 0 and top_p 1 are
  * off. u is a uniform draw in (0, 1). scratch holds 2 V floats. */

@@ -1,5 +1,5 @@
 /* KV-cached single-token GPT forward and sampling. */
-#include "model/gpt_generate.h"
+#include "model/generate.h"
 
 #include "base/alloc.h"
 
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-pl_status pl_gpt_infer_init(pl_gpt_infer *g, const pl_gpt_config *cfg, const pl_registry *reg,
+pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const pl_registry *reg,
                             const float *params, pl_gemm *gemm)
 {
     memset(g, 0, sizeof *g);
@@ -21,7 +21,7 @@ pl_status pl_gpt_infer_init(pl_gpt_infer *g, const pl_gpt_config *cfg, const pl_
     int64_t floats = 2 * L * P * C + C + C + 3 * C + C + F + C + V + P;
     g->mem = pl_calloc((size_t)floats, sizeof(float));
     if (!g->w || !g->mem) {
-        pl_gpt_infer_free(g);
+        pl_generator_free(g);
         return pl_errorf(PL_ERR_NOMEM, "out of memory for the KV cache (%lld floats)",
                          (long long)floats);
     }
@@ -38,9 +38,9 @@ pl_status pl_gpt_infer_init(pl_gpt_infer *g, const pl_gpt_config *cfg, const pl_
     g->scores = p;
     for (int64_t l = 0; l < L; l++) {
         int64_t lo, hi;
-        pl_status st = pl_gpt_layer_bind(reg, params, l, &g->w[l], &lo, &hi);
+        pl_status st = pl_model_layer_bind(reg, params, l, &g->w[l], &lo, &hi);
         if (st) {
-            pl_gpt_infer_free(g);
+            pl_generator_free(g);
             return st;
         }
     }
@@ -50,7 +50,7 @@ pl_status pl_gpt_infer_init(pl_gpt_infer *g, const pl_gpt_config *cfg, const pl_
     for (int k = 0; k < 4; k++) {
         const pl_param *q = pl_registry_find(reg, top[k]);
         if (!q || q->offset < 0) {
-            pl_gpt_infer_free(g);
+            pl_generator_free(g);
             return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing", top[k]);
         }
         *dst[k] = params + q->offset;
@@ -58,7 +58,7 @@ pl_status pl_gpt_infer_init(pl_gpt_infer *g, const pl_gpt_config *cfg, const pl_
     return PL_OK;
 }
 
-void pl_gpt_infer_free(pl_gpt_infer *g)
+void pl_generator_free(pl_generator *g)
 {
     pl_free(g->w);
     pl_free(g->mem);
@@ -66,7 +66,7 @@ void pl_gpt_infer_free(pl_gpt_infer *g)
 }
 
 /* y (OC) = x (IC) . W^T + b through the GEMM context (a 1-row matrix product). */
-static pl_status matvec(pl_gpt_infer *g, float *y, const float *x, const float *w, const float *b,
+static pl_status matvec(pl_generator *g, float *y, const float *x, const float *w, const float *b,
                         int64_t IC, int64_t OC)
 {
     pl_status st = pl_gemm_run(g->gemm, 0, 1, 1, OC, IC, x, IC, w, IC, 0.0f, y, OC);
@@ -76,15 +76,15 @@ static pl_status matvec(pl_gpt_infer *g, float *y, const float *x, const float *
     return st;
 }
 
-static void layernorm(pl_gpt_infer *g, float *out, const float *x, const float *w, const float *b)
+static void layernorm(pl_generator *g, float *out, const float *x, const float *w, const float *b)
 {
     float mean, rstd;
     pl_cpu_layernorm_fwd(out, &mean, &rstd, x, w, b, 1, g->cfg.hidden, g->cfg.ln_eps);
 }
 
-pl_status pl_gpt_infer_step(pl_gpt_infer *g, int32_t token, int64_t pos)
+pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
 {
-    const pl_gpt_config *c = &g->cfg;
+    const pl_model_config *c = &g->cfg;
     const int64_t C = c->hidden, F = c->ffn_hidden, NH = c->heads, HS = C / NH, P = c->max_positions;
     if (pos < 0 || pos >= P)
         return pl_errorf(PL_ERR_ARG, "position %lld is beyond --max-position-embeddings %lld",
@@ -97,7 +97,7 @@ pl_status pl_gpt_infer_step(pl_gpt_infer *g, int32_t token, int64_t pos)
         g->x[i] = g->wte[(int64_t)token * C + i] + g->wpe[pos * C + i];
     const float scale = 1.0f / sqrtf((float)HS);
     for (int64_t l = 0; l < c->num_layers; l++) {
-        const pl_gpt_layer *w = &g->w[l];
+        const pl_block_weights *w = &g->w[l];
         float *kc = g->k_cache + l * P * C, *vc = g->v_cache + l * P * C;
         layernorm(g, g->ln, g->x, w->ln1_w, w->ln1_b);
         if ((st = matvec(g, g->qkv, g->ln, w->qkv_w, w->qkv_b, C, 3 * C)))

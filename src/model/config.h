@@ -6,8 +6,8 @@
  * final LayerNorm; logits = ln_f(x) . word_embeddings^T (tied output layer).
  * Parameter names are Megatron core's (decoder.layers.N....), whose layouts
  * plait uses exactly (QKV rows interleaved per head as [q, k, v]). */
-#ifndef PL_MODEL_GPT_CONFIG_H
-#define PL_MODEL_GPT_CONFIG_H
+#ifndef PL_MODEL_CONFIG_H
+#define PL_MODEL_CONFIG_H
 
 #include "model/registry.h"
 
@@ -23,13 +23,13 @@ typedef enum {
     PL_RECOMPUTE_UNIFORM = 0, /* every group of num_layers consecutive layers */
     PL_RECOMPUTE_BLOCK        /* each of the first num_layers layers; the rest keep theirs */
 } pl_recompute_method;
-typedef struct pl_gpt_recompute {
+typedef struct pl_recompute {
     pl_recompute_granularity granularity;
     pl_recompute_method method; /* full only */
     int64_t num_layers;         /* full only: 1..L */
-} pl_gpt_recompute;
+} pl_recompute;
 
-typedef struct pl_gpt_config {
+typedef struct pl_model_config {
     int64_t num_layers;   /* L */
     int64_t hidden;       /* C */
     int64_t heads;        /* NH */
@@ -44,22 +44,22 @@ typedef struct pl_gpt_config {
     /* How to run it (not saved in checkpoints): keep the LM head's logits
      * (N x V floats) from forward to backward instead of recomputing them. */
     int keep_logits;
-    pl_gpt_recompute recompute; /* zero: keep every activation backward needs */
-} pl_gpt_config;
+    pl_recompute recompute; /* zero: keep every activation backward needs */
+} pl_model_config;
 
 /* Megatron's vocab padding (megatron/training/tokenizer vocab_utils): the
  * smallest multiple of divisible_by * tp that is >= vocab_size. */
-int64_t pl_gpt_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t tp);
+int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t tp);
 
 /* Registers every parameter of cfg for a rank of the TP/PP layout already set
  * in r (stage of layer l: l / (L / pp)). Errors name the flag that makes a
  * split impossible (heads or F not divisible by TP, layers by PP). */
-pl_status pl_gpt_register(pl_registry *r, const pl_gpt_config *cfg, int pp_size);
+pl_status pl_model_register(pl_registry *r, const pl_model_config *cfg, int pp_size);
 
 /* Parameter count of the unpadded global model (what papers report). */
-int64_t pl_gpt_num_params(const pl_gpt_config *cfg);
+int64_t pl_model_num_params(const pl_model_config *cfg);
 /* Training FLOPs per token: 6 N + 12 L C T (attention), with the LM head in N
  * (counted with the padded vocabulary rows that are actually multiplied). */
-double pl_gpt_flops_per_token(const pl_gpt_config *cfg);
+double pl_model_flops_per_token(const pl_model_config *cfg);
 
 #endif
