@@ -147,7 +147,7 @@ static cJSON *manifest_json(const pl_model_config *cfg, const pl_ckpt_meta *m, c
     jstr(tok, "type", m->tokenizer_type, &b);
     jstr(tok, "vocab_file", m->vocab_file, &b);
     jstr(tok, "merge_file", m->merge_file, &b);
-    static const char *splits[] = {"replicated", "rows", "cols", "vocab"};
+    static const char *splits[] = {"replicated", "rows", "cols", "vocab", "rows_halves"};
     cJSON *tensors = jobj(root, "tensors", &b);
     for (int i = 0; i < reg->n && b.ok; i++) {
         const pl_param *p = &reg->params[i];

@@ -1,4 +1,4 @@
-/* The GPT parameter table. */
+/* The parameter table of a model, from its configuration. */
 #include "model/config.h"
 
 #include "base/status.h"
@@ -12,13 +12,72 @@ int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t 
     return (vocab_size + m - 1) / m * m;
 }
 
+pl_block_dims pl_model_block_dims(const pl_model_config *c)
+{
+    pl_block_dims d = {c->hidden, c->heads, c->query_groups > 0 ? c->query_groups : c->heads,
+                       c->heads > 0 ? c->hidden / c->heads : 0, c->ffn_hidden};
+    return d;
+}
+
+/* The split, weight decay, initialisation and global shape of each layer
+ * parameter, by its place in pl_block_weights. */
+static pl_param_spec layer_param(const pl_model_config *c, size_t field, const char *name,
+                                 int stage, int layer)
+{
+    const pl_block_dims d = pl_model_block_dims(c);
+    const int64_t C = d.C, QKV = (d.NH + 2 * d.G) * d.HS, A = d.NH * d.HS;
+    const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * d.F : d.F;
+    const pl_tp_split fc1_split = c->block.act == PL_ACT_SWIGLU ? PL_TP_ROWS_HALVES : PL_TP_ROWS;
+    const float std = (float)c->init_std;
+    const float out_std = (float)(c->init_std / sqrt(2.0 * (double)c->num_layers));
+    struct {
+        size_t field;
+        int ndim;
+        int64_t rows, cols;
+        pl_tp_split split;
+        int wd;
+        pl_init_kind init;
+        float std;
+    } t[] = {
+        {offsetof(pl_block_weights, norm1_w), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ONES, 0},
+        {offsetof(pl_block_weights, norm1_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, qkv_w), 2, QKV, C, PL_TP_ROWS, 1, PL_INIT_NORMAL, std},
+        {offsetof(pl_block_weights, qkv_b), 1, QKV, 1, PL_TP_ROWS, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, proj_w), 2, C, A, PL_TP_COLS, 1, PL_INIT_NORMAL, out_std},
+        {offsetof(pl_block_weights, proj_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, norm2_w), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ONES, 0},
+        {offsetof(pl_block_weights, norm2_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, fc1_w), 2, F1, C, fc1_split, 1, PL_INIT_NORMAL, std},
+        {offsetof(pl_block_weights, fc1_b), 1, F1, 1, fc1_split, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, fc2_w), 2, C, d.F, PL_TP_COLS, 1, PL_INIT_NORMAL, out_std},
+        {offsetof(pl_block_weights, fc2_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
+    };
+    size_t k = 0;
+    while (t[k].field != field)
+        k++;
+    pl_param_spec s = {name,  t[k].ndim, {t[k].rows, t[k].cols}, t[k].split, stage, layer,
+                       t[k].wd, t[k].init, t[k].std};
+    return s;
+}
+
 pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_size)
 {
+    const pl_block_dims d = pl_model_block_dims(c);
+    if (c->heads <= 0 || c->hidden % c->heads)
+        return pl_errorf(PL_ERR_ARG, "--hidden-size %lld is not divisible by "
+                         "--num-attention-heads %lld", (long long)c->hidden, (long long)c->heads);
     if (c->heads % r->tp_size)
         return pl_errorf(PL_ERR_ARG,
                          "--num-attention-heads %lld is not divisible by "
                          "--tensor-model-parallel-size %d",
                          (long long)c->heads, r->tp_size);
+    if (d.G < 1 || d.NH % d.G)
+        return pl_errorf(PL_ERR_ARG, "--num-attention-heads %lld is not divisible by "
+                         "--num-query-groups %lld", (long long)d.NH, (long long)d.G);
+    if (d.G % r->tp_size)
+        return pl_errorf(PL_ERR_ARG, "--num-query-groups %lld is not divisible by "
+                         "--tensor-model-parallel-size %d (replicated KV groups are not "
+                         "implemented yet)", (long long)d.G, r->tp_size);
     if (c->ffn_hidden % r->tp_size)
         return pl_errorf(PL_ERR_ARG,
                          "--ffn-hidden-size %lld is not divisible by --tensor-model-parallel-size %d",
@@ -27,10 +86,10 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         return pl_errorf(PL_ERR_ARG,
                          "--num-layers %lld is not divisible by --pipeline-model-parallel-size %d",
                          (long long)c->num_layers, pp_size);
-    const int64_t C = c->hidden, F = c->ffn_hidden;
+    const int64_t C = c->hidden;
     const float std = (float)c->init_std;
-    const float out_std = (float)(c->init_std / sqrt(2.0 * (double)c->num_layers));
     const int last = pp_size - 1;
+    const int nb = c->block.norm_bias;
     pl_status st = PL_OK;
     pl_param_spec emb[] = {
         {"embedding.word_embeddings.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, 0, -1, 1,
@@ -38,48 +97,30 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         {"embedding.position_embeddings.weight", 2, {c->max_positions, C}, PL_TP_REPLICATED, 0, -1,
          1, PL_INIT_NORMAL, std},
     };
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < (c->block.pos == PL_POS_LEARNED ? 2 : 1); i++)
         PL_TRY(pl_registry_add(r, &emb[i]));
+    pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
+    const int np = pl_block_param_names(&c->block, names);
     int64_t per_stage = c->num_layers / pp_size;
     for (int64_t l = 0; l < c->num_layers; l++) {
-        int stage = (int)(l / per_stage), li = (int)l;
-        struct {
-            const char *suffix;
-            int ndim;
-            int64_t rows, cols;
-            pl_tp_split split;
-            int wd;
-            pl_init_kind init;
-            float std;
-        } layer[] = {
-            {"input_layernorm.weight", 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ONES, 0},
-            {"input_layernorm.bias", 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
-            {"self_attention.linear_qkv.weight", 2, 3 * C, C, PL_TP_ROWS, 1, PL_INIT_NORMAL, std},
-            {"self_attention.linear_qkv.bias", 1, 3 * C, 1, PL_TP_ROWS, 0, PL_INIT_ZEROS, 0},
-            {"self_attention.linear_proj.weight", 2, C, C, PL_TP_COLS, 1, PL_INIT_NORMAL, out_std},
-            {"self_attention.linear_proj.bias", 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
-            {"pre_mlp_layernorm.weight", 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ONES, 0},
-            {"pre_mlp_layernorm.bias", 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
-            {"mlp.linear_fc1.weight", 2, F, C, PL_TP_ROWS, 1, PL_INIT_NORMAL, std},
-            {"mlp.linear_fc1.bias", 1, F, 1, PL_TP_ROWS, 0, PL_INIT_ZEROS, 0},
-            {"mlp.linear_fc2.weight", 2, C, F, PL_TP_COLS, 1, PL_INIT_NORMAL, out_std},
-            {"mlp.linear_fc2.bias", 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
-        };
-        for (size_t k = 0; k < sizeof layer / sizeof *layer; k++) {
+        for (int k = 0; k < np; k++) {
             char name[PL_PARAM_NAME_MAX];
-            snprintf(name, sizeof name, "decoder.layers.%d.%s", li, layer[k].suffix);
-            pl_param_spec s = {name,          layer[k].ndim, {layer[k].rows, layer[k].cols},
-                               layer[k].split, stage,        li,
-                               layer[k].wd,    layer[k].init, layer[k].std};
+            snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k].suffix);
+            pl_param_spec s = layer_param(c, names[k].field, name, (int)(l / per_stage), (int)l);
             PL_TRY(pl_registry_add(r, &s));
         }
     }
     pl_param_spec fin[] = {
         {"decoder.final_layernorm.weight", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0},
         {"decoder.final_layernorm.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0},
+        {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1, PL_INIT_NORMAL,
+         std},
     };
-    for (int i = 0; i < 2; i++)
-        PL_TRY(pl_registry_add(r, &fin[i]));
+    PL_TRY(pl_registry_add(r, &fin[0]));
+    if (nb)
+        PL_TRY(pl_registry_add(r, &fin[1]));
+    if (c->untie)
+        PL_TRY(pl_registry_add(r, &fin[2]));
     return PL_OK;
 fail:
     return st;
@@ -87,14 +128,29 @@ fail:
 
 int64_t pl_model_num_params(const pl_model_config *c)
 {
-    int64_t C = c->hidden, F = c->ffn_hidden;
-    int64_t per_layer = 4 * C + (3 * C * C + 3 * C) + (C * C + C) + (F * C + F) + (C * F + C);
-    return c->vocab_size * C + c->max_positions * C + c->num_layers * per_layer + 2 * C;
+    const pl_block_dims d = pl_model_block_dims(c);
+    const int64_t C = c->hidden, F = c->ffn_hidden, QKV = (d.NH + 2 * d.G) * d.HS, A = d.NH * d.HS;
+    const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
+    const int nb = c->block.norm_bias, b = c->block.bias;
+    int64_t per_layer = 2 * C * (1 + nb) + QKV * C + A * C + F1 * C + C * F;
+    if (b)
+        per_layer += QKV + C + F1 + C;
+    int64_t n = c->vocab_size * C + c->num_layers * per_layer + C * (1 + nb);
+    if (c->block.pos == PL_POS_LEARNED)
+        n += c->max_positions * C;
+    if (c->untie)
+        n += c->vocab_size * C;
+    return n;
 }
 
 double pl_model_flops_per_token(const pl_model_config *c)
 {
-    double C = (double)c->hidden, F = (double)c->ffn_hidden, L = (double)c->num_layers;
-    double matmul_params = L * (3 * C * C + C * C + 2 * F * C) + (double)c->padded_vocab * C;
-    return 6.0 * matmul_params + 12.0 * L * C * (double)c->seq_length;
+    const pl_block_dims d = pl_model_block_dims(c);
+    const double C = (double)c->hidden, F = (double)c->ffn_hidden, L = (double)c->num_layers;
+    const double QKV = (double)((d.NH + 2 * d.G) * d.HS), A = (double)(d.NH * d.HS);
+    const double F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
+    double matmul_params = L * (QKV * C + A * C + F1 * C + F * C) + (double)c->padded_vocab * C;
+    /* attention: QK^T and PV, 2 T A multiply-adds each per token, forward and
+     * backward (x3): 12 L A T, Megatron's 12 L C T when A = C */
+    return 6.0 * matmul_params + 12.0 * L * A * (double)c->seq_length;
 }

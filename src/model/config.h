@@ -1,15 +1,21 @@
-/* GPT-2-style model configuration and its parameter table.
+/* A model's configuration: which family (a row of model/spec.c), its sizes,
+ * and how it is run. Megatron core's parameter names and layouts are used
+ * exactly (decoder.layers.N...., QKV rows grouped per KV group as
+ * [q heads, k, v], fc1 of SwiGLU as [gate; up], weights [out, in]).
  *
- * Architecture (Megatron's GPTModel with learned absolute positions):
- * word + position embeddings; L pre-LayerNorm blocks
- *   x += proj(attn(qkv(ln1(x))));  x += fc2(gelu(fc1(ln2(x))));
- * final LayerNorm; logits = ln_f(x) . word_embeddings^T (tied output layer).
- * Parameter names are Megatron core's (decoder.layers.N....), whose layouts
- * plait uses exactly (QKV rows interleaved per head as [q, k, v]). */
+ *   GPT   (Megatron's GPTModel, learned absolute positions): word + position
+ *         embeddings; L pre-LayerNorm blocks with GELU; final LayerNorm;
+ *         logits = final(x) . word_embeddings^T (tied output layer).
+ *   Llama (Megatron's flags --normalization RMSNorm --position-embedding-type
+ *         rope --swiglu --group-query-attention --disable-bias-linear
+ *         --untie-embeddings-and-output-weights): word embeddings only; L
+ *         pre-RMSNorm blocks with RoPE, grouped-query attention, SwiGLU, no
+ *         biases; final RMSNorm; a separate output_layer.weight. */
 #ifndef PL_MODEL_CONFIG_H
 #define PL_MODEL_CONFIG_H
 
 #include "model/registry.h"
+#include "nn/block.h"
 
 /* Activation recomputation (Megatron's --recompute-granularity, --recompute-method,
  * --recompute-num-layers). Not part of the architecture: it changes what is kept
@@ -29,18 +35,26 @@ typedef struct pl_recompute {
     int64_t num_layers;         /* full only: 1..L */
 } pl_recompute;
 
+typedef enum pl_family { PL_FAMILY_GPT = 0, PL_FAMILY_LLAMA = 1 } pl_family;
+
 typedef struct pl_model_config {
+    pl_family family;
     int64_t num_layers;   /* L */
     int64_t hidden;       /* C */
     int64_t heads;        /* NH */
-    int64_t ffn_hidden;   /* F (4C by default) */
+    int64_t ffn_hidden;   /* F (4C by default; SwiGLU: each half) */
     int64_t seq_length;   /* T */
     int64_t max_positions;
     int64_t vocab_size;   /* the tokenizer's (unpadded) */
     int64_t padded_vocab; /* Megatron's padding: multiple of divisible_by * tp */
     int64_t divisible_by;
+    int64_t query_groups; /* G: key/value heads (heads for multi-head attention) */
     double init_std;
-    float ln_eps;
+    float ln_eps;         /* --norm-epsilon (--layernorm-epsilon) */
+    pl_block_spec block;  /* the layer's kinds (from the family's row, then flags) */
+    pl_rope_config rope;  /* block.pos == PL_POS_ROPE */
+    int untie;            /* a separate output layer (Megatron's output_layer.weight) */
+    float hidden_dropout, attention_dropout;
     /* How to run it (not saved in checkpoints): keep the LM head's logits
      * (N x V floats) from forward to backward instead of recomputing them. */
     int keep_logits;
@@ -53,8 +67,11 @@ int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t 
 
 /* Registers every parameter of cfg for a rank of the TP/PP layout already set
  * in r (stage of layer l: l / (L / pp)). Errors name the flag that makes a
- * split impossible (heads or F not divisible by TP, layers by PP). */
+ * split impossible (heads, groups or F not divisible by TP, layers by PP). */
 pl_status pl_model_register(pl_registry *r, const pl_model_config *cfg, int pp_size);
+
+/* The layer sizes of cfg. */
+pl_block_dims pl_model_block_dims(const pl_model_config *cfg);
 
 /* Parameter count of the unpadded global model (what papers report). */
 int64_t pl_model_num_params(const pl_model_config *cfg);

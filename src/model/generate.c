@@ -38,7 +38,7 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
     g->scores = p;
     for (int64_t l = 0; l < L; l++) {
         int64_t lo, hi;
-        pl_status st = pl_model_layer_bind(reg, params, l, &g->w[l], &lo, &hi);
+        pl_status st = pl_model_layer_bind(reg, &cfg->block, params, l, &g->w[l], &lo, &hi);
         if (st) {
             pl_generator_free(g);
             return st;
@@ -99,7 +99,7 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
     for (int64_t l = 0; l < c->num_layers; l++) {
         const pl_block_weights *w = &g->w[l];
         float *kc = g->k_cache + l * P * C, *vc = g->v_cache + l * P * C;
-        layernorm(g, g->ln, g->x, w->ln1_w, w->ln1_b);
+        layernorm(g, g->ln, g->x, w->norm1_w, w->norm1_b);
         if ((st = matvec(g, g->qkv, g->ln, w->qkv_w, w->qkv_b, C, 3 * C)))
             return st;
         for (int64_t h = 0; h < NH; h++) { /* per head [q, k, v] rows */
@@ -129,7 +129,7 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
             return st;
         for (int64_t i = 0; i < C; i++)
             g->x[i] += g->tmp[i];
-        layernorm(g, g->ln, g->x, w->ln2_w, w->ln2_b);
+        layernorm(g, g->ln, g->x, w->norm2_w, w->norm2_b);
         if ((st = matvec(g, g->h, g->ln, w->fc1_w, w->fc1_b, C, F)))
             return st;
         pl_cpu_gelu_fwd(g->h, g->h, F);

@@ -51,11 +51,16 @@ pl_status pl_registry_add(pl_registry *r, const pl_param_spec *s)
     p->init_std = s->init_std;
     p->local_shape[0] = p->shape[0];
     p->local_shape[1] = p->shape[1];
-    int dim = s->split == PL_TP_ROWS || s->split == PL_TP_VOCAB ? 0
+    int dim = s->split == PL_TP_ROWS || s->split == PL_TP_VOCAB || s->split == PL_TP_ROWS_HALVES ? 0
               : s->split == PL_TP_COLS                         ? 1
                                                                : -1;
     if (dim == 1 && s->ndim != 2)
         return pl_errorf(PL_ERR_ARG, "parameter %s: a column split needs 2 dimensions", s->name);
+    if (s->split == PL_TP_ROWS_HALVES && p->shape[0] % (2 * r->tp_size))
+        return pl_errorf(PL_ERR_ARG,
+                         "parameter %s: each half of dimension 0 (%lld rows) must divide by "
+                         "--tensor-model-parallel-size %d",
+                         s->name, (long long)p->shape[0] / 2, r->tp_size);
     if (dim >= 0) {
         if (p->shape[dim] % r->tp_size)
             return pl_errorf(PL_ERR_ARG,
@@ -64,6 +69,8 @@ pl_status pl_registry_add(pl_registry *r, const pl_param_spec *s)
                              s->name, dim, (long long)p->shape[dim], r->tp_size);
         p->local_shape[dim] = p->shape[dim] / r->tp_size;
         p->slice_start[dim] = p->local_shape[dim] * r->tp_rank;
+        if (s->split == PL_TP_ROWS_HALVES)
+            p->slice_start[0] = p->local_shape[0] / 2 * r->tp_rank;
     }
     p->numel = p->local_shape[0] * p->local_shape[1];
     if (p->stage == r->pp_rank) {
@@ -87,6 +94,11 @@ const pl_param *pl_registry_find(const pl_registry *r, const char *name)
 
 int64_t pl_param_global_index(const pl_param *p, int64_t row, int64_t col)
 {
+    if (p->split == PL_TP_ROWS_HALVES) { /* local [gate_r; up_r] */
+        const int64_t h = p->local_shape[0] / 2;
+        if (row >= h)
+            row += p->shape[0] / 2 - h;
+    }
     return (p->slice_start[0] + row) * p->shape[1] + p->slice_start[1] + col;
 }
 

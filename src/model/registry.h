@@ -21,6 +21,8 @@ typedef enum {
     PL_TP_ROWS,       /* dim 0 split: column-parallel weight [out/tp, in] and its bias */
     PL_TP_COLS,       /* dim 1 split: row-parallel weight [out, in/tp] */
     PL_TP_VOCAB,      /* dim 0 split of the padded vocabulary (vocab-parallel embedding) */
+    PL_TP_ROWS_HALVES, /* dim 0 is two stacked halves (SwiGLU's fc1: [gate; up]), each split
+                        * by rows: rank r holds [gate_r; up_r], so its local chunk pairs them */
 } pl_tp_split;
 
 typedef enum { PL_INIT_NORMAL, PL_INIT_ONES, PL_INIT_ZEROS } pl_init_kind;
@@ -30,7 +32,8 @@ typedef struct pl_param {
     int ndim;                 /* 1 or 2 */
     int64_t shape[2];         /* global shape */
     int64_t local_shape[2];   /* this TP rank's slice */
-    int64_t slice_start[2];   /* where the slice starts in the global tensor */
+    int64_t slice_start[2];   /* where the slice starts in the global tensor (ROWS_HALVES: in
+                               * the first half; the second half's starts half a tensor later) */
     pl_tp_split split;
     int stage;                /* owning pipeline stage */
     int layer;                /* transformer layer, -1 for others */

@@ -11,6 +11,7 @@
 #include "data/sampler.h"
 #include "data/tokenizer/tokenizer.h"
 #include "model/model.h"
+#include "model/spec.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 #include "parallel/dist.h"
@@ -130,7 +131,7 @@ static pl_status setup_state(pl_trainer *t)
     for (int64_t l = 0; l < L; l++) {
         pl_block_weights tmp;
         int64_t lo, hi;
-        st = pl_model_layer_bind(&t->reg, NULL, l, &tmp, &lo, &hi);
+        st = pl_model_layer_bind(&t->reg, &t->cfg.block, NULL, l, &tmp, &lo, &hi);
         if (st) {
             pl_free(starts);
             return st;
@@ -237,9 +238,13 @@ static pl_status setup_model(pl_trainer *t)
         vocab = t->tok->vocab_size;
     }
     pl_model_config *c = &t->cfg;
+    pl_family_apply(c, PL_FAMILY_GPT);
+    c->hidden_dropout = (float)a->hidden_dropout;
+    c->attention_dropout = (float)a->attention_dropout;
     c->num_layers = a->num_layers;
     c->hidden = a->hidden_size;
     c->heads = a->num_attention_heads;
+    c->query_groups = a->num_attention_heads;
     c->ffn_hidden = a->ffn_hidden_size;
     c->seq_length = a->seq_length;
     c->max_positions = a->max_position_embeddings;
@@ -445,15 +450,18 @@ static double micro_batch_loss(const pl_model *m, double scale)
 
 /* ---- one iteration ------------------------------------------------------------ */
 
-static void grad_ready(void *ctx, int64_t offset, int64_t count)
+static pl_status grad_ready(void *ctx, int64_t offset, int64_t count)
 {
     pl_trainer *t = ctx;
-    /* Errors surface in pl_dp_buckets_finish, which re-checks every bucket. The final
-     * norm's gradients are final before the last layer's backward starts: marked with
-     * that layer, so the first bucket (which holds them) need not wait for the end. */
-    if (offset == t->model.layer_offset[t->cfg.num_layers - 1])
-        (void)pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count);
-    (void)pl_dp_buckets_ready(t->buckets, offset, count);
+    /* The final norm's gradients are final before the last layer's backward starts:
+     * marked with that layer, so the first bucket (which holds them) need not wait
+     * for the end. */
+    if (offset == t->model.layer_offset[t->cfg.num_layers - 1]) {
+        pl_status st = pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count);
+        if (st)
+            return st;
+    }
+    return pl_dp_buckets_ready(t->buckets, offset, count);
 }
 
 

@@ -158,7 +158,7 @@ static pl_status zero_reduce_region(pl_trainer *t, int i, const float *src, int 
     return zq_post(t, op, 0);
 }
 
-static void zero_grad_ready(void *ctx, int64_t offset, int64_t count)
+static pl_status zero_grad_ready(void *ctx, int64_t offset, int64_t count)
 {
     pl_trainer *t = ctx;
     (void)count;
@@ -166,10 +166,12 @@ static void zero_grad_ready(void *ctx, int64_t offset, int64_t count)
     int i = pl_zero_region_of(z, offset), last = z->nregions - 1;
     int s = zero_slot(t, i - 1, 1);
     /* the final norm's gradients are final once the last layer's backward begins */
-    if (!t->zero_err && i == last - 1)
-        t->zero_err = zero_reduce_region(t, last, t->gnl + z->regions[0].hi, 2);
-    if (!t->zero_err)
-        t->zero_err = zero_reduce_region(t, i, t->gwork + s * t->work_count, s);
+    if (i == last - 1) {
+        pl_status st = zero_reduce_region(t, last, t->gnl + z->regions[0].hi, 2);
+        if (st)
+            return st;
+    }
+    return zero_reduce_region(t, i, t->gwork + s * t->work_count, s);
 }
 
 /* One micro-batch's backward under stages 2-3 (see trainer_internal.h). */
@@ -179,9 +181,7 @@ pl_status pl_train_zero_backward(pl_trainer *t, int last)
     PL_TRY(zero_rs_wait(t, 2)); /* the last micro-batch's, still in flight */
     PL_TRY(zero_rs_wait(t, 3));
     memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
-    t->zero_err = PL_OK;
     PL_TRY(pl_model_backward(&t->model, zero_grad_ready, t));
-    PL_TRY(t->zero_err);
     t->zq_compute_end = pl_time_now();
     if (t->cfg.num_layers == 0)
         PL_TRY(zero_reduce_region(t, t->zero.nregions - 1, t->gnl + t->zero.regions[0].hi, 2));

@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "ckpt/safetensors.h"
 #include "model/model.h"
+#include "model/spec.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 
@@ -52,6 +53,8 @@ int main(int argc, char **argv)
                          .seq_length = T, .max_positions = T, .vocab_size = V,
                          .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f,
                          .keep_logits = keep};
+    pl_family_apply(&cfg, PL_FAMILY_GPT);
+    cfg.query_groups = cfg.heads;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1);
     pl_registry reg;
     pl_registry_init(&reg, 1, 0, 0);

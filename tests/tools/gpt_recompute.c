@@ -9,6 +9,7 @@
  * usage: gpt_recompute */
 #include "base/alloc.h"
 #include "model/model.h"
+#include "model/spec.h"
 #include "parallel/dist.h"
 #include "parallel/grid.h"
 
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
     pl_model_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
                          .seq_length = T, .max_positions = T, .vocab_size = V,
                          .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f};
+    pl_family_apply(&cfg, PL_FAMILY_GPT);
+    cfg.query_groups = cfg.heads;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, grid.layout.tp);
     pl_registry reg;
     pl_registry_init(&reg, grid.layout.tp, grid.tp_rank, 0);

@@ -51,7 +51,7 @@ pl_status pl_tp_embedding_fwd(pl_comm *tp, float *out, const int32_t *ids, const
 {
     pl_cpu_embedding_fwd(out, ids, wte, B * T, C, v0, V);
     pl_status st = tp_sum(tp, out, B * T * C);
-    if (!st)
+    if (!st && wpe)
         pl_cpu_pos_embedding_fwd(out, wpe, B, T, C);
     return st;
 }
@@ -60,7 +60,8 @@ void pl_tp_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int3
                          int64_t B, int64_t T, int64_t C, int64_t v0, int64_t V)
 {
     pl_cpu_embedding_bwd(dwte, dout, ids, B * T, C, v0, V);
-    pl_cpu_pos_embedding_bwd(dwpe, dout, B, T, C);
+    if (dwpe)
+        pl_cpu_pos_embedding_bwd(dwpe, dout, B, T, C);
 }
 
 pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, const float *x,

@@ -37,7 +37,8 @@ pl_status pl_tp_row_linear_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dw, fl
                                const float *dy, const float *x, const float *w, int64_t N,
                                int64_t ICl, int64_t OC);
 
-/* out (B*T, C) = word embeddings of ids (vocab-parallel, all-reduced) + positions. */
+/* out (B*T, C) = word embeddings of ids (vocab-parallel, all-reduced) + positions
+ * (wpe, dwpe NULL: none, as with rotary embeddings). */
 pl_status pl_tp_embedding_fwd(pl_comm *tp, float *out, const int32_t *ids, const float *wte,
                               const float *wpe, int64_t B, int64_t T, int64_t C, int64_t v0,
                               int64_t V);

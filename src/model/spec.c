@@ -1,0 +1,47 @@
+/* The family table. */
+#include "model/spec.h"
+
+#include <string.h>
+
+static const pl_family_spec families[] = {
+    /* Megatron's GPTModel (GPT-2): LayerNorm with bias, GELU, learned absolute
+     * positions, causal, biases, pre-norm, tied output layer. */
+    {"gpt", PL_FAMILY_GPT,
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_CAUSAL, 0, 1, 1, 0}, 0, 0.1f, 0.1f,
+     "GPT2LMHeadModel"},
+    /* Llama 2/3 as Megatron trains them (docs/llama.md): RMSNorm without bias,
+     * SwiGLU, rotary positions, causal, no biases (--disable-bias-linear),
+     * pre-norm, untied output layer, no dropout (Megatron's Llama recipes set
+     * --attention-dropout 0 --hidden-dropout 0). */
+    {"llama", PL_FAMILY_LLAMA,
+     {PL_NORM_RMSNORM, PL_ACT_SWIGLU, PL_POS_ROPE, PL_MASK_CAUSAL, 0, 0, 0, 0}, 1, 0.0f, 0.0f,
+     "LlamaForCausalLM"},
+};
+
+const char pl_family_names[] = "gpt|llama";
+
+const pl_family_spec *pl_family_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+        if (strcmp(families[i].name, name) == 0)
+            return &families[i];
+    return NULL;
+}
+
+const pl_family_spec *pl_family_get(pl_family f)
+{
+    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+        if (families[i].family == f)
+            return &families[i];
+    return &families[0];
+}
+
+void pl_family_apply(pl_model_config *cfg, pl_family f)
+{
+    const pl_family_spec *s = pl_family_get(f);
+    cfg->family = f;
+    cfg->block = s->block;
+    cfg->untie = s->untie;
+    cfg->hidden_dropout = s->hidden_dropout;
+    cfg->attention_dropout = s->attention_dropout;
+}

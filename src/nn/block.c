@@ -1,0 +1,305 @@
+/* The transformer block: forward and backward of one layer from its spec. */
+#include "nn/block.h"
+
+#include "base/log.h"
+#include "nn/linear.h"
+#include "parallel/tp/layers.h"
+
+#include <stddef.h>
+#include <string.h>
+
+int pl_block_param_names(const pl_block_spec *s, pl_block_param_name names[PL_BLOCK_MAX_PARAMS])
+{
+    static const pl_block_param_name all[PL_BLOCK_MAX_PARAMS] = {
+        {"input_layernorm.weight", offsetof(pl_block_weights, norm1_w)},
+        {"input_layernorm.bias", offsetof(pl_block_weights, norm1_b)},
+        {"self_attention.linear_qkv.weight", offsetof(pl_block_weights, qkv_w)},
+        {"self_attention.linear_qkv.bias", offsetof(pl_block_weights, qkv_b)},
+        {"self_attention.linear_proj.weight", offsetof(pl_block_weights, proj_w)},
+        {"self_attention.linear_proj.bias", offsetof(pl_block_weights, proj_b)},
+        {"pre_mlp_layernorm.weight", offsetof(pl_block_weights, norm2_w)},
+        {"pre_mlp_layernorm.bias", offsetof(pl_block_weights, norm2_b)},
+        {"mlp.linear_fc1.weight", offsetof(pl_block_weights, fc1_w)},
+        {"mlp.linear_fc1.bias", offsetof(pl_block_weights, fc1_b)},
+        {"mlp.linear_fc2.weight", offsetof(pl_block_weights, fc2_w)},
+        {"mlp.linear_fc2.bias", offsetof(pl_block_weights, fc2_b)},
+    };
+    int n = 0;
+    for (int k = 0; k < PL_BLOCK_MAX_PARAMS; k++) {
+        int is_norm_bias = k == 1 || k == 7, is_linear_bias = k == 3 || k == 5 || k == 9 || k == 11;
+        if ((is_norm_bias && !s->norm_bias) || (is_linear_bias && !s->bias))
+            continue;
+        names[n++] = all[k];
+    }
+    return n;
+}
+
+uint64_t pl_block_dropout_stream(int64_t iteration, int64_t layer, int site)
+{
+    /* distinct for iterations < 2^40 and layers < 2^20; far from the FNV-1a
+     * name hashes that initialisation uses as streams */
+    return 0x64726f70ull << 32 ^ ((uint64_t)iteration << 22 | (uint64_t)layer << 2 | (uint64_t)site);
+}
+
+pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl_block_dims *d,
+                            float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank,
+                            pl_gemm *gemm, pl_step_prof *prof)
+{
+    memset(c, 0, sizeof *c);
+    if (spec->post_norm || spec->cross_attention || spec->mask == PL_MASK_PADDING)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "transformer block: %s is not implemented yet",
+                         spec->post_norm ? "post-norm" : spec->cross_attention
+                                                             ? "cross-attention"
+                                                             : "a padding mask");
+    if (spec->norm != PL_NORM_LAYERNORM || spec->act != PL_ACT_GELU || spec->pos == PL_POS_ROPE ||
+        spec->mask != PL_MASK_CAUSAL || d->G != d->NH)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "transformer block: only GPT's layer for now");
+    const int tps = tp ? tp->size : 1;
+    if (d->NH % tps || d->G % tps || d->F % tps || d->NH % d->G)
+        return pl_errorf(PL_ERR_ARG, "heads (%lld), query groups (%lld) and the MLP width (%lld) "
+                         "must divide by --tensor-model-parallel-size %d, heads by groups",
+                         (long long)d->NH, (long long)d->G, (long long)d->F, tps);
+    c->spec = *spec;
+    c->dims = *d;
+    c->eps = eps;
+    c->B = B;
+    c->T = T;
+    c->N = B * T;
+    c->tp = tp;
+    c->tp_size = tps;
+    c->tp_rank = tp_rank;
+    c->gemm = gemm;
+    c->prof = prof;
+    c->NHl = d->NH / tps;
+    c->Gl = d->G / tps;
+    c->Al = c->NHl * d->HS;
+    c->QKVl = (c->NHl + 2 * c->Gl) * d->HS;
+    c->Fl = d->F / tps;
+    c->F1l = spec->act == PL_ACT_SWIGLU ? 2 * c->Fl : c->Fl;
+    c->act_bf16 = pl_gemm_get_precision(gemm) == PL_GEMM_BF16;
+    return PL_OK;
+}
+
+void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int own_attn,
+                        int own_res2)
+{
+    const int64_t N = c->N, C = c->dims.C;
+    const int bf16 = c->act_bf16;
+    if (c->spec.norm == PL_NORM_LAYERNORM)
+        a->norm1_mean = pl_plan_take(p, N);
+    a->norm1_rstd = pl_plan_take(p, N);
+    if (bf16)
+        a->qkv_bf16 = pl_plan_take16(p, N * c->QKVl);
+    else
+        a->qkv = pl_plan_take(p, N * c->QKVl);
+    if (own_attn) {
+        if (bf16)
+            a->attn_bf16 = pl_plan_take16(p, N * c->Al);
+        else
+            a->attn = pl_plan_take(p, N * c->Al);
+        a->lse = pl_plan_take(p, c->B * c->NHl * c->T);
+    }
+    a->res1 = pl_plan_take(p, N * C);
+    if (c->spec.norm == PL_NORM_LAYERNORM)
+        a->norm2_mean = pl_plan_take(p, N);
+    a->norm2_rstd = pl_plan_take(p, N);
+    if (bf16)
+        a->fc1_bf16 = pl_plan_take16(p, N * c->F1l);
+    else
+        a->fc1 = pl_plan_take(p, N * c->F1l);
+    if (own_res2)
+        a->res2 = pl_plan_take(p, N * C);
+}
+
+/* dfc1 and dact are adjacent: under --bf16 backward's attention part widens the
+ * saved qkv into them (both dead by then), so together they hold N x QKV floats
+ * at least. Forward uses dqkv, dattn and dact for the fp32 outputs of the qkv,
+ * attention and fc1 steps before they are saved in bf16 (dact holds F1 columns). */
+void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope)
+{
+    const int64_t N = c->N;
+    int64_t nf = N * c->F1l;
+    if (c->act_bf16 && 2 * nf < N * c->QKVl)
+        nf = (N * c->QKVl + 1) / 2;
+    c->dqkv = pl_plan_take(p, N * c->QKVl);
+    c->dattn = pl_plan_take(p, N * c->Al);
+    c->dfc1 = pl_plan_take(p, nf);
+    c->act = c->dfc1; /* forward's act(fc1); backward rebuilds it there before dfc1 */
+    c->dact = pl_plan_take(p, nf);
+    c->qkv_f32 = c->dfc1;
+    c->attn_ws = pl_plan_take(p, (int64_t)pl_attention_workspace(c->B, c->T, c->NHl, c->dims.HS));
+    (void)rope;
+}
+
+void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope) { (void)c, (void)rope; }
+
+pl_status pl_block_prepare(pl_block_ctx *c)
+{
+    const int64_t N = c->N, C = c->dims.C;
+    pl_status st = pl_nn_linear_prepare(c->gemm, N, C, c->QKVl);
+    if (!st)
+        st = pl_nn_linear_prepare(c->gemm, N, c->Al, C);
+    if (!st)
+        st = pl_nn_linear_prepare(c->gemm, N, C, c->F1l);
+    if (!st)
+        st = pl_nn_linear_prepare(c->gemm, N, c->Fl, C);
+    return st;
+}
+
+/* Adds the seconds since t0 to *slot. */
+static void prof_add(double *slot, double t0) { *slot += pl_time_now() - t0; }
+
+static void attention_fwd(pl_block_ctx *c, float *out, float *lse, const float *qkv)
+{
+    double t0 = pl_time_now();
+    pl_cpu_attention_fwd(out, lse, qkv, c->B, c->T, c->NHl, c->dims.HS, c->attn_ws);
+    prof_add(&c->prof->attention, t0);
+}
+
+static void attention_bwd(pl_block_ctx *c, float *dqkv, const float *dout, const float *qkv,
+                          const float *out, const float *lse)
+{
+    double t0 = pl_time_now();
+    pl_cpu_attention_bwd(dqkv, dout, qkv, out, lse, c->B, c->T, c->NHl, c->dims.HS, c->attn_ws);
+    prof_add(&c->prof->attention, t0);
+}
+
+static pl_status column_fwd(pl_block_ctx *c, float *y, const float *x, const float *w,
+                            const float *b, int64_t IC, int64_t OCl)
+{
+    double t0 = pl_time_now();
+    pl_status st = pl_tp_column_linear_fwd(c->tp, c->gemm, y, x, w, b, c->N, IC, OCl);
+    prof_add(&c->prof->linear, t0);
+    return st;
+}
+
+static pl_status row_fwd(pl_block_ctx *c, float *y, const float *x, const float *w,
+                         const float *b, int64_t ICl, int64_t OC)
+{
+    double t0 = pl_time_now();
+    pl_status st = pl_tp_row_linear_fwd(c->tp, c->gemm, y, x, w, b, c->N, ICl, OC);
+    prof_add(&c->prof->linear, t0);
+    return st;
+}
+
+static pl_status column_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, const float *dy,
+                            const float *x, const float *w, int64_t IC, int64_t OCl)
+{
+    double t0 = pl_time_now();
+    pl_status st = pl_tp_column_linear_bwd(c->tp, c->gemm, dx, dw, db, dy, x, w, c->N, IC, OCl);
+    prof_add(&c->prof->linear, t0);
+    return st;
+}
+
+static pl_status row_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, const float *dy,
+                         const float *x, const float *w, int64_t ICl, int64_t OC)
+{
+    double t0 = pl_time_now();
+    pl_status st = pl_tp_row_linear_bwd(c->tp, c->gemm, dx, dw, db, dy, x, w, c->N, ICl, OC);
+    prof_add(&c->prof->linear, t0);
+    return st;
+}
+
+/* act(fc1) into c->act, from the saved fc1 (fp32 or bf16). */
+static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
+{
+    const int64_t n = c->N * c->Fl;
+    if (c->act_bf16)
+        pl_cpu_gelu_fwd_bf16(c->act, a->fc1_bf16, n);
+    else
+        pl_cpu_gelu_fwd(c->act, a->fc1, n);
+}
+
+/* dfc1 (N, F1) += act'(fc1) * dact. */
+static void act_bwd(pl_block_ctx *c, const pl_block_acts *a)
+{
+    const int64_t n = c->N * c->Fl;
+    if (c->act_bf16)
+        pl_cpu_gelu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, n);
+    else
+        pl_cpu_gelu_bwd(c->dfc1, a->fc1, c->dact, n);
+}
+
+pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                       const float *x, int64_t layer)
+{
+    pl_status st = PL_OK;
+    const int64_t N = c->N, C = c->dims.C;
+    const pl_norm_kind nk = c->spec.norm;
+    (void)layer;
+    /* --bf16: qkv, attn and fc1 come out in fp32 scratch and are saved in bf16 */
+    float *qkv = a->qkv ? a->qkv : c->dqkv, *attn = a->attn ? a->attn : c->dattn;
+    float *fc1 = a->fc1 ? a->fc1 : c->dact;
+    pl_nn_norm_fwd(nk, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w, w->norm1_b, N, C,
+                   c->eps);
+    PL_TRY(column_fwd(c, qkv, c->norm_out, w->qkv_w, w->qkv_b, C, c->QKVl));
+    if (c->act_bf16)
+        pl_cpu_round_bf16(a->qkv_bf16, qkv, N * c->QKVl);
+    attention_fwd(c, attn, a->lse, qkv);
+    if (c->act_bf16)
+        pl_cpu_round_bf16(a->attn_bf16, attn, N * c->Al);
+    PL_TRY(row_fwd(c, a->res1, attn, w->proj_w, w->proj_b, c->Al, C));
+    pl_cpu_add(a->res1, a->res1, x, N * C);
+    pl_nn_norm_fwd(nk, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w, w->norm2_b,
+                   N, C, c->eps);
+    PL_TRY(column_fwd(c, fc1, c->norm_out, w->fc1_w, w->fc1_b, C, c->F1l));
+    if (c->act_bf16) {
+        pl_cpu_f32_to_bf16(a->fc1_bf16, fc1, N, c->F1l, c->F1l);
+        pl_cpu_gelu_fwd_bf16(c->act, a->fc1_bf16, N * c->Fl);
+    } else {
+        pl_cpu_gelu_fwd(c->act, a->fc1, N * c->Fl);
+    }
+    PL_TRY(row_fwd(c, a->res2, c->act, w->fc2_w, w->fc2_b, c->Fl, C));
+    pl_cpu_add(a->res2, a->res2, a->res1, N * C);
+fail:
+    return st;
+}
+
+pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
+                       const pl_block_acts *a, const float *x, float *dres, int selective,
+                       int64_t layer)
+{
+    pl_status st = PL_OK;
+    const int64_t N = c->N, C = c->dims.C;
+    const pl_norm_kind nk = c->spec.norm;
+    (void)layer;
+    /* MLP branch: res2 = res1 + fc2(act(fc1(norm2(res1)))); dres = d res2 */
+    act_fwd(c, a);
+    memset(c->dact, 0, (size_t)(N * c->Fl) * sizeof(float));
+    PL_TRY(row_bwd(c, c->dact, g->fc2_w, g->fc2_b, dres, c->act, w->fc2_w, c->Fl, C));
+    memset(c->dfc1, 0, (size_t)(N * c->F1l) * sizeof(float)); /* c->act is spent */
+    act_bwd(c, a);
+    pl_nn_norm_fwd(nk, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w, w->norm2_b,
+                   N, C, c->eps);
+    memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
+    PL_TRY(column_bwd(c, c->dnorm, g->fc1_w, g->fc1_b, c->dfc1, c->norm_out, w->fc1_w, C, c->F1l));
+    pl_nn_norm_bwd(nk, dres, g->norm2_w, g->norm2_b, c->dnorm, a->res1, w->norm2_w, a->norm2_mean,
+                   a->norm2_rstd, N, C);
+    /* attention branch: res1 = x + proj(attn(qkv(norm1(x)))); dres = d res1.
+     * --bf16: qkv widened into dfc1 and dact, attn into norm_out (all dead here) */
+    const float *qkv = a->qkv, *attn = a->attn;
+    if (c->act_bf16) {
+        pl_cpu_widen_bf16(c->qkv_f32, a->qkv_bf16, N * c->QKVl);
+        qkv = c->qkv_f32;
+    }
+    if (selective) {
+        attention_fwd(c, a->attn, a->lse, qkv);
+        if (c->act_bf16)
+            pl_cpu_round_bf16(NULL, a->attn, N * c->Al);
+    } else if (c->act_bf16) {
+        pl_cpu_widen_bf16(c->norm_out, a->attn_bf16, N * c->Al);
+        attn = c->norm_out;
+    }
+    memset(c->dattn, 0, (size_t)(N * c->Al) * sizeof(float));
+    PL_TRY(row_bwd(c, c->dattn, g->proj_w, g->proj_b, dres, attn, w->proj_w, c->Al, C));
+    memset(c->dqkv, 0, (size_t)(N * c->QKVl) * sizeof(float));
+    attention_bwd(c, c->dqkv, c->dattn, qkv, attn, a->lse);
+    pl_nn_norm_fwd(nk, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w, w->norm1_b, N, C,
+                   c->eps);
+    memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
+    PL_TRY(column_bwd(c, c->dnorm, g->qkv_w, g->qkv_b, c->dqkv, c->norm_out, w->qkv_w, C, c->QKVl));
+    pl_nn_norm_bwd(nk, dres, g->norm1_w, g->norm1_b, c->dnorm, x, w->norm1_w, a->norm1_mean,
+                   a->norm1_rstd, N, C);
+fail:
+    return st;
+}

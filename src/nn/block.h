@@ -1,0 +1,183 @@
+/* One transformer layer, composed from a small spec: the block every model
+ * family is made of (GPT-2, Llama; BERT, T5 and BART to come).
+ *
+ *   pre-norm (GPT, Llama):
+ *     res1 = x    + drop(proj(attn(rope(qkv(norm1(x))))))
+ *     res2 = res1 + drop(fc2(act(fc1(norm2(res1)))))
+ *
+ * norm is LayerNorm or RMSNorm, act GELU or SwiGLU (fc1 then has 2F rows:
+ * [gate; up]), rope optional (learned positions live in the embedding),
+ * attention multi-head or grouped-query (Megatron's QKV rows: per KV group its
+ * query heads, then k, then v), causal or unmasked. Linear layers are column-
+ * (qkv, fc1) and row-parallel (proj, fc2) over the tensor-parallel group; the
+ * layer calls the communication points itself (parallel/tp/layers.h).
+ *
+ * Memory: a block allocates nothing. pl_block_take_acts lays out one layer's
+ * saved activations and pl_block_take_scratch the scratch that every layer of a
+ * stack shares, on the caller's plan (nn/plan.h); the model decides which
+ * layers keep their own buffers (recompute). Rows are N = B*T (the micro-batch);
+ * under sequence parallelism they will be N/tp and the scratch is sized by the
+ * same functions.
+ *
+ * What is saved: norm statistics, qkv (after RoPE), the attention output and its
+ * log-sum-exp, res1, fc1 and res2; the norm outputs and act(fc1) are rebuilt in
+ * backward from the same inputs by the same kernels (the same bits). Under a
+ * bf16 GEMM context qkv, the attention output and fc1 are saved in bf16 (the
+ * *_bf16 fields; the fp32 ones are NULL) and forward goes on with the rounded
+ * values, so backward and any recomputation see exactly what forward used.
+ * Dropout masks are drawn from the counter-based RNG (base/rng.h) keyed by
+ * (seed, iteration, layer, site, global sample, position, global column): any
+ * layout, and any recomputation, draws the same masks.
+ *
+ * Not here: embeddings, the final norm and heads (nn/embedding.h, nn/head.h),
+ * which layers a rank holds and which it recomputes (model/model.h). Post-norm
+ * blocks, padding masks and cross-attention are part of the spec but refused by
+ * pl_block_ctx_init until the families that need them (BERT, T5, BART) land. */
+#ifndef PL_NN_BLOCK_H
+#define PL_NN_BLOCK_H
+
+#include "kernels/kernels.h"
+#include "nn/norm.h"
+#include "nn/plan.h"
+#include "parallel/comm.h"
+
+typedef enum pl_act_kind { PL_ACT_GELU = 0, PL_ACT_SWIGLU = 1 } pl_act_kind;
+typedef enum pl_pos_kind { PL_POS_LEARNED = 0, PL_POS_ROPE = 1, PL_POS_NONE = 2 } pl_pos_kind;
+typedef enum pl_mask_kind { PL_MASK_CAUSAL = 0, PL_MASK_PADDING = 1, PL_MASK_NONE = 2 } pl_mask_kind;
+
+/* What a family's layer is made of (the rows of model/spec.c). */
+typedef struct pl_block_spec {
+    pl_norm_kind norm;
+    pl_act_kind act;
+    pl_pos_kind pos;     /* learned: added by the embedding; rope: rotated in the block */
+    pl_mask_kind mask;
+    int cross_attention; /* decoder of an encoder-decoder model */
+    int bias;            /* linear layers have biases (Megatron: not --disable-bias-linear) */
+    int norm_bias;       /* norms have a bias (LayerNorm: yes; Megatron's RMSNorm: no) */
+    int post_norm;       /* 0: pre-norm */
+} pl_block_spec;
+
+/* Sizes of the global layer (before tensor parallelism). */
+typedef struct pl_block_dims {
+    int64_t C;  /* hidden */
+    int64_t NH; /* query heads */
+    int64_t G;  /* key/value groups (NH for multi-head attention) */
+    int64_t HS; /* head size */
+    int64_t F;  /* MLP hidden (SwiGLU: the width of each half) */
+} pl_block_dims;
+
+/* Rotary position embedding (Megatron's --rotary-base, --rotary-percent,
+ * --use-rope-scaling with Llama 3.1's factors). */
+typedef struct pl_rope_config {
+    double base;
+    double percent;     /* fraction of each head's dims that rotate */
+    int scaling;        /* Llama 3.1's frequency scaling */
+    double factor, low_freq_factor, high_freq_factor;
+    int64_t original_max_positions;
+} pl_rope_config;
+
+/* One layer's parameters (views into the flat buffers; absent ones NULL). */
+typedef struct pl_block_weights {
+    float *norm1_w, *norm1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
+    float *norm2_w, *norm2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+} pl_block_weights;
+
+/* The parameters of a layer by Megatron core's name suffix
+ * ("decoder.layers.N." + suffix) and where each goes in pl_block_weights. */
+typedef struct pl_block_param_name {
+    const char *suffix;
+    size_t field; /* offsetof(pl_block_weights, ...) */
+} pl_block_param_name;
+enum { PL_BLOCK_MAX_PARAMS = 12 };
+/* The parameter table of a layer of spec s: fills names, returns the count. */
+int pl_block_param_names(const pl_block_spec *s, pl_block_param_name names[PL_BLOCK_MAX_PARAMS]);
+
+/* Saved activations of one layer for one micro-batch (N rows). Dims are this
+ * rank's: QKV = (NH + 2G) HS / tp, A = NH HS / tp, F1 = fc1 rows / tp. */
+typedef struct pl_block_acts {
+    float *norm1_mean, *norm1_rstd; /* (N), (N); mean NULL for RMSNorm */
+    float *qkv;                     /* (N, QKV) after RoPE */
+    float *attn, *lse;              /* (N, A), (B, NH/tp, T) */
+    float *res1;                    /* (N, C) */
+    float *norm2_mean, *norm2_rstd;
+    float *fc1;                     /* (N, F1) */
+    float *res2;                    /* (N, C) the layer's output */
+    uint16_t *qkv_bf16, *attn_bf16, *fc1_bf16; /* --bf16: the same, in bf16 */
+} pl_block_acts;
+
+/* Seconds spent in each kind of work, accumulated; reset by the caller. */
+typedef struct pl_step_prof {
+    double linear, attention, lmhead;
+} pl_step_prof;
+
+/* Dropout of one forward/backward: probabilities and the mask key. sample[b]
+ * is micro-batch row b's global sample index (layout-independent). */
+typedef struct pl_dropout_key {
+    float hidden, attention;  /* probabilities; 0 when not training */
+    uint64_t seed;
+    int64_t iteration;
+    const int64_t *sample;    /* (B) */
+} pl_dropout_key;
+
+/* What every layer of a stack shares: sizes on this rank, the communicator and
+ * GEMM context, and the scratch of pl_block_take_scratch. */
+typedef struct pl_block_ctx {
+    pl_block_spec spec;
+    pl_block_dims dims;
+    float eps;
+    int64_t B, T, N;
+    int64_t NHl, Gl, QKVl, Al, Fl, F1l; /* local: heads, groups, qkv width, attention width, F, fc1 rows */
+    int tp_size, tp_rank;
+    pl_comm *tp;
+    pl_gemm *gemm;
+    int act_bf16;            /* qkv, attention output and fc1 saved in bf16 */
+    pl_step_prof *prof;
+    pl_dropout_key drop;
+    /* scratch (pl_block_take_scratch) */
+    float *norm_out;         /* (N, C) norm1's, then norm2's output */
+    float *dnorm;            /* (N, C) */
+    float *dqkv, *dattn;     /* (N, QKV), (N, A); forward's fp32 qkv and attention outputs under bf16 */
+    float *act, *dfc1;       /* act(fc1) (N, Fl), shares dfc1 (N, F1l) */
+    float *dact;             /* (N, Fl); forward's fp32 fc1 under bf16 */
+    float *qkv_f32;          /* --bf16: backward widens the saved qkv here (dfc1 and dact) */
+    float *attn_ws;
+    float *rope_cos, *rope_sin; /* (T, rot/2) */
+    int64_t rope_rot;
+} pl_block_ctx;
+
+/* Sets up c for micro-batches of B x T rows on a tensor-parallel group tp with
+ * a GEMM context whose precision decides act_bf16. Errors: sizes that do not
+ * divide by the TP size, spec features not implemented yet (named). */
+pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl_block_dims *d,
+                            float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank,
+                            pl_gemm *gemm, pl_step_prof *prof);
+/* The RoPE tables' floats (0 without RoPE), and their filling once the plan has
+ * placed them (pl_block_take_scratch). */
+void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope);
+
+/* One layer's saved activations on p: attn and lse only with own_attn (else the
+ * caller points them at shared scratch: selective recompute), res2 only with
+ * own_res2 (else the caller provides it). */
+void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int own_attn,
+                        int own_res2);
+/* The scratch shared by every layer, on p; with rope, the RoPE tables too. */
+void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope);
+/* Creates the GEMM primitives of every linear layer (both directions). */
+pl_status pl_block_prepare(pl_block_ctx *c);
+
+/* Layer `layer`'s forward from x (N, C) into a (res2 is the output). */
+pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                       const float *x, int64_t layer);
+/* Layer `layer`'s backward: dres (N, C) holds d res2 on entry and d x on exit;
+ * parameter gradients are added into g. selective: the attention output and lse
+ * are rebuilt from qkv first (selective recompute). */
+pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
+                       const pl_block_acts *a, const float *x, float *dres, int selective,
+                       int64_t layer);
+
+/* The dropout stream of (iteration, layer, site). Sites: 0 attention
+ * probabilities, 1 after the attention projection, 2 after fc2, 3 the
+ * embeddings' output. */
+uint64_t pl_block_dropout_stream(int64_t iteration, int64_t layer, int site);
+
+#endif
