@@ -171,6 +171,14 @@ PL_KERNEL(attention_fwd, float *out, float *lse, const float *qkv, int64_t B, in
 PL_KERNEL(attention_bwd, float *dqkv, const float *dout, const float *qkv, const float *out,
           const float *lse, int64_t B, int64_t T, int64_t NH, int64_t HS, float *workspace);
 
+/* ---- attention decoding over a KV cache (generation) ------------------------
+ * The attention of one new token: qkv (G, QG + 2, HS) is its QKV row in the
+ * grouped layout above (QG = NH / G query heads per group, then k, then v);
+ * kc, vc (len, G, HS) hold the keys and values of positions 0..len-1, the new
+ * token's included. out (NH, HS); scores: scratch of NH * len floats. */
+PL_KERNEL(attention_decode, float *out, const float *qkv, const float *kc, const float *vc,
+          int64_t len, int64_t NH, int64_t G, int64_t HS, float *scores);
+
 /* ---- LM head fused with softmax cross-entropy ------------------------------
  * logits (N,V) = x (N,C) . w^T, w (V,C) this rank's vocab rows [v0, v0+V), are
  * computed chunk by chunk over the vocabulary (chunk rows at a time, scratch of

@@ -1,61 +1,87 @@
-/* KV-cached single-token GPT forward and sampling. */
+/* KV-cached single-token forward through the blocks, and sampling. */
 #include "model/generate.h"
 
 #include "base/alloc.h"
+#include "nn/plan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Lays out caches, one layer's activations and the block scratch on p. */
+static void plan(pl_generator *g, pl_plan *p)
+{
+    const pl_model_config *c = &g->cfg;
+    const int64_t L = c->num_layers, C = c->hidden, P = c->max_positions;
+    const int64_t cache = P * g->blk.Gl * g->blk.dims.HS;
+    g->k_cache = pl_plan_take(p, L * cache);
+    g->v_cache = pl_plan_take(p, L * cache);
+    memset(&g->acts, 0, sizeof g->acts);
+    pl_block_take_acts(&g->blk, p, &g->acts, 1, 1);
+    g->blk.norm_out = pl_plan_take(p, C);
+    g->blk.dnorm = pl_plan_take(p, C);
+    pl_block_take_scratch(&g->blk, p, &c->rope);
+    g->x = pl_plan_take(p, C);
+    g->lnf = pl_plan_take(p, C);
+    g->lnf_mean = pl_plan_take(p, 1);
+    g->lnf_rstd = pl_plan_take(p, 1);
+    g->logits = pl_plan_take(p, c->padded_vocab);
+    g->scores = pl_plan_take(p, g->blk.NHl * P);
+}
+
 pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const pl_registry *reg,
                             const float *params, pl_gemm *gemm)
 {
+    pl_status st = PL_OK;
     memset(g, 0, sizeof *g);
     if (reg->tp_size != 1)
         return pl_errorf(PL_ERR_UNSUPPORTED, "generation needs the whole model on one rank");
     g->cfg = *cfg;
     g->gemm = gemm;
-    const int64_t L = cfg->num_layers, C = cfg->hidden, F = cfg->ffn_hidden;
-    const int64_t P = cfg->max_positions, V = cfg->padded_vocab;
+    const pl_block_dims dims = pl_model_block_dims(cfg);
+    PL_TRY(pl_block_ctx_init(&g->blk, &cfg->block, &dims, cfg->ln_eps, 1, 1, NULL, 0, gemm,
+                             &g->prof));
+    g->blk.rope_rows = cfg->max_positions;
+    const int64_t L = cfg->num_layers;
     g->w = pl_calloc((size_t)L, sizeof *g->w);
-    int64_t floats = 2 * L * P * C + C + C + 3 * C + C + F + C + V + P;
-    g->mem = pl_calloc((size_t)floats, sizeof(float));
-    if (!g->w || !g->mem) {
-        pl_generator_free(g);
-        return pl_errorf(PL_ERR_NOMEM, "out of memory for the KV cache (%lld floats)",
-                         (long long)floats);
+    pl_plan count = {NULL, 0};
+    plan(g, &count);
+    size_t bytes;
+    if (pl_mul_size(count.used, sizeof(float), &bytes) || pl_add_size(bytes, 64, &bytes)) {
+        st = pl_errorf(PL_ERR_NOMEM, "the KV cache overflows");
+        goto fail;
     }
-    float *p = g->mem;
-    g->k_cache = p, p += L * P * C;
-    g->v_cache = p, p += L * P * C;
-    g->x = p, p += C;
-    g->ln = p, p += C;
-    g->qkv = p, p += 3 * C;
-    g->att = p, p += C;
-    g->h = p, p += F;
-    g->tmp = p, p += C;
-    g->logits = p, p += V;
-    g->scores = p;
+    g->mem = pl_calloc(1, bytes);
+    if (!g->w || !g->mem) {
+        st = pl_errorf(PL_ERR_NOMEM, "out of memory for the KV cache (%.1f MiB)",
+                       (double)bytes / (1 << 20));
+        goto fail;
+    }
+    pl_plan at = {(float *)(((uintptr_t)g->mem + 63) & ~(uintptr_t)63), 0};
+    plan(g, &at);
+    pl_block_rope_fill(&g->blk, &cfg->rope);
     for (int64_t l = 0; l < L; l++) {
         int64_t lo, hi;
-        pl_status st = pl_model_layer_bind(reg, &cfg->block, params, l, &g->w[l], &lo, &hi);
-        if (st) {
-            pl_generator_free(g);
-            return st;
-        }
+        PL_TRY(pl_model_layer_bind(reg, &cfg->block, params, l, &g->w[l], &lo, &hi));
     }
-    const char *top[4] = {"embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
-                          "decoder.final_layernorm.weight", "decoder.final_layernorm.bias"};
-    const float **dst[4] = {&g->wte, &g->wpe, &g->lnf_w, &g->lnf_b};
-    for (int k = 0; k < 4; k++) {
+    static const char *const top[5] = {
+        "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
+        "decoder.final_layernorm.weight", "decoder.final_layernorm.bias", "output_layer.weight"};
+    const float **dst[5] = {&g->wte, &g->wpe, &g->lnf_w, &g->lnf_b, &g->out_w};
+    for (int k = 0; k < 5; k++) {
         const pl_param *q = pl_registry_find(reg, top[k]);
-        if (!q || q->offset < 0) {
-            pl_generator_free(g);
-            return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing", top[k]);
-        }
-        *dst[k] = params + q->offset;
+        *dst[k] = q && q->offset >= 0 ? params + q->offset : NULL;
+    }
+    if (!cfg->untie)
+        g->out_w = g->wte;
+    if (!g->wte || !g->lnf_w || !g->out_w || (cfg->block.pos == PL_POS_LEARNED && !g->wpe)) {
+        st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing");
+        goto fail;
     }
     return PL_OK;
+fail:
+    pl_generator_free(g);
+    return st;
 }
 
 void pl_generator_free(pl_generator *g)
@@ -65,27 +91,11 @@ void pl_generator_free(pl_generator *g)
     memset(g, 0, sizeof *g);
 }
 
-/* y (OC) = x (IC) . W^T + b through the GEMM context (a 1-row matrix product). */
-static pl_status matvec(pl_generator *g, float *y, const float *x, const float *w, const float *b,
-                        int64_t IC, int64_t OC)
-{
-    pl_status st = pl_gemm_run(g->gemm, 0, 1, 1, OC, IC, x, IC, w, IC, 0.0f, y, OC);
-    if (!st && b)
-        for (int64_t o = 0; o < OC; o++)
-            y[o] += b[o];
-    return st;
-}
-
-static void layernorm(pl_generator *g, float *out, const float *x, const float *w, const float *b)
-{
-    float mean, rstd;
-    pl_cpu_layernorm_fwd(out, &mean, &rstd, x, w, b, 1, g->cfg.hidden, g->cfg.ln_eps);
-}
-
 pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
 {
     const pl_model_config *c = &g->cfg;
-    const int64_t C = c->hidden, F = c->ffn_hidden, NH = c->heads, HS = C / NH, P = c->max_positions;
+    const int64_t C = c->hidden, P = c->max_positions, L = c->num_layers;
+    const int64_t cache = P * g->blk.Gl * g->blk.dims.HS;
     if (pos < 0 || pos >= P)
         return pl_errorf(PL_ERR_ARG, "position %lld is beyond --max-position-embeddings %lld",
                          (long long)pos, (long long)P);
@@ -94,52 +104,24 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
                          (long long)c->vocab_size);
     pl_status st = PL_OK;
     for (int64_t i = 0; i < C; i++)
-        g->x[i] = g->wte[(int64_t)token * C + i] + g->wpe[pos * C + i];
-    const float scale = 1.0f / sqrtf((float)HS);
-    for (int64_t l = 0; l < c->num_layers; l++) {
-        const pl_block_weights *w = &g->w[l];
-        float *kc = g->k_cache + l * P * C, *vc = g->v_cache + l * P * C;
-        layernorm(g, g->ln, g->x, w->norm1_w, w->norm1_b);
-        if ((st = matvec(g, g->qkv, g->ln, w->qkv_w, w->qkv_b, C, 3 * C)))
-            return st;
-        for (int64_t h = 0; h < NH; h++) { /* per head [q, k, v] rows */
-            memcpy(kc + pos * C + h * HS, g->qkv + h * 3 * HS + HS, (size_t)HS * sizeof(float));
-            memcpy(vc + pos * C + h * HS, g->qkv + h * 3 * HS + 2 * HS, (size_t)HS * sizeof(float));
+        g->x[i] = g->wte[(int64_t)token * C + i] + (g->wpe ? g->wpe[pos * C + i] : 0.0f);
+    const float *x = g->x;
+    for (int64_t l = 0; l < L; l++) {
+        /* every layer reuses one set of activations: its input is the previous
+         * layer's output, copied out first */
+        if (l > 0) {
+            memcpy(g->x, g->acts.res2, (size_t)C * sizeof(float));
+            x = g->x;
         }
-        for (int64_t h = 0; h < NH; h++) {
-            const float *q = g->qkv + h * 3 * HS;
-            float mx = -INFINITY;
-            for (int64_t t = 0; t <= pos; t++) {
-                float s = 0;
-                for (int64_t d = 0; d < HS; d++)
-                    s += q[d] * kc[t * C + h * HS + d];
-                g->scores[t] = s * scale;
-                mx = g->scores[t] > mx ? g->scores[t] : mx;
-            }
-            float sum = 0;
-            for (int64_t t = 0; t <= pos; t++)
-                sum += g->scores[t] = expf(g->scores[t] - mx);
-            float *o = g->att + h * HS;
-            memset(o, 0, (size_t)HS * sizeof(float));
-            for (int64_t t = 0; t <= pos; t++)
-                for (int64_t d = 0; d < HS; d++)
-                    o[d] += g->scores[t] / sum * vc[t * C + h * HS + d];
-        }
-        if ((st = matvec(g, g->tmp, g->att, w->proj_w, w->proj_b, C, C)))
-            return st;
-        for (int64_t i = 0; i < C; i++)
-            g->x[i] += g->tmp[i];
-        layernorm(g, g->ln, g->x, w->norm2_w, w->norm2_b);
-        if ((st = matvec(g, g->h, g->ln, w->fc1_w, w->fc1_b, C, F)))
-            return st;
-        pl_cpu_gelu_fwd(g->h, g->h, F);
-        if ((st = matvec(g, g->tmp, g->h, w->fc2_w, w->fc2_b, F, C)))
-            return st;
-        for (int64_t i = 0; i < C; i++)
-            g->x[i] += g->tmp[i];
+        PL_TRY(pl_block_decode(&g->blk, &g->w[l], &g->acts, x, g->k_cache + l * cache,
+                               g->v_cache + l * cache, pos, g->scores, l));
     }
-    layernorm(g, g->ln, g->x, g->lnf_w, g->lnf_b);
-    return matvec(g, g->logits, g->ln, g->wte, NULL, C, c->vocab_size);
+    pl_nn_norm_fwd(c->block.norm, g->lnf, g->lnf_mean, g->lnf_rstd, L ? g->acts.res2 : g->x,
+                   g->lnf_w, g->lnf_b, 1, C, c->ln_eps);
+    st = pl_gemm_run(g->gemm, 0, 1, 1, c->vocab_size, C, g->lnf, C, g->out_w, C, 0.0f, g->logits,
+                     c->vocab_size);
+fail:
+    return st;
 }
 
 static int desc_by_value(const void *a, const void *b)

@@ -65,6 +65,7 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
     c->B = B;
     c->T = T;
     c->N = B * T;
+    c->rope_rows = T;
     c->tp = tp;
     c->tp_size = tps;
     c->tp_rank = tp_rank;
@@ -220,8 +221,36 @@ static void act_bwd(pl_block_ctx *c, const pl_block_acts *a)
         pl_cpu_gelu_bwd(c->dfc1, a->fc1, c->dact, n);
 }
 
-pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
-                       const float *x, int64_t layer)
+/* Generation's attention step: where the new token's key and value go, and
+ * the attention over the cached positions 0..pos. */
+typedef struct decode_step {
+    float *kc, *vc; /* (P, G/tp, HS) */
+    int64_t pos;
+    float *scores;  /* NH/tp * (pos + 1) floats */
+} decode_step;
+
+/* The core attention of qkv (N, QKV) into out (N, A): the fused kernel over
+ * the micro-batch, or (dec) one token against the KV cache. */
+static void attend(pl_block_ctx *c, float *out, float *lse, const float *qkv, const decode_step *dec)
+{
+    if (!dec) {
+        attention_fwd(c, out, lse, qkv);
+        return;
+    }
+    const int64_t HS = c->dims.HS, QG = c->NHl / c->Gl, G = c->Gl;
+    for (int64_t g = 0; g < G; g++) {
+        memcpy(dec->kc + (dec->pos * G + g) * HS, qkv + (g * (QG + 2) + QG) * HS,
+               (size_t)HS * sizeof(float));
+        memcpy(dec->vc + (dec->pos * G + g) * HS, qkv + (g * (QG + 2) + QG + 1) * HS,
+               (size_t)HS * sizeof(float));
+    }
+    double t0 = pl_time_now();
+    pl_cpu_attention_decode(out, qkv, dec->kc, dec->vc, dec->pos + 1, c->NHl, G, HS, dec->scores);
+    prof_add(&c->prof->attention, t0);
+}
+
+static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                           const float *x, int64_t layer, const decode_step *dec)
 {
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
@@ -235,7 +264,7 @@ pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     PL_TRY(column_fwd(c, qkv, c->norm_out, w->qkv_w, w->qkv_b, C, c->QKVl));
     if (c->act_bf16)
         pl_cpu_round_bf16(a->qkv_bf16, qkv, N * c->QKVl);
-    attention_fwd(c, attn, a->lse, qkv);
+    attend(c, attn, a->lse, qkv, dec);
     if (c->act_bf16)
         pl_cpu_round_bf16(a->attn_bf16, attn, N * c->Al);
     PL_TRY(row_fwd(c, a->res1, attn, w->proj_w, w->proj_b, c->Al, C));
@@ -253,6 +282,22 @@ pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     pl_cpu_add(a->res2, a->res2, a->res1, N * C);
 fail:
     return st;
+}
+
+pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                       const float *x, int64_t layer)
+{
+    return block_fwd(c, w, a, x, layer, NULL);
+}
+
+pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                          const float *x, float *kc, float *vc, int64_t pos, float *scores,
+                          int64_t layer)
+{
+    if (c->N != 1 || c->act_bf16)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_decode needs a one-row fp32 context");
+    decode_step dec = {kc, vc, pos, scores};
+    return block_fwd(c, w, a, x, layer, &dec);
 }
 
 pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,

@@ -141,8 +141,10 @@ typedef struct pl_block_ctx {
     float *dact;             /* (N, Fl); forward's fp32 fc1 under bf16 */
     float *qkv_f32;          /* --bf16: backward widens the saved qkv here (dfc1 and dact) */
     float *attn_ws;
-    float *rope_cos, *rope_sin; /* (T, rot/2) */
+    float *rope_cos, *rope_sin; /* (rope_rows, rot/2) */
     int64_t rope_rot;
+    int64_t rope_rows;       /* positions the tables cover: T (set a larger value before
+                              * planning for generation) */
 } pl_block_ctx;
 
 /* Sets up c for micro-batches of B x T rows on a tensor-parallel group tp with
@@ -160,7 +162,9 @@ void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope);
  * own_res2 (else the caller provides it). */
 void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int own_attn,
                         int own_res2);
-/* The scratch shared by every layer, on p; with rope, the RoPE tables too. */
+/* The scratch shared by every layer, on p; with rope, the RoPE tables too.
+ * The caller lays out norm_out and dnorm (N x C each) itself: their lifetimes
+ * cross the model's head. */
 void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope);
 /* Creates the GEMM primitives of every linear layer (both directions). */
 pl_status pl_block_prepare(pl_block_ctx *c);
@@ -168,6 +172,14 @@ pl_status pl_block_prepare(pl_block_ctx *c);
 /* Layer `layer`'s forward from x (N, C) into a (res2 is the output). */
 pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
                        const float *x, int64_t layer);
+/* Generation (a context of B = T = 1, fp32): layer `layer`'s forward of the
+ * token at position pos from x (1, C) into a; its key and value are written to
+ * row pos of the layer's cache kc, vc (positions, G/tp, HS) and it attends to
+ * rows 0..pos. scores: NH/tp * (pos + 1) floats of scratch. The same layer as
+ * pl_block_fwd, step for step, with the cache in place of the fused kernel. */
+pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                          const float *x, float *kc, float *vc, int64_t pos, float *scores,
+                          int64_t layer);
 /* Layer `layer`'s backward: dres (N, C) holds d res2 on entry and d x on exit;
  * parameter gradients are added into g. selective: the attention output and lse
  * are rebuilt from qkv first (selective recompute). */

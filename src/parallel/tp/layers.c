@@ -7,7 +7,7 @@
 
 static pl_status tp_sum(pl_comm *tp, float *buf, int64_t n)
 {
-    return tp->size > 1 ? pl_comm_allreduce_f32(tp, buf, n, PL_COMM_SUM) : PL_OK;
+    return tp && tp->size > 1 ? pl_comm_allreduce_f32(tp, buf, n, PL_COMM_SUM) : PL_OK;
 }
 
 pl_status pl_tp_column_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float *x,
@@ -73,7 +73,7 @@ pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, co
                                        workspace, g);
     if (st)
         return st;
-    if (tp->size > 1) {
+    if (tp && tp->size > 1) {
         /* Megatron's _VocabParallelCrossEntropy: global max, then rescale local sums. */
         for (int64_t n = 0; n < N; n++)
             lse[n] = mx[n];

@@ -10,7 +10,7 @@
  *                           outside give zero rows; all-reduce over TP.
  *   vocab-parallel cross-entropy: max (all-reduce MAX), sum of exp (SUM) and
  *                           target logit (SUM) combined across TP ranks.
- * With a TP group of one rank, every all-reduce is skipped. Shapes as in
+ * With a TP group of one rank (or tp NULL), every all-reduce is skipped. Shapes as in
  * kernels.h; gradient outputs named "must be zero" are overwritten with the
  * full gradient, the others are added into. */
 #ifndef PL_PARALLEL_TP_LAYERS_H
