@@ -1,6 +1,8 @@
 /* Checkpoint save and load: safetensors shards plus a JSON manifest. */
 #include "ckpt/checkpoint.h"
 
+#include "model/spec.h"
+
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/json.h"
@@ -10,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -97,6 +100,104 @@ static void jstr(cJSON *o, const char *key, const char *v, jbuild *b)
         b->ok &= o && cJSON_AddStringToObject(o, key, v) != NULL;
 }
 
+/* The architecture beyond the sizes, Megatron's argument names as keys. A
+ * manifest without them (written before plait had other families) is a GPT. */
+static const char *const norm_names[] = {"LayerNorm", "RMSNorm"};
+static const char *const pos_names[] = {"learned_absolute", "rope", "none"};
+
+static void arch_write(cJSON *model, const pl_model_config *c, jbuild *b)
+{
+    jstr(model, "normalization", norm_names[c->block.norm], b);
+    jstr(model, "position_embedding_type", pos_names[c->block.pos], b);
+    jnum(model, "swiglu", c->block.act == PL_ACT_SWIGLU, b);
+    jnum(model, "num_query_groups", (double)c->query_groups, b);
+    jnum(model, "add_bias_linear", c->block.bias, b);
+    jnum(model, "untie_embeddings_and_output_weights", c->untie, b);
+    jnum(model, "rotary_base", c->rope.base, b);
+    jnum(model, "rotary_percent", c->rope.percent, b);
+    jnum(model, "use_rope_scaling", c->rope.scaling, b);
+    jnum(model, "rope_scaling_factor", c->rope.factor, b);
+    jnum(model, "hidden_dropout", c->hidden_dropout, b);
+    jnum(model, "attention_dropout", c->attention_dropout, b);
+}
+
+/* Index of the string item key in names[0..n), def when absent, -1 when
+ * malformed. */
+static int str_choice(const cJSON *o, const char *key, const char *const *names, int n, int def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v)
+        return def;
+    for (int i = 0; cJSON_IsString(v) && i < n; i++)
+        if (strcmp(v->valuestring, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* A number item, def when absent. */
+static double opt_num(const cJSON *o, const char *key, double def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : v ? NAN : def;
+}
+
+/* Reads what arch_write wrote into c (sizes already read); 0 if malformed. */
+static int arch_read(const cJSON *model, pl_model_config *c)
+{
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(model, "architecture");
+    const pl_family_spec *fam = cJSON_IsString(arch) ? pl_family_find(arch->valuestring) : NULL;
+    if (!fam)
+        return 0;
+    pl_family_apply(c, fam->family);
+    int norm = str_choice(model, "normalization", norm_names, 2, PL_NORM_LAYERNORM);
+    int pos = str_choice(model, "position_embedding_type", pos_names, 3, PL_POS_LEARNED);
+    double v[10] = {opt_num(model, "swiglu", 0), opt_num(model, "num_query_groups", (double)c->heads),
+                    opt_num(model, "add_bias_linear", 1), opt_num(model, "untie_embeddings_and_output_weights", 0),
+                    opt_num(model, "rotary_base", 10000), opt_num(model, "rotary_percent", 1),
+                    opt_num(model, "use_rope_scaling", 0), opt_num(model, "rope_scaling_factor", 8),
+                    opt_num(model, "hidden_dropout", 0), opt_num(model, "attention_dropout", 0)};
+    for (int i = 0; i < 10; i++)
+        if (!isfinite(v[i]))
+            return 0;
+    if (norm < 0 || pos < 0 || v[1] < 1 || v[1] > c->heads || v[4] <= 0 || v[5] <= 0 || v[5] > 1)
+        return 0;
+    c->block.norm = (pl_norm_kind)norm;
+    c->block.norm_bias = norm == PL_NORM_LAYERNORM;
+    c->block.pos = (pl_pos_kind)pos;
+    c->block.act = v[0] != 0 ? PL_ACT_SWIGLU : PL_ACT_GELU;
+    c->query_groups = (int64_t)v[1];
+    c->block.bias = v[2] != 0;
+    c->untie = v[3] != 0;
+    c->rope = (pl_rope_config){v[4], v[5], v[6] != 0, v[7], 1.0, 4.0, 8192};
+    c->hidden_dropout = (float)v[8];
+    c->attention_dropout = (float)v[9];
+    return 1;
+}
+
+/* The first architecture field in which a and b differ (for a load error), or NULL. */
+static const char *arch_differs(const pl_model_config *a, const pl_model_config *b)
+{
+    if (a->family != b->family)
+        return "--model";
+    if (a->block.norm != b->block.norm)
+        return "--normalization";
+    if (a->block.pos != b->block.pos)
+        return "--position-embedding-type";
+    if (a->block.act != b->block.act)
+        return "--swiglu";
+    if (a->query_groups != b->query_groups)
+        return "--num-query-groups";
+    if (a->block.bias != b->block.bias)
+        return "--disable-bias-linear";
+    if (a->untie != b->untie)
+        return "--untie-embeddings-and-output-weights";
+    if (a->block.pos == PL_POS_ROPE &&
+        ((float)a->rope.base != (float)b->rope.base || (float)a->rope.percent != (float)b->rope.percent ||
+         a->rope.scaling != b->rope.scaling || (a->rope.scaling && a->rope.factor != b->rope.factor)))
+        return "--rotary-base, --rotary-percent or --use-rope-scaling";
+    return NULL;
+}
+
 static cJSON *manifest_json(const pl_model_config *cfg, const pl_ckpt_meta *m, const pl_registry *reg)
 {
     jbuild b = {1};
@@ -111,13 +212,14 @@ static cJSON *manifest_json(const pl_model_config *cfg, const pl_ckpt_meta *m, c
     jnum(root, "seed", (double)m->seed, &b);
     jstr(root, "data_hash", m->data_hash, &b);
     cJSON *model = jobj(root, "model", &b);
-    jstr(model, "architecture", "gpt", &b);
+    jstr(model, "architecture", pl_family_get(cfg->family)->name, &b);
     for (size_t i = 0; i < sizeof config_fields / sizeof *config_fields; i++)
         jnum(model, config_fields[i].key,
              (double)*(const int64_t *)((const char *)cfg + config_fields[i].off), &b);
     jnum(model, "make_vocab_size_divisible_by", (double)cfg->divisible_by, &b);
     jnum(model, "init_method_std", cfg->init_std, &b);
     jnum(model, "layernorm_epsilon", cfg->ln_eps, &b);
+    arch_write(model, cfg, &b);
     cJSON *par = jobj(root, "parallel", &b);
     jnum(par, "tensor_model_parallel_size", m->tp, &b);
     jnum(par, "pipeline_model_parallel_size", m->pp, &b);
@@ -440,6 +542,8 @@ static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_model_con
     c.divisible_by = (int64_t)num(model, "make_vocab_size_divisible_by", &ok);
     c.init_std = num(model, "init_method_std", &ok);
     c.ln_eps = (float)num(model, "layernorm_epsilon", &ok);
+    if (!arch_read(model, &c))
+        ok = 0;
     if (!ok) {
         cJSON_Delete(root);
         return pl_errorf(PL_ERR_FORMAT, "%s: a required field is missing or malformed", mpath);
@@ -551,6 +655,12 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config
                            mpath, config_fields[i].flag, (long long)a, (long long)b);
             goto fail;
         }
+    }
+    const char *arch = arch_differs(&saved, cfg);
+    if (arch) {
+        st = pl_errorf(PL_ERR_ARG, "%s: the checkpoint's architecture differs from this run's in "
+                       "%s (checkpoint: %s)", mpath, arch, pl_family_get(saved.family)->name);
+        goto fail;
     }
     const pl_registry *reg = buf->reg;
     if (meta->tp != reg->tp_size || meta->pp < 1) {

@@ -16,7 +16,9 @@
 
 static const pl_option train_options[] = {
     /* model */
-    {"--model", PL_OPT_CHOICE, "gpt", F(model), "model family", "gpt", 0},
+    {"--model", PL_OPT_CHOICE, "gpt", F(model),
+     "model family: its architecture flags as defaults (llama: RMSNorm, rope, SwiGLU, no biases, "
+     "untied output layer, no dropout); flags given explicitly win", "gpt|llama", 0},
     {"--num-layers", PL_OPT_INT, NULL, F(num_layers), "number of transformer layers", NULL, 0},
     {"--hidden-size", PL_OPT_INT, NULL, F(hidden_size), "transformer hidden size", NULL, 0},
     {"--num-attention-heads", PL_OPT_INT, NULL, F(num_attention_heads), "attention heads", NULL, 0},
@@ -34,7 +36,34 @@ static const pl_option train_options[] = {
      "dropout after attention and MLP: only 0 is supported (Megatron's default is 0.1)", NULL, 0},
     {"--attention-dropout", PL_OPT_FLOAT, "0", F(attention_dropout),
      "attention dropout: only 0 is supported (Megatron's default is 0.1)", NULL, 0},
-    {"--layernorm-epsilon", PL_OPT_FLOAT, "1e-5", F(layernorm_epsilon), "LayerNorm epsilon", NULL, 0},
+    {"--layernorm-epsilon", PL_OPT_FLOAT, "1e-5", F(layernorm_epsilon),
+     "norm epsilon (Megatron's older name of --norm-epsilon)", NULL, 0},
+    {"--norm-epsilon", PL_OPT_FLOAT, "1e-5", F(layernorm_epsilon), "LayerNorm / RMSNorm epsilon",
+     NULL, 0},
+    {"--normalization", PL_OPT_CHOICE, NULL, F(normalization),
+     "norm of every layer and the final norm (gpt: LayerNorm, llama: RMSNorm)", "LayerNorm|RMSNorm", 0},
+    {"--position-embedding-type", PL_OPT_CHOICE, NULL, F(position_embedding_type),
+     "learned absolute positions, rotary embeddings or none (gpt: learned_absolute, llama: rope)",
+     "learned_absolute|rope|none", 0},
+    {"--use-rotary-position-embeddings", PL_OPT_BOOL, NULL, F(use_rotary_position_embeddings),
+     "= --position-embedding-type rope (Megatron's older flag)", NULL, 0},
+    {"--rotary-base", PL_OPT_FLOAT, "10000", F(rotary_base), "RoPE base (Llama 3: 500000)", NULL, 0},
+    {"--rotary-percent", PL_OPT_FLOAT, "1.0", F(rotary_percent),
+     "fraction of each head's dimensions that RoPE rotates", NULL, 0},
+    {"--use-rope-scaling", PL_OPT_BOOL, NULL, F(use_rope_scaling),
+     "Llama 3.1's RoPE frequency scaling (low 1, high 4, original 8192 positions)", NULL, 0},
+    {"--rope-scaling-factor", PL_OPT_FLOAT, "8.0", F(rope_scaling_factor),
+     "Llama 3.1's RoPE scaling factor (with --use-rope-scaling)", NULL, 0},
+    {"--swiglu", PL_OPT_BOOL, NULL, F(swiglu),
+     "SwiGLU MLP: fc1 has 2 x --ffn-hidden-size rows [gate; up] (llama: on)", NULL, 0},
+    {"--group-query-attention", PL_OPT_BOOL, NULL, F(group_query_attention),
+     "grouped-query attention with --num-query-groups key/value heads", NULL, 0},
+    {"--num-query-groups", PL_OPT_INT, "1", F(num_query_groups),
+     "key/value heads under --group-query-attention", NULL, 0},
+    {"--untie-embeddings-and-output-weights", PL_OPT_BOOL, NULL, F(untie),
+     "a separate output layer instead of the word embeddings (llama: on)", NULL, 0},
+    {"--disable-bias-linear", PL_OPT_BOOL, NULL, F(disable_bias_linear),
+     "no biases in the linear layers (llama: on)", NULL, 0},
     {"--lm-head-logits", PL_OPT_CHOICE, "recompute", F(lm_head_logits),
      "LM head logits in backward: recompute them chunk by chunk, or keep all (micro-batch x "
      "seq x vocab floats) from forward (plait's own flag)", "recompute|keep", 0},
@@ -143,7 +172,7 @@ static const pl_option train_options[] = {
 };
 
 const pl_command_spec pl_train_cmd = {
-    "train", "Train a GPT with Megatron-LM's flags (pretrain_gpt.py).", train_options,
+    "train", "Train a GPT or Llama with Megatron-LM's flags (pretrain_gpt.py).", train_options,
     (int)(sizeof train_options / sizeof *train_options)};
 
 int pl_train_args_given(const pl_train_args *a, const char *name)
@@ -355,8 +384,30 @@ static pl_status validate(pl_train_args *a)
                          "plait train: --hidden-size %lld is not divisible by "
                          "--num-attention-heads %lld",
                          (long long)a->hidden_size, (long long)a->num_attention_heads);
+    /* Megatron: with SwiGLU the default MLP width is 2/3 of 4h (two input
+     * projections keep the parameter count), rounded down to a multiple of 64 */
     if (!pl_train_args_given(a, "--ffn-hidden-size"))
-        a->ffn_hidden_size = 4 * a->hidden_size;
+        a->ffn_hidden_size = a->swiglu || strcmp(a->model, "llama") == 0
+                                 ? (int64_t)(4.0 * (double)a->hidden_size * 2.0 / 3.0 / 64.0) * 64
+                                 : 4 * a->hidden_size;
+    if (pl_train_args_given(a, "--num-query-groups") && !a->group_query_attention)
+        return pl_errorf(PL_ERR_ARG, "plait train: --num-query-groups needs "
+                                     "--group-query-attention");
+    if (a->group_query_attention &&
+        (a->num_query_groups < 1 || a->num_attention_heads % a->num_query_groups))
+        return pl_errorf(PL_ERR_ARG, "plait train: --num-query-groups %lld must divide "
+                         "--num-attention-heads %lld", (long long)a->num_query_groups,
+                         (long long)a->num_attention_heads);
+    if (a->use_rotary_position_embeddings && a->position_embedding_type &&
+        strcmp(a->position_embedding_type, "rope") != 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --use-rotary-position-embeddings contradicts "
+                         "--position-embedding-type %s", a->position_embedding_type);
+    if (a->rotary_percent <= 0 || a->rotary_percent > 1 || a->rotary_base <= 0 ||
+        a->rope_scaling_factor < 1)
+        return pl_errorf(PL_ERR_ARG, "plait train: need 0 < --rotary-percent <= 1, --rotary-base "
+                                     "> 0 and --rope-scaling-factor >= 1");
+    if (a->layernorm_epsilon <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --norm-epsilon must be positive");
     if (!pl_train_args_given(a, "--max-position-embeddings"))
         a->max_position_embeddings = a->seq_length;
     if (a->max_position_embeddings < a->seq_length)

@@ -18,6 +18,12 @@ typedef struct pl_train_args {
     int64_t seq_length, max_position_embeddings, make_vocab_size_divisible_by, vocab_size;
     double init_method_std, hidden_dropout, attention_dropout, layernorm_epsilon;
     const char *lm_head_logits; /* recompute|keep */
+    /* architecture flags (NULL / 0 when not given: the --model family's default) */
+    const char *normalization, *position_embedding_type;
+    int use_rotary_position_embeddings, use_rope_scaling, swiglu, group_query_attention;
+    int untie, disable_bias_linear;
+    double rotary_base, rotary_percent, rope_scaling_factor;
+    int64_t num_query_groups;
     /* parallelism */
     int64_t tensor_model_parallel_size, pipeline_model_parallel_size;
     /* activation recomputation: --recompute-activations sets granularity "selective" */
@@ -61,7 +67,7 @@ typedef struct pl_train_args {
     void *preset; /* the parsed --config file (cJSON); owns the preset's strings */
     int bench;    /* set by `plait bench`: report the step breakdown and a JSON summary */
     /* what the user actually gave (index by pl_options_index), config included */
-    unsigned char given[128];
+    unsigned char given[160];
 } pl_train_args;
 
 extern const pl_command_spec pl_train_cmd;

@@ -4,6 +4,7 @@
 #include "train/trainer_internal.h"
 
 #include "base/log.h"
+#include "model/spec.h"
 
 #include <math.h>
 #include <omp.h>
@@ -45,16 +46,22 @@ void pl_train_print_banner(const pl_trainer *t)
     pl_log_info("plait %s | %s | world %d = tp %d x dp %d x pp %d | %d threads per rank",
                 pl_version(), t->dist.library, t->grid.layout.world, t->grid.layout.tp,
                 t->grid.layout.dp, t->grid.layout.pp, omp_get_max_threads());
-    pl_log_info("model: GPT, %lld layers, hidden %lld, %lld heads, ffn %lld, seq %lld, vocab %lld "
-                "(padded %lld), %.2fM parameters, %.1f MFLOP per token",
-                (long long)c->num_layers, (long long)c->hidden, (long long)c->heads,
-                (long long)c->ffn_hidden, (long long)c->seq_length, (long long)c->vocab_size,
-                (long long)c->padded_vocab, (double)pl_model_num_params(c) / 1e6,
-                t->flops_per_token / 1e6);
+    static const char *const norms[] = {"LayerNorm", "RMSNorm"}, *const acts[] = {"GELU", "SwiGLU"};
+    static const char *const pos[] = {"learned positions", "rope", "no positions"};
+    pl_log_info("model: %s, %lld layers, hidden %lld, %lld heads (%lld query groups), ffn %lld, "
+                "seq %lld, vocab %lld (padded %lld), %.2fM parameters, %.1f MFLOP per token",
+                pl_family_get(c->family)->name, (long long)c->num_layers, (long long)c->hidden,
+                (long long)c->heads, (long long)c->query_groups, (long long)c->ffn_hidden,
+                (long long)c->seq_length, (long long)c->vocab_size, (long long)c->padded_vocab,
+                (double)pl_model_num_params(c) / 1e6, t->flops_per_token / 1e6);
+    pl_log_info("layers: %s, %s, %s%s, %s, %s output layer", norms[c->block.norm],
+                acts[c->block.act], pos[c->block.pos],
+                c->block.pos == PL_POS_ROPE && c->rope.scaling ? " (Llama 3.1 scaling)" : "",
+                c->block.bias ? "biases" : "no biases", c->untie ? "untied" : "tied");
     pl_log_info("batch: micro %lld x %lld micro-batches x dp %lld = global %lld; %lld iterations; "
-                "dropout none (Megatron's default is 0.1)",
+                "dropout hidden %g, attention %g",
                 (long long)t->mbs, (long long)t->num_micro, (long long)t->dp, (long long)t->gbs,
-                (long long)t->train_iters);
+                (long long)t->train_iters, c->hidden_dropout, c->attention_dropout);
     pl_gemm_precision prec = pl_gemm_get_precision(t->gemm);
     if (t->a->fp16)
         pl_log_info("precision: fp16 (GEMM inputs rounded to fp16, fp32 products and "

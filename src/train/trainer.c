@@ -225,6 +225,49 @@ static void unscale(float *g, int64_t n, double scale)
         g[i] *= inv;
 }
 
+pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
+{
+    const pl_family_spec *fam = pl_family_find(a->model);
+    if (!fam)
+        return pl_errorf(PL_ERR_ARG, "--model %s: expected one of %s", a->model, pl_family_names);
+    memset(c, 0, sizeof *c);
+    pl_family_apply(c, fam->family);
+    if (a->normalization) {
+        c->block.norm = strcmp(a->normalization, "RMSNorm") == 0 ? PL_NORM_RMSNORM
+                                                                 : PL_NORM_LAYERNORM;
+        c->block.norm_bias = c->block.norm == PL_NORM_LAYERNORM; /* Megatron's RMSNorm: no bias */
+    }
+    if (a->position_embedding_type)
+        c->block.pos = strcmp(a->position_embedding_type, "rope") == 0 ? PL_POS_ROPE
+                       : strcmp(a->position_embedding_type, "none") == 0 ? PL_POS_NONE
+                                                                          : PL_POS_LEARNED;
+    if (a->use_rotary_position_embeddings)
+        c->block.pos = PL_POS_ROPE;
+    if (a->swiglu)
+        c->block.act = PL_ACT_SWIGLU;
+    if (a->untie)
+        c->untie = 1;
+    if (a->disable_bias_linear)
+        c->block.bias = 0;
+    if (pl_train_args_given(a, "--hidden-dropout"))
+        c->hidden_dropout = (float)a->hidden_dropout;
+    if (pl_train_args_given(a, "--attention-dropout"))
+        c->attention_dropout = (float)a->attention_dropout;
+    c->num_layers = a->num_layers;
+    c->hidden = a->hidden_size;
+    c->heads = a->num_attention_heads;
+    c->query_groups = a->group_query_attention ? a->num_query_groups : a->num_attention_heads;
+    c->ffn_hidden = a->ffn_hidden_size;
+    c->seq_length = a->seq_length;
+    c->max_positions = a->max_position_embeddings;
+    c->divisible_by = a->make_vocab_size_divisible_by;
+    c->init_std = a->init_method_std;
+    c->ln_eps = (float)a->layernorm_epsilon;
+    c->rope = (pl_rope_config){a->rotary_base, a->rotary_percent, a->use_rope_scaling,
+                               a->rope_scaling_factor, 1.0, 4.0, 8192};
+    return PL_OK;
+}
+
 static pl_status setup_model(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
@@ -238,21 +281,9 @@ static pl_status setup_model(pl_trainer *t)
         vocab = t->tok->vocab_size;
     }
     pl_model_config *c = &t->cfg;
-    pl_family_apply(c, PL_FAMILY_GPT);
-    c->hidden_dropout = (float)a->hidden_dropout;
-    c->attention_dropout = (float)a->attention_dropout;
-    c->num_layers = a->num_layers;
-    c->hidden = a->hidden_size;
-    c->heads = a->num_attention_heads;
-    c->query_groups = a->num_attention_heads;
-    c->ffn_hidden = a->ffn_hidden_size;
-    c->seq_length = a->seq_length;
-    c->max_positions = a->max_position_embeddings;
+    PL_TRY(pl_train_model_config(a, c));
     c->vocab_size = vocab;
-    c->divisible_by = a->make_vocab_size_divisible_by;
     c->padded_vocab = pl_model_padded_vocab(vocab, c->divisible_by, t->grid.layout.tp);
-    c->init_std = a->init_method_std;
-    c->ln_eps = (float)a->layernorm_epsilon;
     c->keep_logits = strcmp(a->lm_head_logits, "keep") == 0;
     if (a->recompute_granularity) /* validated in args.c */
         c->recompute = (pl_recompute){

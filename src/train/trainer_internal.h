@@ -87,6 +87,11 @@ enum { PL_BENCH_WARMUP = 2 }; /* iterations plait bench leaves out of its figure
 
 static inline int pl_train_is_root(const pl_trainer *t) { return t->grid.rank == 0; }
 
+/* The model configuration of the flags: the --model family's row, then the
+ * architecture flags given (sizes, norms, positions, MLP, biases, tying,
+ * dropout); the vocabulary is left to the caller. */
+pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c);
+
 void pl_train_print_banner(const pl_trainer *t);
 void pl_train_print_memory_plan(const pl_trainer *t);
 /* One progress line (and metrics object) for the window of iterations just run. */
