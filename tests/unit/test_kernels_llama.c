@@ -1,0 +1,136 @@
+/* kernels: the Llama-style layers (RMSNorm, SwiGLU, rotary embedding) and
+ * dropout.
+ *
+ * As in test_kernels_pointwise.c: each fast twin against its reference on
+ * random nonzero inputs (bit for bit where the fast twin keeps the
+ * reference's order of operations), 1 thread against 2 bit for bit, and each
+ * backward of the reference against float64 central finite differences of a
+ * float64 forward written here, L = sum(out * R) with R random, so dout = R.
+ * The forwards in this file are independent statements of the math, not
+ * calls to the kernels. Every test runs once per instruction set of the cpu
+ * twins. */
+#include "base/rng.h"
+#include "kernel_check.h"
+#include "kernels/kernels.h"
+
+/* Sizes above the kernels' 32768-element threading threshold, odd on purpose. */
+#define BIG_N 67
+#define BIG_C 771
+
+/* ---- RMSNorm -------------------------------------------------------------- */
+
+typedef struct rms_ctx {
+    const double *inp, *weight, *bias; /* bias may be NULL */
+    const float *R;
+    int64_t N, C;
+    double eps;
+} rms_ctx;
+
+static double rms_objective(void *p)
+{
+    const rms_ctx *e = p;
+    double s = 0.0;
+    for (int64_t n = 0; n < e->N; n++) {
+        const double *x = e->inp + n * e->C;
+        double ms = 0.0;
+        for (int64_t c = 0; c < e->C; c++)
+            ms += x[c] * x[c];
+        double r = 1.0 / sqrt(ms / (double)e->C + e->eps);
+        for (int64_t c = 0; c < e->C; c++)
+            s += (x[c] * r * e->weight[c] + (e->bias ? e->bias[c] : 0.0)) * e->R[n * e->C + c];
+    }
+    return s;
+}
+
+TEST(rmsnorm_matches_reference_and_finite_differences_with_and_without_bias)
+{
+    static const int64_t shapes[][2] = {/* N, C */ {1, 3}, {3, 7}, {5, 64}, {BIG_N, BIG_C}};
+    /* C >= 3: with C = 1 the output is sign(x) w whatever |x|, the input
+     * gradient is only the eps term (g (1 - xhat^2), cancelling in fp32), and
+     * relative errors are noise. */
+    const float eps = 1e-5f;
+    for (int with_bias = 0; with_bias <= 1; with_bias++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            int64_t N = shapes[s][0], C = shapes[s][1];
+            /* offset rows (mean ~0.5): RMSNorm does not subtract the mean */
+            float *inp = kc_random(N * C, -0.5, 1.5), *w = kc_random(C, 0.5, 1.5);
+            float *b = with_bias ? kc_random(C, -0.5, 0.5) : NULL;
+            float *out = kc_floats(N * C), *rstd = kc_floats(N);
+            float *out_r = kc_floats(N * C), *rstd_r = kc_floats(N);
+            KC_WITH_THREADS(1, pl_cpu_rmsnorm_fwd(out_r, rstd_r, inp, w, b, N, C, eps));
+            KC_WITH_THREADS(2, pl_cpu_rmsnorm_fwd(out, rstd, inp, w, b, N, C, eps));
+            CHECK(kc_same_bits(out, out_r, N * C) && kc_same_bits(rstd, rstd_r, N),
+                  "fwd N=%lld: 1 and 2 threads differ", (long long)N);
+            pl_ref_rmsnorm_fwd(out_r, rstd_r, inp, w, b, N, C, eps);
+            /* mean(x^2) sums C positive fp32 terms, in sequence in the
+             * reference and in vector lanes on the cpu side: at most C * 2^-24
+             * (4.6e-5 at C = 771) apart, sqrt(C) * 2^-24 (1.7e-6) typically;
+             * rstd and out inherit half of it. */
+            double err = kc_note("rmsnorm fwd cpu vs ref",
+                                 fmax(kc_rel_err(out, out_r, N * C), kc_rel_err(rstd, rstd_r, N)));
+            CHECK(err < 1e-5, "fwd N=%lld C=%lld bias %d: rel err %.3g", (long long)N,
+                  (long long)C, with_bias, err);
+
+            float *R = kc_random(N * C, -1, 1);
+            float *dx0 = kc_random(N * C, -1, 1), *dw0 = kc_random(C, -1, 1);
+            float *db0 = kc_random(C, -1, 1);
+            float *dx[3], *dw[3], *db[3]; /* cpu 1 thread, cpu 2 threads, ref */
+            for (int k = 0; k < 3; k++) {
+                dx[k] = kc_copy(dx0, N * C), dw[k] = kc_copy(dw0, C);
+                db[k] = with_bias ? kc_copy(db0, C) : NULL;
+            }
+            KC_WITH_THREADS(1, pl_cpu_rmsnorm_bwd(dx[0], dw[0], db[0], R, inp, w, rstd_r, N, C));
+            KC_WITH_THREADS(2, pl_cpu_rmsnorm_bwd(dx[1], dw[1], db[1], R, inp, w, rstd_r, N, C));
+            pl_ref_rmsnorm_bwd(dx[2], dw[2], db[2], R, inp, w, rstd_r, N, C);
+            CHECK(kc_same_bits(dx[0], dx[1], N * C) && kc_same_bits(dw[0], dw[1], C),
+                  "bwd N=%lld: 1 and 2 threads differ", (long long)N);
+            /* dweight and dbias: the reference's sums over n, in its order */
+            CHECK(kc_same_bits(dw[0], dw[2], C), "dweight: cpu != ref");
+            if (with_bias)
+                CHECK(kc_same_bits(db[0], db[2], C), "dbias: cpu != ref");
+            /* dinp: the row mean of g xhat sums C terms in lanes vs in
+             * sequence, as in forward */
+            err = kc_note("rmsnorm dinp cpu vs ref", kc_rel_err(dx[0], dx[2], N * C));
+            CHECK(err < 1e-5, "bwd N=%lld C=%lld: rel err %.3g", (long long)N, (long long)C, err);
+
+            /* finite differences of the reference's gradients, from zero */
+            float *gx = kc_floats(N * C), *gw = kc_floats(C), *gb = with_bias ? kc_floats(C) : NULL;
+            memset(gx, 0, (size_t)(N * C) * sizeof *gx);
+            memset(gw, 0, (size_t)C * sizeof *gw);
+            if (gb)
+                memset(gb, 0, (size_t)C * sizeof *gb);
+            pl_ref_rmsnorm_bwd(gx, gw, gb, R, inp, w, rstd_r, N, C);
+            double *inp_d = kc_to_double(inp, N * C), *w_d = kc_to_double(w, C);
+            double *b_d = with_bias ? kc_to_double(b, C) : NULL;
+            rms_ctx ctx = {inp_d, w_d, b_d, R, N, C, eps};
+            /* dinp: a C-term fp32 row mean times rstd ~ 1.3: ~1e-6 typical;
+             * 1e-4 is far below the O(1) error of a wrong or missing term. */
+            double ex = kc_fd_check(inp_d, N * C, gx, rms_objective, &ctx, 1e-3, 200);
+            double ew = kc_fd_check(w_d, C, gw, rms_objective, &ctx, 1e-3, 200);
+            double eb = with_bias ? kc_fd_check(b_d, C, gb, rms_objective, &ctx, 1e-3, 200) : 0.0;
+            kc_note("rmsnorm dinp vs FD", ex);
+            kc_note("rmsnorm dweight vs FD", ew);
+            if (with_bias)
+                kc_note("rmsnorm dbias vs FD", eb);
+            CHECK(ex < 1e-4 && ew < 1e-4 && eb < 1e-4,
+                  "N=%lld C=%lld bias %d: FD rel err x %.3g w %.3g b %.3g", (long long)N,
+                  (long long)C, with_bias, ex, ew, eb);
+            for (int k = 0; k < 3; k++)
+                free(dx[k]), free(dw[k]), free(db[k]);
+            free(inp), free(w), free(b), free(out), free(rstd), free(out_r), free(rstd_r), free(R);
+            free(dx0), free(dw0), free(db0), free(gx), free(gw), free(gb), free(inp_d), free(w_d);
+            free(b_d);
+        }
+}
+
+int main(void)
+{
+    for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
+        if (!kc_use_isa((pl_isa)isa))
+            continue;
+        kc_seed(3);
+        RUN(rmsnorm_matches_reference_and_finite_differences_with_and_without_bias);
+        kc_print_notes();
+    }
+    return test_summary("kernels_llama");
+}
