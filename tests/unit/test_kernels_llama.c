@@ -123,6 +123,118 @@ TEST(rmsnorm_matches_reference_and_finite_differences_with_and_without_bias)
         }
 }
 
+/* ---- SwiGLU --------------------------------------------------------------- */
+
+typedef struct swiglu_ctx {
+    const double *inp; /* (N, 2F) */
+    const float *R;    /* (N, F) */
+    int64_t N, F;
+} swiglu_ctx;
+
+static double swiglu_objective(void *p)
+{
+    const swiglu_ctx *e = p;
+    double s = 0.0;
+    for (int64_t n = 0; n < e->N; n++)
+        for (int64_t f = 0; f < e->F; f++) {
+            double g = e->inp[n * 2 * e->F + f], u = e->inp[n * 2 * e->F + e->F + f];
+            s += g / (1.0 + exp(-g)) * u * e->R[n * e->F + f];
+        }
+    return s;
+}
+
+/* (N, 2F) with gates uniform in [-r, r] and ups in [-2, 2]. */
+static float *swiglu_input(int64_t N, int64_t F, double r)
+{
+    float *x = kc_floats(N * 2 * F);
+    for (int64_t n = 0; n < N; n++) {
+        kc_fill(x + n * 2 * F, F, -r, r);
+        kc_fill(x + n * 2 * F + F, F, -2, 2);
+    }
+    return x;
+}
+
+TEST(swiglu_matches_reference_and_finite_differences)
+{
+    static const int64_t shapes[][2] = {/* N, F */ {1, 1}, {3, 37}, {BIG_N, BIG_C}, {5, 200}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int64_t N = shapes[s][0], F = shapes[s][1];
+        /* gates in [-6, 6] cover the curved middle of silu; the last case,
+         * [-100, 100], its saturated tails (exp beyond its fp32 range) */
+        double r = s == 3 ? 100.0 : 6.0;
+        float *inp = swiglu_input(N, F, r);
+        float *out = kc_floats(N * F), *out1 = kc_floats(N * F), *out_ref = kc_floats(N * F);
+        KC_WITH_THREADS(1, pl_cpu_swiglu_fwd(out1, inp, N, F));
+        KC_WITH_THREADS(2, pl_cpu_swiglu_fwd(out, inp, N, F));
+        CHECK(kc_same_bits(out1, out, N * F), "fwd N=%lld: 1 and 2 threads differ", (long long)N);
+        pl_ref_swiglu_fwd(out_ref, inp, N, F);
+        /* The cpu twin's exp is pl_vexpf (rel err 1e-7) instead of expf; then
+         * one add, one division, one product: a few ulp of |out|. */
+        double err = kc_note("swiglu fwd cpu vs ref", kc_rel_err(out, out_ref, N * F));
+        CHECK(err < 1e-6, "fwd N=%lld F=%lld: rel err %.3g", (long long)N, (long long)F, err);
+
+        float *R = kc_random(N * F, -1, 1), *d0 = kc_random(N * 2 * F, -1, 1);
+        float *d1 = kc_copy(d0, N * 2 * F), *d2 = kc_copy(d0, N * 2 * F);
+        float *dref = kc_copy(d0, N * 2 * F);
+        KC_WITH_THREADS(1, pl_cpu_swiglu_bwd(d1, inp, R, N, F));
+        KC_WITH_THREADS(2, pl_cpu_swiglu_bwd(d2, inp, R, N, F));
+        pl_ref_swiglu_bwd(dref, inp, R, N, F);
+        CHECK(kc_same_bits(d1, d2, N * 2 * F), "bwd N=%lld: 1 and 2 threads differ", (long long)N);
+        /* silu' = s + g s (1 - s) forms 1 - s in fp32, an absolute 2^-24
+         * cancellation error near s = 1, times |g| <= 6 (and |up| <= 2): a
+         * few 1e-7 of max |dinp| ~ 2.2; 5e-6 leaves room. */
+        err = kc_note("swiglu bwd cpu vs ref", kc_rel_err(d1, dref, N * 2 * F));
+        CHECK(err < 5e-6, "bwd N=%lld F=%lld: rel err %.3g", (long long)N, (long long)F, err);
+
+        memset(d1, 0, (size_t)(N * 2 * F) * sizeof *d1);
+        pl_ref_swiglu_bwd(d1, inp, R, N, F);
+        double *inp_d = kc_to_double(inp, N * 2 * F);
+        swiglu_ctx ctx = {inp_d, R, N, F};
+        /* fp32 expf and a handful of products: ~1e-7 relative to the largest
+         * gradient; 1e-5 leaves room, a wrong formula is O(0.1). Checks both
+         * halves (gate and up) of the rows. */
+        err = kc_note("swiglu bwd vs FD",
+                      kc_fd_check(inp_d, N * 2 * F, d1, swiglu_objective, &ctx, 1e-3, 400));
+        CHECK(err < 1e-5, "N=%lld F=%lld: FD rel err %.3g", (long long)N, (long long)F, err);
+        free(inp), free(out), free(out1), free(out_ref), free(R), free(d0), free(d1), free(d2);
+        free(dref), free(inp_d);
+    }
+}
+
+/* The bf16-input SwiGLUs (--bf16's saved fc1 output) are the fp32 kernels of
+ * the same twin on the widened values, bit for bit. */
+TEST(swiglu_of_bf16_inputs_is_swiglu_of_the_widened_values)
+{
+    static const int64_t shapes[][2] = {/* N, F */ {1, 1}, {3, 37}, {BIG_N, BIG_C}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int64_t N = shapes[s][0], F = shapes[s][1], n2 = N * 2 * F;
+        float *x = swiglu_input(N, F, 6.0), *xw = kc_floats(n2);
+        float *a = kc_floats(N * F), *b = kc_floats(N * F);
+        uint16_t *h = malloc((size_t)n2 * sizeof *h);
+        pl_ref_f32_to_bf16(h, x, 1, n2, n2);
+        for (int64_t i = 0; i < n2; i++)
+            xw[i] = pl_ref_bf16_to_f32(h[i]);
+        KC_WITH_THREADS(2, pl_cpu_swiglu_fwd(a, xw, N, F));
+        KC_WITH_THREADS(2, pl_cpu_swiglu_fwd_bf16(b, h, N, F));
+        CHECK(kc_same_bits(a, b, N * F), "cpu fwd N=%lld: bf16 input differs", (long long)N);
+        pl_ref_swiglu_fwd(a, xw, N, F);
+        pl_ref_swiglu_fwd_bf16(b, h, N, F);
+        CHECK(kc_same_bits(a, b, N * F), "ref fwd N=%lld: bf16 input differs", (long long)N);
+
+        float *R = kc_random(N * F, -1, 1), *d0 = kc_random(n2, -1, 1);
+        float *d1 = kc_copy(d0, n2), *d2 = kc_copy(d0, n2);
+        KC_WITH_THREADS(2, pl_cpu_swiglu_bwd(d1, xw, R, N, F));
+        KC_WITH_THREADS(2, pl_cpu_swiglu_bwd_bf16(d2, h, R, N, F));
+        CHECK(kc_same_bits(d1, d2, n2), "cpu bwd N=%lld: bf16 input differs", (long long)N);
+        memcpy(d1, d0, (size_t)n2 * sizeof *d0);
+        memcpy(d2, d0, (size_t)n2 * sizeof *d0);
+        pl_ref_swiglu_bwd(d1, xw, R, N, F);
+        pl_ref_swiglu_bwd_bf16(d2, h, R, N, F);
+        CHECK(kc_same_bits(d1, d2, n2), "ref bwd N=%lld: bf16 input differs", (long long)N);
+        free(x), free(xw), free(a), free(b), free(h), free(R), free(d0), free(d1), free(d2);
+    }
+}
+
 int main(void)
 {
     for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
@@ -130,6 +242,8 @@ int main(void)
             continue;
         kc_seed(3);
         RUN(rmsnorm_matches_reference_and_finite_differences_with_and_without_bias);
+        RUN(swiglu_matches_reference_and_finite_differences);
+        RUN(swiglu_of_bf16_inputs_is_swiglu_of_the_widened_values);
         kc_print_notes();
     }
     return test_summary("kernels_llama");
