@@ -235,6 +235,179 @@ TEST(swiglu_of_bf16_inputs_is_swiglu_of_the_widened_values)
     }
 }
 
+/* ---- rotary position embedding ---------------------------------------------- */
+
+typedef struct rope_shape {
+    int64_t B, T, G, QG, HS, rot, pos0;
+} rope_shape;
+
+/* Multi-head (G = NH, QG = 1), grouped-query and multi-query layouts, full and
+ * partial rotation (rotary_percent 1, 0.5, 2/3), odd T, a nonzero pos0. */
+static const rope_shape rope_shapes[] = {
+    {1, 1, 1, 1, 2, 2, 0},   {2, 5, 3, 1, 8, 8, 0},    {1, 7, 2, 3, 6, 4, 3},
+    {3, 9, 1, 4, 16, 8, 11}, {2, 33, 4, 2, 64, 64, 5}, {1, 65, 2, 4, 128, 64, 0},
+};
+
+static int64_t rope_numel(const rope_shape *r) { return r->B * r->T * r->G * (r->QG + 2) * r->HS; }
+
+typedef struct rope_ctx {
+    const double *x;
+    const float *R, *cos_tab, *sin_tab;
+    rope_shape r;
+} rope_ctx;
+
+/* sum(rope(x) * R) in float64 on the float tables: the q and k heads rotate,
+ * v and the dims past rot pass through. */
+static double rope_objective(void *p)
+{
+    const rope_ctx *e = p;
+    const rope_shape *r = &e->r;
+    int64_t half = r->rot / 2, H = r->QG + 2;
+    double s = 0.0;
+    for (int64_t bt = 0; bt < r->B * r->T; bt++) {
+        int64_t pos = r->pos0 + bt % r->T;
+        for (int64_t g = 0; g < r->G; g++)
+            for (int64_t h = 0; h < H; h++) {
+                int64_t off = ((bt * r->G + g) * H + h) * r->HS;
+                const double *x = e->x + off;
+                const float *R = e->R + off;
+                for (int64_t d = 0; d < r->HS; d++) {
+                    double y = x[d];
+                    if (h <= r->QG && d < r->rot) {
+                        int64_t i = d % half;
+                        double c = e->cos_tab[pos * half + i], sn = e->sin_tab[pos * half + i];
+                        y = d < half ? x[d] * c - x[d + half] * sn : x[d] * c + x[d - half] * sn;
+                    }
+                    s += y * R[d];
+                }
+            }
+    }
+    return s;
+}
+
+/* 1 where the kernels may write (q and k heads, dims < rot), else 0. */
+static int rope_rotated(const rope_shape *r, int64_t idx)
+{
+    int64_t d = idx % r->HS, h = idx / r->HS % (r->QG + 2);
+    return h <= r->QG && d < r->rot;
+}
+
+TEST(rope_matches_reference_and_finite_differences_and_leaves_v_and_tail_dims)
+{
+    for (size_t k = 0; k < sizeof rope_shapes / sizeof *rope_shapes; k++) {
+        const rope_shape *r = &rope_shapes[k];
+        int64_t n = rope_numel(r), P = r->pos0 + r->T + 2, half = r->rot / 2;
+        float *cos_tab = kc_floats(P * half), *sin_tab = kc_floats(P * half);
+        pl_rope_table(cos_tab, sin_tab, P, r->rot, 10000.0, NULL);
+        float *x = kc_random(n, -1, 1), *y[3]; /* cpu 1 thread, cpu 2 threads, ref */
+        for (int i = 0; i < 3; i++)
+            y[i] = kc_copy(x, n);
+        KC_WITH_THREADS(1, pl_cpu_rope_fwd(y[0], cos_tab, sin_tab, r->B, r->T, r->G, r->QG, r->HS,
+                                           r->rot, r->pos0));
+        KC_WITH_THREADS(2, pl_cpu_rope_fwd(y[1], cos_tab, sin_tab, r->B, r->T, r->G, r->QG, r->HS,
+                                           r->rot, r->pos0));
+        pl_ref_rope_fwd(y[2], cos_tab, sin_tab, r->B, r->T, r->G, r->QG, r->HS, r->rot, r->pos0);
+        /* elementwise, the reference's operations: bit for bit */
+        CHECK(kc_same_bits(y[0], y[2], n) && kc_same_bits(y[1], y[2], n),
+              "fwd shape %zu: cpu (1 or 2 threads) != ref", k);
+        int untouched = 1;
+        for (int64_t i = 0; i < n; i++)
+            if (!rope_rotated(r, i))
+                untouched &= memcmp(&y[1][i], &x[i], sizeof *x) == 0;
+        CHECK(untouched, "fwd shape %zu: v or dims >= rot changed", k);
+
+        /* backward: the transposed rotation of dout = R, in place */
+        float *R = kc_random(n, -1, 1), *g[3];
+        for (int i = 0; i < 3; i++)
+            g[i] = kc_copy(R, n);
+        KC_WITH_THREADS(1, pl_cpu_rope_bwd(g[0], cos_tab, sin_tab, r->B, r->T, r->G, r->QG, r->HS,
+                                           r->rot, r->pos0));
+        KC_WITH_THREADS(2, pl_cpu_rope_bwd(g[1], cos_tab, sin_tab, r->B, r->T, r->G, r->QG, r->HS,
+                                           r->rot, r->pos0));
+        pl_ref_rope_bwd(g[2], cos_tab, sin_tab, r->B, r->T, r->G, r->QG, r->HS, r->rot, r->pos0);
+        CHECK(kc_same_bits(g[0], g[2], n) && kc_same_bits(g[1], g[2], n),
+              "bwd shape %zu: cpu (1 or 2 threads) != ref", k);
+        untouched = 1;
+        for (int64_t i = 0; i < n; i++)
+            if (!rope_rotated(r, i))
+                untouched &= memcmp(&g[1][i], &R[i], sizeof *R) == 0;
+        CHECK(untouched, "bwd shape %zu: v or dims >= rot changed", k);
+
+        /* L = sum(rope(x) R) is linear in x: the difference quotient is exact
+         * up to float64 rounding; the analytic side is two fp32 products and
+         * one add per entry, 1e-7 relative. */
+        double *xd = kc_to_double(x, n);
+        rope_ctx ctx = {xd, R, cos_tab, sin_tab, *r};
+        double err = kc_note("rope bwd vs FD", kc_fd_check(xd, n, g[2], rope_objective, &ctx, 1e-3, 400));
+        CHECK(err < 1e-6, "shape %zu: FD rel err %.3g", k, err);
+
+        /* bwd(fwd(x)) = x: the tables' cos^2 + sin^2 is 1 within 2^-23, and
+         * each pass rounds twice per entry: a few 1e-7 relative. */
+        pl_cpu_rope_bwd(y[1], cos_tab, sin_tab, r->B, r->T, r->G, r->QG, r->HS, r->rot, r->pos0);
+        err = kc_note("rope bwd(fwd(x)) vs x", kc_rel_err(y[1], x, n));
+        CHECK(err < 1e-6, "shape %zu: bwd(fwd(x)) rel err %.3g", k, err);
+        for (int i = 0; i < 3; i++)
+            free(y[i]), free(g[i]);
+        free(cos_tab), free(sin_tab), free(x), free(R), free(xd);
+    }
+}
+
+/* Megatron's _apply_scaling written as its tensor expressions (torch.where on
+ * the masks), in float64, for one inverse frequency: an independent
+ * statement of the rule the table implements. */
+static double llama3_direct(double freq, double factor, double low, double high, double orig)
+{
+    double low_freq_wavelen = orig / low, high_freq_wavelen = orig / high;
+    double wavelen = 2 * 3.14159265358979323846 / freq;
+    double inv_freq_llama = wavelen > low_freq_wavelen ? freq / factor : freq;
+    double smooth_factor = (orig / wavelen - low) / (high - low);
+    double smoothed = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama;
+    int is_medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+    return is_medium ? smoothed : inv_freq_llama;
+}
+
+TEST(rope_table_follows_the_published_llama31_scaling_and_plain_frequencies)
+{
+    /* Llama 3.1 8B: head size 128, base 500000, scaling (8, 1, 4, 8192):
+     * indices 0..28 keep their frequency, 29..34 are blended, 35..63 are
+     * divided by 8 (wavelengths below 2048, between, above 8192). */
+    const int64_t rot = 128, half = rot / 2, P = 70000;
+    const double base = 500000.0;
+    const pl_rope_scaling sc = {8.0, 1.0, 4.0, 8192};
+    float *cos_s = kc_floats(P * half), *sin_s = kc_floats(P * half);
+    float *cos_p = kc_floats(P * half), *sin_p = kc_floats(P * half);
+    pl_rope_table(cos_s, sin_s, P, rot, base, &sc);
+    pl_rope_table(cos_p, sin_p, P, rot, base, NULL);
+    static const int64_t positions[] = {0, 1, 2, 17, 1000, 8191, 65535, P - 1};
+    int regime[3] = {0, 0, 0}; /* kept, blended, divided */
+    double worst = 0.0;
+    for (int64_t i = 0; i < half; i++) {
+        double freq = pow(base, -(double)(2 * i) / (double)rot);
+        double scaled = llama3_direct(freq, 8.0, 1.0, 4.0, 8192.0);
+        regime[scaled == freq ? 0 : scaled == freq / 8.0 ? 2 : 1]++;
+        for (size_t k = 0; k < sizeof positions / sizeof *positions; k++) {
+            int64_t p = positions[k];
+            /* float64 angles and cos/sin rounded once to fp32: within half an
+             * fp32 ulp of 1 (2^-24) of the direct computation; the two
+             * float64 frequencies differ by a few float64 ulp, times p
+             * < 2^17: invisible at fp32 precision. */
+            double e[4] = {fabs(cos_s[p * half + i] - cos((double)p * scaled)),
+                           fabs(sin_s[p * half + i] - sin((double)p * scaled)),
+                           fabs(cos_p[p * half + i] - cos((double)p * freq)),
+                           fabs(sin_p[p * half + i] - sin((double)p * freq))};
+            for (int j = 0; j < 4; j++)
+                worst = fmax(worst, e[j]);
+        }
+    }
+    kc_note("rope table vs direct float64 (abs)", worst);
+    CHECK(worst <= 0x1p-24, "table differs from the direct formula by %.3g", worst);
+    CHECK(regime[0] == 29 && regime[1] == 6 && regime[2] == 29,
+          "regimes kept %d blended %d divided %d, expected 29 6 29", regime[0], regime[1],
+          regime[2]);
+    CHECK(cos_s[0] == 1.0f && sin_s[half - 1] == 0.0f, "position 0 must be the identity");
+    free(cos_s), free(sin_s), free(cos_p), free(sin_p);
+}
+
 int main(void)
 {
     for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
@@ -244,6 +417,8 @@ int main(void)
         RUN(rmsnorm_matches_reference_and_finite_differences_with_and_without_bias);
         RUN(swiglu_matches_reference_and_finite_differences);
         RUN(swiglu_of_bf16_inputs_is_swiglu_of_the_widened_values);
+        RUN(rope_matches_reference_and_finite_differences_and_leaves_v_and_tail_dims);
+        RUN(rope_table_follows_the_published_llama31_scaling_and_plain_frequencies);
         kc_print_notes();
     }
     return test_summary("kernels_llama");
