@@ -408,6 +408,196 @@ TEST(rope_table_follows_the_published_llama31_scaling_and_plain_frequencies)
     free(cos_s), free(sin_s), free(cos_p), free(sin_p);
 }
 
+/* ---- dropout ------------------------------------------------------------------ */
+
+typedef struct drop_shape {
+    int64_t B, T, C, Cg, c0;
+} drop_shape;
+
+/* Row starts at every alignment mod 4, rows shorter than a Philox block and
+ * than the cpu twin's 64-element step, slices of a wider global row. */
+static const drop_shape drop_shapes[] = {
+    {1, 1, 1, 1, 0},     {2, 3, 3, 7, 2},       {1, 5, 5, 5, 0},      {3, 4, 64, 64, 0},
+    {2, 7, 131, 400, 1}, {2, 9, 130, 390, 259}, {4, 16, 771, 771, 0}, {2, 33, 1000, 3003, 2001},
+};
+
+static int64_t *random_samples(int64_t B)
+{
+    int64_t *s = malloc((size_t)B * sizeof *s);
+    for (int64_t b = 0; b < B; b++)
+        s[b] = (int64_t)(kc_uniform() * 1e6);
+    return s;
+}
+
+TEST(dropout_twins_agree_bit_for_bit_at_every_alignment_thread_count_and_in_place)
+{
+    static const float ps[] = {0.1f, 0.5f, 0.9f};
+    for (size_t k = 0; k < sizeof drop_shapes / sizeof *drop_shapes; k++)
+        for (size_t j = 0; j < sizeof ps / sizeof *ps; j++) {
+            const drop_shape *d = &drop_shapes[k];
+            int64_t n = d->B * d->T * d->C;
+            int64_t *sample = random_samples(d->B);
+            float *x = kc_random(n, -1, 1), *a = kc_floats(n), *b = kc_floats(n);
+            float *ref = kc_floats(n);
+            uint64_t seed = 1234 + k, stream = pl_hash_str("dropout") + j;
+            pl_ref_dropout(ref, x, d->B, d->T, d->C, d->Cg, d->c0, sample, ps[j], seed, stream);
+            KC_WITH_THREADS(1, pl_cpu_dropout(a, x, d->B, d->T, d->C, d->Cg, d->c0, sample, ps[j],
+                                              seed, stream));
+            KC_WITH_THREADS(2, pl_cpu_dropout(b, x, d->B, d->T, d->C, d->Cg, d->c0, sample, ps[j],
+                                              seed, stream));
+            CHECK(kc_same_bits(a, ref, n) && kc_same_bits(b, ref, n),
+                  "shape %zu p %g: cpu (1 or 2 threads) != ref", k, (double)ps[j]);
+            memcpy(b, x, (size_t)n * sizeof *b);
+            pl_cpu_dropout(b, b, d->B, d->T, d->C, d->Cg, d->c0, sample, ps[j], seed, stream);
+            CHECK(kc_same_bits(b, ref, n), "shape %zu: in place != out of place", k);
+            free(sample), free(x), free(a), free(b), free(ref);
+        }
+}
+
+/* The cpu twin's 16-block step counts blocks in 32-bit lanes with a carry
+ * into the counter's high word: a row whose indices cross 2^34 (block 2^32)
+ * inside a step, as sample ids * T * Cg do on long runs (1e6 samples of
+ * 2048 x 4096), must match the reference. */
+TEST(dropout_twins_agree_where_the_philox_counter_crosses_2_to_the_32)
+{
+    /* row 85899345 of width 200 starts at index 17179869000 = 2^34 - 184 */
+    const int64_t sample[1] = {17179869}, B = 1, T = 5, C = 200;
+    float *x = kc_random(B * T * C, -1, 1), *a = kc_floats(B * T * C), *ref = kc_floats(B * T * C);
+    pl_ref_dropout(ref, x, B, T, C, C, 0, sample, 0.5f, 99, 7);
+    pl_cpu_dropout(a, x, B, T, C, C, 0, sample, 0.5f, 99, 7);
+    CHECK(kc_same_bits(a, ref, B * T * C), "cpu != ref across the counter's 32-bit carry");
+    free(x), free(a), free(ref);
+}
+
+TEST(dropout_keeps_one_minus_p_of_a_million_elements_within_5_sigma_scaled_by_1_over_1_minus_p)
+{
+    static const float ps[] = {0.1f, 0.5f, 0.9f};
+    const int64_t B = 4, T = 250, C = 1000, n = B * T * C;
+    int64_t sample[4] = {0, 1, 2, 3};
+    float *x = kc_random(n, 0.5, 1.5), *y = kc_floats(n);
+    for (size_t j = 0; j < sizeof ps / sizeof *ps; j++) {
+        double p = ps[j];
+        pl_cpu_dropout(y, x, B, T, C, C, 0, sample, ps[j], 5, 6);
+        float scale = (float)(1.0 / (1.0 - p));
+        int64_t kept = 0, exact = 1;
+        for (int64_t i = 0; i < n; i++) {
+            kept += y[i] != 0.0f;
+            exact &= y[i] == 0.0f || y[i] == x[i] * scale;
+        }
+        /* binomial: sd = sqrt(n p (1 - p)), 300 to 500 elements here */
+        double sd = sqrt((double)n * p * (1.0 - p)), dev = fabs((double)kept - (double)n * (1.0 - p));
+        kc_note("dropout kept count, sigmas from n(1-p)", dev / sd);
+        CHECK(dev < 5.0 * sd, "p %g: kept %lld of %lld, %.1f sigma from n(1-p)", p, (long long)kept,
+              (long long)n, dev / sd);
+        CHECK(exact, "p %g: a kept element is not inp / (1 - p) (rounded once)", p);
+    }
+    free(x), free(y);
+}
+
+TEST(dropout_of_a_column_slice_is_the_slice_of_the_full_width_mask)
+{
+    const int64_t B = 3, T = 6, Cg = 515;
+    int64_t *sample = random_samples(B);
+    float *x = kc_random(B * T * Cg, -1, 1), *full = kc_floats(B * T * Cg);
+    pl_cpu_dropout(full, x, B, T, Cg, Cg, 0, sample, 0.3f, 42, 43);
+    /* three uneven tensor-parallel slices, the first ending mid-block */
+    static const int64_t cuts[] = {0, 170, 345, 515};
+    for (int r = 0; r < 3; r++) {
+        int64_t c0 = cuts[r], C = cuts[r + 1] - c0;
+        float *xs = kc_floats(B * T * C), *ys = kc_floats(B * T * C), *yr = kc_floats(B * T * C);
+        for (int64_t row = 0; row < B * T; row++)
+            memcpy(xs + row * C, x + row * Cg + c0, (size_t)C * sizeof *xs);
+        pl_cpu_dropout(ys, xs, B, T, C, Cg, c0, sample, 0.3f, 42, 43);
+        pl_ref_dropout(yr, xs, B, T, C, Cg, c0, sample, 0.3f, 42, 43);
+        int same = kc_same_bits(ys, yr, B * T * C);
+        for (int64_t row = 0; row < B * T; row++)
+            same &= memcmp(ys + row * C, full + row * Cg + c0, (size_t)C * sizeof *ys) == 0;
+        CHECK(same, "slice [%lld, %lld) differs from the full-width call", (long long)c0,
+              (long long)(c0 + C));
+        free(xs), free(ys), free(yr);
+    }
+    free(sample), free(x), free(full);
+}
+
+TEST(dropout_mask_follows_the_sample_id_not_the_batch_position)
+{
+    const int64_t T = 8, C = 640, n = T * C;
+    const int64_t ab[2] = {7, 3}, ba[2] = {3, 7};
+    float *x = kc_random(2 * n, 0.5, 1.5), *y1 = kc_floats(2 * n), *y2 = kc_floats(2 * n);
+    memcpy(x + n, x, (size_t)n * sizeof *x); /* both samples see the same values */
+    pl_cpu_dropout(y1, x, 2, T, C, C, 0, ab, 0.5f, 11, 12);
+    pl_cpu_dropout(y2, x, 2, T, C, C, 0, ba, 0.5f, 11, 12);
+    CHECK(kc_same_bits(y1, y2 + n, n) && kc_same_bits(y1 + n, y2, n),
+          "swapping the sample ids must swap the masks");
+    /* two samples' masks at p = 0.5 agree on half their elements, sd 0.5 sqrt(n) */
+    int64_t agree = 0;
+    for (int64_t i = 0; i < n; i++)
+        agree += (y1[i] == 0.0f) == (y1[n + i] == 0.0f);
+    double dev = fabs((double)agree - 0.5 * (double)n) / (0.5 * sqrt((double)n));
+    CHECK(dev < 5.0, "masks of samples 7 and 3 agree on %lld of %lld (%.1f sigma)",
+          (long long)agree, (long long)n, dev);
+    /* another seed or stream: another mask */
+    pl_cpu_dropout(y2, x, 2, T, C, C, 0, ab, 0.5f, 12, 12);
+    CHECK(!kc_same_bits(y1, y2, 2 * n), "the seed must change the mask");
+    pl_cpu_dropout(y2, x, 2, T, C, C, 0, ab, 0.5f, 11, 13);
+    CHECK(!kc_same_bits(y1, y2, 2 * n), "the stream must change the mask");
+    free(x), free(y1), free(y2);
+}
+
+TEST(dropout_with_p_zero_is_the_identity)
+{
+    const int64_t B = 2, T = 3, C = 50, n = B * T * C, sample[2] = {0, 1};
+    float *x = kc_random(n, -1, 1), *y = kc_floats(n), *z = kc_copy(x, n);
+    pl_cpu_dropout(y, x, B, T, C, C, 0, sample, 0.0f, 1, 2);
+    CHECK(kc_same_bits(y, x, n), "cpu: p = 0 must copy");
+    pl_ref_dropout(y, x, B, T, C, C, 0, sample, 0.0f, 1, 2);
+    CHECK(kc_same_bits(y, x, n), "ref: p = 0 must copy");
+    pl_cpu_dropout(z, z, B, T, C, C, 0, sample, 0.0f, 1, 2);
+    CHECK(kc_same_bits(z, x, n), "cpu in place: p = 0 must leave the input");
+    free(x), free(y), free(z);
+}
+
+typedef struct drop_ctx {
+    const double *x;
+    const float *R;
+    const int64_t *sample;
+    drop_shape d;
+    double p;
+    uint64_t seed, stream;
+} drop_ctx;
+
+/* sum(dropout(x) R) in float64, the mask drawn here from its definition. */
+static double drop_objective(void *p)
+{
+    const drop_ctx *e = p;
+    const drop_shape *d = &e->d;
+    uint32_t threshold = pl_dropout_threshold(e->p);
+    double s = 0.0;
+    for (int64_t row = 0; row < d->B * d->T; row++)
+        for (int64_t c = 0; c < d->C; c++) {
+            uint64_t index = (uint64_t)((e->sample[row / d->T] * d->T + row % d->T) * d->Cg +
+                                        d->c0 + c);
+            if (pl_rng_u32(e->seed, e->stream, index) >= threshold)
+                s += e->x[row * d->C + c] / (1.0 - e->p) * e->R[row * d->C + c];
+        }
+    return s;
+}
+
+TEST(dropout_of_the_gradient_is_the_backward_by_finite_differences)
+{
+    const drop_shape d = {2, 5, 37, 100, 21};
+    int64_t n = d.B * d.T * d.C, *sample = random_samples(d.B);
+    float *x = kc_random(n, -1, 1), *R = kc_random(n, -1, 1), *g = kc_floats(n);
+    pl_ref_dropout(g, R, d.B, d.T, d.C, d.Cg, d.c0, sample, 0.25f, 8, 9);
+    double *xd = kc_to_double(x, n);
+    drop_ctx ctx = {xd, R, sample, d, 0.25, 8, 9};
+    /* linear in x: exact difference quotients; the analytic side rounds
+     * 1/(1-p) and one product to fp32, 1e-7 relative */
+    double err = kc_note("dropout bwd vs FD", kc_fd_check(xd, n, g, drop_objective, &ctx, 1e-3, 400));
+    CHECK(err < 1e-6, "FD rel err %.3g", err);
+    free(sample), free(x), free(R), free(g), free(xd);
+}
+
 int main(void)
 {
     for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
@@ -419,6 +609,13 @@ int main(void)
         RUN(swiglu_of_bf16_inputs_is_swiglu_of_the_widened_values);
         RUN(rope_matches_reference_and_finite_differences_and_leaves_v_and_tail_dims);
         RUN(rope_table_follows_the_published_llama31_scaling_and_plain_frequencies);
+        RUN(dropout_twins_agree_bit_for_bit_at_every_alignment_thread_count_and_in_place);
+        RUN(dropout_twins_agree_where_the_philox_counter_crosses_2_to_the_32);
+        RUN(dropout_keeps_one_minus_p_of_a_million_elements_within_5_sigma_scaled_by_1_over_1_minus_p);
+        RUN(dropout_of_a_column_slice_is_the_slice_of_the_full_width_mask);
+        RUN(dropout_mask_follows_the_sample_id_not_the_batch_position);
+        RUN(dropout_with_p_zero_is_the_identity);
+        RUN(dropout_of_the_gradient_is_the_backward_by_finite_differences);
         kc_print_notes();
     }
     return test_summary("kernels_llama");
