@@ -34,6 +34,7 @@ uint64_t pl_hash_str(const char *s)
     return h;
 }
 
+/* The block of counter (index, stream) and key seed, as 32-bit words, low first. */
 static void draw(uint64_t seed, uint64_t stream, uint64_t index, uint32_t out[4])
 {
     const uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), (uint32_t)stream,
@@ -62,4 +63,21 @@ double pl_rng_normal(uint64_t seed, uint64_t stream, uint64_t index)
     draw(seed, stream, index, r);
     double u1 = to_unit(r[0], r[1]), u2 = to_unit(r[2], r[3]);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+uint32_t pl_rng_u32(uint64_t seed, uint64_t stream, uint64_t index)
+{
+    uint32_t r[4];
+    draw(seed, stream, index >> 2, r);
+    return r[index & 3];
+}
+
+uint32_t pl_dropout_threshold(double p)
+{
+    if (!(p > 0.0)) /* also NaN */
+        return 0;
+    if (p >= 1.0)
+        return UINT32_MAX;
+    long long t = llround(p * 4294967296.0);
+    return t >= (long long)UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }

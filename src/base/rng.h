@@ -19,4 +19,16 @@ uint64_t pl_hash_str(const char *s);
 double pl_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 double pl_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
 
+/* 32 random bits for (seed, stream, index): word (index & 3) of the Philox
+ * block whose counter is (index >> 2, stream) and key seed. Four consecutive
+ * indices share one block, so a caller drawing a run of indices computes one
+ * block per four of them (the dropout kernels do). */
+uint32_t pl_rng_u32(uint64_t seed, uint64_t stream, uint64_t index);
+
+/* The keep threshold of dropout probability p in [0, 1): an element is
+ * dropped when its u32 < pl_dropout_threshold(p) = (uint32_t)llround(p *
+ * 2^32), clamped to [0, UINT32_MAX]. p = 0 gives 0 (nothing dropped); the
+ * dropped fraction is threshold / 2^32, within 2^-33 of p. */
+uint32_t pl_dropout_threshold(double p);
+
 #endif

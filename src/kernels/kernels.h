@@ -17,6 +17,9 @@
  * - Backward kernels ADD into every gradient they produce (parameter and
  *   activation gradients alike); the caller zeroes buffers when needed. This
  *   gives gradient accumulation over micro-batches and residual branches for free.
+ *   Exceptions, because they transform a buffer rather than produce one: the
+ *   rotary embedding (rope_fwd and rope_bwd work in place on q and k) and
+ *   dropout (out = masked inp, the same kernel for the gradient).
  * - Results do not depend on the number of threads (fixed-order reductions).
  * - The pl_gemm context is the only stateful object: a oneDNN engine and stream
  *   and a cache of matmul primitives, one per (shape, transposes, beta). Kernels
@@ -155,6 +158,74 @@ PL_KERNEL(layernorm_fwd, float *out, float *mean, float *rstd, const float *inp,
 PL_KERNEL(layernorm_bwd, float *dinp, float *dweight, float *dbias, const float *dout,
           const float *inp, const float *weight, const float *mean, const float *rstd, int64_t N,
           int64_t C);
+
+/* ---- RMSNorm (Llama; Megatron's --normalization RMSNorm) -------------------
+ * out (N,C) = inp * rstd * weight (+ bias), rstd = 1 / sqrt(mean_c(inp^2) + eps). */
+
+/* bias (C) may be NULL; saves rstd (N). */
+PL_KERNEL(rmsnorm_fwd, float *out, float *rstd, const float *inp, const float *weight,
+          const float *bias, int64_t N, int64_t C, float eps);
+/* dinp (N,C) +=, dweight (C) +=, dbias (C) += (dbias may be NULL) from dout (N,C). */
+PL_KERNEL(rmsnorm_bwd, float *dinp, float *dweight, float *dbias, const float *dout,
+          const float *inp, const float *weight, const float *rstd, int64_t N, int64_t C);
+
+/* ---- SwiGLU (Megatron's --swiglu) -------------------------------------------
+ * A row of fc1's output is [gate (F) | up (F)]; out = silu(gate) * up with
+ * silu(g) = g / (1 + exp(-g)). F is the per-rank FFN width. */
+
+/* inp (N,2F), out (N,F). */
+PL_KERNEL(swiglu_fwd, float *out, const float *inp, int64_t N, int64_t F);
+/* dinp (N,2F) += gradient from dout (N,F). */
+PL_KERNEL(swiglu_bwd, float *dinp, const float *inp, const float *dout, int64_t N, int64_t F);
+/* The same two on a bf16 input (fc1's output saved under --bf16): bit for bit
+ * the fp32 kernel of the same twin on the widened values. */
+PL_KERNEL(swiglu_fwd_bf16, float *out, const uint16_t *inp, int64_t N, int64_t F);
+PL_KERNEL(swiglu_bwd_bf16, float *dinp, const uint16_t *inp, const float *dout, int64_t N,
+          int64_t F);
+
+/* ---- rotary position embedding (RoPE) --------------------------------------
+ * Megatron's non-interleaved rotary embedding (HF/Llama "rotate_half"), in
+ * place on the q and k heads of a QKV buffer in Megatron's grouped layout:
+ * qkv (B,T,G,QG+2,HS), G query groups (KV heads), each QG = NH/G query heads,
+ * then its k head, then its v head (multi-head attention: G = NH, QG = 1,
+ * per head [q, k, v]). Only the first rot dims of a head rotate (rot even, rot
+ * = HS * rotary_percent); with half = rot/2 and i < half, at position
+ * p = pos0 + t: x[i], x[i+half] <- x[i] cos - x[i+half] sin,
+ * x[i+half] cos + x[i] sin, cos = cos_tab[p][i], sin = sin_tab[p][i].
+ * v heads and dims >= rot are not touched. */
+
+/* Llama 3.1's frequency scaling (8, 1, 4, 8192 for Llama 3.1). */
+typedef struct pl_rope_scaling {
+    double factor, low_freq_factor, high_freq_factor;
+    int64_t original_max_positions;
+} pl_rope_scaling;
+
+/* cos_tab, sin_tab (P, rot/2): angle(p, i) = p * inv_freq[i], inv_freq[i] =
+ * base^(-2i/rot), rescaled by Llama 3.1's rule when scaling is not NULL;
+ * inv_freq and angles in double, cos and sin rounded to float once. Set-up
+ * work: one plain function, no twins. */
+void pl_rope_table(float *cos_tab, float *sin_tab, int64_t P, int64_t rot, double base,
+                   const pl_rope_scaling *scaling);
+/* Rotates q and k of qkv in place with rows pos0 .. pos0+T-1 of the tables. */
+PL_KERNEL(rope_fwd, float *qkv, const float *cos_tab, const float *sin_tab, int64_t B, int64_t T,
+          int64_t G, int64_t QG, int64_t HS, int64_t rot, int64_t pos0);
+/* In place on dqkv (same layout): the transposed rotation (by -angle) of the
+ * q and k gradients; v and unrotated dims untouched. */
+PL_KERNEL(rope_bwd, float *dqkv, const float *cos_tab, const float *sin_tab, int64_t B,
+          int64_t T, int64_t G, int64_t QG, int64_t HS, int64_t rot, int64_t pos0);
+
+/* ---- dropout ------------------------------------------------------------------
+ * Rows of a (B*T, C) activation that is this rank's columns [c0, c0+C) of a
+ * global (B*T, Cg) one. Element (n, c) has the global index
+ *   ((sample[n / T] * T + n % T) * Cg + c0 + c),
+ * sample (B) holding each row block's global sample id, and is kept when
+ * pl_rng_u32(seed, stream, index) >= pl_dropout_threshold(p) (base/rng.h): the
+ * mask depends on the sample and the global column, not on how the batch or
+ * the columns are split. out = inp * keep / (1 - p), as PyTorch's
+ * inp * mask * scale (a dropped NaN or Inf stays NaN). out may alias inp;
+ * p = 0 copies. Used for forward and, on the gradient, for backward. */
+PL_KERNEL(dropout, float *out, const float *inp, int64_t B, int64_t T, int64_t C, int64_t Cg,
+          int64_t c0, const int64_t *sample, float p, uint64_t seed, uint64_t stream);
 
 /* ---- causal self-attention ------------------------------------------------
  * qkv (B,T,NH,3,HS): for each head, its q, then k, then v (Megatron's

@@ -208,7 +208,9 @@ typedef struct kbuf {
     float *qkv, *dqkv, *att, *datt, *lse, *att_ws;
     float *wte, *dwte, *wpe, *dwpe, *row_max, *row_sum, *tl, *lm_lse, *dloss, *lm_ws;
     float *p, *g, *m, *v;
+    float *rope_cos, *rope_sin;
     int32_t *ids;
+    int64_t sample[B];
     int64_t chunk;
     pl_gemm *gemm;
 } kbuf;
@@ -231,6 +233,13 @@ KB(k_bias_bwd, pl_cpu_bias_bwd(k->db, k->big, N, 4 * C))
 KB(k_add, pl_cpu_add(k->z, k->x, k->y, (int64_t)N * C))
 KB(k_gelu_fwd, pl_cpu_gelu_fwd(k->big2, k->gin, (int64_t)N * 4 * C))
 KB(k_gelu_bwd, pl_cpu_gelu_bwd(k->big2, k->gin, k->big, (int64_t)N * 4 * C))
+KB(k_rms_fwd, pl_cpu_rmsnorm_fwd(k->y, k->rstd, k->x, k->w, NULL, N, C, 1e-5f))
+KB(k_rms_bwd, pl_cpu_rmsnorm_bwd(k->dx, k->dw, NULL, k->dy, k->x, k->w, k->rstd, N, C))
+KB(k_swiglu_fwd, pl_cpu_swiglu_fwd(k->big2, k->gin, N, 2 * C))
+KB(k_swiglu_bwd, pl_cpu_swiglu_bwd(k->big2, k->gin, k->big, N, 2 * C))
+KB(k_rope_fwd, pl_cpu_rope_fwd(k->qkv, k->rope_cos, k->rope_sin, B, T, NH, 1, HS, HS, 0))
+KB(k_rope_bwd, pl_cpu_rope_bwd(k->dqkv, k->rope_cos, k->rope_sin, B, T, NH, 1, HS, HS, 0))
+KB(k_dropout, pl_cpu_dropout(k->z, k->x, B, T, C, C, 0, k->sample, 0.1f, 1, 2))
 KB(k_att_fwd, pl_cpu_attention_fwd(k->att, k->lse, k->qkv, B, T, NH, HS, k->att_ws))
 KB(k_att_bwd,
    pl_cpu_attention_bwd(k->dqkv, k->datt, k->qkv, k->att, k->lse, B, T, NH, HS, k->att_ws))
@@ -276,6 +285,11 @@ static void bench_kernels(int reps)
     k.dloss = alloc_random(N, 0, 1.0f / N);
     k.p = alloc_random(NPARAMS, -1, 1), k.g = alloc_random(NPARAMS, -1, 1);
     k.m = alloc_random(NPARAMS, -0.1f, 0.1f), k.v = alloc_random(NPARAMS, 0, 0.01f);
+    k.rope_cos = alloc_random((size_t)T * HS / 2, -1, 1);
+    k.rope_sin = alloc_random((size_t)T * HS / 2, -1, 1);
+    pl_rope_table(k.rope_cos, k.rope_sin, T, HS, 10000.0, NULL);
+    for (int b = 0; b < B; b++)
+        k.sample[b] = 1000 + b;
     k.ids = malloc(N * sizeof *k.ids);
     for (int i = 0; i < N; i++)
         k.ids[i] = (int32_t)((i * 2654435761u) % V);
@@ -299,6 +313,13 @@ static void bench_kernels(int reps)
         {"add (N*C)", k_add, 3.0 * N * C * 4},
         {"gelu_fwd (N*4C)", k_gelu_fwd, 2.0 * N * 4 * C * 4},
         {"gelu_bwd (N*4C)", k_gelu_bwd, 3.0 * N * 4 * C * 4},
+        {"rmsnorm_fwd (N,C)", k_rms_fwd, 2.0 * N * C * 4},
+        {"rmsnorm_bwd (N,C)", k_rms_bwd, 5.0 * N * C * 4},
+        {"swiglu_fwd (N,2x2C)", k_swiglu_fwd, 3.0 * N * 2 * C * 4},
+        {"swiglu_bwd (N,2x2C)", k_swiglu_bwd, 7.0 * N * 2 * C * 4},
+        {"rope_fwd (q,k of qkv)", k_rope_fwd, 4.0 * N * C * 4},
+        {"rope_bwd (q,k of qkv)", k_rope_bwd, 4.0 * N * C * 4},
+        {"dropout p=0.1 (N,C)", k_dropout, 2.0 * N * C * 4},
         {"attention_fwd", k_att_fwd, 0},
         {"attention_bwd", k_att_bwd, 0},
         {"adamw (124M)", k_adamw, 7.0 * NPARAMS * 4},
@@ -338,7 +359,8 @@ static void bench_kernels(int reps)
     float *all[] = {k.gin, k.x,   k.y,    k.z,      k.dx,   k.dy,   k.w,    k.dw,      k.b,
                     k.db,  k.mean, k.rstd,   k.big,  k.big2, k.qkv,  k.dqkv,    k.att,
                     k.datt, k.lse, k.att_ws, k.wte,  k.dwte, k.wpe,  k.dwpe,    k.row_max,
-                    k.row_sum, k.tl, k.lm_lse, k.dloss, k.p, k.g,    k.m,       k.v};
+                    k.row_sum, k.tl, k.lm_lse, k.dloss, k.p, k.g,    k.m,       k.v,
+                    k.rope_cos, k.rope_sin};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         free(all[i]);
     free(k.ids);

@@ -1,5 +1,5 @@
-/* base/rng: Philox4x32-10 against Random123's published known answers, and
- * the normal draws' moments. */
+/* base/rng: Philox4x32-10 against Random123's published known answers, the
+ * normal draws' moments, the u32 draws' block layout and the dropout threshold. */
 #include "base/rng.h"
 #include "test.h"
 
@@ -47,9 +47,39 @@ TEST(normal_draws_have_unit_moments_and_depend_on_every_key_part)
     CHECK(pl_hash_str("a") != pl_hash_str("b"), "hash");
 }
 
+TEST(u32_draws_are_the_words_of_the_block_of_index_over_4)
+{
+    const uint64_t seed = 0x0123456789abcdefull, stream = 0xfedcba9876543210ull;
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    static const uint64_t blocks[] = {0, 1, 0xffffffffull, 0x100000000ull, 0x3fffffffffffffffull};
+    for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++) {
+        uint64_t k = blocks[b];
+        const uint32_t ctr[4] = {(uint32_t)k, (uint32_t)(k >> 32), (uint32_t)stream,
+                                 (uint32_t)(stream >> 32)};
+        uint32_t w[4];
+        pl_philox4x32(ctr, key, w);
+        for (uint64_t j = 0; j < 4; j++)
+            CHECK(pl_rng_u32(seed, stream, 4 * k + j) == w[j], "block %llx word %d",
+                  (unsigned long long)k, (int)j);
+    }
+}
+
+TEST(dropout_threshold_is_p_times_2_to_the_32_rounded_and_clamped)
+{
+    CHECK(pl_dropout_threshold(0.0) == 0, "p = 0");
+    CHECK(pl_dropout_threshold(-0.5) == 0, "p < 0");
+    CHECK(pl_dropout_threshold(0.5) == 0x80000000u, "p = 0.5");
+    CHECK(pl_dropout_threshold(0.1) == 429496730u, "p = 0.1: %u", pl_dropout_threshold(0.1));
+    CHECK(pl_dropout_threshold(0x1p-33) == 1, "half a unit rounds away from zero");
+    CHECK(pl_dropout_threshold(1.0 - 0x1p-40) == UINT32_MAX, "rounds to 2^32: clamped");
+    CHECK(pl_dropout_threshold(1.0) == UINT32_MAX, "p = 1: clamped");
+}
+
 int main(void)
 {
     RUN(philox_matches_random123_known_answers);
     RUN(normal_draws_have_unit_moments_and_depend_on_every_key_part);
+    RUN(u32_draws_are_the_words_of_the_block_of_index_over_4);
+    RUN(dropout_threshold_is_p_times_2_to_the_32_rounded_and_clamped);
     return test_summary("rng");
 }

@@ -30,6 +30,15 @@
 #define pl_cpu_gelu_bwd_bf16 pl_avx512_gelu_bwd_bf16
 #define pl_cpu_layernorm_fwd pl_avx512_layernorm_fwd
 #define pl_cpu_layernorm_bwd pl_avx512_layernorm_bwd
+#define pl_cpu_rmsnorm_fwd pl_avx512_rmsnorm_fwd
+#define pl_cpu_rmsnorm_bwd pl_avx512_rmsnorm_bwd
+#define pl_cpu_swiglu_fwd pl_avx512_swiglu_fwd
+#define pl_cpu_swiglu_bwd pl_avx512_swiglu_bwd
+#define pl_cpu_swiglu_fwd_bf16 pl_avx512_swiglu_fwd_bf16
+#define pl_cpu_swiglu_bwd_bf16 pl_avx512_swiglu_bwd_bf16
+#define pl_cpu_rope_fwd pl_avx512_rope_fwd
+#define pl_cpu_rope_bwd pl_avx512_rope_bwd
+#define pl_cpu_dropout pl_avx512_dropout
 #define pl_attention_workspace pl_avx512_attention_workspace
 #define pl_cpu_attention_fwd pl_avx512_attention_fwd
 #define pl_cpu_attention_bwd pl_avx512_attention_bwd

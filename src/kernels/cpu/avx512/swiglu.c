@@ -1,0 +1,6 @@
+/* The AVX-512 build of src/kernels/cpu/swiglu.c (see avx512.h). */
+#include "kernels/cpu/avx512/avx512.h"
+
+#if PL_AVX512_TU
+#include "kernels/cpu/swiglu.c"
+#endif
