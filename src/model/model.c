@@ -322,6 +322,16 @@ static void set_dropout(pl_model *m)
     k->sample = m->sample;
 }
 
+/* Megatron's embedding dropout (hidden dropout on the embedding output, site
+ * 3), in place on x (N, C): the output in forward, its gradient in backward. */
+static void embedding_dropout(pl_model *m, float *x)
+{
+    const pl_dropout_key *k = &m->blk.drop;
+    if (k->hidden > 0)
+        pl_cpu_dropout(x, x, m->B, m->T, m->C, m->C, 0, k->sample, k->hidden, k->seed,
+                       pl_block_dropout_stream(k->iteration, 0, 3));
+}
+
 pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
@@ -330,6 +340,7 @@ pl_status pl_model_forward(pl_model *m)
     if (m->fetch)
         PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
     PL_TRY(pl_tp_embedding_fwd(m->tp, m->x0, m->tokens, m->wte, m->wpe, B, T, C, m->v0, m->Vl));
+    embedding_dropout(m, m->x0);
     for (int64_t l = 0; l < L; l++) {
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, l, 0));
@@ -380,6 +391,7 @@ pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
         if (ready)
             PL_TRY(ready(ctx, m->layer_offset[l], m->layer_count[l]));
     }
+    embedding_dropout(m, m->dres);
     pl_tp_embedding_bwd(m->dwte, m->dwpe, m->dres, m->tokens, B, T, C, m->v0, m->Vl);
 fail:
     return st;

@@ -51,9 +51,12 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
                          spec->post_norm ? "post-norm" : spec->cross_attention
                                                              ? "cross-attention"
                                                              : "a padding mask");
-    if (spec->norm != PL_NORM_LAYERNORM || spec->act != PL_ACT_GELU || spec->pos == PL_POS_ROPE ||
-        spec->mask != PL_MASK_CAUSAL || d->G != d->NH)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "transformer block: only GPT's layer for now");
+    if (d->G != d->NH)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "transformer block: grouped-query attention needs "
+                         "the grouped attention kernel");
+    if (spec->mask == PL_MASK_NONE)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "transformer block: unmasked attention needs the "
+                         "generalised attention kernel");
     const int tps = tp ? tp->size : 1;
     if (d->NH % tps || d->G % tps || d->F % tps || d->NH % d->G)
         return pl_errorf(PL_ERR_ARG, "heads (%lld), query groups (%lld) and the MLP width (%lld) "
@@ -129,10 +132,23 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *ro
     c->dact = pl_plan_take(p, nf);
     c->qkv_f32 = c->dfc1;
     c->attn_ws = pl_plan_take(p, (int64_t)pl_attention_workspace(c->B, c->T, c->NHl, c->dims.HS));
-    (void)rope;
+    if (c->spec.pos == PL_POS_ROPE) {
+        /* Megatron: rotary dims = kv_channels * rotary_percent (even) */
+        c->rope_rot = (int64_t)((double)c->dims.HS * rope->percent) / 2 * 2;
+        c->rope_cos = pl_plan_take(p, c->rope_rows * (c->rope_rot / 2));
+        c->rope_sin = pl_plan_take(p, c->rope_rows * (c->rope_rot / 2));
+    }
 }
 
-void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope) { (void)c, (void)rope; }
+void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope)
+{
+    if (c->spec.pos != PL_POS_ROPE || !c->rope_cos)
+        return;
+    const pl_rope_scaling sc = {rope->factor, rope->low_freq_factor, rope->high_freq_factor,
+                                rope->original_max_positions};
+    pl_rope_table(c->rope_cos, c->rope_sin, c->rope_rows, c->rope_rot, rope->base,
+                  rope->scaling ? &sc : NULL);
+}
 
 pl_status pl_block_prepare(pl_block_ctx *c)
 {
@@ -205,7 +221,11 @@ static pl_status row_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, const
 static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
 {
     const int64_t n = c->N * c->Fl;
-    if (c->act_bf16)
+    if (c->spec.act == PL_ACT_SWIGLU && c->act_bf16)
+        pl_cpu_swiglu_fwd_bf16(c->act, a->fc1_bf16, c->N, c->Fl);
+    else if (c->spec.act == PL_ACT_SWIGLU)
+        pl_cpu_swiglu_fwd(c->act, a->fc1, c->N, c->Fl);
+    else if (c->act_bf16)
         pl_cpu_gelu_fwd_bf16(c->act, a->fc1_bf16, n);
     else
         pl_cpu_gelu_fwd(c->act, a->fc1, n);
@@ -215,10 +235,23 @@ static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
 static void act_bwd(pl_block_ctx *c, const pl_block_acts *a)
 {
     const int64_t n = c->N * c->Fl;
-    if (c->act_bf16)
+    if (c->spec.act == PL_ACT_SWIGLU && c->act_bf16)
+        pl_cpu_swiglu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, c->N, c->Fl);
+    else if (c->spec.act == PL_ACT_SWIGLU)
+        pl_cpu_swiglu_bwd(c->dfc1, a->fc1, c->dact, c->N, c->Fl);
+    else if (c->act_bf16)
         pl_cpu_gelu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, n);
     else
         pl_cpu_gelu_bwd(c->dfc1, a->fc1, c->dact, n);
+}
+
+/* Hidden dropout of a branch's output (site 1: attention, 2: MLP), out may
+ * alias inp. A no-op copy-free return when dropout is off (out == inp). */
+static void hidden_dropout(pl_block_ctx *c, float *out, const float *inp, int64_t layer, int site)
+{
+    const pl_dropout_key *k = &c->drop;
+    pl_cpu_dropout(out, inp, c->B, c->T, c->dims.C, c->dims.C, 0, k->sample, k->hidden, k->seed,
+                   pl_block_dropout_stream(k->iteration, layer, site));
 }
 
 /* Generation's attention step: where the new token's key and value go, and
@@ -255,30 +288,33 @@ static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
     const pl_norm_kind nk = c->spec.norm;
-    (void)layer;
     /* --bf16: qkv, attn and fc1 come out in fp32 scratch and are saved in bf16 */
     float *qkv = a->qkv ? a->qkv : c->dqkv, *attn = a->attn ? a->attn : c->dattn;
     float *fc1 = a->fc1 ? a->fc1 : c->dact;
     pl_nn_norm_fwd(nk, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w, w->norm1_b, N, C,
                    c->eps);
     PL_TRY(column_fwd(c, qkv, c->norm_out, w->qkv_w, w->qkv_b, C, c->QKVl));
+    if (c->spec.pos == PL_POS_ROPE)
+        pl_cpu_rope_fwd(qkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
+                        c->dims.HS, c->rope_rot, dec ? dec->pos : 0);
     if (c->act_bf16)
         pl_cpu_round_bf16(a->qkv_bf16, qkv, N * c->QKVl);
     attend(c, attn, a->lse, qkv, dec);
     if (c->act_bf16)
         pl_cpu_round_bf16(a->attn_bf16, attn, N * c->Al);
     PL_TRY(row_fwd(c, a->res1, attn, w->proj_w, w->proj_b, c->Al, C));
+    if (c->drop.hidden > 0)
+        hidden_dropout(c, a->res1, a->res1, layer, 1);
     pl_cpu_add(a->res1, a->res1, x, N * C);
     pl_nn_norm_fwd(nk, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w, w->norm2_b,
                    N, C, c->eps);
     PL_TRY(column_fwd(c, fc1, c->norm_out, w->fc1_w, w->fc1_b, C, c->F1l));
-    if (c->act_bf16) {
+    if (c->act_bf16)
         pl_cpu_f32_to_bf16(a->fc1_bf16, fc1, N, c->F1l, c->F1l);
-        pl_cpu_gelu_fwd_bf16(c->act, a->fc1_bf16, N * c->Fl);
-    } else {
-        pl_cpu_gelu_fwd(c->act, a->fc1, N * c->Fl);
-    }
+    act_fwd(c, a);
     PL_TRY(row_fwd(c, a->res2, c->act, w->fc2_w, w->fc2_b, c->Fl, C));
+    if (c->drop.hidden > 0)
+        hidden_dropout(c, a->res2, a->res2, layer, 2);
     pl_cpu_add(a->res2, a->res2, a->res1, N * C);
 fail:
     return st;
@@ -307,11 +343,16 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
     const pl_norm_kind nk = c->spec.norm;
-    (void)layer;
-    /* MLP branch: res2 = res1 + fc2(act(fc1(norm2(res1)))); dres = d res2 */
+    /* MLP branch: res2 = res1 + drop(fc2(act(fc1(norm2(res1))))); dres = d res2.
+     * The branch's gradient is drop(dres), in dnorm (free until fc1's backward). */
+    const float *dy = dres;
+    if (c->drop.hidden > 0) {
+        hidden_dropout(c, c->dnorm, dres, layer, 2);
+        dy = c->dnorm;
+    }
     act_fwd(c, a);
     memset(c->dact, 0, (size_t)(N * c->Fl) * sizeof(float));
-    PL_TRY(row_bwd(c, c->dact, g->fc2_w, g->fc2_b, dres, c->act, w->fc2_w, c->Fl, C));
+    PL_TRY(row_bwd(c, c->dact, g->fc2_w, g->fc2_b, dy, c->act, w->fc2_w, c->Fl, C));
     memset(c->dfc1, 0, (size_t)(N * c->F1l) * sizeof(float)); /* c->act is spent */
     act_bwd(c, a);
     pl_nn_norm_fwd(nk, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w, w->norm2_b,
@@ -335,10 +376,18 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
         pl_cpu_widen_bf16(c->norm_out, a->attn_bf16, N * c->Al);
         attn = c->norm_out;
     }
+    dy = dres;
+    if (c->drop.hidden > 0) {
+        hidden_dropout(c, c->dnorm, dres, layer, 1);
+        dy = c->dnorm;
+    }
     memset(c->dattn, 0, (size_t)(N * c->Al) * sizeof(float));
-    PL_TRY(row_bwd(c, c->dattn, g->proj_w, g->proj_b, dres, attn, w->proj_w, c->Al, C));
+    PL_TRY(row_bwd(c, c->dattn, g->proj_w, g->proj_b, dy, attn, w->proj_w, c->Al, C));
     memset(c->dqkv, 0, (size_t)(N * c->QKVl) * sizeof(float));
     attention_bwd(c, c->dqkv, c->dattn, qkv, attn, a->lse);
+    if (c->spec.pos == PL_POS_ROPE)
+        pl_cpu_rope_bwd(c->dqkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
+                        c->dims.HS, c->rope_rot, 0);
     pl_nn_norm_fwd(nk, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w, w->norm1_b, N, C,
                    c->eps);
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));

@@ -32,10 +32,10 @@ static const pl_option train_options[] = {
      "vocabulary size when no tokenizer is given (with --mock-data)", NULL, 0},
     {"--init-method-std", PL_OPT_FLOAT, "0.02", F(init_method_std),
      "std of the normal initialisation (output projections: std / sqrt(2 layers))", NULL, 0},
-    {"--hidden-dropout", PL_OPT_FLOAT, "0", F(hidden_dropout),
-     "dropout after attention and MLP: only 0 is supported (Megatron's default is 0.1)", NULL, 0},
-    {"--attention-dropout", PL_OPT_FLOAT, "0", F(attention_dropout),
-     "attention dropout: only 0 is supported (Megatron's default is 0.1)", NULL, 0},
+    {"--hidden-dropout", PL_OPT_FLOAT, "0.1", F(hidden_dropout),
+     "dropout on the embeddings and after attention and MLP (--model llama: 0)", NULL, 0},
+    {"--attention-dropout", PL_OPT_FLOAT, "0.1", F(attention_dropout),
+     "dropout on the attention probabilities (--model llama: 0)", NULL, 0},
     {"--layernorm-epsilon", PL_OPT_FLOAT, "1e-5", F(layernorm_epsilon),
      "norm epsilon (Megatron's older name of --norm-epsilon)", NULL, 0},
     {"--norm-epsilon", PL_OPT_FLOAT, "1e-5", F(layernorm_epsilon), "LayerNorm / RMSNorm epsilon",
@@ -419,10 +419,10 @@ static pl_status validate(pl_train_args *a)
         return pl_errorf(PL_ERR_ARG, "plait train: --ffn-hidden-size, "
                                      "--make-vocab-size-divisible-by and --micro-batch-size must "
                                      "be positive");
-    if (a->hidden_dropout != 0 || a->attention_dropout != 0)
-        return pl_errorf(PL_ERR_ARG, "plait train: --%s %g: dropout is not implemented; pass 0",
-                         a->hidden_dropout != 0 ? "hidden-dropout" : "attention-dropout",
-                         a->hidden_dropout != 0 ? a->hidden_dropout : a->attention_dropout);
+    if (a->hidden_dropout < 0 || a->hidden_dropout >= 1 || a->attention_dropout < 0 ||
+        a->attention_dropout >= 1)
+        return pl_errorf(PL_ERR_ARG, "plait train: --hidden-dropout %g and --attention-dropout %g "
+                         "must be in [0, 1)", a->hidden_dropout, a->attention_dropout);
     if (a->tensor_model_parallel_size != 1 || a->pipeline_model_parallel_size != 1)
         return pl_errorf(PL_ERR_ARG,
                          "plait train: --tensor-model-parallel-size and "

@@ -299,6 +299,7 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs,
                        pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
+    t->model.seed = (uint64_t)a->seed;
     if (t->zero_stage >= 2) {
         if (t->zero_stage == 3)
             PL_TRY(pl_model_rebind(&t->model, 0, pl_train_zero_locate, t));
@@ -440,6 +441,7 @@ static pl_status load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx,
     const int64_t T = m->T;
     int64_t count = 0;
     for (int64_t b = 0; b < t->mbs; b++) {
+        m->sample[b] = idx[b]; /* the dropout masks' key: the same in any layout */
         if (t->a->mock_data) {
             for (int64_t k = 0; k <= T; k++)
                 t->sample[k] = (int32_t)(pl_rng_uniform((uint64_t)t->a->seed, 0x6d6f636bu + (uint64_t)s,
@@ -541,6 +543,8 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         double t0 = pl_time_now();
         PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
         double t1 = pl_time_now();
+        m->training = 1;
+        m->iteration = t->iteration;
         PL_TRY(pl_model_forward(m));
         loss_sum += micro_batch_loss(m, scale * ls) * scale;
         int last = k == t->num_micro - 1;
@@ -659,6 +663,7 @@ static pl_status evaluate(pl_trainer *t, double *out)
                 break;
             int64_t n_loss;
             PL_TRY(load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
+            t->model.training = 0; /* Megatron evaluates in eval mode: no dropout */
             PL_TRY(pl_model_forward(&t->model));
             sum += micro_batch_loss(&t->model, 1.0);
             batches++;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """PyTorch parity: rebuild plait's GPT in PyTorch (Debian python3-torch) from the
-weights and batches written by build/testtools/gpt_parity, in float64, and compare:
+weights and batches written by build/testtools/model_parity, in float64, and compare:
 logits and loss (normwise relative error <= 1e-5), every parameter gradient (<= 1e-4),
 and every parameter after 5 AdamW steps with warmup, cosine decay and clipping (<= 1e-4).
 
@@ -9,7 +9,7 @@ softmax over 1024 logits stay well under 1e-5 relative for values; gradients pas
 through more accumulations (up to N*C terms), hence 1e-4. Adam divides by sqrt(v),
 which amplifies gradient differences where v is tiny, so parameters get 1e-4 too.
 
-bf16 (a file written by `gpt_parity FILE bf16`, plait's GEMMs in bf16 as with --bf16):
+bf16 (a file written by `model_parity FILE --bf16`, plait's GEMMs in bf16 as with --bf16):
 the reference rounds the inputs of the same matrix products to bf16 (linear layers
 forward, dx and dW; the LM head's logits, dx and dW; attention's products stay
 unrounded, as in plait) and multiplies in float64, so it is plait's arithmetic up to
@@ -43,7 +43,7 @@ bias is checked on its q and v rows at the per-tensor tolerance, and its key row
 gradient must be noise-sized (under 1e-4 of the tensor's gradient) in both plait and
 the reference; the key rows stay in the all-gradients and all-updates checks.
 
-fp16 (`gpt_parity FILE --fp16`: plait's GEMMs in fp16 mode, static loss scale 1024, taken
+fp16 (`model_parity FILE --fp16`: plait's GEMMs in fp16 mode, static loss scale 1024, taken
 off the gradients before clipping and Adam, as `plait train --fp16 --loss-scale 1024`):
 the reference rounds the same products' inputs to fp16 (denormals below 2^-14 included),
 scales the loss by the same 1024 and divides the gradients by it; activations stay
@@ -209,6 +209,107 @@ def forward(P, tokens, cfg, ops=EXACT):
     return mm(x, P["embedding.word_embeddings.weight"])
 
 
+def rope_tables(T, rot, cfg):
+    """cos, sin (T, rot/2) in float64: inv_freq[i] = base^(-2i/rot) (Megatron's
+    RotaryEmbedding), rescaled by Llama 3.1's rule (Megatron's _apply_scaling, HF's
+    _compute_llama3_parameters: low 1, high 4, factor 8) when the file says so."""
+    inv = cfg["rotary_base"] ** (-np.arange(0, rot, 2, dtype=np.float64) / rot)
+    if cfg.get("rope_scaling"):
+        factor, low, high, orig = 8.0, 1.0, 4.0, cfg["rope_original"]
+        wavelen = 2 * math.pi / inv
+        smooth = (orig / wavelen - low) / (high - low)
+        inv = np.where(wavelen < orig / high, inv,
+                       np.where(wavelen > orig / low, inv / factor,
+                                (1 - smooth) * inv / factor + smooth * inv))
+    ang = np.outer(np.arange(T, dtype=np.float64), inv)
+    return torch.tensor(np.cos(ang)), torch.tensor(np.sin(ang))
+
+
+def rope(x, cos, sin):
+    """Rotate-half RoPE of x (..., T, HS) on its first 2 * cos.shape[1] dims."""
+    half = cos.shape[1]
+    x1, x2, rest = x[..., :half], x[..., half:2 * half], x[..., 2 * half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+
+
+def rmsnorm(x, w, eps=1e-5):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def attention_dropout_exact(q, k, v, mask, drop):
+    """Causal attention whose probabilities are multiplied by plait's dropout mask
+    (0 or 1 / (1 - p)) before the values."""
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    return (torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1) * drop) @ v
+
+
+def forward_llama(P, tokens, cfg, ops=EXACT, drops=None):
+    """Megatron's Llama (GPTModel with RMSNorm, rope, SwiGLU, grouped-query attention,
+    no biases, untied output layer). QKV rows per KV group: its query heads, k, v; fc1
+    rows [gate; up]. Written independently of plait: heads by reshapes, K/V shared by
+    repeat_interleave, RoPE by rotate_half on (B, heads, T, HS)."""
+    mm, keep, attention = ops
+    L, C, NH, G = cfg["layers"], cfg["hidden"], cfg["heads"], cfg["groups"]
+    B, T = tokens.shape
+    HS, QG = C // NH, NH // G
+    cos, sin = rope_tables(T, HS, cfg)
+    x = P["embedding.word_embeddings.weight"][tokens]
+    if drops:
+        x = x * drops["embedding"].view(B, T, C)
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+    for l in range(L):
+        p = lambda s: P[f"decoder.layers.{l}.{s}"]
+        h = rmsnorm(x, p("input_layernorm.weight"))
+        qkv = mm(h, p("self_attention.linear_qkv.weight")).view(B, T, G, QG + 2, HS)
+        q = qkv[:, :, :, :QG, :].reshape(B, T, NH, HS).transpose(1, 2)
+        k = qkv[:, :, :, QG, :].transpose(1, 2)
+        v = qkv[:, :, :, QG + 1, :].transpose(1, 2)
+        q, k, v = keep(rope(q, cos, sin)), keep(rope(k, cos, sin)), keep(v)
+        k, v = k.repeat_interleave(QG, dim=1), v.repeat_interleave(QG, dim=1)
+        if drops:
+            a = attention_dropout_exact(q, k, v, mask, drops[l]["attention_probs"])
+        else:
+            a = attention(q, k, v, mask)
+        a = mm(a.transpose(1, 2).reshape(B, T, NH * HS), p("self_attention.linear_proj.weight"))
+        x = x + (a * drops[l]["attention_output"].view(B, T, C) if drops else a)
+        h = keep(mm(rmsnorm(x, p("pre_mlp_layernorm.weight")), p("mlp.linear_fc1.weight")))
+        gate, up = h.chunk(2, dim=-1)
+        m = mm(torch.nn.functional.silu(gate) * up, p("mlp.linear_fc2.weight"))
+        x = x + (m * drops[l]["mlp_output"].view(B, T, C) if drops else m)
+    x = rmsnorm(x, P["decoder.final_layernorm.weight"])
+    return mm(x, P["output_layer.weight"])
+
+
+def forward_gpt_dropout(P, tokens, cfg, drops):
+    """forward() with plait's dropout masks (fp32 only): on the embeddings, the
+    attention probabilities, and each branch's output (bias included) before the
+    residual addition, as Megatron's bias_dropout_add."""
+    L, C, NH = cfg["layers"], cfg["hidden"], cfg["heads"]
+    B, T = tokens.shape
+    HS = C // NH
+    x = P["embedding.word_embeddings.weight"][tokens] + P["embedding.position_embeddings.weight"][:T]
+    x = x * drops["embedding"].view(B, T, C)
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+    ln = torch.nn.functional.layer_norm
+    for l in range(L):
+        p = lambda s: P[f"decoder.layers.{l}.{s}"]
+        h = ln(x, (C,), p("input_layernorm.weight"), p("input_layernorm.bias"), 1e-5)
+        qkv = (h @ p("self_attention.linear_qkv.weight").T + p("self_attention.linear_qkv.bias"))
+        qkv = qkv.view(B, T, NH, 3, HS)
+        q, k, v = (qkv[:, :, :, i, :].transpose(1, 2) for i in range(3))
+        a = attention_dropout_exact(q, k, v, mask, drops[l]["attention_probs"])
+        a = a.transpose(1, 2).reshape(B, T, C)
+        a = a @ p("self_attention.linear_proj.weight").T + p("self_attention.linear_proj.bias")
+        x = x + a * drops[l]["attention_output"].view(B, T, C)
+        h = ln(x, (C,), p("pre_mlp_layernorm.weight"), p("pre_mlp_layernorm.bias"), 1e-5)
+        h = torch.nn.functional.gelu(h @ p("mlp.linear_fc1.weight").T + p("mlp.linear_fc1.bias"),
+                                     approximate="tanh")
+        h = h @ p("mlp.linear_fc2.weight").T + p("mlp.linear_fc2.bias")
+        x = x + h * drops[l]["mlp_output"].view(B, T, C)
+    x = ln(x, (C,), P["decoder.final_layernorm.weight"], P["decoder.final_layernorm.bias"], 1e-5)
+    return x @ P["embedding.word_embeddings.weight"].T
+
+
 def rel(a, b):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -243,7 +344,19 @@ def run(path, check):
             rows = batches[s * B:(s + 1) * B]
             tokens, targets = rows[:, :-1], rows[:, 1:]
             opt.zero_grad()
-            logits = forward(P, tokens, cfg, ops)
+            drops = None
+            if cfg.get("dropout", 0) > 0:
+                t = lambda k: torch.tensor(T_[f"dropout.{s}.{k}"], dtype=DT)
+                drops = {l: {k: t(f"{l}.{k}") for k in
+                             ("attention_output", "mlp_output", "attention_probs")}
+                         for l in range(cfg["layers"])}
+                drops["embedding"] = t("embedding")
+            if cfg.get("family", "gpt") == "llama":
+                logits = forward_llama(P, tokens, cfg, ops, drops)
+            elif drops:
+                logits = forward_gpt_dropout(P, tokens, cfg, drops)
+            else:
+                logits = forward(P, tokens, cfg, ops)
             loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                      targets.reshape(-1))
             (loss * scale).backward()  # fp16: the static loss scale, taken off below
@@ -264,7 +377,10 @@ def run(path, check):
         return out
 
     ref = replay(OPS[prec])
-    tag = f"[{prec}] "
+    tag = f"[{cfg.get('family', 'gpt')}, {prec}" + (
+        f", {cfg['groups']} query groups" if cfg.get("family") == "llama" else "") + (
+        ", Llama 3.1 rope scaling" if cfg.get("rope_scaling") else "") + (
+        f", dropout {cfg['dropout']:g}" if cfg.get("dropout", 0) > 0 else "") + "] "
     check(tag + "logits", rel(T_["logits"], ref["logits"]), tol["logits"])
     check(tag + "loss", rel(T_["loss"], [ref["loss"]]), tol["logits"])
     for n in names:
@@ -275,6 +391,8 @@ def run(path, check):
         check(f"{tag}grad norm step {s + 1}", rel(T_["grad_norm"][s], [ref["norms"][s]]), tol["grad"])
         check(f"{tag}lr step {s + 1}", rel(T_["lr"][s], [ref["lrs"][s]]), 1e-6)
     NH, HS = cfg["heads"], cfg["hidden"] // cfg["heads"]
+    if "linear_qkv.bias" not in " ".join(names):
+        NH = 0  # no QKV bias (Llama): nothing below looks at its rows
 
     def rows(n, a, which):
         """The q, k, v rows ("qv" or "k") of a QKV bias (per-head interleaved)."""

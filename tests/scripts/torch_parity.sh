@@ -7,14 +7,14 @@
 # (--lm-head-logits keep) must write the same bytes: its vocabulary fits one
 # chunk, so only the recomputation differs, and it must not change a bit.
 source "$(dirname "$0")/lib.sh"
-"$ROOT/build/testtools/gpt_parity" "$TMP/parity.safetensors" || { echo "parity: 0 passed, 1 failed"; exit 1; }
-"$ROOT/build/testtools/gpt_parity" "$TMP/parity_bf16.safetensors" --bf16 || { echo "parity: 0 passed, 1 failed"; exit 1; }
-"$ROOT/build/testtools/gpt_parity" "$TMP/parity_fp16.safetensors" --fp16 || { echo "parity: 0 passed, 1 failed"; exit 1; }
+"$ROOT/build/testtools/model_parity" "$TMP/parity.safetensors" || { echo "parity: 0 passed, 1 failed"; exit 1; }
+"$ROOT/build/testtools/model_parity" "$TMP/parity_bf16.safetensors" --bf16 || { echo "parity: 0 passed, 1 failed"; exit 1; }
+"$ROOT/build/testtools/model_parity" "$TMP/parity_fp16.safetensors" --fp16 || { echo "parity: 0 passed, 1 failed"; exit 1; }
 check "kept LM-head logits give the recomputed run's bytes" \
-    bash -c "'$ROOT/build/testtools/gpt_parity' '$TMP/kept.safetensors' --keep-logits &&
+    bash -c "'$ROOT/build/testtools/model_parity' '$TMP/kept.safetensors' --keep-logits &&
              cmp '$TMP/parity.safetensors' '$TMP/kept.safetensors'"
 check "kept LM-head logits give the recomputed run's bytes in bf16" \
-    bash -c "'$ROOT/build/testtools/gpt_parity' '$TMP/kept_bf16.safetensors' --keep-logits --bf16 &&
+    bash -c "'$ROOT/build/testtools/model_parity' '$TMP/kept_bf16.safetensors' --keep-logits --bf16 &&
              cmp '$TMP/parity_bf16.safetensors' '$TMP/kept_bf16.safetensors'"
 OMP_NUM_THREADS=2 /usr/bin/python3 "$ROOT/tests/scripts/torch_parity.py" "$TMP/parity.safetensors" \
     "$TMP/parity_bf16.safetensors" "$TMP/parity_fp16.safetensors" | tee "$TMP/py.out"

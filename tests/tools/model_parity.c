@@ -1,0 +1,261 @@
+/* Writes what tests/scripts/torch_parity.py checks against PyTorch: a small
+ * model's initial parameters, a batch, plait's logits and loss, every gradient
+ * of the first step, and the parameters after 5 AdamW steps with warmup,
+ * cosine decay and clipping, run by the same model and optimizer code the
+ * trainer uses.
+ * usage: model_parity OUT.safetensors [--model gpt|llama] [--groups G] [--rope-scaling]
+ *                     [--dropout P] [--keep-logits] [--bf16 | --fp16]
+ * --model llama: RMSNorm, RoPE (base 10000, or Llama 3.1's scaling with --rope-scaling),
+ * SwiGLU, no biases, untied output layer, G key/value groups (--groups, default NH).
+ * --dropout P: hidden and attention dropout P; the masks plait draws (the counter-based
+ * RNG, keyed as the trainer keys them: iteration = step, sample = the batch row's global
+ * index) are written too, computed here from the documented formulas (kernels.h), so the
+ * reference applies exactly those. With
+ * with --bf16, every GEMM runs in the GEMM context's bf16 mode (and the model saves its
+ * activations in bf16), as plait train --bf16 does; with --fp16, in fp16 mode with a
+ * static loss scale of LOSS_SCALE, taken off the gradients as the trainer does
+ * (plait train --fp16 --loss-scale 1024). */
+#include "base/alloc.h"
+#include "base/rng.h"
+#include "ckpt/safetensors.h"
+#include "model/model.h"
+#include "model/spec.h"
+#include "optim/adamw.h"
+#include "optim/schedule.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { L = 2, C = 64, NH = 4, T = 32, B = 2, V = 1000, STEPS = 5, SEED = 1234 };
+#define LOSS_SCALE 1024.0
+
+static uint64_t lcg = 88172645463325252ull;
+static int32_t next_token(void)
+{
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return (int32_t)((lcg >> 33) % V);
+}
+
+static int fail(pl_status st)
+{
+    fprintf(stderr, "model_parity: %s\n", pl_error_msg());
+    return st ? 1 : 0;
+}
+
+/* Dropout masks of step s (scale 1/(1-p) where kept, 0 where dropped): per layer
+ * the two hidden sites (B*T, C) and the attention probabilities (B, NH, T, T), and
+ * the embeddings' (B*T, C). */
+static void dropout_masks(float *hidden, float *attn, float *emb, const int64_t *sample, int s,
+                          float p)
+{
+    const int64_t N = B * T;
+    const uint32_t thr = pl_dropout_threshold(p);
+    const float keep = 1.0f / (1.0f - p);
+    for (int64_t i = 0; i < N * C; i++)
+        emb[i] = 1.0f;
+    pl_ref_dropout(emb, emb, B, T, C, C, 0, sample, p, SEED, pl_block_dropout_stream(s, 0, 3));
+    for (int l = 0; l < L; l++) {
+        for (int site = 1; site <= 2; site++) {
+            float *h = hidden + ((int64_t)l * 2 + site - 1) * N * C;
+            for (int64_t i = 0; i < N * C; i++)
+                h[i] = 1.0f;
+            pl_ref_dropout(h, h, B, T, C, C, 0, sample, p, SEED, pl_block_dropout_stream(s, l, site));
+        }
+        const uint64_t stream = pl_block_dropout_stream(s, l, 0);
+        float *a = attn + (int64_t)l * B * NH * T * T;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < NH; h++)
+                for (int64_t q = 0; q < T; q++)
+                    for (int64_t k = 0; k < T; k++) {
+                        uint64_t idx = (uint64_t)(((sample[b] * NH + h) * T + q) * T + k);
+                        a[((b * NH + h) * T + q) * T + k] =
+                            pl_rng_u32(SEED, stream, idx) >= thr ? keep : 0.0f;
+                    }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int keep = 0, bf16 = 0, fp16 = 0, llama = 0, scaling = 0, bad = argc < 2;
+    int64_t groups = NH;
+    float dropout = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--keep-logits") == 0)
+            keep = 1;
+        else if (strcmp(argv[i], "--bf16") == 0)
+            bf16 = 1;
+        else if (strcmp(argv[i], "--fp16") == 0)
+            fp16 = 1;
+        else if (strcmp(argv[i], "--rope-scaling") == 0)
+            scaling = 1;
+        else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+            llama = strcmp(argv[++i], "llama") == 0;
+        else if (strcmp(argv[i], "--groups") == 0 && i + 1 < argc)
+            groups = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--dropout") == 0 && i + 1 < argc)
+            dropout = (float)atof(argv[++i]);
+        else
+            bad = 1;
+    }
+    if (bad || (bf16 && fp16) || groups < 1 || NH % groups || dropout < 0 || dropout >= 1) {
+        fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama] [--groups G] "
+                        "[--rope-scaling] [--dropout P] [--keep-logits] [--bf16 | --fp16]\n");
+        return 2;
+    }
+    const double scale = fp16 ? LOSS_SCALE : 1.0;
+    pl_model_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
+                           .seq_length = T, .max_positions = T, .vocab_size = V,
+                           .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f,
+                           .keep_logits = keep};
+    pl_family_apply(&cfg, llama ? PL_FAMILY_LLAMA : PL_FAMILY_GPT);
+    if (llama)
+        cfg.ffn_hidden = 3 * C / 2; /* SwiGLU: fc1 has 2 x 96 rows */
+    cfg.query_groups = groups;
+    cfg.hidden_dropout = cfg.attention_dropout = dropout;
+    cfg.rope = (pl_rope_config){10000.0, 1.0, scaling, 8.0, 1.0, 4.0, 8192};
+    if (scaling) /* original positions small enough that all three bands of the rule occur */
+        cfg.rope = (pl_rope_config){500000.0, 1.0, 1, 8.0, 1.0, 4.0, 16};
+    cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1);
+    pl_registry reg;
+    pl_registry_init(&reg, 1, 0, 0);
+    pl_status st = pl_model_register(&reg, &cfg, 1);
+    if (st)
+        return fail(st);
+    const int64_t n = reg.numel, N = B * T, Vp = cfg.padded_vocab;
+    float *init = pl_calloc((size_t)n, sizeof(float)), *params = pl_calloc((size_t)n, sizeof(float));
+    float *grads = pl_calloc((size_t)n, sizeof(float)), *grads0 = pl_calloc((size_t)n, sizeof(float));
+    float *m = pl_calloc((size_t)n, sizeof(float)), *v = pl_calloc((size_t)n, sizeof(float));
+    float *logits = pl_calloc((size_t)(N * Vp), sizeof(float));
+    int32_t *batches = pl_calloc((size_t)(STEPS * B * (T + 1)), sizeof(int32_t));
+    float lrs[STEPS], norms[STEPS], loss0 = 0;
+    pl_registry_init_values(&reg, init, SEED);
+    memcpy(params, init, (size_t)n * sizeof(float));
+    for (int i = 0; i < STEPS * B * (T + 1); i++)
+        batches[i] = next_token();
+    pl_gemm *gemm;
+    pl_comm tp = {0};
+    tp.size = 1;
+    if ((st = pl_gemm_init(&gemm)))
+        return fail(st);
+    pl_gemm_set_precision(gemm, bf16 ? PL_GEMM_BF16 : fp16 ? PL_GEMM_FP16 : PL_GEMM_FP32);
+    pl_model model;
+    if ((st = pl_model_init(&model, &cfg, &reg, params, grads, B, &tp, gemm)))
+        return fail(st);
+    model.training = 1;
+    model.seed = SEED;
+    const int64_t hidden_n = (int64_t)L * 2 * N * C, attn_n = (int64_t)L * B * NH * T * T;
+    float *masks = dropout > 0 ? pl_calloc((size_t)(STEPS * (hidden_n + attn_n + N * C)),
+                                           sizeof(float)) : NULL;
+    if (dropout > 0 && !masks)
+        return fail(pl_errorf(PL_ERR_NOMEM, "out of memory for the dropout masks"));
+    /* Megatron schedule in samples: warmup 2 iterations, cosine decay over 5. */
+    pl_lr_schedule sched = {.max_lr = 1e-3, .min_lr = 1e-4, .init_lr = 0, .warmup_steps = 2 * B,
+                         .decay_steps = STEPS * B, .style = PL_LR_COSINE};
+    pl_adamw_hparams hp = {0.9, 0.95, 1e-8, 0.1, 0.05};
+    for (int s = 0; s < STEPS; s++) {
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++) {
+                model.tokens[b * T + t] = batches[(s * B + b) * (T + 1) + t];
+                model.targets[b * T + t] = batches[(s * B + b) * (T + 1) + t + 1];
+            }
+        for (int64_t i = 0; i < N; i++)
+            model.dloss[i] = (float)(scale / (double)N);
+        model.iteration = s;
+        for (int b = 0; b < B; b++)
+            model.sample[b] = (int64_t)s * B + b;
+        if (masks) {
+            float *ms = masks + (int64_t)s * (hidden_n + attn_n + N * C);
+            dropout_masks(ms, ms + hidden_n, ms + hidden_n + attn_n, model.sample, s, dropout);
+        }
+        memset(grads, 0, (size_t)n * sizeof(float));
+        if ((st = pl_model_forward(&model)) || (st = pl_model_backward(&model, NULL, NULL)))
+            return fail(st);
+        if (fp16) { /* the trainer's unscale: g *= 1 / scale; an overflow would stop here */
+            const float inv = (float)(1.0 / scale);
+            for (int64_t i = 0; i < n; i++) {
+                grads[i] *= inv;
+                if (!isfinite(grads[i]))
+                    return fail(pl_errorf(PL_ERR_INTERNAL, "fp16 gradient overflow at %lld",
+                                          (long long)i));
+            }
+        }
+        if (s == 0) {
+            double sum = 0;
+            for (int64_t i = 0; i < N; i++)
+                sum += model.loss[i];
+            loss0 = (float)(sum / N);
+            memcpy(grads0, grads, (size_t)n * sizeof(float));
+            if (bf16 || fp16) /* the logits as the LM head computes them: rounded inputs */
+                st = pl_gemm_run(gemm, 0, 1, N, Vp, C, model.lnf, C, model.out_w, C, 0.0f, logits, Vp);
+            else
+                pl_ref_gemm(0, 1, N, Vp, C, model.lnf, C, model.out_w, C, 0.0f, logits, Vp);
+            if (st)
+                return fail(st);
+        }
+        lrs[s] = (float)pl_lr_schedule_lr(&sched);
+        norms[s] = (float)pl_adamw_step(&reg, params, grads, m, v, &hp, lrs[s], s + 1,
+                                        pl_cpu_sumsq(grads, n));
+        pl_lr_schedule_step(&sched, B);
+    }
+    pl_st_writer *w;
+    if ((st = pl_st_writer_new(&w)))
+        return fail(st);
+    static char keys[3 * 64][PL_ST_NAME_MAX];
+    if (3 * reg.n > 3 * 64)
+        return fail(pl_errorf(PL_ERR_INTERNAL, "too many parameters for the key table"));
+    int nk = 0;
+    const float *bufs[3] = {init, grads0, params};
+    const char *pre[3] = {"init.", "grad.", "final."};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < reg.n; i++) {
+            const pl_param *p = &reg.params[i];
+            snprintf(keys[nk], PL_ST_NAME_MAX, "%s%s", pre[k], p->name);
+            pl_st_writer_add(w, keys[nk++], "F32", p->ndim, p->shape, bufs[k] + p->offset);
+        }
+    int64_t sb[2] = {STEPS * B, T + 1}, sl[2] = {N, Vp}, s1[1] = {1}, ss[1] = {STEPS};
+    pl_st_writer_add(w, "batches", "I32", 2, sb, batches);
+    pl_st_writer_add(w, "logits", "F32", 2, sl, logits);
+    pl_st_writer_add(w, "loss", "F32", 1, s1, &loss0);
+    pl_st_writer_add(w, "lr", "F32", 1, ss, lrs);
+    pl_st_writer_add(w, "grad_norm", "F32", 1, ss, norms);
+    static char mask_keys[STEPS * (2 * L + L + 1)][PL_ST_NAME_MAX];
+    int nm = 0;
+    for (int s = 0; masks && s < STEPS; s++) {
+        float *ms = masks + (int64_t)s * (hidden_n + attn_n + N * C);
+        int64_t sh[2] = {N, C}, sa[4] = {B, NH, T, T};
+        for (int l = 0; l < L; l++) {
+            for (int site = 1; site <= 2; site++) {
+                snprintf(mask_keys[nm], PL_ST_NAME_MAX, "dropout.%d.%d.%s", s, l,
+                         site == 1 ? "attention_output" : "mlp_output");
+                pl_st_writer_add(w, mask_keys[nm++], "F32", 2, sh,
+                                 ms + ((int64_t)l * 2 + site - 1) * N * C);
+            }
+            snprintf(mask_keys[nm], PL_ST_NAME_MAX, "dropout.%d.%d.attention_probs", s, l);
+            pl_st_writer_add(w, mask_keys[nm++], "F32", 4, sa, ms + hidden_n + (int64_t)l * B * NH * T * T);
+        }
+        snprintf(mask_keys[nm], PL_ST_NAME_MAX, "dropout.%d.embedding", s);
+        pl_st_writer_add(w, mask_keys[nm++], "F32", 2, sh, ms + hidden_n + attn_n);
+    }
+    char meta[1024];
+    snprintf(meta, sizeof meta,
+             "{\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"seq\": %d, \"batch\": %d, "
+             "\"vocab\": %d, \"padded_vocab\": %lld, \"steps\": %d, \"beta1\": 0.9, \"beta2\": 0.95, "
+             "\"eps\": 1e-8, \"weight_decay\": 0.1, \"clip_grad\": 0.05, \"precision\": \"%s\", "
+             "\"loss_scale\": %g, \"family\": \"%s\", \"groups\": %lld, \"ffn\": %lld, "
+             "\"rotary_base\": %g, \"rope_scaling\": %d, \"rope_original\": %lld, "
+             "\"dropout\": %g}",
+             L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : fp16 ? "fp16" : "fp32", scale,
+             llama ? "llama" : "gpt", (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
+             scaling, (long long)cfg.rope.original_max_positions, dropout);
+    pl_st_writer_meta(w, "config", meta);
+    if ((st = pl_st_writer_finish(w, argv[1])))
+        return fail(st);
+    printf("wrote %s: loss %.6f, grad norms %.4f %.4f %.4f %.4f %.4f\n", argv[1], loss0, norms[0],
+           norms[1], norms[2], norms[3], norms[4]);
+    pl_free(masks);
+    pl_model_free(&model);
+    pl_gemm_free(gemm);
+    return 0;
+}
