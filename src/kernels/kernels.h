@@ -194,7 +194,7 @@ PL_KERNEL(swiglu_bwd_bf16, float *dinp, const uint16_t *inp, const float *dout, 
  * x[i+half] cos + x[i] sin, cos = cos_tab[p][i], sin = sin_tab[p][i].
  * v heads and dims >= rot are not touched. */
 
-/* Llama 3.1's frequency scaling (8, 1, 4, 8192 for Llama 3.1). */
+/* Llama 3.1's frequency scaling; Llama 3.1 itself uses {8, 1, 4, 8192}. */
 typedef struct pl_rope_scaling {
     double factor, low_freq_factor, high_freq_factor;
     int64_t original_max_positions;
@@ -206,7 +206,8 @@ typedef struct pl_rope_scaling {
  * work: one plain function, no twins. */
 void pl_rope_table(float *cos_tab, float *sin_tab, int64_t P, int64_t rot, double base,
                    const pl_rope_scaling *scaling);
-/* Rotates q and k of qkv in place with rows pos0 .. pos0+T-1 of the tables. */
+/* Rotates q and k of qkv in place with rows pos0 .. pos0+T-1 of the tables
+ * (P >= pos0 + T). */
 PL_KERNEL(rope_fwd, float *qkv, const float *cos_tab, const float *sin_tab, int64_t B, int64_t T,
           int64_t G, int64_t QG, int64_t HS, int64_t rot, int64_t pos0);
 /* In place on dqkv (same layout): the transposed rotation (by -angle) of the
@@ -221,9 +222,9 @@ PL_KERNEL(rope_bwd, float *dqkv, const float *cos_tab, const float *sin_tab, int
  * sample (B) holding each row block's global sample id, and is kept when
  * pl_rng_u32(seed, stream, index) >= pl_dropout_threshold(p) (base/rng.h): the
  * mask depends on the sample and the global column, not on how the batch or
- * the columns are split. out = inp * keep / (1 - p), as PyTorch's
- * inp * mask * scale (a dropped NaN or Inf stays NaN). out may alias inp;
- * p = 0 copies. Used for forward and, on the gradient, for backward. */
+ * the columns are split. out = inp * (keep ? scale : 0), scale = 1 / (1 - p)
+ * rounded once to float, as PyTorch's inp * mask * scale (a dropped NaN or
+ * Inf becomes NaN). out may alias inp; p = 0 copies. Used for forward and, on the gradient, for backward. */
 PL_KERNEL(dropout, float *out, const float *inp, int64_t B, int64_t T, int64_t C, int64_t Cg,
           int64_t c0, const int64_t *sample, float p, uint64_t seed, uint64_t stream);
 

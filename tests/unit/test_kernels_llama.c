@@ -598,6 +598,58 @@ TEST(dropout_of_the_gradient_is_the_backward_by_finite_differences)
     free(sample), free(x), free(R), free(g), free(xd);
 }
 
+/* ---- across instruction sets ----------------------------------------------- */
+
+/* SwiGLU, RoPE and dropout are elementwise without FMA, and RMSNorm's dweight
+ * and dbias sum in a fixed scalar order: the portable and AVX-512 builds give
+ * the same bits (docs/kernels.md). Only RMSNorm's row reductions may differ. */
+TEST(elementwise_kernels_and_rmsnorm_parameter_sums_give_the_same_bits_in_both_builds)
+{
+    if (pl_cpu_isa_set(PL_ISA_AVX512) != PL_ISA_AVX512) {
+        printf("# no AVX-512 build or CPU: nothing to compare\n");
+        return;
+    }
+    const int64_t N = 29, F = 515, C = 515, n2 = N * 2 * F;
+    float *gu = swiglu_input(N, F, 20.0), *dy = kc_random(N * F, -1, 1);
+    float *x = kc_random(N * C, -1, 1), *w = kc_random(C, 0.5, 1.5);
+    float *y = kc_floats(N * C), *rstd = kc_floats(N), *dx = kc_floats(N * C);
+    pl_ref_rmsnorm_fwd(y, rstd, x, w, NULL, N, C, 1e-5f); /* one rstd for both builds */
+    const rope_shape r = {2, 7, 2, 3, 64, 48, 5};
+    int64_t nq = rope_numel(&r), P = r.pos0 + r.T;
+    float *cos_tab = kc_floats(P * r.rot / 2), *sin_tab = kc_floats(P * r.rot / 2);
+    pl_rope_table(cos_tab, sin_tab, P, r.rot, 10000.0, NULL);
+    float *q0 = kc_random(nq, -1, 1);
+    const int64_t sample[1] = {12345};
+    enum { SW_F, SW_B, RO_F, RO_B, DROP, DW, DB, NOUT };
+    static const char *what[NOUT] = {"swiglu fwd", "swiglu bwd", "rope fwd", "rope bwd",
+                                     "dropout",    "rmsnorm dweight", "rmsnorm dbias"};
+    const int64_t len[NOUT] = {N * F, n2, nq, nq, N * C, C, C};
+    float *out[2][NOUT]; /* per isa */
+    for (int isa = 0; isa < 2; isa++) {
+        float **o = out[isa];
+        pl_cpu_isa_set((pl_isa)isa);
+        o[SW_F] = kc_floats(N * F);
+        pl_cpu_swiglu_fwd(o[SW_F], gu, N, F);
+        o[SW_B] = kc_copy(gu, n2);
+        pl_cpu_swiglu_bwd(o[SW_B], gu, dy, N, F);
+        o[RO_F] = kc_copy(q0, nq);
+        pl_cpu_rope_fwd(o[RO_F], cos_tab, sin_tab, r.B, r.T, r.G, r.QG, r.HS, r.rot, r.pos0);
+        o[RO_B] = kc_copy(q0, nq);
+        pl_cpu_rope_bwd(o[RO_B], cos_tab, sin_tab, r.B, r.T, r.G, r.QG, r.HS, r.rot, r.pos0);
+        o[DROP] = kc_floats(N * C);
+        pl_cpu_dropout(o[DROP], x, 1, N, C, C, 0, sample, 0.2f, 3, 4);
+        o[DW] = kc_copy(w, C), o[DB] = kc_copy(w, C);
+        memset(dx, 0, (size_t)(N * C) * sizeof *dx);
+        pl_cpu_rmsnorm_bwd(dx, o[DW], o[DB], x, x, w, rstd, N, C);
+    }
+    for (int k = 0; k < NOUT; k++) {
+        CHECK(kc_same_bits(out[0][k], out[1][k], len[k]), "%s: portable != avx512", what[k]);
+        free(out[0][k]), free(out[1][k]);
+    }
+    free(gu), free(dy), free(x), free(w), free(y), free(rstd), free(dx), free(cos_tab);
+    free(sin_tab), free(q0);
+}
+
 int main(void)
 {
     for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
@@ -618,5 +670,6 @@ int main(void)
         RUN(dropout_of_the_gradient_is_the_backward_by_finite_differences);
         kc_print_notes();
     }
+    RUN(elementwise_kernels_and_rmsnorm_parameter_sums_give_the_same_bits_in_both_builds);
     return test_summary("kernels_llama");
 }

@@ -13,7 +13,10 @@
 #include "base/rng.h"
 #include "kernels/cpu/simd.h"
 
-#define PAR_MIN 32768
+#include <string.h>
+
+/* Threads from 4096 elements: a draw costs several elementwise operations. */
+#define PAR_MIN 4096
 /* Philox blocks per step of the lane loop (64 elements). */
 #define LANES 16
 
@@ -143,7 +146,7 @@ void pl_cpu_dropout(float *out, const float *inp, int64_t B, int64_t T, int64_t 
     }
     uint32_t threshold = pl_dropout_threshold(p);
     float scale = (float)(1.0 / (1.0 - (double)p));
-#pragma omp parallel for schedule(static) if (B * T * C > PAR_MIN / 8)
+#pragma omp parallel for schedule(static) if (B * T * C > PAR_MIN)
     for (int64_t n = 0; n < B * T; n++) {
         int64_t b = n / T, t = n % T;
         uint64_t index = ((uint64_t)sample[b] * (uint64_t)T + (uint64_t)t) * (uint64_t)Cg +
