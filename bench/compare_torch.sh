@@ -49,7 +49,8 @@ for name in $configs; do
         for e in $ENVS; do
             p=$(with_env "$e" "$PLAIT" bench --vocab-size "$V" --num-layers "$L" --hidden-size "$C" \
                 --num-attention-heads "$NH" --seq-length "$T" --micro-batch-size "$B" \
-                --train-iters $((STEPS + 2)) "${pflag[@]}" $PLAIT_FLAGS 2>/dev/null | tail -n 1)
+                --train-iters $((STEPS + 2)) --hidden-dropout 0 --attention-dropout 0 "${pflag[@]}" \
+                $PLAIT_FLAGS 2>/dev/null | tail -n 1)
             t=$(with_env "$e" /usr/bin/python3 bench/torch_gpt2.py --layers "$L" --hidden "$C" \
                 --heads "$NH" --vocab "$V" --seq "$T" --batch "$B" --steps "$STEPS" \
                 --threads "$THREADS" "${tflag[@]}" 2>/dev/null | tail -n 1)
