@@ -63,3 +63,19 @@ double pl_rng_normal(uint64_t seed, uint64_t stream, uint64_t index)
     double u1 = to_unit(r[0], r[1]), u2 = to_unit(r[2], r[3]);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
+
+uint32_t pl_rng_u32(uint64_t seed, uint64_t stream, uint64_t index)
+{
+    const uint32_t ctr[4] = {(uint32_t)(index >> 2), (uint32_t)(index >> 34), (uint32_t)stream,
+                             (uint32_t)(stream >> 32)};
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    uint32_t out[4];
+    pl_philox4x32(ctr, key, out);
+    return out[index & 3];
+}
+
+uint32_t pl_dropout_threshold(double p)
+{
+    long long t = llround(p * 4294967296.0);
+    return t > (long long)UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}

@@ -19,4 +19,12 @@ uint64_t pl_hash_str(const char *s);
 double pl_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 double pl_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
 
+/* 32 random bits for (seed, stream, index): word (index & 3) of the Philox4x32-10 block whose
+ * 128-bit counter is {(uint32_t)(index >> 2), (uint32_t)(index >> 34), (uint32_t)stream,
+ * (uint32_t)(stream >> 32)} and key {(uint32_t)seed, (uint32_t)(seed >> 32)}. */
+uint32_t pl_rng_u32(uint64_t seed, uint64_t stream, uint64_t index);
+/* Dropped when u32 < pl_dropout_threshold(p) = (uint32_t)llround(p * 4294967296.0), clamped to
+ * UINT32_MAX. */
+uint32_t pl_dropout_threshold(double p);
+
 #endif
