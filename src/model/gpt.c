@@ -136,7 +136,7 @@ static void take_scratch(pl_gpt *m, bump *b)
     m->gelu = m->dfc1; /* forward's GELU output; backward rebuilds it there before dfc1 */
     m->dgelu = take(b, nf);
     m->qkv_f32 = m->dfc1;
-    m->attn_ws = take(b, (int64_t)pl_attention_workspace(m->B, m->T, m->NHl, m->HS));
+    m->attn_ws = take(b, (int64_t)pl_attention_workspace(&m->attn));
 }
 
 /* Lays out every activation and scratch buffer; returns the floats needed.
@@ -264,6 +264,8 @@ pl_status pl_gpt_init(pl_gpt *m, const pl_gpt_config *cfg, const pl_registry *re
     m->Fl = cfg->ffn_hidden / tps;
     m->NHl = cfg->heads / tps;
     m->HS = cfg->hidden / cfg->heads;
+    m->attn = (pl_attn_shape){.B = B, .T = m->T, .NH = m->NHl, .G = m->NHl, .HS = m->HS,
+                              .causal = 1, .NHg = cfg->heads, .h0 = m->NHl * reg->tp_rank};
     m->Vl = cfg->padded_vocab / tps;
     m->v0 = m->Vl * reg->tp_rank;
     m->act_bf16 = pl_gemm_get_precision(gemm) == PL_GEMM_BF16;
@@ -378,7 +380,7 @@ size_t pl_gpt_activation_bytes_kept(const pl_gpt *m)
 static pl_status layer_fwd(pl_gpt *m, int64_t l, const float *x)
 {
     pl_status st = PL_OK;
-    const int64_t B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
+    const int64_t N = m->N, C = m->C, Cl = m->Cl, Fl = m->Fl;
     const float eps = m->cfg.ln_eps;
     const pl_gpt_layer *w = &m->w[l];
     const pl_gpt_layer_acts *a = &m->acts[l];
@@ -391,7 +393,7 @@ static pl_status layer_fwd(pl_gpt *m, int64_t l, const float *x)
                                          3 * Cl)));
     if (m->act_bf16)
         pl_cpu_round_bf16(a->qkv_bf16, qkv, N * 3 * Cl);
-    TIMED(m, attention, pl_cpu_attention_fwd(attn, a->lse, qkv, B, T, m->NHl, m->HS, m->attn_ws));
+    TIMED(m, attention, pl_cpu_attention_fwd(attn, a->lse, qkv, &m->attn, m->attn_ws));
     if (m->act_bf16)
         pl_cpu_round_bf16(a->attn_bf16, attn, N * Cl);
     TIMED(m, linear,
@@ -506,7 +508,7 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
         }
         if (selective) {
             TIMED(m, attention,
-                  pl_cpu_attention_fwd(a->attn, a->lse, qkv, B, T, m->NHl, m->HS, m->attn_ws));
+                  pl_cpu_attention_fwd(a->attn, a->lse, qkv, &m->attn, m->attn_ws));
             if (m->act_bf16)
                 pl_cpu_round_bf16(NULL, a->attn, N * Cl);
         } else if (m->act_bf16) {
@@ -519,8 +521,7 @@ pl_status pl_gpt_backward(pl_gpt *m, pl_grad_ready_fn ready, void *ctx)
                                           m->dres, attn, w->proj_w, N, Cl, C)));
         memset(m->dqkv, 0, (size_t)(N * 3 * Cl) * sizeof(float));
         TIMED(m, attention,
-              pl_cpu_attention_bwd(m->dqkv, m->dattn, qkv, attn, a->lse, B, T, m->NHl, m->HS,
-                                   m->attn_ws));
+              pl_cpu_attention_bwd(m->dqkv, m->dattn, qkv, attn, a->lse, &m->attn, m->attn_ws));
         pl_cpu_layernorm_fwd(m->ln, a->ln1_mean, a->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
         memset(m->dln, 0, (size_t)(N * C) * sizeof(float));
         TIMED(m, linear,

@@ -61,6 +61,7 @@ typedef struct pl_gpt {
     const pl_registry *reg;
     int64_t B, T, N;          /* micro-batch shape */
     int64_t C, Cl, Fl, NHl, HS, v0, Vl; /* local sizes under TP */
+    pl_attn_shape attn;       /* this rank's heads: causal, G = NHl, no padding, no dropout */
     pl_comm *tp;
     pl_gemm *gemm;
     int64_t lm_chunk;

@@ -26,6 +26,8 @@
 enum { B = 4, T = 256, C = 768, NH = 12, HS = C / NH, V = 50304, N = B * T };
 #define NPARAMS 124475904LL /* GPT-2 124M with V = 50304 */
 #define MAX_REPS 200
+/* GPT-2's attention: multi-head, causal, no padding, no dropout */
+static const pl_attn_shape ATT = {.B = B, .T = T, .NH = NH, .G = NH, .HS = HS, .causal = 1, .NHg = NH};
 
 static double now(void)
 {
@@ -231,9 +233,9 @@ KB(k_bias_bwd, pl_cpu_bias_bwd(k->db, k->big, N, 4 * C))
 KB(k_add, pl_cpu_add(k->z, k->x, k->y, (int64_t)N * C))
 KB(k_gelu_fwd, pl_cpu_gelu_fwd(k->big2, k->gin, (int64_t)N * 4 * C))
 KB(k_gelu_bwd, pl_cpu_gelu_bwd(k->big2, k->gin, k->big, (int64_t)N * 4 * C))
-KB(k_att_fwd, pl_cpu_attention_fwd(k->att, k->lse, k->qkv, B, T, NH, HS, k->att_ws))
+KB(k_att_fwd, pl_cpu_attention_fwd(k->att, k->lse, k->qkv, &ATT, k->att_ws))
 KB(k_att_bwd,
-   pl_cpu_attention_bwd(k->dqkv, k->datt, k->qkv, k->att, k->lse, B, T, NH, HS, k->att_ws))
+   pl_cpu_attention_bwd(k->dqkv, k->datt, k->qkv, k->att, k->lse, &ATT, k->att_ws))
 KB(k_adamw, pl_cpu_adamw(k->p, k->g, k->m, k->v, NPARAMS, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f,
                          0.3f, 1.0f))
 static double sumsq_sink;
@@ -268,7 +270,7 @@ static void bench_kernels(int reps)
     k.qkv = alloc_random(3 * nc, -1, 1), k.dqkv = alloc_random(3 * nc, -1, 1);
     k.att = alloc_random(nc, -1, 1), k.datt = alloc_random(nc, -1, 1);
     k.lse = alloc_random((size_t)B * NH * T, -1, 1);
-    k.att_ws = alloc_random(pl_attention_workspace(B, T, NH, HS), 0, 1);
+    k.att_ws = alloc_random(pl_attention_workspace(&ATT), 0, 1);
     k.wte = alloc_random((size_t)V * C, -0.1f, 0.1f), k.dwte = alloc_random((size_t)V * C, -1, 1);
     k.wpe = alloc_random((size_t)T * C, -1, 1), k.dwpe = alloc_random((size_t)T * C, -1, 1);
     k.row_max = alloc_random(N, 0, 1), k.row_sum = alloc_random(N, 0, 1);

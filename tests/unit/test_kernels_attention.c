@@ -12,6 +12,13 @@ typedef struct ashape {
     int64_t B, T, NH, HS;
 } ashape;
 
+/* The GPT case of the kernels' shape: multi-head, causal, no padding, no dropout. */
+static pl_attn_shape gpt_shape(ashape s)
+{
+    return (pl_attn_shape){.B = s.B, .T = s.T, .NH = s.NH, .G = s.NH, .HS = s.HS, .causal = 1,
+                           .NHg = s.NH};
+}
+
 static int64_t qkv_len(ashape s) { return s.B * s.T * s.NH * 3 * s.HS; }
 static int64_t out_len(ashape s) { return s.B * s.T * s.NH * s.HS; }
 
@@ -68,13 +75,13 @@ static double att_objective(void *p)
 static float *workspace_for(ashape s)
 {
     /* exactly the promised size, so AddressSanitizer catches any overrun */
-    return kc_floats((int64_t)pl_attention_workspace(s.B, s.T, s.NH, s.HS));
+    pl_attn_shape as = gpt_shape(s);
+    return kc_floats((int64_t)pl_attention_workspace(&as));
 }
 
-typedef void (*att_fwd_fn)(float *, float *, const float *, int64_t, int64_t, int64_t, int64_t,
-                           float *);
+typedef void (*att_fwd_fn)(float *, float *, const float *, const pl_attn_shape *, float *);
 typedef void (*att_bwd_fn)(float *, const float *, const float *, const float *, const float *,
-                           int64_t, int64_t, int64_t, int64_t, float *);
+                           const pl_attn_shape *, float *);
 
 TEST(attention_forward_matches_naive_softmax_attention)
 {
@@ -84,13 +91,14 @@ TEST(attention_forward_matches_naive_softmax_attention)
     static const char *names[2] = {"attention fwd ref vs naive", "attention fwd cpu vs naive"};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         ashape s = shapes[i];
+        pl_attn_shape as = gpt_shape(s);
         float *qkv = kc_random(qkv_len(s), -1.5, 1.5), *ws = workspace_for(s);
         double *qkv_d = kc_to_double(qkv, qkv_len(s));
         double *out_d = kc_doubles(out_len(s)), *lse_d = kc_doubles(s.B * s.NH * s.T);
         naive_attention(out_d, lse_d, qkv_d, s);
         for (int k = 0; k < 2; k++) {
             float *out = kc_floats(out_len(s)), *lse = kc_floats(s.B * s.NH * s.T);
-            fwd[k](out, lse, qkv, s.B, s.T, s.NH, s.HS, ws);
+            fwd[k](out, lse, qkv, &as, ws);
             /* fp32 scores are HS-term dot products (|q.k| <~ 2 HS); softmax
              * weights and the weighted sum of up to T values add a few ulp:
              * ~1e-6 of max |out| and of max |lse| seen; a misplaced mask or
@@ -113,13 +121,14 @@ TEST(attention_backward_cpu_matches_reference)
                                     {1, 130, 2, 64}, {1, 200, 1, 80}, {1, 256, 2, 64}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         ashape s = shapes[i];
+        pl_attn_shape as = gpt_shape(s);
         int64_t nq = qkv_len(s), no = out_len(s);
         float *qkv = kc_random(nq, -1.5, 1.5), *ws = workspace_for(s);
         float *out = kc_floats(no), *lse = kc_floats(s.B * s.NH * s.T), *dout = kc_random(no, -1, 1);
-        pl_ref_attention_fwd(out, lse, qkv, s.B, s.T, s.NH, s.HS, ws);
+        pl_ref_attention_fwd(out, lse, qkv, &as, ws);
         float *d0 = kc_random(nq, -1, 1), *dc = kc_copy(d0, nq), *dr = kc_copy(d0, nq);
-        pl_cpu_attention_bwd(dc, dout, qkv, out, lse, s.B, s.T, s.NH, s.HS, ws);
-        pl_ref_attention_bwd(dr, dout, qkv, out, lse, s.B, s.T, s.NH, s.HS, ws);
+        pl_cpu_attention_bwd(dc, dout, qkv, out, lse, &as, ws);
+        pl_ref_attention_bwd(dr, dout, qkv, out, lse, &as, ws);
         /* Compare the increments (the random initial gradient is added by both). */
         for (int64_t j = 0; j < nq; j++)
             dc[j] -= d0[j], dr[j] -= d0[j];
@@ -141,10 +150,11 @@ TEST(attention_backward_matches_finite_differences_for_q_k_and_v)
         {"attention dq cpu vs FD", "attention dk cpu vs FD", "attention dv cpu vs FD"}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         ashape s = shapes[i];
+        pl_attn_shape as = gpt_shape(s);
         int64_t nq = qkv_len(s), no = out_len(s);
         float *qkv = kc_random(nq, -1.5, 1.5), *ws = workspace_for(s), *R = kc_random(no, -1, 1);
         float *out = kc_floats(no), *lse = kc_floats(s.B * s.NH * s.T);
-        pl_ref_attention_fwd(out, lse, qkv, s.B, s.T, s.NH, s.HS, ws);
+        pl_ref_attention_fwd(out, lse, qkv, &as, ws);
         double *qkv_d = kc_to_double(qkv, nq), *out_d = kc_doubles(no);
         att_ctx ctx = {qkv_d, out_d, R, s};
         /* FD of each entry of qkv, split by which of q, k, v it belongs to. */
@@ -161,7 +171,7 @@ TEST(attention_backward_matches_finite_differences_for_q_k_and_v)
         for (int k = 0; k < 2; k++) {
             float *g = kc_floats(nq);
             memset(g, 0, (size_t)nq * sizeof *g);
-            bwd[k](g, R, qkv, out, lse, s.B, s.T, s.NH, s.HS, ws);
+            bwd[k](g, R, qkv, out, lse, &as, ws);
             double den_all = 0.0;
             for (int64_t j = 0; j < nq; j++)
                 den_all = fmax(den_all, fabs(fd[j]));
@@ -192,6 +202,7 @@ TEST(attention_backward_matches_finite_differences_for_q_k_and_v)
 TEST(attention_results_do_not_depend_on_thread_count)
 {
     ashape s = {2, 130, 3, 24};
+    pl_attn_shape as = gpt_shape(s);
     int64_t nq = qkv_len(s), no = out_len(s), nl = s.B * s.NH * s.T;
     float *qkv = kc_random(nq, -1.5, 1.5), *dout = kc_random(no, -1, 1), *d0 = kc_random(nq, -1, 1);
     float *out[2], *lse[2], *dqkv[2];
@@ -199,8 +210,8 @@ TEST(attention_results_do_not_depend_on_thread_count)
         KC_WITH_THREADS(k + 1, {
             float *ws = workspace_for(s);
             out[k] = kc_floats(no), lse[k] = kc_floats(nl), dqkv[k] = kc_copy(d0, nq);
-            pl_cpu_attention_fwd(out[k], lse[k], qkv, s.B, s.T, s.NH, s.HS, ws);
-            pl_cpu_attention_bwd(dqkv[k], dout, qkv, out[k], lse[k], s.B, s.T, s.NH, s.HS, ws);
+            pl_cpu_attention_fwd(out[k], lse[k], qkv, &as, ws);
+            pl_cpu_attention_bwd(dqkv[k], dout, qkv, out[k], lse[k], &as, ws);
             free(ws);
         });
     }
