@@ -19,9 +19,9 @@
  * with D = rowsum(do * out). Nothing of size (T, T) exists.
  *
  * Dropout mask: drop_tile() forms Z/(1-p) for a (query tile, key tile) pair
- * from Philox4x32-10 blocks computed in a loop that vectorizes (philox_words:
- * the arithmetic of pl_philox4x32, inline); one block serves 4 consecutive
- * keys of a row. Integer arithmetic only, so both twins and both instruction
+ * from Philox4x32-10 blocks computed in one loop over (row, block) that
+ * vectorizes (the arithmetic of pl_philox4x32, inline); one block serves 4
+ * consecutive keys of a row. Integer arithmetic only, so both twins and both instruction
  * set builds draw the same mask, in forward, backward and any recomputation.
  *
  * Tile products go through tile_mm(): register-blocked on the generic
@@ -193,19 +193,30 @@ static int64_t group_at(const attn_plan *a, int64_t b, int64_t g)
 /* Keys of sample b that any query may see: keys 0 .. key_len - 1. */
 static int64_t key_len(const pl_attn_shape *s, int64_t b) { return s->kv_len ? s->kv_len[b] : s->T; }
 
-/* Words w[c] = pl_rng_u32(seed, stream, first + c), c < n <= ATT_BK: the
- * Philox4x32-10 blocks of counters (first >> 2) .. ((first + n - 1) >> 2),
- * computed side by side (pl_philox4x32's rounds, written out here so that the
- * loop over blocks vectorizes; the tests compare the mask with pl_rng_u32). */
-static void philox_words(uint32_t *restrict w, const attn_plan *a, uint64_t first, int64_t n)
+/* Philox blocks per row of a tile: 64 keys starting anywhere in a block of 4. */
+#define ATT_NB (ATT_BK / 4 + 1)
+
+/* z (nq, ATT_BK) = Z/(1-p) of keys [j0, j0+nk) for queries [i0, i0+nq) of
+ * head h of sample b (the mask element's index is in kernels.h). Key c of row
+ * r has index first + r T + c, the word ((first + r T) & 3) + c of the row's
+ * ATT_NB Philox blocks from counter (first + r T) >> 2. The blocks of all
+ * rows are computed in one loop over (row, block) pairs that vectorizes: the
+ * rounds of pl_philox4x32, written out here (the tests compare the mask with
+ * pl_rng_u32). */
+static void drop_tile(float *restrict z, const attn_plan *a, int64_t b, int64_t h, int64_t i0,
+                      int64_t nq, int64_t j0, int64_t nk)
 {
-    uint32_t blocks[4 * (ATT_BK / 4 + 1)];
-    const uint64_t blk0 = first >> 2;
-    const int64_t nb = (int64_t)(((first + (uint64_t)n - 1) >> 2) - blk0) + 1;
+    const pl_attn_shape *s = a->s;
+    const uint64_t T = (uint64_t)s->T;
+    const uint64_t head = (uint64_t)s->sample[b] * (uint64_t)s->NHg + (uint64_t)(s->h0 + h);
+    const uint64_t first = (head * T + (uint64_t)i0) * T + (uint64_t)j0;
     const uint32_t key0 = a->key[0], key1 = a->key[1], s0 = a->stream[0], s1 = a->stream[1];
+    uint32_t words[ATT_BQ * ATT_NB * 4]; /* row r's blocks at r * ATT_NB * 4 */
+    const int32_t npairs = (int32_t)nq * ATT_NB;
 #pragma omp simd
-    for (int64_t i = 0; i < nb; i++) {
-        const uint64_t blk = blk0 + (uint64_t)i;
+    for (int32_t pair = 0; pair < npairs; pair++) {
+        const uint32_t r = (uint32_t)pair / ATT_NB, i = (uint32_t)pair % ATT_NB;
+        const uint64_t blk = ((first + r * T) >> 2) + i;
         uint32_t c0 = (uint32_t)blk, c1 = (uint32_t)(blk >> 32), c2 = s0, c3 = s1;
         uint32_t k0 = key0, k1 = key1;
         for (int round = 0; round < 10; round++) {
@@ -218,28 +229,15 @@ static void philox_words(uint32_t *restrict w, const attn_plan *a, uint64_t firs
             k0 += 0x9E3779B9u;
             k1 += 0xBB67AE85u;
         }
-        blocks[4 * i] = c0;
-        blocks[4 * i + 1] = c1;
-        blocks[4 * i + 2] = c2;
-        blocks[4 * i + 3] = c3;
+        words[4 * pair] = c0;
+        words[4 * pair + 1] = c1;
+        words[4 * pair + 2] = c2;
+        words[4 * pair + 3] = c3;
     }
-    memcpy(w, blocks + (first & 3), (size_t)n * sizeof *w);
-}
-
-/* z (nq, ATT_BK) = Z/(1-p) of keys [j0, j0+nk) for queries [i0, i0+nq) of
- * head h of sample b (the mask element's index is in kernels.h). */
-static void drop_tile(float *restrict z, const attn_plan *a, int64_t b, int64_t h, int64_t i0,
-                      int64_t nq, int64_t j0, int64_t nk)
-{
-    const pl_attn_shape *s = a->s;
-    const uint64_t T = (uint64_t)s->T;
-    const uint64_t head = (uint64_t)s->sample[b] * (uint64_t)s->NHg + (uint64_t)(s->h0 + h);
-    const uint64_t first = (head * T + (uint64_t)i0) * T + (uint64_t)j0;
     const uint32_t thr = a->thr;
     const float keep = a->keep;
-    uint32_t w[ATT_BK];
     for (int64_t r = 0; r < nq; r++) {
-        philox_words(w, a, first + (uint64_t)r * T, nk);
+        const uint32_t *w = words + r * ATT_NB * 4 + ((first + (uint64_t)r * T) & 3);
         float *zr = z + r * ATT_BK;
 #pragma omp simd
         for (int64_t c = 0; c < nk; c++)
