@@ -85,8 +85,8 @@ static void naive_mha(double *out, double *lse, const double *qkv, ashape s)
     free(sc);
 }
 
-static const ashape gpt_shapes[] = {{1, 1, 1, 1},   {1, 7, 2, 5},    {2, 70, 3, 12}, {1, 130, 2, 64},
-                                    {2, 64, 1, 3},  {1, 200, 1, 80}, {1, 256, 2, 64}};
+static const ashape gpt_shapes[] = {{1, 1, 1, 1},  {1, 7, 2, 5},    {2, 70, 3, 12}, {1, 130, 2, 64},
+                                    {2, 64, 1, 3}, {1, 200, 1, 80}, {1, 256, 2, 64}};
 
 TEST(attention_with_g_equal_nh_matches_naive_per_head_causal_attention)
 {
@@ -191,7 +191,8 @@ static double *drop_factors(const pl_attn_shape *s)
         for (int64_t h = 0; h < s->NH; h++)
             for (int64_t t = 0; t < T; t++)
                 for (int64_t u = 0; u < T; u++) {
-                    uint64_t head = (uint64_t)s->sample[b] * (uint64_t)s->NHg + (uint64_t)(s->h0 + h);
+                    uint64_t head =
+                        (uint64_t)s->sample[b] * (uint64_t)s->NHg + (uint64_t)(s->h0 + h);
                     uint64_t idx = (head * (uint64_t)T + (uint64_t)t) * (uint64_t)T + (uint64_t)u;
                     int kept = s->dropout == 0.0f ||
                                pl_rng_u32(s->drop_seed, s->drop_stream, idx) >= thr;
@@ -319,7 +320,8 @@ TEST(attention_backward_cpu_matches_reference_for_gqa_masks_and_dropout)
                 const pl_attn_shape *s = &c.s;
                 int64_t nq = qkv_n(s), no = out_n(s);
                 float *qkv = kc_random(nq, -1.5, 1.5), *ws = workspace_for(s);
-                float *out = kc_floats(no), *lse = kc_floats(lse_n(s)), *dout = kc_random(no, -1, 1);
+                float *out = kc_floats(no), *lse = kc_floats(lse_n(s)),
+                      *dout = kc_random(no, -1, 1);
                 pl_ref_attention_fwd(out, lse, qkv, s, ws);
                 float *d0 = kc_random(nq, -1, 1), *dc = kc_copy(d0, nq), *dr = kc_copy(d0, nq);
                 pl_cpu_attention_bwd(dc, dout, qkv, out, lse, s, ws);
@@ -367,7 +369,8 @@ TEST(attention_backward_matches_finite_differences_for_gqa_masks_and_dropout)
                       modes[m]);
             const pl_attn_shape *s = &c.s;
             const int64_t nq = qkv_n(s), no = out_n(s), QG = s->NH / s->G;
-            float *qkv = kc_random(nq, -1.5, 1.5), *ws = workspace_for(s), *R = kc_random(no, -1, 1);
+            float *qkv = kc_random(nq, -1.5, 1.5), *ws = workspace_for(s),
+                  *R = kc_random(no, -1, 1);
             float *out = kc_floats(no), *lse = kc_floats(lse_n(s));
             pl_ref_attention_fwd(out, lse, qkv, s, ws);
             double *qkv_d = kc_to_double(qkv, nq), *out_d = kc_doubles(no), *z = drop_factors(s);
@@ -502,7 +505,8 @@ TEST(gqa_equals_mha_on_kv_heads_duplicated_per_query_head)
                     for (int64_t t = 0; t < T; t++)
                         for (int64_t h = 0; h < NH; h++) {
                             const float *src = dqm + ((b * T + t) * NH + h) * 3 * HS;
-                            dq_same &= !memcmp(dq + q_at(s, b, t, h), src, (size_t)HS * sizeof *src);
+                            dq_same &=
+                                !memcmp(dq + q_at(s, b, t, h), src, (size_t)HS * sizeof *src);
                             memcpy(sum + q_at(s, b, t, h), src, (size_t)HS * sizeof *src);
                             float *kv = sum + k_at(s, b, t, h);
                             for (int64_t d = 0; d < 2 * HS; d++)
@@ -512,8 +516,9 @@ TEST(gqa_equals_mha_on_kv_heads_duplicated_per_query_head)
                       (long long)s->G, m);
                 /* the sums of QG = 4 or 8 fp32 terms in another association
                  * than the kernel's: a few ulp of max |dk|, |dv| */
-                double err = kc_note(k ? "gqa dk,dv cpu vs summed mha" : "gqa dk,dv ref vs summed mha",
-                                     kc_rel_err(dq, sum, nq));
+                double err =
+                    kc_note(k ? "gqa dk,dv cpu vs summed mha" : "gqa dk,dv ref vs summed mha",
+                            kc_rel_err(dq, sum, nq));
                 CHECK(err < 1e-6, "%s G=%lld mode %zu: dk, dv rel err %.3g (QG %lld)",
                       twin_name[k], (long long)s->G, m, err, (long long)QG);
                 free(out), free(lse), free(outm), free(lsem), free(dq), free(dqm), free(sum);
@@ -622,9 +627,10 @@ TEST(dropout_mask_of_a_tensor_parallel_slice_equals_those_heads_of_the_full_call
         for (int64_t b = 0; b < B; b++)
             same_lse &= !memcmp(lsep + b * 4 * T, lse + (b * 8 + 4) * T,
                                 4 * (size_t)T * sizeof(float));
-        CHECK(same_out && same_lse, "%s: the slice's forward differs from heads 4..7 of the full call",
+        CHECK(same_out && same_lse,
+              "%s: the slice's forward differs from heads 4..7 of the full call", twin_name[k]);
+        CHECK(same_grad, "%s: the slice's dqkv differs from group 1 of the full call",
               twin_name[k]);
-        CHECK(same_grad, "%s: the slice's dqkv differs from group 1 of the full call", twin_name[k]);
         CHECK(!kc_same_bits(outw, outp, nop), "%s: h0 does not change the mask", twin_name[k]);
         free(out), free(lse), free(dq), free(outp), free(lsep), free(dqp), free(outw), free(lsew);
     }

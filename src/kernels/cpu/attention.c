@@ -21,8 +21,9 @@
  * Dropout mask: drop_tile() forms Z/(1-p) for a (query tile, key tile) pair
  * from Philox4x32-10 blocks computed in one loop over (row, block) that
  * vectorizes (the arithmetic of pl_philox4x32, inline); one block serves 4
- * consecutive keys of a row. Integer arithmetic only, so both twins and both instruction
- * set builds draw the same mask, in forward, backward and any recomputation.
+ * consecutive keys of a row. Integer arithmetic only, so both twins and both
+ * instruction set builds draw the same mask, in forward, backward and any
+ * recomputation.
  *
  * Tile products go through tile_mm(): register-blocked on the generic
  * vectors of simd.h, with an axpy-form edge loop whose inner loop runs along
@@ -37,6 +38,7 @@
 #include "kernels/kernels.h"
 
 #include "base/rng.h"
+#include "base/status.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/threads.h"
 
@@ -61,6 +63,7 @@ static size_t attn_slot_floats(const pl_attn_shape *s)
 
 size_t pl_attention_workspace(const pl_attn_shape *s)
 {
+    PL_ASSERT(s->T >= 0 && s->HS >= 1 && s->G >= 1 && s->NH % s->G == 0);
     size_t cpu = (size_t)omp_get_max_threads() * attn_slot_floats(s);
     size_t ref = 3 * (size_t)s->T;
     return cpu > ref ? cpu : ref;
@@ -132,7 +135,6 @@ static void tile_mm(int64_t m, int64_t n, int64_t k, const float *A, int64_t a_r
 #endif
 }
 
-
 /* dst (rows, HS) contiguous = rows of src with stride ld, times mul. */
 static void load_rows(float *restrict dst, const float *restrict src, int64_t rows, int64_t HS,
                       int64_t ld, float mul)
@@ -160,7 +162,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 typedef struct attn_plan {
     const pl_attn_shape *s;
     int64_t QG;       /* query heads per KV group */
-    int64_t ld, ldo;  /* row strides (consecutive t) of qkv, G*(QG+2)*HS, and of out, NH*HS */
+    int64_t ld, ldo;  /* row strides (consecutive t) of qkv, G*(QG+2)*HS, and out, NH*HS */
     float scale;      /* 1/sqrt(HS) */
     int drop;         /* dropout > 0 */
     uint32_t thr;     /* a key is dropped when its word < thr */
@@ -184,14 +186,18 @@ static attn_plan plan_of(const pl_attn_shape *s)
     return a;
 }
 
-/* q of query head j of group g at (b, t = 0); the group's k is at + QG*HS, its v at + (QG+1)*HS. */
+/* Offset in qkv of group g's row at (b, t = 0): its query head j's q is at
+ * + j*HS, its k at + QG*HS, its v at + (QG+1)*HS. */
 static int64_t group_at(const attn_plan *a, int64_t b, int64_t g)
 {
     return (b * a->s->T * a->s->G + g) * (a->QG + 2) * a->s->HS;
 }
 
 /* Keys of sample b that any query may see: keys 0 .. key_len - 1. */
-static int64_t key_len(const pl_attn_shape *s, int64_t b) { return s->kv_len ? s->kv_len[b] : s->T; }
+static int64_t key_len(const pl_attn_shape *s, int64_t b)
+{
+    return s->kv_len ? s->kv_len[b] : s->T;
+}
 
 /* Philox blocks per row of a tile: 64 keys starting anywhere in a block of 4. */
 #define ATT_NB (ATT_BK / 4 + 1)
@@ -257,7 +263,8 @@ static void fwd_tile(float *out, float *lse, const float *qkv, const attn_plan *
     const float *gbase = qkv + group_at(a, b, h / a->QG); /* the group's rows at t = 0 */
     const float *qbase = gbase + h % a->QG * HS, *kbase = gbase + a->QG * HS;
     const float *vbase = kbase + HS;
-    const int64_t L = key_len(s, b), kend = s->causal ? min64(i0 + nq, L) : L;
+    const int causal = s->causal, drop = a->drop; /* locals: stores to floats may alias *s */
+    const int64_t L = key_len(s, b), kend = causal ? min64(i0 + nq, L) : L;
 
     load_rows(q, qbase + i0 * ld, nq, HS, ld, a->scale);
     zero(o, (size_t)(nq * HS));
@@ -269,11 +276,11 @@ static void fwd_tile(float *out, float *lse, const float *qkv, const attn_plan *
         load_rows_t(kt, kbase + j0 * ld, nk, HS, ld);
         zero(sc, (size_t)(nq * ATT_BK));
         tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, sc, ATT_BK);
-        if (a->drop)
+        if (drop)
             drop_tile(z, a, b, h, i0, nq, j0, nk);
         for (int64_t r = 0; r < nq; r++) {
             /* keys j0 + c < j0 + nv are visible (c <= i0 + r - j0 if causal) */
-            int64_t nv = s->causal ? min64(i0 + r - j0 + 1, nk) : nk;
+            int64_t nv = causal ? min64(i0 + r - j0 + 1, nk) : nk;
             float *sr = sc + r * ATT_BK;
             if (nv <= 0) {
                 zero(sr, (size_t)nk);
@@ -301,7 +308,7 @@ static void fwd_tile(float *out, float *lse, const float *qkv, const attn_plan *
                 for (int64_t d = 0; d < HS; d++)
                     orow[d] *= alpha;
             }
-            if (a->drop) {
+            if (drop) {
                 const float *zr = z + r * ATT_BK;
 #pragma omp simd
                 for (int64_t c = 0; c < nv; c++)
@@ -349,6 +356,7 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
     const pl_attn_shape *s = a->s;
     const int64_t T = s->T, NH = s->NH, HS = s->HS, QG = a->QG, ld = a->ld, ldo = a->ldo;
     const float scale = a->scale;
+    const int causal = s->causal, drop = a->drop; /* locals: stores to floats may alias *s */
     float *q = slot, *dy = q + ATT_BQ * HS, *kt = dy + ATT_BQ * HS, *vt = kt + ATT_BK * HS;
     float *k = vt + ATT_BK * HS, *dk = k + ATT_BK * HS, *dv = dk + ATT_BK * HS;
     float *p = dv + ATT_BK * HS, *dp = p + ATT_BQ * ATT_BK, *D = dp + ATT_BQ * ATT_BK;
@@ -382,14 +390,14 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
             float *dqbase = dgbase + j * HS;
             const float *lrow = lse + (b * NH + h) * T, *Dj = D + j * T;
             /* causal: query tiles from the one holding the diagonal of key tile j0 */
-            for (int64_t i0 = s->causal ? (j0 / ATT_BQ) * ATT_BQ : 0; i0 < T; i0 += ATT_BQ) {
+            for (int64_t i0 = causal ? (j0 / ATT_BQ) * ATT_BQ : 0; i0 < T; i0 += ATT_BQ) {
                 const int64_t nq = min64(T - i0, ATT_BQ);
                 load_rows(q, qbase + i0 * ld, nq, HS, ld, 1.0f);
                 load_rows(dy, dybase + i0 * ldo, nq, HS, ldo, 1.0f);
                 zero(p, (size_t)(nq * ATT_BK));
                 tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, p, ATT_BK);
                 for (int64_t r = 0; r < nq; r++) {
-                    int64_t nv = s->causal ? min64(i0 + r - j0 + 1, nk) : nk;
+                    int64_t nv = causal ? min64(i0 + r - j0 + 1, nk) : nk;
                     nv = nv < 0 ? 0 : nv;
                     float *pr = p + r * ATT_BK, l = lrow[i0 + r];
 #pragma omp simd
@@ -399,7 +407,7 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
                         pr[c] = 0.0f;
                 }
                 /* dv (nk, HS) += (P Z/(1-p))^T (nk, nq) . dout_i (nq, HS) */
-                if (a->drop) {
+                if (drop) {
                     drop_tile(z, a, b, h, i0, nq, j0, nk);
                     for (int64_t r = 0; r < nq; r++) {
                         const float *pr = p + r * ATT_BK, *zr = z + r * ATT_BK;
@@ -416,7 +424,7 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
                 tile_mm(nq, nk, HS, dy, HS, 1, vt, ATT_BK, dp, ATT_BK);
                 for (int64_t r = 0; r < nq; r++) {
                     float *pr = p + r * ATT_BK, *dpr = dp + r * ATT_BK, Dr = Dj[i0 + r];
-                    if (a->drop) {
+                    if (drop) {
                         const float *zr = z + r * ATT_BK;
 #pragma omp simd
                         for (int64_t c = 0; c < nk; c++)
