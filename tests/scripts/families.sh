@@ -36,7 +36,8 @@ same_losses() { # A B N
 differ() { ! cmp -s <(losses "$TMP/$1.jsonl") <(losses "$TMP/$2.jsonl"); }
 
 for fam in gpt llama; do
-    F=(--model "$fam" --hidden-dropout 0.1 --attention-dropout 0.1 "${SMALL[@]}" "${DATA[@]}")
+    G=(); [ "$fam" = llama ] && G=(--group-query-attention --num-query-groups 2)
+    F=(--model "$fam" "${G[@]}" --hidden-dropout 0.1 --attention-dropout 0.1 "${SMALL[@]}" "${DATA[@]}")
     M=(--micro-batch-size 2)
     check "$fam dropout: one process trains" run ${fam}_d1 "$PLAIT" train "${F[@]}" "${M[@]}"
     check "$fam dropout: mpirun -n 2 runs" run ${fam}_d2 mpirun.openmpi -n 2 "$PLAIT" train "${F[@]}" "${M[@]}"
@@ -57,7 +58,7 @@ for fam in gpt llama; do
 done
 
 # A small Llama on the KJV: RMSNorm, rope, SwiGLU, no biases, untied output layer.
-LLAMA=(--model llama --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
+LLAMA=(--model llama --group-query-attention --num-query-groups 2 --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
        --micro-batch-size 4 --global-batch-size 8 --lr 3e-3 --min-lr 3e-4 --lr-decay-style cosine
        --lr-warmup-iters 5 --log-interval 10 --eval-iters 0 "${DATA[@]}")
 check "llama: 60 iterations train and save" run llama_full "$PLAIT" train "${LLAMA[@]}" \

@@ -12,10 +12,15 @@ source "$(dirname "$0")/lib.sh"
 "$ROOT/build/testtools/model_parity" "$TMP/parity_fp16.safetensors" --fp16 || { echo "parity: 0 passed, 1 failed"; exit 1; }
 MP="$ROOT/build/testtools/model_parity"
 LLAMA_FILES=()
-for v in "fp32::" "fp32_scaled::--rope-scaling" "bf16::--bf16" "fp16::--fp16"; do
+# Llama: multi-head, grouped-query (2 groups) and multi-query attention, Llama 3.1's
+# rope scaling, bf16 and fp16; dropout (GPT and Llama) with the masks exported.
+for v in "mha::--model llama" "gqa::--model llama --groups 2" "mqa::--model llama --groups 1" \
+         "scaled::--model llama --groups 2 --rope-scaling" "bf16::--model llama --groups 2 --bf16" \
+         "fp16::--model llama --groups 2 --fp16" "gpt_dropout::--dropout 0.1" \
+         "llama_dropout::--model llama --groups 2 --dropout 0.1"; do
     name=${v%%::*}; flags=${v#*::}
-    "$MP" "$TMP/llama_$name.safetensors" --model llama $flags || { echo "parity: 0 passed, 1 failed"; exit 1; }
-    LLAMA_FILES+=("$TMP/llama_$name.safetensors")
+    "$MP" "$TMP/case_$name.safetensors" $flags || { echo "parity: 0 passed, 1 failed"; exit 1; }
+    LLAMA_FILES+=("$TMP/case_$name.safetensors")
 done
 check "kept LM-head logits give the recomputed run's bytes" \
     bash -c "'$ROOT/build/testtools/model_parity' '$TMP/kept.safetensors' --keep-logits &&
