@@ -52,7 +52,7 @@ for fam in gpt llama; do
     check "$fam dropout: full recompute redraws the same masks (same losses)" same_losses ${fam}_d1 ${fam}_full 6
     check "$fam dropout: selective recompute runs" run ${fam}_sel "$PLAIT" train "${F[@]}" "${M[@]}" --recompute-activations
     check "$fam dropout: selective recompute gives the same losses" same_losses ${fam}_d1 ${fam}_sel 6
-    check "$fam without dropout runs" run ${fam}_d0 "$PLAIT" train --model "$fam" --hidden-dropout 0 \
+    check "$fam without dropout runs" run ${fam}_d0 "$PLAIT" train --model "$fam" "${G[@]}" --hidden-dropout 0 \
         --attention-dropout 0 "${SMALL[@]}" "${M[@]}" "${DATA[@]}"
     check "$fam dropout changes the losses" differ ${fam}_d1 ${fam}_d0
 done
