@@ -1,8 +1,7 @@
 /* HuggingFaceTokenizer: what its files share (not a public header).
  *
  *   hf_load.c       tokenizer.json (+ tokenizer_config.json) -> a read-only pl_hf_model
- *   hf_pretok.c     the pre-tokenizer regexes, written out by hand, and the added-token
- *                   matcher
+ *   hf_pretok.c     the pre-tokenizer regexes, written out by hand
  *   hf_tokenizer.c  the pl_tokenizer: the encode pipeline, decode, forks
  *
  * The pipeline is Hugging Face `tokenizers`' (0.22, the Rust crate behind
@@ -14,6 +13,7 @@
 #include "base/vec.h"
 #include "data/tokenizer/bpe.h"
 #include "data/tokenizer/strtab.h"
+#include "data/tokenizer/trie.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -84,22 +84,6 @@ typedef struct hf_added {
     int special, normalized, lstrip, rstrip, single_word;
 } hf_added;
 
-/* A byte trie over added-token contents for leftmost-longest matching. */
-typedef struct hf_trie_node {
-    int32_t child;   /* first child, -1 if none */
-    int32_t sibling; /* next sibling, -1 if none */
-    int32_t token;   /* index into added[], -1 if no token ends here */
-    uint8_t byte;
-} hf_trie_node;
-
-typedef struct hf_trie {
-    hf_trie_node *nodes; /* node 0 is the root */
-    int32_t n, cap;
-    uint8_t first[32];   /* bitmap of the bytes a pattern can start with */
-    char **pattern;      /* per added[] index: the bytes matched (content, or normalized) */
-    size_t *plen;
-} hf_trie;
-
 typedef struct pl_hf_model {
     atomic_int refs;
     char *path;           /* tokenizer.json, for messages */
@@ -121,7 +105,7 @@ typedef struct pl_hf_model {
     /* added tokens */
     hf_added *added;
     int32_t n_added;
-    hf_trie raw_trie, norm_trie; /* normalized == false / true */
+    pl_trie raw_trie, norm_trie; /* normalized == false / true */
     /* id -> added token index (-1), for decode; covers ids 0..vocab_size-1 */
     int32_t *added_of_id;
     int64_t vocab_size; /* len(tokenizer): distinct strings of vocab and added tokens */
@@ -149,13 +133,5 @@ int pl_hf_regex_next(hf_regex re, const uint8_t *s, size_t n, size_t pos, size_t
 /* Unicode White_Space (Rust regex's and Oniguruma's \s) and Rust regex's \w. */
 int pl_hf_is_space(int32_t cp);
 int pl_hf_is_word(int32_t cp);
-
-/* Trie building (hf_load.c) and leftmost-longest search. */
-pl_status pl_hf_trie_add(hf_trie *t, const char *s, size_t n, int32_t token);
-void pl_hf_trie_free(hf_trie *t);
-/* The leftmost match in s[from..n): returns its start (or n if none) and sets *len
- * and *token to the longest pattern there. */
-size_t pl_hf_trie_find(const hf_trie *t, const uint8_t *s, size_t n, size_t from, size_t *len,
-                       int32_t *token);
 
 #endif

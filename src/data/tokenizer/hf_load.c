@@ -577,7 +577,7 @@ static pl_status load_added(pl_hf_model *m, const cJSON *list)
         for (int32_t i = 0; i < m->n_added; i++) {
             const hf_added *a = &m->added[i];
             if (a->special == (pass == 0) && !a->normalized)
-                PL_TRY(pl_hf_trie_add(&m->raw_trie, a->content, a->len, i));
+                PL_TRY(pl_trie_add(&m->raw_trie, a->content, a->len, i));
         }
 fail:
     return st;
@@ -808,13 +808,8 @@ static void model_free(pl_hf_model *m)
     for (int32_t i = 0; i < m->n_added; i++)
         pl_free(m->added[i].content);
     pl_free(m->added);
-    pl_hf_trie_free(&m->raw_trie);
-    if (m->norm_trie.pattern)
-        for (int32_t i = 0; i < m->n_added; i++)
-            pl_free(m->norm_trie.pattern[i]);
-    pl_free(m->norm_trie.pattern);
-    pl_free(m->norm_trie.plen);
-    pl_hf_trie_free(&m->norm_trie);
+    pl_trie_free(&m->raw_trie);
+    pl_trie_free(&m->norm_trie);
     pl_free(m->added_of_id);
     pl_free(m->eos_name);
     pl_free(m);
@@ -826,9 +821,6 @@ static pl_status build_norm_trie(pl_hf_model *m)
 {
     pl_status st = PL_OK;
     pl_bytes b = {0};
-    m->norm_trie.pattern = pl_calloc((size_t)m->n_added + 1, sizeof *m->norm_trie.pattern);
-    if (!m->norm_trie.pattern)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory loading %s", m->path);
     for (int pass = 0; pass < 2; pass++)
         for (int32_t i = 0; i < m->n_added; i++) {
             const hf_added *a = &m->added[i];
@@ -836,7 +828,7 @@ static pl_status build_norm_trie(pl_hf_model *m)
                 continue;
             b.n = 0;
             PL_TRY(pl_hf_normalize(m, a->content, a->len, &b));
-            PL_TRY(pl_hf_trie_add(&m->norm_trie, b.data ? b.data : "", b.n, i));
+            PL_TRY(pl_trie_add(&m->norm_trie, b.data ? b.data : "", b.n, i));
         }
 fail:
     pl_bytes_free(&b);

@@ -1,5 +1,4 @@
-/* HuggingFaceTokenizer: the Split regexes written out by hand, character classes,
- * and the added-token trie.
+/* HuggingFaceTokenizer: the Split regexes written out by hand, and character classes.
  *
  * tokenizers compiles a Split pattern with Oniguruma. plait knows two patterns and
  * matches them without a regex engine, alternative by alternative as Oniguruma's
@@ -18,7 +17,6 @@
 #include "data/tokenizer/gpt2_internal.h"
 #include "data/tokenizer/hf_internal.h"
 
-#include "base/alloc.h"
 #include "base/utf8.h"
 
 #include <string.h>
@@ -194,90 +192,4 @@ int pl_hf_regex_next(hf_regex re, const uint8_t *s, size_t n, size_t pos, size_t
     if (re == HF_RE_GPT2)
         return pl_gpt2_pretok_next_unicode(s, n, pos, end);
     return llama3_next(s, n, pos, end);
-}
-
-/* --- the added-token trie ----------------------------------------------------------- */
-
-static pl_status node_new(hf_trie *t, uint8_t byte, int32_t *out)
-{
-    if (t->n == t->cap) {
-        int32_t cap = t->cap ? 2 * t->cap : 256;
-        hf_trie_node *p = pl_realloc(t->nodes, (size_t)cap * sizeof *p);
-        if (!p)
-            return pl_errorf(PL_ERR_NOMEM, "out of memory for the added-token trie");
-        t->nodes = p;
-        t->cap = cap;
-    }
-    t->nodes[t->n] = (hf_trie_node){-1, -1, -1, byte};
-    *out = t->n++;
-    return PL_OK;
-}
-
-pl_status pl_hf_trie_add(hf_trie *t, const char *str, size_t n, int32_t token)
-{
-    pl_status st;
-    int32_t node;
-    if (n == 0)
-        return PL_OK; /* tokenizers skips empty contents */
-    if (t->n == 0 && (st = node_new(t, 0, &node)) != PL_OK)
-        return st;
-    const uint8_t *s = (const uint8_t *)str;
-    node = 0;
-    for (size_t i = 0; i < n; i++) {
-        int32_t c = t->nodes[node].child, prev = -1;
-        while (c >= 0 && t->nodes[c].byte != s[i]) {
-            prev = c;
-            c = t->nodes[c].sibling;
-        }
-        if (c < 0) {
-            if ((st = node_new(t, s[i], &c)) != PL_OK)
-                return st;
-            if (prev < 0)
-                t->nodes[node].child = c;
-            else
-                t->nodes[prev].sibling = c;
-        }
-        node = c;
-    }
-    if (t->nodes[node].token < 0) /* the first of equal patterns wins */
-        t->nodes[node].token = token;
-    t->first[s[0] >> 3] |= (uint8_t)(1u << (s[0] & 7));
-    return PL_OK;
-}
-
-void pl_hf_trie_free(hf_trie *t)
-{
-    pl_free(t->nodes);
-    memset(t, 0, sizeof *t);
-}
-
-size_t pl_hf_trie_find(const hf_trie *t, const uint8_t *s, size_t n, size_t from, size_t *len,
-                       int32_t *token)
-{
-    if (t->n == 0)
-        return n;
-    for (size_t i = from; i < n; i++) {
-        if (!(t->first[s[i] >> 3] & (1u << (s[i] & 7))))
-            continue;
-        int32_t node = 0, best = -1;
-        size_t best_len = 0;
-        for (size_t j = i; j < n; j++) {
-            int32_t c = t->nodes[node].child;
-            while (c >= 0 && t->nodes[c].byte != s[j])
-                c = t->nodes[c].sibling;
-            if (c < 0)
-                break;
-            node = c;
-            if (t->nodes[node].token >= 0) {
-                best = t->nodes[node].token;
-                best_len = j + 1 - i;
-            }
-        }
-        if (best >= 0) {
-            *len = best_len;
-            *token = best;
-            return i;
-        }
-    }
-    return n;
 }

@@ -474,7 +474,7 @@ static pl_status encode_piece(hf *h, const char *s, size_t n, int first, pl_ids 
 
 /* Cuts the added tokens of trie t out of s[0..n); the rest goes to encode_piece (t =
  * the raw trie: normalized first, then cut with the normalized trie). */
-static pl_status split_added(hf *h, const hf_trie *t, const char *str, size_t n, int first,
+static pl_status split_added(hf *h, const pl_trie *t, const char *str, size_t n, int first,
                              pl_ids *out);
 
 static pl_status encode_segment(hf *h, const char *s, size_t n, int first, pl_ids *out)
@@ -490,7 +490,7 @@ static pl_status encode_segment(hf *h, const char *s, size_t n, int first, pl_id
     return st;
 }
 
-static pl_status split_added(hf *h, const hf_trie *t, const char *str, size_t n, int first,
+static pl_status split_added(hf *h, const pl_trie *t, const char *str, size_t n, int first,
                              pl_ids *out)
 {
     const pl_hf_model *m = h->m;
@@ -501,7 +501,7 @@ static pl_status split_added(hf *h, const hf_trie *t, const char *str, size_t n,
     while (from < n) {
         size_t len, start;
         int32_t tok;
-        if ((start = pl_hf_trie_find(t, s, n, from, &len, &tok)) >= n)
+        if ((start = pl_trie_find(t, s, n, from, &len, &tok)) >= n)
             break;
         size_t stop = start + len;
         from = stop; /* the matcher goes on after the match, whatever happens to it */
