@@ -92,6 +92,9 @@ typedef struct pl_hf_model {
     pl_bpe_table merges;
     int32_t unk;          /* unk_token's id, -1: none */
     int fuse_unk, byte_fallback, ignore_merges;
+    int split_words; /* merges never cross the start of a U+2581 run: no vocabulary token
+                        has U+2581 after another character, U+2581 is a token, and
+                        ignore_merges is off (it looks at whole pre-tokens) */
     int32_t byte_piece[256]; /* id of "<0xXX>", -1 if absent (byte_fallback) */
     /* pipeline */
     hf_norm *norm;

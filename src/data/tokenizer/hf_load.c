@@ -506,6 +506,16 @@ static pl_status load_model(pl_hf_model *m, const cJSON *o)
     } else if (unk && !cJSON_IsNull(unk)) {
         return pl_errorf(PL_ERR_FORMAT, "%s: model.unk_token: expected a string or null", m->path);
     }
+    m->split_words = !m->ignore_merges && vocab_find(m, "\xE2\x96\x81", 3) >= 0;
+    for (int32_t id = 0; id < m->vocab.n && m->split_words; id++) {
+        const char *s = pl_strtab_str(&m->vocab, id);
+        size_t len = pl_strtab_len(&m->vocab, id), k = 0;
+        while (len - k >= 3 && memcmp(s + k, "\xE2\x96\x81", 3) == 0)
+            k += 3;
+        for (; len - k >= 3 && m->split_words; k++)
+            if (memcmp(s + k, "\xE2\x96\x81", 3) == 0)
+                m->split_words = 0;
+    }
     for (int b = 0; b < 256; b++) {
         char piece[8];
         snprintf(piece, sizeof piece, "<0x%02X>", b);

@@ -43,6 +43,7 @@ typedef struct hf {
     pl_word_cache cache;
     pl_bpe_scratch scratch;
     strlist lists[2];    /* pre-tokenizer stages, ping-pong */
+    pl_bytes mapped;     /* a pre-token through the byte alphabet (streamed pipelines) */
     int32_t *word;       /* ids of the pre-token being merged */
     int64_t word_cap;
     uint32_t cp_of[256]; /* GPT-2's byte alphabet */
@@ -357,18 +358,21 @@ static pl_status word_reserve(hf *h, int64_t n)
 static pl_status model_tokenize(hf *h, const uint8_t *w, size_t n, pl_ids *out)
 {
     const pl_hf_model *m = h->m;
-    if (m->ignore_merges) {
-        int32_t id = pl_strtab_find(&m->vocab, (const char *)w, n);
-        if (id >= 0)
-            return pl_ids_push(out, id);
-    }
     uint64_t hash = 0;
-    if (n <= PL_WORD_CACHE_MAX_WORD) {
+    if (n <= PL_WORD_CACHE_MAX_WORD) { /* the cache first: it holds ignore_merges hits too */
         int nids;
         hash = pl_word_hash(w, n);
         const int32_t *ids = pl_word_cache_get(&h->cache, w, n, hash, &nids);
         if (ids)
             return pl_ids_append(out, ids, nids);
+    }
+    if (m->ignore_merges) {
+        int32_t id = pl_strtab_find(&m->vocab, (const char *)w, n);
+        if (id >= 0) {
+            if (n <= PL_WORD_CACHE_MAX_WORD)
+                pl_word_cache_put(&h->cache, w, n, hash, &id, 1);
+            return pl_ids_push(out, id);
+        }
     }
     pl_status st = word_reserve(h, (int64_t)n);
     if (st)
@@ -459,15 +463,79 @@ static int adjust_match(const hf_added *a, const uint8_t *s, size_t n, size_t st
     return 1;
 }
 
+static const char SPACE[] = "\xE2\x96\x81"; /* U+2581 */
+
+/* One pre-token to the model; cut into words at the start of each U+2581 run when the
+ * vocabulary makes that safe (pl_hf_model.split_words). */
+static pl_status tokenize_pretoken(hf *h, const uint8_t *w, size_t n, pl_ids *out)
+{
+    if (!h->m->split_words)
+        return model_tokenize(h, w, n, out);
+    pl_status st;
+    size_t start = 0;
+    int prev_space = 0;
+    for (size_t i = 0; i < n;) {
+        int is_space = n - i >= 3 && memcmp(w + i, SPACE, 3) == 0;
+        if (is_space && !prev_space && i > start) {
+            if ((st = model_tokenize(h, w + start, i - start, out)))
+                return st;
+            start = i;
+        }
+        prev_space = is_space;
+        int32_t cp;
+        i += pl_utf8_next(w + i, n - i, &cp);
+    }
+    return model_tokenize(h, w + start, n - start, out);
+}
+
+/* The common Llama 3 / GPT-2 pipelines, streamed: regex matches straight to the model,
+ * through the byte alphabet (Split(Isolated) then ByteLevel without prefix or regex, or
+ * ByteLevel(use_regex) alone). Returns 0 when the pipeline is not one of these. */
+static int streamable(const pl_hf_model *m, hf_regex *re)
+{
+    if (m->n_pre == 2 && m->pre[0].kind == HF_PRE_SPLIT && m->pre[0].behavior == HF_SPLIT_ISOLATED &&
+        !m->pre[0].invert && m->pre[1].kind == HF_PRE_BYTELEVEL && !m->pre[1].add_prefix_space &&
+        !m->pre[1].use_regex) {
+        *re = m->pre[0].regex;
+        return 1;
+    }
+    if (m->n_pre == 1 && m->pre[0].kind == HF_PRE_BYTELEVEL && !m->pre[0].add_prefix_space &&
+        m->pre[0].use_regex) {
+        *re = HF_RE_GPT2;
+        return 1;
+    }
+    return 0;
+}
+
 static pl_status encode_piece(hf *h, const char *s, size_t n, int first, pl_ids *out)
 {
+    pl_status st;
+    hf_regex re;
+    if (streamable(h->m, &re)) {
+        const uint8_t *u = (const uint8_t *)s;
+        for (size_t pos = 0, end; pos < n; pos = end) {
+            if (pl_hf_regex_next(re, u, n, pos, &end) < 0)
+                return pl_errorf(PL_ERR_FORMAT, "invalid UTF-8 at byte %zu of a pre-token", end);
+            h->mapped.n = 0;
+            if ((st = pl_bytes_reserve(&h->mapped, 2 * (end - pos))))
+                return st;
+            char *d = h->mapped.data;
+            for (size_t k = pos; k < end; k++) {
+                memcpy(d, h->byte_char[u[k]], 2);
+                d += h->byte_char_len[u[k]];
+            }
+            h->mapped.n = (size_t)(d - h->mapped.data);
+            if ((st = model_tokenize(h, (const uint8_t *)h->mapped.data, h->mapped.n, out)))
+                return st;
+        }
+        return PL_OK;
+    }
     int which;
-    pl_status st = pretokenize(h, s, n, first, &which);
-    if (st)
+    if ((st = pretokenize(h, s, n, first, &which)))
         return st;
     const strlist *l = &h->lists[which];
     for (int64_t i = 0; i < l->n; i++)
-        if ((st = model_tokenize(h, (const uint8_t *)sl_str(l, i), l->len[i], out)))
+        if ((st = tokenize_pretoken(h, (const uint8_t *)sl_str(l, i), l->len[i], out)))
             return st;
     return PL_OK;
 }
@@ -766,6 +834,7 @@ static void handle_free(hf *h)
     pl_bpe_scratch_free(&h->scratch);
     sl_free(&h->lists[0]);
     sl_free(&h->lists[1]);
+    pl_bytes_free(&h->mapped);
     pl_free(h->word);
     pl_hf_model_release(h->m);
     pl_free(h);

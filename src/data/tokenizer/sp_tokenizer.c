@@ -125,32 +125,57 @@ static pl_status normalize(const pl_sp_model *m, const char *text, size_t n, pl_
         }
     if (i == n)
         return pl_bytes_append(out, "", 0);
+    /* every input byte gives at most 3 output bytes (U+2581, U+FFFD) */
     if ((st = pl_bytes_reserve(out, 3 * (n - i) + 8)))
         return st;
-    if (!m->treat_whitespace_as_suffix && m->add_dummy_prefix)
-        pl_bytes_append(out, ws, nws);
-    int prev_space = m->remove_extra_whitespaces;
+    char *d = out->data;
+    if (!m->treat_whitespace_as_suffix && m->add_dummy_prefix) {
+        memcpy(d, ws, nws);
+        d += nws;
+    }
+    int prev_space = m->remove_extra_whitespaces, plain = m->user_defined.n == 0;
     while (i < n) {
+        if (plain && s[i] < 0x80) { /* the common case, byte by byte */
+            if (s[i] == ' ') {
+                if (!prev_space) {
+                    memcpy(d, ws, nws);
+                    d += nws;
+                }
+                prev_space = m->remove_extra_whitespaces;
+            } else {
+                *d++ = (char)s[i];
+                prev_space = 0;
+            }
+            i++;
+            continue;
+        }
         size_t c = norm_prefix(m, s + i, n - i, &p, &plen);
         while (prev_space && plen && p[0] == ' ') {
             p++;
             plen--;
         }
         if (plen) {
-            for (size_t k = 0; k < plen && !st; k++)
-                st = m->escape_whitespaces && p[k] == ' ' ? pl_bytes_append(out, SPACE, 3)
-                                                          : pl_bytes_append(out, p + k, 1);
-            if (st)
-                return st;
+            for (size_t k = 0; k < plen; k++) {
+                if (m->escape_whitespaces && p[k] == ' ') {
+                    memcpy(d, SPACE, 3);
+                    d += 3;
+                } else {
+                    *d++ = p[k];
+                }
+            }
             prev_space = p[plen - 1] == ' ';
         }
         i += c;
         if (!m->remove_extra_whitespaces)
             prev_space = 0;
     }
-    if (m->remove_extra_whitespaces)
+    out->n = (size_t)(d - out->data);
+    out->data[out->n] = '\0';
+    if (m->remove_extra_whitespaces) {
         while (out->n >= nws && memcmp(out->data + out->n - nws, ws, nws) == 0)
             out->n -= nws;
+        out->data[out->n] = '\0';
+    }
     if (m->treat_whitespace_as_suffix && m->add_dummy_prefix)
         st = pl_bytes_append(out, ws, nws);
     return st;
