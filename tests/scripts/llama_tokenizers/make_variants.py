@@ -21,7 +21,6 @@ import os
 import sys
 
 import sentencepiece
-from sentencepiece import sentencepiece_model_pb2 as pb  # noqa: F401  (python3-protobuf)
 
 data, out = sys.argv[1], sys.argv[2]
 
