@@ -6,11 +6,12 @@
 #                          make_variants.py (Meta's Llama 2 model as tokenizer.json, the
 #                          older Metaspace forms, GPT-2's files as a tokenizer.json)
 #   SentencePiece types    Debian's python3-sentencepiece 0.1.97 on Meta's Llama 2
-#                          tokenizer.model, with Megatron's wrapper rules restated in
+#                          tokenizer.model (BPE) and ALBERT's 30k-clean.model (unigram,
+#                          nmt_nfkc), with Megatron's wrapper rules restated in
 #                          llama_tokenizers/sp_encode.py (default and --legacy-tokenizer)
 # on every verse of the King James Bible and on llama_tokenizers/gen_texts.py's stress
-# texts; decode against the references' decode; vocab_size and eod; a unigram model
-# refused clearly; then plait preprocess with the Llama 3 tokenizer (int32 .bin, read
+# texts; decode against the references' decode; vocab_size and eod; refusals; then
+# plait preprocess with the Llama 3 tokenizer (int32 .bin, read
 # back with numpy, ids equal to Hugging Face's), and plait train / generate opening it.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -142,9 +143,28 @@ for run in "${sp_runs[@]}"; do
             "$(/usr/bin/python3 "$HERE/sp_encode.py" "$M" "$wrap" info)" = "$("$ENC" --model "$M" $args info - -)"
     fi
 done
-check_fails "a unigram SentencePiece model is refused, naming its type" \
-    "model_type UNIGRAM is not supported" \
-    "$ENC" --model "$D/sentencepiece/30k-clean.model" SentencePieceTokenizer info - -
+# ALBERT's unigram model with the nmt_nfkc charsmap
+M=$D/sentencepiece/30k-clean.model
+uni_runs=("unigram-SentencePieceTokenizer:default:kjv:SentencePieceTokenizer"
+          "unigram-SentencePieceTokenizer:default:stress:SentencePieceTokenizer"
+          "unigram-legacy-SentencePieceTokenizer:legacy-sp#2:stress:--legacy --extra-ids 2 SentencePieceTokenizer")
+for run in "${uni_runs[@]}"; do
+    IFS=: read -r name wrap set_ args <<<"$run"
+    wrap=${wrap/\#/:}
+    # shellcheck disable=SC2086
+    sp_ids "$name" "$wrap" "$set_" $args >"$TMP/cmp.out" 2>&1
+    rc=$?
+    cat "$TMP/cmp.out"
+    check "sp_ids_equal_${name}_$set_" test "$rc" -eq 0
+done
+# shellcheck disable=SC2086
+/usr/bin/python3 "$HERE/sp_encode.py" "$M" default roundtrip "$TMP/stress.jsonl" >"$TMP/rref.uni" &&
+    "$ENC" --model "$M" SentencePieceTokenizer roundtrip "$TMP/stress.hex" "$TMP/rplait.uni" &&
+    decoded unigram "$TMP/rref.uni" "$TMP/rplait.uni" "$TMP/stress.jsonl" >"$TMP/cmp.out" 2>&1
+rc=$?
+cat "$TMP/cmp.out"
+check "sp_decode_equal_unigram" test "$rc" -eq 0
+M=$D/llama2/tokenizer.model
 head -c 1000 "$M" >"$TMP/truncated.model"
 check_fails "a truncated tokenizer.model is an error naming the byte offset" \
     "truncated.model: .*byte offset [0-9]+" \

@@ -59,21 +59,24 @@ static void put_piece(pl_bytes *model, const char *piece, float score, int type)
 
 #define SP "\xE2\x96\x81" /* U+2581 */
 
-/* A BPE model: <unk> <s> </s>, then NORMAL pieces ▁ a b ab ▁a ▁ab with scores chosen so
- * that "ab" merges before "▁a". model_type, charsmap and extra pieces vary per test. */
+/* <unk> <s> </s>, then NORMAL pieces ▁ a b ab ▁a ▁ab. As BPE the scores make "ab" merge
+ * before "▁a"; as unigram they make ▁ + ab the best path of "▁ab" (-2 - 4 = -6 against
+ * -7 for ▁ab and ▁a + b). model_type, charsmap and extra pieces vary per test. */
 static void small_model(pl_bytes *m, int model_type, int charsmap, int unused_piece)
 {
     static const struct {
         const char *p;
-        float score;
+        float bpe, uni;
         int type;
     } pieces[] = {
-        {"<unk>", 0, PL_SP_UNKNOWN}, {"<s>", 0, PL_SP_CONTROL}, {"</s>", 0, PL_SP_CONTROL},
-        {SP, -1, 1}, {"a", -1, 1}, {"b", -1, 1}, {"ab", -2, 1}, {SP "a", -3, 1}, {SP "ab", -4, 1},
+        {"<unk>", 0, 0, PL_SP_UNKNOWN}, {"<s>", 0, 0, PL_SP_CONTROL}, {"</s>", 0, 0, PL_SP_CONTROL},
+        {SP, -1, -2, 1}, {"a", -1, -3, 1}, {"b", -1, -3, 1}, {"ab", -2, -4, 1}, {SP "a", -3, -4, 1},
+        {SP "ab", -4, -7, 1},
     };
     m->n = 0;
     for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++)
-        put_piece(m, pieces[i].p, pieces[i].score, pieces[i].type);
+        put_piece(m, pieces[i].p, model_type == PL_SP_UNIGRAM ? pieces[i].uni : pieces[i].bpe,
+                  pieces[i].type);
     if (unused_piece)
         put_piece(m, "zz", -9, PL_SP_UNUSED);
     pl_bytes t = {0}, n = {0};
@@ -204,11 +207,19 @@ TEST(protobuf_reader_refuses_what_plait_does_not_implement)
 {
     pl_bytes m = {0};
     pl_sp_model *sp = NULL;
-    small_model(&m, PL_SP_UNIGRAM, 0, 0);
-    CHECK(parse(&m, &sp) == PL_ERR_UNSUPPORTED && msg_has("model_type UNIGRAM is not supported"), "%s",
+    small_model(&m, PL_SP_WORD, 0, 0);
+    CHECK(parse(&m, &sp) == PL_ERR_UNSUPPORTED && msg_has("model_type WORD is not supported"), "%s",
           pl_error_msg());
     small_model(&m, PL_SP_BPE, 1, 0);
-    CHECK(parse(&m, &sp) == PL_ERR_UNSUPPORTED && msg_has("precompiled charsmap"), "%s", pl_error_msg());
+    CHECK(parse(&m, &sp) == PL_ERR_FORMAT && msg_has("precompiled_charsmap of 4 bytes is too short"), "%s",
+          pl_error_msg());
+    small_model(&m, PL_SP_BPE, 0, 0);
+    pl_bytes d = {0};
+    put_bytes(&d, 2, "\x01\x02\x03\x04\x05", 5);
+    put_bytes(&m, 5, d.data, d.n); /* a denormalizer_spec with a charsmap */
+    pl_bytes_free(&d);
+    CHECK(parse(&m, &sp) == PL_ERR_UNSUPPORTED && msg_has("denormalizer has a precompiled charsmap"), "%s",
+          pl_error_msg());
     small_model(&m, PL_SP_BPE, 0, 1);
     CHECK(parse(&m, &sp) == PL_ERR_UNSUPPORTED && msg_has("UNUSED"), "%s", pl_error_msg());
     m.n = 0; /* no UNKNOWN piece */
@@ -259,6 +270,25 @@ TEST(sentencepiece_bpe_merges_the_best_scored_pair_first)
         CHECK(t->vocab_size == 16 && t->eod == 11, "vocab_size %lld eod %d", (long long)t->vocab_size,
               t->eod);
         encode_is(t, "a<EOD>b</s><extra_id_1>", (const int32_t[]){7, 11, 3, 5, 2, 15}, 6);
+    }
+    pl_tokenizer_free(t);
+    pl_bytes_free(&m);
+}
+
+TEST(sentencepiece_unigram_takes_the_best_path)
+{
+    pl_bytes m = {0};
+    small_model(&m, PL_SP_UNIGRAM, 0, 0);
+    const char *path = write_file("uni.model", m.data, m.n);
+    pl_tokenizer *t = NULL;
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SentencePieceTokenizer",
+                                                        .tokenizer_model = path}));
+    if (t) {
+        encode_is(t, "ab", (const int32_t[]){3, 6}, 2); /* ▁ + ab: -6 */
+        /* c is unknown: min score (-7) - 10; a run of unknowns is one <unk> */
+        encode_is(t, "ac", (const int32_t[]){7, 0}, 2);
+        encode_is(t, "acc", (const int32_t[]){7, 0}, 2);
+        encode_is(t, "acc b", (const int32_t[]){7, 0, 3, 5}, 4);
     }
     pl_tokenizer_free(t);
     pl_bytes_free(&m);
@@ -435,11 +465,13 @@ TEST(allocation_failures_come_back_cleanly)
     char json[4096];
     snprintf(json, sizeof json, "%s", write_json("cfg/tokenizer.json", ""));
     write_file("cfg/tokenizer_config.json", "{\"eos_token\": \"</s>\"}", 21);
-    const char *paths[2] = {write_file("alloc.model", m.data, m.n), tmp_path("cfg")};
+    const char *bpe = write_file("alloc.model", m.data, m.n);
+    small_model(&m, PL_SP_UNIGRAM, 0, 0);
+    const char *paths[3] = {bpe, write_file("alloc-uni.model", m.data, m.n), tmp_path("cfg")};
     (void)json;
-    const char *types[2] = {"Llama2Tokenizer", "HuggingFaceTokenizer"};
+    const char *types[3] = {"Llama2Tokenizer", "SentencePieceTokenizer", "HuggingFaceTokenizer"};
     pl_bytes_free(&m);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         int64_t live0 = pl_alloc_live();
         int n;
         for (n = 0; n < 5000; n++) {
@@ -559,6 +591,7 @@ int main(void)
     RUN(protobuf_reader_names_the_byte_offset_of_malformed_input);
     RUN(protobuf_reader_refuses_what_plait_does_not_implement);
     RUN(sentencepiece_bpe_merges_the_best_scored_pair_first);
+    RUN(sentencepiece_unigram_takes_the_best_path);
     RUN(bpe_merge_is_one_merge_at_a_time_by_rank_then_position);
     RUN(tokenizer_json_pipeline_on_a_tiny_vocabulary);
     RUN(tokenizer_json_unsupported_components_are_named);

@@ -1,8 +1,9 @@
 /* SentencePiece tokenizers: what their files share (not a public header).
  *
  *   sp_model.c      a protobuf wire-format reader and the ModelProto loader
- *                   (tokenizer.model) -> a read-only pl_sp_model
- *   sp_tokenizer.c  normalization, the BPE model, decode, and Megatron's wrappers
+ *                   (tokenizer.model) -> a read-only pl_sp_model; the charsmap trie
+ *   sp_tokenizer.c  normalization, the BPE and unigram models, decode, and Megatron's
+ *                   wrappers
  *                   (SentencePieceTokenizer, GPTSentencePieceTokenizer, Llama2Tokenizer)
  *
  * The reference is SentencePiece 0.1.97 (Debian's libsentencepiece0, the library of
@@ -43,9 +44,15 @@ typedef struct pl_sp_model {
     int model_type;
     int byte_fallback, treat_whitespace_as_suffix;
     char *unk_piece, *bos_piece, *eos_piece, *pad_piece, *unk_surface;
-    /* normalizer_spec */
+    /* normalizer_spec; a precompiled charsmap is a Darts double-array trie (units) whose
+     * values are offsets of NUL-terminated replacements in norm_strings */
     char *norm_name;
+    uint8_t *charsmap;
     size_t charsmap_len, denorm_charsmap_len;
+    const uint32_t *cm_units; /* into charsmap (copied 4-aligned) */
+    size_t cm_n_units;
+    const char *cm_strings;
+    size_t cm_strings_len;
     int add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces;
     /* derived */
     int32_t unk_id;                   /* the UNKNOWN piece */
@@ -53,6 +60,9 @@ typedef struct pl_sp_model {
     int32_t byte_id[256];             /* <0xXX> pieces (byte_fallback) */
     pl_trie user_defined;             /* USER_DEFINED pieces, matched first and frozen */
     pl_bpe_table merges;              /* BPE: pair of pieces -> rank of the merged piece */
+    pl_trie piece_trie;               /* unigram: NORMAL, USER_DEFINED, UNUSED pieces */
+    float min_score, max_score;       /* unigram: over NORMAL pieces, as SentencePiece
+                                         computes them (max starts at FLT_MIN) */
     int split_words;                  /* no piece has U+2581 after a non-U+2581: merges never
                                          cross the start of a U+2581 run */
 } pl_sp_model;
@@ -65,6 +75,10 @@ pl_status pl_sp_model_parse(pl_sp_model **out, const uint8_t *data, size_t n, co
 pl_status pl_sp_model_load(pl_sp_model **out, const char *path);
 void pl_sp_model_retain(pl_sp_model *m);
 void pl_sp_model_release(pl_sp_model *m);
+
+/* The longest charsmap rule matching s[0..n): its length (0: none) and replacement. */
+size_t pl_sp_charsmap_match(const pl_sp_model *m, const uint8_t *s, size_t n, const char **rep,
+                            size_t *rep_len);
 
 /* SentencePieceProcessor::PieceToId: reserved pieces (CONTROL, UNKNOWN, BYTE) first,
  * then the others; unk_id when absent. */

@@ -19,10 +19,12 @@
  *
  * Checked as SentencePiece's ModelInterface::InitializePieces does: no empty or
  * duplicate piece, exactly one UNKNOWN piece, BYTE pieces only with byte_fallback and
- * then all 256 of them. Refused as not implemented (each a clear error): model types
- * other than BPE, a non-empty precompiled_charsmap (e.g. nmt_nfkc) in the normalizer
- * or denormalizer, UNUSED pieces (SentencePiece re-segments them), and BPE models
- * where a piece holds a character that is not itself a piece (the merge table below
+ * then all 256 of them. The normalizer's precompiled_charsmap (nmt_nfkc and the other
+ * built-in rules) is <uint32 trie bytes><Darts double-array trie><replacements>, as
+ * normalizer.cc DecodePrecompiledCharsMap reads it; a malformed one is an error.
+ * Refused as not implemented (each a clear error): the WORD and CHAR model types, a
+ * denormalizer charsmap, and for BPE: UNUSED pieces (SentencePiece re-segments them)
+ * and pieces holding a character that is not itself a piece (the merge table below
  * would miss merges SentencePiece makes). */
 #include "data/tokenizer/sp_internal.h"
 
@@ -30,6 +32,7 @@
 #include "base/fileio.h"
 #include "base/utf8.h"
 
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -290,7 +293,17 @@ static pl_status read_normalizer(pl_sp_model *m, pb *r, int denorm)
             size_t n;
             PL_TRY(pb_expect(r, field, wt, 2, at));
             PL_TRY(pb_len(r, &p, &n));
-            *(denorm ? &m->denorm_charsmap_len : &m->charsmap_len) = n;
+            if (denorm) {
+                m->denorm_charsmap_len = n;
+            } else {
+                pl_free(m->charsmap);
+                m->charsmap_len = n;
+                if (!(m->charsmap = pl_malloc(n + 4))) {
+                    st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->path);
+                    goto fail;
+                }
+                memcpy(m->charsmap, p, n);
+            }
         } else if (denorm) {
             PL_TRY(pb_skip(r, wt));
         } else if (field == 1) {
@@ -384,7 +397,8 @@ static pl_status build_bpe(pl_sp_model *m)
         rank[order[i]] = (uint32_t)r;
     }
     PL_TRY(pl_bpe_table_init(&m->merges, 4 * (int64_t)k));
-    m->split_words = 1;
+    int32_t space_id = pl_strtab_find(&m->pieces, space, 3);
+    m->split_words = space_id >= 0 && mergeable(m->type[space_id]);
     for (int32_t i = 0; i < k; i++) {
         int32_t id = order[i];
         const char *s = pl_strtab_str(&m->pieces, id);
@@ -421,6 +435,84 @@ fail:
     return st;
 }
 
+/* <uint32 trie size in bytes><trie units><replacement strings> */
+static pl_status decode_charsmap(pl_sp_model *m)
+{
+    if (!m->charsmap_len)
+        return PL_OK;
+    uint32_t trie_bytes;
+    if (m->charsmap_len <= 4)
+        return pl_errorf(PL_ERR_FORMAT, "%s: precompiled_charsmap of %zu bytes is too short",
+                         m->path, m->charsmap_len);
+    memcpy(&trie_bytes, m->charsmap, 4); /* little-endian, as the host here */
+    if (trie_bytes >= m->charsmap_len - 4 || trie_bytes % 4)
+        return pl_errorf(PL_ERR_FORMAT, "%s: precompiled_charsmap: trie of %u bytes in a blob of %zu",
+                         m->path, trie_bytes, m->charsmap_len);
+    /* the units start at byte 4 of a pl_malloc'd block: 4-aligned */
+    m->cm_units = (const uint32_t *)(const void *)(m->charsmap + 4);
+    m->cm_n_units = trie_bytes / 4;
+    m->cm_strings = (const char *)m->charsmap + 4 + trie_bytes;
+    m->cm_strings_len = m->charsmap_len - 4 - trie_bytes;
+    if (m->cm_n_units == 0)
+        return pl_errorf(PL_ERR_FORMAT, "%s: precompiled_charsmap: empty trie", m->path);
+    return PL_OK;
+}
+
+/* Darts-clone's unit: has_leaf bit 8, value bits 0..30, label bits 0..7 and 31,
+ * offset (bits 10..31) shifted left by 8 when bit 9 is set. */
+static uint32_t unit_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
+static uint32_t unit_label(uint32_t u) { return u & ((1u << 31) | 0xFF); }
+
+size_t pl_sp_charsmap_match(const pl_sp_model *m, const uint8_t *s, size_t n, const char **rep,
+                            size_t *rep_len)
+{
+    const uint32_t *u = m->cm_units;
+    size_t nu = m->cm_n_units, best = 0;
+    uint32_t best_value = 0;
+    if (!nu)
+        return 0;
+    uint32_t id = unit_offset(u[0]);
+    for (size_t i = 0; i < n; i++) { /* commonPrefixSearch, keeping the longest */
+        id ^= s[i];
+        if (id >= nu || unit_label(u[id]) != s[i])
+            break;
+        uint32_t unit = u[id];
+        id ^= unit_offset(unit);
+        if ((unit >> 8) & 1) {
+            if (id >= nu)
+                break;
+            best = i + 1;
+            best_value = u[id] & ((1u << 31) - 1);
+        }
+    }
+    if (!best || best_value >= m->cm_strings_len)
+        return 0;
+    *rep = m->cm_strings + best_value;
+    *rep_len = strnlen(*rep, m->cm_strings_len - best_value);
+    return best;
+}
+
+static pl_status build_unigram(pl_sp_model *m)
+{
+    pl_status st = PL_OK;
+    m->min_score = FLT_MAX;
+    m->max_score = FLT_MIN;
+    for (int32_t id = 0; id < m->pieces.n; id++) {
+        int type = m->type[id];
+        if (type == PL_SP_NORMAL) {
+            if (m->score[id] < m->min_score)
+                m->min_score = m->score[id];
+            if (m->score[id] > m->max_score)
+                m->max_score = m->score[id];
+        }
+        if (mergeable(type))
+            PL_TRY(pl_trie_add(&m->piece_trie, pl_strtab_str(&m->pieces, id),
+                               pl_strtab_len(&m->pieces, id), id));
+    }
+fail:
+    return st;
+}
+
 static pl_status check_model(pl_sp_model *m)
 {
     pl_status st = PL_OK;
@@ -437,9 +529,11 @@ static pl_status check_model(pl_sp_model *m)
             m->unk_id = id;
             break;
         case PL_SP_UNUSED:
-            return pl_errorf(PL_ERR_UNSUPPORTED, "%s: piece %d '%.100s' is UNUSED; SentencePiece "
-                             "re-segments such pieces, which plait does not implement", m->path,
-                             (int)id, s);
+            if (m->model_type == PL_SP_BPE)
+                return pl_errorf(PL_ERR_UNSUPPORTED, "%s: piece %d '%.100s' is UNUSED; SentencePiece's "
+                                 "BPE re-segments such pieces, which plait does not implement",
+                                 m->path, (int)id, s);
+            break;
         case PL_SP_USER_DEFINED:
             PL_TRY(pl_trie_add(&m->user_defined, s, len, id));
             break;
@@ -466,19 +560,21 @@ static pl_status check_model(pl_sp_model *m)
             if (!byte_seen[b])
                 return pl_errorf(PL_ERR_FORMAT, "%s: there are not 256 byte pieces although "
                                  "byte_fallback is true (no <0x%02X>)", m->path, b);
-    if (m->model_type != PL_SP_BPE) {
+    if (m->model_type != PL_SP_BPE && m->model_type != PL_SP_UNIGRAM) {
         static const char *names[] = {"?", "UNIGRAM", "BPE", "WORD", "CHAR"};
         return pl_errorf(PL_ERR_UNSUPPORTED, "%s: model_type %s is not supported (plait implements "
-                         "SentencePiece's BPE model only)", m->path,
+                         "SentencePiece's BPE and unigram models)", m->path,
                          m->model_type >= 1 && m->model_type <= 4 ? names[m->model_type] : "?");
     }
-    if (m->charsmap_len || m->denorm_charsmap_len)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "%s: the %snormalizer '%s' has a precompiled charsmap "
-                         "(%zu bytes); plait implements only the identity normalization (no "
-                         "charsmap)", m->path, m->charsmap_len ? "" : "de",
-                         m->norm_name ? m->norm_name : "", m->charsmap_len ? m->charsmap_len
-                                                                           : m->denorm_charsmap_len);
-    PL_TRY(build_bpe(m));
+    if (m->denorm_charsmap_len)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "%s: the denormalizer has a precompiled charsmap (%zu "
+                         "bytes); plait does not implement denormalization", m->path,
+                         m->denorm_charsmap_len);
+    PL_TRY(decode_charsmap(m));
+    if (m->model_type == PL_SP_BPE)
+        PL_TRY(build_bpe(m));
+    else
+        PL_TRY(build_unigram(m));
 fail:
     return st;
 }
@@ -498,7 +594,9 @@ static void model_free(pl_sp_model *m)
     pl_free(m->unk_surface);
     pl_free(m->norm_name);
     pl_trie_free(&m->user_defined);
+    pl_trie_free(&m->piece_trie);
     pl_bpe_table_free(&m->merges);
+    pl_free(m->charsmap);
     pl_free(m);
 }
 

@@ -2,16 +2,18 @@
  * and Llama2Tokenizer over a tokenizer.model.
  *
  * The encoding is SentencePieceProcessor::EncodeAsIds (SentencePiece 0.1.97):
- *   normalize   identity (no charsmap): user-defined symbols pass as they are, invalid
- *               UTF-8 becomes U+FFFD a byte; remove_extra_whitespaces drops leading,
+ *   normalize   at each position the longest of: a user-defined symbol (kept as it is),
+ *               a rule of the precompiled charsmap (its replacement), else one character
+ *               (invalid UTF-8: U+FFFD, a byte); remove_extra_whitespaces drops leading,
  *               trailing and repeated spaces; add_dummy_prefix puts U+2581 in front (or
  *               at the end with treat_whitespace_as_suffix); escape_whitespaces turns
  *               spaces into U+2581.
  *   BPE         symbols = user-defined symbols (frozen) or single characters; merge the
  *               adjacent pair whose concatenation is the piece of highest score, the
  *               leftmost among equal scores, one at a time (bpe.h).
+ *   unigram     Viterbi over the pieces (unigram_encode).
  *   ids         a symbol that is no piece is unk; with byte_fallback its UTF-8 bytes
- *               become <0xXX> pieces.
+ *               become <0xXX> pieces, without it a run of unknowns is one unk.
  * When no piece has U+2581 after a character other than U+2581 (Llama 2), merges never
  * cross the start of a U+2581 run, so the text is cut there into words that are merged
  * (and cached) one at a time; otherwise the whole text is one word.
@@ -75,6 +77,8 @@ typedef struct sp {
     pl_bytes norm;
     int32_t *word;
     int64_t word_cap;
+    void *lattice; /* unigram: best_node[n + 1] */
+    size_t lattice_cap;
 } sp;
 
 static const pl_tokenizer_ops sp_ops;
@@ -93,6 +97,8 @@ static size_t norm_prefix(const pl_sp_model *m, const uint8_t *s, size_t n, cons
         *plen = len;
         return len;
     }
+    if ((len = pl_sp_charsmap_match(m, s, n, piece, plen)) > 0)
+        return len;
     int32_t cp;
     len = pl_utf8_next(s, n, &cp);
     if (cp < 0) {
@@ -133,7 +139,8 @@ static pl_status normalize(const pl_sp_model *m, const char *text, size_t n, pl_
         memcpy(d, ws, nws);
         d += nws;
     }
-    int prev_space = m->remove_extra_whitespaces, plain = m->user_defined.n == 0;
+    int prev_space = m->remove_extra_whitespaces;
+    int plain = m->user_defined.n == 0 && m->charsmap_len == 0;
     while (i < n) {
         if (plain && s[i] < 0x80) { /* the common case, byte by byte */
             if (s[i] == ' ') {
@@ -202,6 +209,24 @@ static int mergeable(int type)
     return type == PL_SP_NORMAL || type == PL_SP_USER_DEFINED || type == PL_SP_UNUSED;
 }
 
+/* Appends one piece of the model's output, as PopulateSentencePieceText does: an unknown
+ * piece (w[0..n), id unk) becomes its bytes with byte_fallback, else a run of unknown
+ * pieces becomes one unk. */
+static pl_status emit(const pl_sp_model *m, const uint8_t *w, size_t n, int32_t id, int *prev_unk,
+                      pl_ids *out)
+{
+    int unk = id == m->unk_id;
+    pl_status st = PL_OK;
+    if (unk && m->byte_fallback) {
+        for (size_t b = 0; b < n && !st; b++)
+            st = pl_ids_push(out, m->byte_id[w[b]]);
+    } else if (!(unk && *prev_unk)) {
+        st = pl_ids_push(out, id);
+    }
+    *prev_unk = unk;
+    return st;
+}
+
 /* Appends the ids of the normalized word w[0..n). */
 static pl_status encode_word(sp *t, const uint8_t *w, size_t n, pl_ids *out)
 {
@@ -235,26 +260,109 @@ static pl_status encode_word(sp *t, const uint8_t *w, size_t n, pl_ids *out)
     if ((st = pl_bpe_merge(&m->merges, t->word, &k, &t->scratch)))
         return st;
     int64_t n0 = out->n;
+    int prev_unk = 0;
     for (int64_t j = 0; j < k && !st; j++) {
         int32_t id = t->word[j];
-        if (id >= 0) {
-            st = pl_ids_push(out, id);
-        } else if (-id - 1 >= FROZEN_BASE) {
-            st = pl_ids_push(out, -id - 1 - FROZEN_BASE);
-        } else { /* a character that is no mergeable piece */
+        if (id >= 0)
+            st = emit(m, NULL, 0, id, &prev_unk, out);
+        else if (-id - 1 >= FROZEN_BASE)
+            st = emit(m, NULL, 0, -id - 1 - FROZEN_BASE, &prev_unk, out);
+        else { /* a character that is no mergeable piece */
             size_t off = (size_t)(-id - 1);
             int32_t cp;
             size_t len = pl_utf8_next(w + off, n - off, &cp);
-            int32_t pid = pl_sp_piece_to_id(m, (const char *)w + off, len);
-            if (pid == m->unk_id && m->byte_fallback)
-                for (size_t b = 0; b < len && !st; b++)
-                    st = pl_ids_push(out, m->byte_id[w[off + b]]);
-            else
-                st = pl_ids_push(out, pid);
+            st = emit(m, w + off, len, pl_sp_piece_to_id(m, (const char *)w + off, len), &prev_unk, out);
         }
     }
     if (!st && n <= PL_WORD_CACHE_MAX_WORD && out->n - n0 <= 4 * (int64_t)n)
         pl_word_cache_put(&t->cache, w, n, h, out->data + n0, out->n - n0);
+    return st;
+}
+
+/* Unigram: unigram_model.cc EncodeOptimized, the best path over every piece that
+ * starts at each character, with SentencePiece's float arithmetic: a piece's candidate
+ * score is computed in double (the user-defined bonus length * max_score - 0.1 is a
+ * double), compared with the stored float and stored as float; an unknown character
+ * scores min_score - 10 in float. Ties keep the first candidate. */
+typedef struct best_node {
+    int32_t id;
+    float score;
+    int32_t starts_at;
+} best_node;
+
+static pl_status unigram_encode(sp *t, const uint8_t *s, size_t n, pl_ids *out)
+{
+    const pl_sp_model *m = t->s->m;
+    if (n > INT32_MAX - 1)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "SentencePiece: a text of %zu bytes (over 2 GiB)", n);
+    size_t bytes = (n + 1) * sizeof(best_node);
+    if (bytes > t->lattice_cap) {
+        void *p = pl_malloc(bytes);
+        if (!p)
+            return pl_errorf(PL_ERR_NOMEM, "SentencePiece: out of memory for a text of %zu bytes", n);
+        pl_free(t->lattice);
+        t->lattice = p;
+        t->lattice_cap = bytes;
+    }
+    best_node *best = t->lattice;
+    for (size_t i = 0; i <= n; i++)
+        best[i] = (best_node){-1, 0.0f, -1};
+    const float unk_score = m->min_score - 10.0f;
+    for (size_t start = 0; start < n;) {
+        const float here = best[start].score;
+        int32_t cp;
+        size_t mblen = pl_utf8_next(s + start, n - start, &cp);
+        int has_single = 0;
+        int32_t node = 0;
+        for (size_t key = start; key < n; key++) {
+            if ((node = pl_trie_step(&m->piece_trie, node, s[key])) < 0)
+                break;
+            int32_t id = m->piece_trie.nodes[node].token;
+            if (id < 0 || m->type[id] == PL_SP_UNUSED)
+                continue;
+            size_t end = key + 1, length = end - start;
+            double score = m->type[id] == PL_SP_USER_DEFINED
+                               ? (double)((float)length * m->max_score) - 0.1
+                               : (double)m->score[id];
+            double cand = score + (double)here;
+            best_node *tn = &best[end];
+            if (tn->starts_at == -1 || cand > (double)tn->score) {
+                tn->score = (float)cand;
+                tn->starts_at = (int32_t)start;
+                tn->id = id;
+            }
+            if (length == mblen)
+                has_single = 1;
+        }
+        if (!has_single) {
+            best_node *tn = &best[start + mblen];
+            float cand = unk_score + here;
+            if (tn->starts_at == -1 || cand > tn->score) {
+                tn->score = cand;
+                tn->starts_at = (int32_t)start;
+                tn->id = m->unk_id;
+            }
+        }
+        start += mblen;
+    }
+    /* backtrack, then emit in order */
+    int64_t k = 0;
+    for (size_t end = n; end > 0; end = (size_t)best[end].starts_at)
+        k++;
+    pl_status st = word_reserve(t, 2 * k);
+    if (st)
+        return st;
+    int64_t j = k;
+    for (size_t end = n; end > 0; end = (size_t)best[end].starts_at) {
+        j--;
+        t->word[2 * j] = best[end].starts_at;
+        t->word[2 * j + 1] = (int32_t)end;
+    }
+    int prev_unk = 0;
+    for (j = 0; j < k && !st; j++) {
+        size_t a = (size_t)t->word[2 * j], b = (size_t)t->word[2 * j + 1];
+        st = emit(m, s + a, b - a, best[b].id, &prev_unk, out);
+    }
     return st;
 }
 
@@ -267,6 +375,8 @@ static pl_status sp_encode_ids(sp *t, const char *text, size_t len, pl_ids *out)
         return st;
     const uint8_t *s = (const uint8_t *)t->norm.data;
     size_t n = t->norm.n;
+    if (m->model_type == PL_SP_UNIGRAM)
+        return n ? unigram_encode(t, s, n, out) : PL_OK;
     if (!m->split_words || n == 0)
         return n ? encode_word(t, s, n, out) : PL_OK;
     size_t start = 0;
@@ -471,6 +581,7 @@ static void handle_free(sp *t)
     pl_bpe_scratch_free(&t->scratch);
     pl_bytes_free(&t->norm);
     pl_free(t->word);
+    pl_free(t->lattice);
     shared_release(t->s);
     pl_free(t);
 }

@@ -26,8 +26,12 @@ pl_status pl_trie_add(pl_trie *t, const char *str, size_t n, int32_t token)
     int32_t node;
     if (n == 0)
         return PL_OK;
-    if (t->n == 0 && (st = node_new(t, 0, &node)) != PL_OK)
-        return st;
+    if (t->n == 0) {
+        if ((st = node_new(t, 0, &node)) != PL_OK)
+            return st;
+        for (int b = 0; b < 256; b++)
+            t->root[b] = -1;
+    }
     const uint8_t *s = (const uint8_t *)str;
     node = 0;
     for (size_t i = 0; i < n; i++) {
@@ -43,6 +47,8 @@ pl_status pl_trie_add(pl_trie *t, const char *str, size_t n, int32_t token)
                 t->nodes[node].child = c;
             else
                 t->nodes[prev].sibling = c;
+            if (node == 0)
+                t->root[s[i]] = c;
         }
         node = c;
     }
@@ -65,9 +71,7 @@ size_t pl_trie_longest(const pl_trie *t, const uint8_t *s, size_t n, size_t at, 
     int32_t node = 0;
     size_t best = 0;
     for (size_t j = at; j < n; j++) {
-        int32_t c = t->nodes[node].child;
-        while (c >= 0 && t->nodes[c].byte != s[j])
-            c = t->nodes[c].sibling;
+        int32_t c = pl_trie_step(t, node, s[j]);
         if (c < 0)
             break;
         node = c;

@@ -21,12 +21,24 @@ typedef struct pl_trie {
     pl_trie_node *nodes; /* node 0 is the root */
     int32_t n, cap;
     uint8_t first[32];   /* bitmap of the bytes a string can start with */
+    int32_t root[256];   /* the root's child for each byte, -1 if none (valid when n > 0) */
 } pl_trie;
 
 /* Adds s[0..n) with value token (>= 0). An empty string is ignored; for a string
  * added twice the first value stays. */
 pl_status pl_trie_add(pl_trie *t, const char *s, size_t n, int32_t token);
 void pl_trie_free(pl_trie *t);
+
+/* One step down from node (0: the root) by byte b: the child, or -1. */
+static inline int32_t pl_trie_step(const pl_trie *t, int32_t node, uint8_t b)
+{
+    if (node == 0)
+        return t->n ? t->root[b] : -1;
+    int32_t c = t->nodes[node].child;
+    while (c >= 0 && t->nodes[c].byte != b)
+        c = t->nodes[c].sibling;
+    return c;
+}
 
 /* The longest string that starts s[at..n): its length (0 if none) and value. */
 size_t pl_trie_longest(const pl_trie *t, const uint8_t *s, size_t n, size_t at, int32_t *token);

@@ -36,6 +36,7 @@ HAND = [
     "emoji 😀😃😄 👍🏽 👨‍👩‍👧‍👦 🇫🇷🇯🇵 ❤️ ✈︎ 🤗🦙",
     "control \x00 \x01 \x07 \x1b[31m \x7f \u0085 \u200b \u200d \ufeff \u2028 \u2029 end",
     "nbsp\u00a0thin\u2009ideo\u3000ogham\u1680 spaces",
+    "NFKC: ＡＢＣ１２３ ｶﾀｶﾅ ﬁ ﬂ ① ㎏ ™ ｟ Å Ω ẛ̣ ḱ ＜ｓ＞ \u00ad soft hyphen \u200c\u2060",
     "<s> </s> <unk> <s>text</s> a<s>b  <s>  x</s>y",
     "<|begin_of_text|>Hello<|end_of_text|> <|reserved_special_token_5|> <|eot_id|>",
     "<|begin_of <|end_of_text| <|endoftext|> <0x41> <0xFF> ▁ ▁▁ ▁a ▁▁b",
