@@ -232,6 +232,12 @@ TEST(protobuf_reader_refuses_what_plait_does_not_implement)
     put_piece(&m, "<unk>", 0, PL_SP_UNKNOWN);
     put_piece(&m, "<0x41>", 0, PL_SP_BYTE);
     CHECK(parse(&m, &sp) == PL_ERR_FORMAT && msg_has("byte_fallback is false"), "%s", pl_error_msg());
+    pl_bytes t = {0};
+    put_int(&t, 35, 1); /* byte_fallback */
+    put_bytes(&m, 2, t.data, t.n);
+    pl_bytes_free(&t);
+    put_piece(&m, "<0x-8>", 0, PL_SP_BYTE); /* found by fuzz_sp_model: sscanf took "-8" */
+    CHECK(parse(&m, &sp) == PL_ERR_FORMAT && msg_has("byte piece <0x-8> is invalid"), "%s", pl_error_msg());
     pl_bytes_free(&m);
 }
 

@@ -513,6 +513,17 @@ fail:
     return st;
 }
 
+/* The byte of "<0xXX>" with XX two upper-case hex digits (SentencePiece's
+ * PieceToByte knows only the 256 canonical spellings), else -1. */
+static int byte_of_piece(const char *s, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (len != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
+        return -1;
+    const char *hi = s[3] ? strchr(hex, s[3]) : NULL, *lo = s[4] ? strchr(hex, s[4]) : NULL;
+    return hi && lo ? (int)((hi - hex) * 16 + (lo - hex)) : -1;
+}
+
 static pl_status check_model(pl_sp_model *m)
 {
     pl_status st = PL_OK;
@@ -538,13 +549,13 @@ static pl_status check_model(pl_sp_model *m)
             PL_TRY(pl_trie_add(&m->user_defined, s, len, id));
             break;
         case PL_SP_BYTE: {
-            unsigned b;
-            char tail;
+            int b = byte_of_piece(s, len);
             if (!m->byte_fallback)
                 return pl_errorf(PL_ERR_FORMAT, "%s: byte piece %.20s is found although "
                                  "byte_fallback is false", m->path, s);
-            if (len != 6 || sscanf(s, "<0x%2X>%c", &b, &tail) != 1 || s[5] != '>')
-                return pl_errorf(PL_ERR_FORMAT, "%s: byte piece %.20s is invalid", m->path, s);
+            if (b < 0)
+                return pl_errorf(PL_ERR_FORMAT, "%s: byte piece %.20s is invalid (expected <0x00> "
+                                 "to <0xFF>)", m->path, s);
             byte_seen[b] = 1;
             m->byte_id[b] = id;
             break;

@@ -466,8 +466,9 @@ static pl_status decode_pieces(const pl_sp_model *m, const int32_t *ids, int64_t
         if (m->type[id] == PL_SP_BYTE) { /* a run of byte pieces */
             int64_t j = i;
             for (; j < n && m->type[ids[j]] == PL_SP_BYTE && !st; j++) {
-                unsigned b;
-                sscanf(pl_strtab_str(&m->pieces, ids[j]), "<0x%2X>", &b);
+                int b = 0; /* every BYTE piece is some byte's (checked on load) */
+                while (b < 255 && m->byte_id[b] != ids[j])
+                    b++;
                 uint8_t byte = (uint8_t)b;
                 st = pl_bytes_append(&run, &byte, 1);
             }
