@@ -278,9 +278,12 @@ static void fwd_tile(float *out, float *lse, const float *qkv, const attn_plan *
         tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, sc, ATT_BK);
         if (drop)
             drop_tile(z, a, b, h, i0, nq, j0, nk);
+        /* row r sees keys j0 + c for c < nv = min(seen + r, nk): c <= i0 + r - j0
+         * if causal, else all nk (one expression: a conditional per row made
+         * GCC's AVX-512 build of this loop 15% slower) */
+        const int64_t seen = causal ? i0 - j0 + 1 : ATT_BK;
         for (int64_t r = 0; r < nq; r++) {
-            /* keys j0 + c < j0 + nv are visible (c <= i0 + r - j0 if causal) */
-            int64_t nv = causal ? min64(i0 + r - j0 + 1, nk) : nk;
+            int64_t nv = min64(seen + r, nk);
             float *sr = sc + r * ATT_BK;
             if (nv <= 0) {
                 zero(sr, (size_t)nk);
@@ -396,8 +399,9 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
                 load_rows(dy, dybase + i0 * ldo, nq, HS, ldo, 1.0f);
                 zero(p, (size_t)(nq * ATT_BK));
                 tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, p, ATT_BK);
+                const int64_t seen = causal ? i0 - j0 + 1 : ATT_BK; /* as in fwd_tile */
                 for (int64_t r = 0; r < nq; r++) {
-                    int64_t nv = causal ? min64(i0 + r - j0 + 1, nk) : nk;
+                    int64_t nv = min64(seen + r, nk);
                     nv = nv < 0 ? 0 : nv;
                     float *pr = p + r * ATT_BK, l = lrow[i0 + r];
 #pragma omp simd
