@@ -260,7 +260,8 @@ PL_KERNEL(dropout, float *out, const float *inp, int64_t B, int64_t T, int64_t C
  * Tiled with an online softmax: no (T,T) buffer per head; key tiles that are
  * masked for a whole query tile are skipped. The workspace holds one slot per
  * OpenMP thread: it is sized for omp_get_max_threads() at the time of the
- * call, and the kernels must not then run with more threads than that. */
+ * call, and the kernels must not then run with more threads than that; its
+ * size depends on T, HS and NH/G (not on the masks or dropout). */
 typedef struct pl_attn_shape {
     int64_t B, T;      /* batch, sequence (queries = keys = T) */
     /* query heads on this rank, KV groups on this rank (NH % G == 0), head size */
