@@ -723,6 +723,41 @@ TEST(padded_keys_never_influence_outputs_and_get_no_gradient)
     }
 }
 
+/* ---- decoding over a KV cache (generation) ------------------------------- */
+
+/* The last query row of the fused causal attention over T positions is what
+ * decoding that row against a cache of the T keys and values gives: both twins,
+ * grouped and multi-head. Rounding: the fused kernel's online softmax and the
+ * decoder's two-pass one sum T terms in other orders, ~T u relative. */
+TEST(decoding_the_last_row_against_the_cache_equals_the_fused_attention)
+{
+    static const int64_t groups[3] = {4, 2, 1};
+    for (int gi = 0; gi < 3; gi++) {
+        const pl_attn_shape s = {.B = 1, .T = 37, .NH = 4, .G = groups[gi], .HS = 16, .causal = 1,
+                                 .NHg = 4};
+        const int64_t T = s.T, G = s.G, QG = s.NH / G, HS = s.HS, row = (QG + 2) * G * HS;
+        float *qkv = kc_floats(qkv_n(&s)), *out = kc_floats(out_n(&s)), *lse = kc_floats(lse_n(&s));
+        float *ws = workspace_for(&s), *kc = kc_floats(T * G * HS), *vc = kc_floats(T * G * HS);
+        float *dec = kc_floats(s.NH * HS), *scores = kc_floats(s.NH * T);
+        kc_fill(qkv, qkv_n(&s), -1, 1);
+        pl_cpu_attention_fwd(out, lse, qkv, &s, ws);
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t g = 0; g < G; g++)
+                for (int64_t d = 0; d < HS; d++) {
+                    kc[(t * G + g) * HS + d] = qkv[t * row + (g * (QG + 2) + QG) * HS + d];
+                    vc[(t * G + g) * HS + d] = qkv[t * row + (g * (QG + 2) + QG + 1) * HS + d];
+                }
+        for (int k = 0; k < 2; k++) {
+            (k ? pl_cpu_attention_decode : pl_ref_attention_decode)(
+                dec, qkv + (T - 1) * row, kc, vc, T, s.NH, G, HS, scores);
+            double e = kc_note(k ? "decode cpu vs fused" : "decode ref vs fused",
+                               kc_rel_err(dec, out + (T - 1) * s.NH * HS, s.NH * HS));
+            CHECK(e < 2e-6, "%s, %lld groups: %.3g", twin_name[k], (long long)G, e);
+        }
+        free(qkv), free(out), free(lse), free(ws), free(kc), free(vc), free(dec), free(scores);
+    }
+}
+
 int main(void)
 {
     for (int isa = PL_ISA_PORTABLE; isa <= PL_ISA_AVX512; isa++) {
@@ -740,6 +775,7 @@ int main(void)
         RUN(dropout_mask_of_a_tensor_parallel_slice_equals_those_heads_of_the_full_call);
         RUN(dropout_with_nothing_dropped_is_bit_identical_to_no_dropout);
         RUN(padded_keys_never_influence_outputs_and_get_no_gradient);
+        RUN(decoding_the_last_row_against_the_cache_equals_the_fused_attention);
         kc_print_notes();
     }
     return test_summary("kernels_attention");
