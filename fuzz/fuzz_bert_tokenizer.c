@@ -16,7 +16,7 @@ static pl_tokenizer *open_one(const char *type)
     char path[4096];
     snprintf(path, sizeof path, "%s/bert/vocab.txt", dir && *dir ? dir : "data");
     pl_tokenizer *t = NULL;
-    if (pl_tokenizer_open(&t, type, path, NULL) != PL_OK) {
+    if (pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = type, .vocab_file = path}) != PL_OK) {
         fprintf(stderr, "fuzz_bert_tokenizer: %s\n", pl_error_msg());
         abort();
     }

@@ -52,7 +52,7 @@ static pl_tokenizer *open_vocab(void)
         die("builder write");
     pl_smiles_vocab_builder_free(b);
     pl_tokenizer *t;
-    if (pl_tokenizer_open(&t, "SmilesTokenizer", path, NULL) != PL_OK)
+    if (pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = path}) != PL_OK)
         die("open");
     unlink(path);
     return t;

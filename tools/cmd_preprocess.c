@@ -20,6 +20,8 @@ typedef struct pp_opts {
     int split_sentences, keep_newlines;
     const char *lang;
     const char *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;
+    int64_t vocab_extra_ids;
+    int legacy_tokenizer;
     int append_eod, one_document;
     const char *output_prefix;
     int64_t workers, partitions, log_interval;
@@ -54,7 +56,13 @@ static const pl_option table[] = {
     {"--vocab-file", PL_OPT_STRING, NULL, O(vocab_file), "vocabulary file", NULL, 0},
     {"--merge-file", PL_OPT_STRING, NULL, O(merge_file), "BPE merges (GPT2BPETokenizer)", NULL, 0},
     {"--tokenizer-model", PL_OPT_STRING, NULL, O(tokenizer_model),
-     "SentencePiece/HF tokenizer model (not supported)", NULL, 0},
+     "HuggingFaceTokenizer: directory with tokenizer.json (or the file); SentencePieceTokenizer, "
+     "GPTSentencePieceTokenizer, Llama2Tokenizer: tokenizer.model", NULL, 0},
+    {"--vocab-extra-ids", PL_OPT_INT, "0", O(vocab_extra_ids),
+     "<extra_id_N> sentinels (BERT; SentencePieceTokenizer with --legacy-tokenizer)", NULL, 0},
+    {"--legacy-tokenizer", PL_OPT_BOOL, NULL, O(legacy_tokenizer),
+     "Megatron's legacy tokenizer classes (megatron/training/tokenizer); they differ for the "
+     "SentencePiece types", NULL, 0},
     {"--append-eod", PL_OPT_BOOL, NULL, O(append_eod),
      "append the end-of-document token to each non-empty document", NULL, 0},
     {"--one-document", PL_OPT_BOOL, NULL, O(one_document),
@@ -96,11 +104,6 @@ static pl_status check_flags(const pp_opts *o)
                          "--split-sentences needs NLTK's punkt sentence splitter, which plait does "
                          "not have; split the text beforehand and give each document as a JSON "
                          "list of sentences (each becomes one sequence)");
-    if (o->tokenizer_model)
-        return pl_errorf(PL_ERR_ARG,
-                         "--tokenizer-model: SentencePiece/Hugging Face tokenizers are not "
-                         "supported (--tokenizer-type %s)",
-                         pl_tokenizer_types);
     if (strcmp(o->dataset_impl, "mmap") != 0)
         return pl_errorf(PL_ERR_ARG,
                          "--dataset-impl %s: only mmap is supported (the lazy/cached formats "
@@ -140,7 +143,9 @@ int plait_cmd_preprocess(int argc, char **argv)
         return st ? plait_report(st) : 0;
     }
     pl_tokenizer *tok = NULL;
-    st = pl_tokenizer_open(&tok, o.tokenizer_type, o.vocab_file, o.merge_file);
+    pl_tokenizer_spec ts = {o.tokenizer_type, o.vocab_file, o.merge_file, o.tokenizer_model,
+                            o.vocab_extra_ids, o.legacy_tokenizer};
+    st = pl_tokenizer_open(&tok, &ts);
     if (st) {
         pl_options_free(&spec, &o);
         return plait_report(st);

@@ -249,6 +249,11 @@ static cJSON *manifest_json(const pl_model_config *cfg, const pl_ckpt_meta *m, c
     jstr(tok, "type", m->tokenizer_type, &b);
     jstr(tok, "vocab_file", m->vocab_file, &b);
     jstr(tok, "merge_file", m->merge_file, &b);
+    jstr(tok, "tokenizer_model", m->tokenizer_model, &b);
+    if (m->vocab_extra_ids)
+        jnum(tok, "vocab_extra_ids", (double)m->vocab_extra_ids, &b);
+    if (m->legacy_tokenizer)
+        b.ok &= tok && cJSON_AddBoolToObject(tok, "legacy", 1) != NULL;
     static const char *splits[] = {"replicated", "rows", "cols", "vocab", "rows_halves"};
     cJSON *tensors = jobj(root, "tensors", &b);
     for (int i = 0; i < reg->n && b.ok; i++) {
@@ -551,7 +556,7 @@ static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_model_con
     if (cfg_out)
         *cfg_out = c;
     pl_bytes arena = {0};
-    size_t offs[4];
+    size_t offs[5];
     st = keep_str(tok, "type", &arena, &offs[0]);
     if (!st)
         st = keep_str(tok, "vocab_file", &arena, &offs[1]);
@@ -559,14 +564,19 @@ static pl_status read_manifest(const char *mpath, cJSON **root_out, pl_model_con
         st = keep_str(tok, "merge_file", &arena, &offs[2]);
     if (!st)
         st = keep_str(root, "data_hash", &arena, &offs[3]);
+    if (!st)
+        st = keep_str(tok, "tokenizer_model", &arena, &offs[4]);
     if (st) {
         pl_bytes_free(&arena);
         cJSON_Delete(root);
         return st;
     }
-    const char **dst[4] = {&meta->tokenizer_type, &meta->vocab_file, &meta->merge_file,
-                           &meta->data_hash};
-    for (int k = 0; k < 4; k++)
+    const char **dst[5] = {&meta->tokenizer_type, &meta->vocab_file, &meta->merge_file,
+                           &meta->data_hash, &meta->tokenizer_model};
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(tok, "vocab_extra_ids");
+    meta->vocab_extra_ids = cJSON_IsNumber(extra) ? (int64_t)extra->valuedouble : 0;
+    meta->legacy_tokenizer = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tok, "legacy"));
+    for (int k = 0; k < 5; k++)
         *dst[k] = offs[k] == SIZE_MAX ? NULL : arena.data + offs[k];
     *strings = arena.data;
     *root_out = root;

@@ -36,7 +36,11 @@ typedef struct pl_ckpt_meta {
     double beta1, beta2, eps, weight_decay;
     uint64_t seed;
     int tp, pp, dp;
-    const char *tokenizer_type, *vocab_file, *merge_file; /* for generate; may be NULL */
+    /* The tokenizer, for generate; strings may be NULL. Manifests written before
+     * tokenizer_model existed lack it and the two numbers: they read as NULL / 0. */
+    const char *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;
+    int64_t vocab_extra_ids;
+    int legacy_tokenizer;
     const char *data_hash; /* identity of the training data, may be NULL */
     /* fp16 loss scaler (Megatron's grad_scaler state); has_loss_scaler 0: none saved */
     int has_loss_scaler;

@@ -10,9 +10,10 @@
  * - Pure: no allocation, no I/O, no MPI, no globals. Scratch memory is passed
  *   in, sized by the matching *_workspace() function, which returns a count
  *   of floats (not bytes); one workspace serves both twins.
- * - Shape letters: B batch, T sequence, C channels (hidden), NH heads, HS head
- *   size (C = NH*HS on one TP rank), N = B*T rows, OC output channels,
- *   V vocabulary rows held by this rank (a vocab-parallel slice [v0, v0+V)).
+ * - Shape letters: B batch, T sequence, C channels (hidden), NH heads, G KV
+ *   groups (grouped-query attention), HS head size (C = NH*HS on one TP rank),
+ *   N = B*T rows, OC output channels, V vocabulary rows held by this rank (a
+ *   vocab-parallel slice [v0, v0+V)).
  *   Row-major, innermost dimension last.
  * - Backward kernels ADD into every gradient they produce (parameter and
  *   activation gradients alike); the caller zeroes buffers when needed. This
@@ -228,20 +229,67 @@ PL_KERNEL(rope_bwd, float *dqkv, const float *cos_tab, const float *sin_tab, int
 PL_KERNEL(dropout, float *out, const float *inp, int64_t B, int64_t T, int64_t C, int64_t Cg,
           int64_t c0, const int64_t *sample, float p, uint64_t seed, uint64_t stream);
 
-/* ---- causal self-attention ------------------------------------------------
- * qkv (B,T,NH,3,HS): for each head, its q, then k, then v (Megatron's
- * per-head interleaved QKV rows). out (B,T,NH,HS). lse (B,NH,T) = log-sum-exp
- * of each query's scaled scores, saved for backward. Scale 1/sqrt(HS).
- * Tiled with an online softmax: no (T,T) buffer per head; masked tiles skipped.
- * The workspace holds one slot per OpenMP thread: it is sized for
- * omp_get_max_threads() at the time of the call, and the kernels must not
- * then run with more threads than that. */
-size_t pl_attention_workspace(int64_t B, int64_t T, int64_t NH, int64_t HS);
-PL_KERNEL(attention_fwd, float *out, float *lse, const float *qkv, int64_t B, int64_t T,
-          int64_t NH, int64_t HS, float *workspace);
-/* dqkv (B,T,NH,3,HS) += gradient from dout (B,T,NH,HS). */
+/* ---- self-attention ---------------------------------------------------------
+ * Fused softmax attention for multi-head (GPT, BERT), grouped-query (Llama) and
+ * padded batches, with optional attention-probability dropout. The shape and
+ * its masks travel in one struct:
+ *   B, T      batch and sequence; queries and keys both span T positions.
+ *   NH, G, HS query heads on this rank, KV groups on this rank (NH % G == 0,
+ *             QG = NH / G query heads share a group's k and v), head size.
+ *   causal    1: query t sees keys <= t; 0: all keys.
+ *   kv_len    NULL, or (B): keys >= kv_len[b] of sample b are masked for every
+ *             query (padding), 1 <= kv_len[b] <= T. Padded query rows are
+ *             computed like any other. With causal, both masks apply.
+ *   dropout   p in [0, 1) on the attention probabilities; 0: none (then the
+ *             five fields of the mask's key below are ignored).
+ *   drop_seed, drop_stream, sample (B), NHg, h0: the dropout mask's key.
+ *             Element (b, h, q, k) is kept when
+ *               pl_rng_u32(drop_seed, drop_stream,
+ *                          ((sample[b] * NHg + h0 + h) * T + q) * T + k)
+ *                 >= pl_dropout_threshold(dropout),
+ *             with sample[b] the global id of batch row b, NHg the global
+ *             number of query heads and h0 this rank's first (NHg = NH, h0 = 0
+ *             on one rank): the same mask for any batch split or tensor-
+ *             parallel head split, in forward, backward and recomputation.
+ * Layout (Megatron's grouped QKV): qkv (B,T,G,QG+2,HS), for each group its QG
+ * query heads, then its k, then its v; query head h = g*QG + j uses group g.
+ * G = NH is the per-head [q, k, v] layout. out (B,T,NH,HS), head h at h*HS.
+ * lse (B,NH,T) = log-sum-exp of each query's scaled, masked scores (dropout
+ * does not change it), saved for backward. Scale 1/sqrt(HS).
+ *   P = softmax(S), out = sum_k Z(q,k)/(1-p) P(q,k) v_k (Z = 1 if kept).
+ * Tiled with an online softmax: no (T,T) buffer per head; key tiles that are
+ * masked for a whole query tile are skipped. The workspace holds one slot per
+ * OpenMP thread: it is sized for omp_get_max_threads() at the time of the
+ * call, and the kernels must not then run with more threads than that; its
+ * size depends on T, HS and NH/G (not on the masks or dropout). */
+typedef struct pl_attn_shape {
+    int64_t B, T;      /* batch, sequence (queries = keys = T) */
+    /* query heads on this rank, KV groups on this rank (NH % G == 0), head size */
+    int64_t NH, G, HS;
+    int causal;        /* 1: query t sees keys <= t; 0: all keys */
+    /* NULL, or (B): sample b's keys >= kv_len[b] are masked (padding), 1 <= kv_len[b] <= T */
+    const int32_t *kv_len;
+    float dropout;                   /* attention-probability dropout p in [0,1); 0: none */
+    uint64_t drop_seed, drop_stream; /* the mask's RNG key (see above) */
+    /* (B) global sample id of each batch row (dropout index), may be NULL when dropout == 0 */
+    const int64_t *sample;
+    /* global number of query heads and this rank's first head (dropout index under tensor
+     * parallelism); NHg = NH, h0 = 0 on one rank */
+    int64_t NHg, h0;
+} pl_attn_shape;
+size_t pl_attention_workspace(const pl_attn_shape *s);
+/* PL_ASSERTs (on in release builds) the shape's invariants above; both twins
+ * of both kernels call it first. O(B). */
+void pl_attention_check(const pl_attn_shape *s);
+PL_KERNEL(attention_fwd, float *out, float *lse, const float *qkv, const pl_attn_shape *s,
+          float *workspace);
+/* dqkv (qkv's layout) += gradient from dout (B,T,NH,HS), with out and lse of
+ * the forward. Backward of the dropped softmax (FlashAttention's):
+ * dP~ = Z/(1-p) (dout . v^T), dS = P (dP~ - D), D = rowsum(dout * out),
+ * dv = sum_q Z/(1-p) P dout. A group's dk and dv sum over its QG query heads,
+ * j ascending, in one thread. */
 PL_KERNEL(attention_bwd, float *dqkv, const float *dout, const float *qkv, const float *out,
-          const float *lse, int64_t B, int64_t T, int64_t NH, int64_t HS, float *workspace);
+          const float *lse, const pl_attn_shape *s, float *workspace);
 
 /* ---- attention decoding over a KV cache (generation) ------------------------
  * The attention of one new token: qkv (G, QG + 2, HS) is its QKV row in the

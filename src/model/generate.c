@@ -64,16 +64,10 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
         int64_t lo, hi;
         PL_TRY(pl_model_layer_bind(reg, &cfg->block, params, l, &g->w[l], &lo, &hi));
     }
-    static const char *const top[5] = {
-        "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
-        "decoder.final_layernorm.weight", "decoder.final_layernorm.bias", "output_layer.weight"};
-    const float **dst[5] = {&g->wte, &g->wpe, &g->lnf_w, &g->lnf_b, &g->out_w};
-    for (int k = 0; k < 5; k++) {
-        const pl_param *q = pl_registry_find(reg, top[k]);
-        *dst[k] = q && q->offset >= 0 ? params + q->offset : NULL;
-    }
-    if (!cfg->untie)
-        g->out_w = g->wte;
+    pl_model_top top;
+    PL_TRY(pl_model_top_bind(reg, cfg->untie, params, NULL, NULL, 0, &top));
+    g->wte = top.wte, g->wpe = top.wpe, g->lnf_w = top.lnf_w, g->lnf_b = top.lnf_b;
+    g->out_w = top.out_w;
     if (!g->wte || !g->lnf_w || !g->out_w || (cfg->block.pos == PL_POS_LEARNED && !g->wpe)) {
         st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing");
         goto fail;

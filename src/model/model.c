@@ -10,18 +10,6 @@
 
 #include <string.h>
 
-static const char *const top_names[5] = {
-    "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
-    "decoder.final_layernorm.weight", "decoder.final_layernorm.bias", "output_layer.weight"};
-
-/* The top-level views of buffer `grad` in the order of top_names. */
-static void top_views(pl_model *m, int grad, float **dst[5])
-{
-    float **p[2][5] = {{&m->wte, &m->wpe, &m->lnf_w, &m->lnf_b, &m->out_w},
-                       {&m->dwte, &m->dwpe, &m->dlnf_w, &m->dlnf_b, &m->dout_w}};
-    memcpy(dst, p[grad != 0], sizeof p[0]);
-}
-
 /* Binds layer `layer`'s views: at flat + offset, or at locate(ctx, offset, grad);
  * parameters the spec does not have stay NULL. */
 static pl_status layer_bind(const pl_registry *reg, const pl_block_spec *s, const float *flat,
@@ -53,25 +41,43 @@ pl_status pl_model_layer_bind(const pl_registry *reg, const pl_block_spec *s, co
     return layer_bind(reg, s, flat, NULL, NULL, 0, layer, out, lo, hi);
 }
 
-/* Points the top-level views of one buffer (grad 0: parameters, 1: gradients)
- * at flat + offset or locate(); the output layer is the word embeddings unless
- * untied. Parameters the model does not have stay NULL. */
-static pl_status bind_top(pl_model *m, int grad, const float *flat, pl_flat_locate_fn locate,
-                          void *ctx)
+pl_status pl_model_top_bind(const pl_registry *reg, int untie, const float *flat,
+                            pl_flat_locate_fn locate, void *ctx, int grad, pl_model_top *out)
 {
-    float **dst[5];
-    top_views(m, grad, dst);
+    static const char *const names[5] = {
+        "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
+        "decoder.final_layernorm.weight", "decoder.final_layernorm.bias", "output_layer.weight"};
+    float **dst[5] = {&out->wte, &out->wpe, &out->lnf_w, &out->lnf_b, &out->out_w};
     for (int k = 0; k < 5; k++) {
-        const pl_param *p = pl_registry_find(m->reg, top_names[k]);
+        const pl_param *p = pl_registry_find(reg, names[k]);
         *dst[k] = NULL;
         if (!p)
             continue;
         if (p->offset < 0)
-            return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", top_names[k]);
+            return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", names[k]);
         *dst[k] = locate ? locate(ctx, p->offset, grad) : flat ? (float *)flat + p->offset : NULL;
     }
-    if (!m->cfg.untie)
-        *dst[4] = *dst[0];
+    if (!untie)
+        out->out_w = out->wte;
+    return PL_OK;
+}
+
+/* Points the model's top-level views of one buffer (grad 0: parameters, 1:
+ * gradients). */
+static pl_status bind_top(pl_model *m, int grad, const float *flat, pl_flat_locate_fn locate,
+                          void *ctx)
+{
+    pl_model_top t;
+    pl_status st = pl_model_top_bind(m->reg, m->cfg.untie, flat, locate, ctx, grad, &t);
+    if (st)
+        return st;
+    if (grad) {
+        m->dwte = t.wte, m->dwpe = t.wpe, m->dlnf_w = t.lnf_w, m->dlnf_b = t.lnf_b;
+        m->dout_w = t.out_w;
+    } else {
+        m->wte = t.wte, m->wpe = t.wpe, m->lnf_w = t.lnf_w, m->lnf_b = t.lnf_b;
+        m->out_w = t.out_w;
+    }
     return PL_OK;
 }
 

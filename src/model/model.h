@@ -21,6 +21,22 @@
 pl_status pl_model_layer_bind(const pl_registry *reg, const pl_block_spec *s, const float *flat,
                               int64_t layer, pl_block_weights *out, int64_t *lo, int64_t *hi);
 
+/* The parameters outside the layers: word and position embeddings, final norm,
+ * output layer (the word embeddings unless untied). Absent ones are NULL. */
+typedef struct pl_model_top {
+    float *wte, *wpe, *lnf_w, *lnf_b, *out_w;
+} pl_model_top;
+
+/* Where flat element `offset` of the parameters (grad = 0) or gradients (grad = 1)
+ * lives, for pl_model_rebind. */
+typedef float *(*pl_flat_locate_fn)(void *ctx, int64_t offset, int grad);
+
+/* Binds out at flat + offset (or locate(ctx, offset, grad) when locate is not
+ * NULL) for the parameters reg has; a parameter registered on another stage is
+ * an error. */
+pl_status pl_model_top_bind(const pl_registry *reg, int untie, const float *flat,
+                            pl_flat_locate_fn locate, void *ctx, int grad, pl_model_top *out);
+
 /* Called during backward when a range of the flat gradient buffer is final
  * (a layer's parameters), so data-parallel reduction can start. An error
  * stops the backward and is returned by it. */
@@ -30,10 +46,6 @@ typedef pl_status (*pl_grad_ready_fn)(void *ctx, int64_t offset, int64_t count);
  * with l = -1 before the forward's embedding: ZeRO-3 gathers the parameters the
  * views point at there. An error stops the pass. */
 typedef pl_status (*pl_param_fetch_fn)(void *ctx, int64_t layer, int backward);
-
-/* Where flat element `offset` of the parameters (grad = 0) or gradients (grad = 1)
- * lives, for pl_model_rebind. */
-typedef float *(*pl_flat_locate_fn)(void *ctx, int64_t offset, int grad);
 
 typedef struct pl_model {
     pl_model_config cfg;

@@ -41,6 +41,17 @@ uint64_t pl_block_dropout_stream(int64_t iteration, int64_t layer, int site)
     return 0x64726f70ull << 32 ^ ((uint64_t)iteration << 22 | (uint64_t)layer << 2 | (uint64_t)site);
 }
 
+/* The fused attention's shape on this rank: heads and groups of the rank, the
+ * spec's mask, and layer's attention dropout keyed by the global heads. */
+static pl_attn_shape attn_shape(const pl_block_ctx *c, int64_t layer)
+{
+    const pl_dropout_key *k = &c->drop;
+    pl_attn_shape s = {c->B, c->T, c->NHl, c->Gl, c->dims.HS, c->spec.mask == PL_MASK_CAUSAL,
+                       NULL, k->attention, k->seed, pl_block_dropout_stream(k->iteration, layer, 0),
+                       k->sample, c->dims.NH, (int64_t)c->tp_rank * c->NHl};
+    return s;
+}
+
 pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl_block_dims *d,
                             float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank,
                             pl_gemm *gemm, pl_step_prof *prof)
@@ -51,12 +62,6 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
                          spec->post_norm ? "post-norm" : spec->cross_attention
                                                              ? "cross-attention"
                                                              : "a padding mask");
-    if (d->G != d->NH)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "transformer block: grouped-query attention needs "
-                         "the grouped attention kernel");
-    if (spec->mask == PL_MASK_NONE)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "transformer block: unmasked attention needs the "
-                         "generalised attention kernel");
     const int tps = tp ? tp->size : 1;
     if (d->NH % tps || d->G % tps || d->F % tps || d->NH % d->G)
         return pl_errorf(PL_ERR_ARG, "heads (%lld), query groups (%lld) and the MLP width (%lld) "
@@ -131,7 +136,8 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *ro
     c->act = c->dfc1; /* forward's act(fc1); backward rebuilds it there before dfc1 */
     c->dact = pl_plan_take(p, nf);
     c->qkv_f32 = c->dfc1;
-    c->attn_ws = pl_plan_take(p, (int64_t)pl_attention_workspace(c->B, c->T, c->NHl, c->dims.HS));
+    const pl_attn_shape s = attn_shape(c, 0);
+    c->attn_ws = pl_plan_take(p, (int64_t)pl_attention_workspace(&s));
     if (c->spec.pos == PL_POS_ROPE) {
         /* Megatron: rotary dims = kv_channels * rotary_percent (even) */
         c->rope_rot = (int64_t)((double)c->dims.HS * rope->percent) / 2 * 2;
@@ -166,18 +172,20 @@ pl_status pl_block_prepare(pl_block_ctx *c)
 /* Adds the seconds since t0 to *slot. */
 static void prof_add(double *slot, double t0) { *slot += pl_time_now() - t0; }
 
-static void attention_fwd(pl_block_ctx *c, float *out, float *lse, const float *qkv)
+static void attention_fwd(pl_block_ctx *c, float *out, float *lse, const float *qkv, int64_t layer)
 {
+    const pl_attn_shape s = attn_shape(c, layer);
     double t0 = pl_time_now();
-    pl_cpu_attention_fwd(out, lse, qkv, c->B, c->T, c->NHl, c->dims.HS, c->attn_ws);
+    pl_cpu_attention_fwd(out, lse, qkv, &s, c->attn_ws);
     prof_add(&c->prof->attention, t0);
 }
 
 static void attention_bwd(pl_block_ctx *c, float *dqkv, const float *dout, const float *qkv,
-                          const float *out, const float *lse)
+                          const float *out, const float *lse, int64_t layer)
 {
+    const pl_attn_shape s = attn_shape(c, layer);
     double t0 = pl_time_now();
-    pl_cpu_attention_bwd(dqkv, dout, qkv, out, lse, c->B, c->T, c->NHl, c->dims.HS, c->attn_ws);
+    pl_cpu_attention_bwd(dqkv, dout, qkv, out, lse, &s, c->attn_ws);
     prof_add(&c->prof->attention, t0);
 }
 
@@ -264,10 +272,11 @@ typedef struct decode_step {
 
 /* The core attention of qkv (N, QKV) into out (N, A): the fused kernel over
  * the micro-batch, or (dec) one token against the KV cache. */
-static void attend(pl_block_ctx *c, float *out, float *lse, const float *qkv, const decode_step *dec)
+static void attend(pl_block_ctx *c, float *out, float *lse, const float *qkv, int64_t layer,
+                   const decode_step *dec)
 {
     if (!dec) {
-        attention_fwd(c, out, lse, qkv);
+        attention_fwd(c, out, lse, qkv, layer);
         return;
     }
     const int64_t HS = c->dims.HS, QG = c->NHl / c->Gl, G = c->Gl;
@@ -299,7 +308,7 @@ static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
                         c->dims.HS, c->rope_rot, dec ? dec->pos : 0);
     if (c->act_bf16)
         pl_cpu_round_bf16(a->qkv_bf16, qkv, N * c->QKVl);
-    attend(c, attn, a->lse, qkv, dec);
+    attend(c, attn, a->lse, qkv, layer, dec);
     if (c->act_bf16)
         pl_cpu_round_bf16(a->attn_bf16, attn, N * c->Al);
     PL_TRY(row_fwd(c, a->res1, attn, w->proj_w, w->proj_b, c->Al, C));
@@ -369,7 +378,7 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
         qkv = c->qkv_f32;
     }
     if (selective) {
-        attention_fwd(c, a->attn, a->lse, qkv);
+        attention_fwd(c, a->attn, a->lse, qkv, layer);
         if (c->act_bf16)
             pl_cpu_round_bf16(NULL, a->attn, N * c->Al);
     } else if (c->act_bf16) {
@@ -384,7 +393,7 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     memset(c->dattn, 0, (size_t)(N * c->Al) * sizeof(float));
     PL_TRY(row_bwd(c, c->dattn, g->proj_w, g->proj_b, dy, attn, w->proj_w, c->Al, C));
     memset(c->dqkv, 0, (size_t)(N * c->QKVl) * sizeof(float));
-    attention_bwd(c, c->dqkv, c->dattn, qkv, attn, a->lse);
+    attention_bwd(c, c->dqkv, c->dattn, qkv, attn, a->lse, layer);
     if (c->spec.pos == PL_POS_ROPE)
         pl_cpu_rope_bwd(c->dqkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
                         c->dims.HS, c->rope_rot, 0);

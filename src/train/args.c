@@ -5,6 +5,7 @@
 #include "base/fileio.h"
 
 #include "base/json.h"
+#include "data/tokenizer/tokenizer.h"
 #include "train/ds_config.h"
 
 #include <cjson/cJSON.h>
@@ -153,10 +154,15 @@ static const pl_option train_options[] = {
     {"--split", PL_OPT_STRING, "969, 30, 1", F(split), "train, valid, test proportions", NULL, 0},
     {"--data-cache-path", PL_OPT_STRING, NULL, F(data_cache_path), "where to cache sample indices", NULL, 0},
     {"--mock-data", PL_OPT_BOOL, NULL, F(mock_data), "train on synthetic tokens (needs --vocab-size)", NULL, 0},
-    {"--tokenizer-type", PL_OPT_CHOICE, NULL, F(tokenizer_type), "tokenizer",
-     "GPT2BPETokenizer|BertWordPieceLowerCase|BertWordPieceCase|SmilesTokenizer", 0},
+    {"--tokenizer-type", PL_OPT_CHOICE, NULL, F(tokenizer_type), "tokenizer", pl_tokenizer_types, 0},
     {"--vocab-file", PL_OPT_STRING, NULL, F(vocab_file), "tokenizer vocabulary file", NULL, 0},
     {"--merge-file", PL_OPT_STRING, NULL, F(merge_file), "BPE merges file", NULL, 0},
+    {"--tokenizer-model", PL_OPT_STRING, NULL, F(tokenizer_model),
+     "HuggingFaceTokenizer: directory with tokenizer.json; SentencePiece types: tokenizer.model", NULL, 0},
+    {"--vocab-extra-ids", PL_OPT_INT, "0", F(vocab_extra_ids),
+     "<extra_id_N> sentinels (BERT, legacy SentencePieceTokenizer)", NULL, 0},
+    {"--legacy-tokenizer", PL_OPT_BOOL, NULL, F(legacy_tokenizer),
+     "Megatron's legacy tokenizer classes (SentencePiece types differ)", NULL, 0},
     {"--eod-mask-loss", PL_OPT_BOOL, NULL, F(eod_mask_loss), "no loss on end-of-document targets", NULL, 0},
     {"--seed", PL_OPT_INT, "1234", F(seed), "random seed (initialisation, data order)", NULL, 0},
     /* checkpoints and logging */

@@ -58,6 +58,9 @@ typedef struct pl_train_args {
     /* data */
     pl_strlist data_path;
     const char *split, *data_cache_path, *tokenizer_type, *vocab_file, *merge_file;
+    const char *tokenizer_model;
+    int64_t vocab_extra_ids;
+    int legacy_tokenizer;
     int eod_mask_loss, mock_data;
     int64_t seed;
     /* checkpoints and logging */

@@ -274,7 +274,9 @@ static pl_status setup_model(pl_trainer *t)
     pl_status st = PL_OK;
     int64_t vocab = a->vocab_size;
     if (a->tokenizer_type) {
-        PL_TRY(pl_tokenizer_open(&t->tok, a->tokenizer_type, a->vocab_file, a->merge_file));
+        pl_tokenizer_spec ts = {a->tokenizer_type, a->vocab_file, a->merge_file,
+                                a->tokenizer_model, a->vocab_extra_ids, a->legacy_tokenizer};
+        PL_TRY(pl_tokenizer_open(&t->tok, &ts));
         if (pl_train_args_given(a, "--vocab-size") && a->vocab_size != t->tok->vocab_size)
             return pl_errorf(PL_ERR_ARG, "--vocab-size %lld differs from the tokenizer's %lld",
                              (long long)a->vocab_size, (long long)t->tok->vocab_size);
@@ -698,6 +700,9 @@ static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
     m->tokenizer_type = t->a->tokenizer_type;
     m->vocab_file = t->a->vocab_file;
     m->merge_file = t->a->merge_file;
+    m->tokenizer_model = t->a->tokenizer_model;
+    m->vocab_extra_ids = t->a->vocab_extra_ids;
+    m->legacy_tokenizer = t->a->legacy_tokenizer;
     m->has_loss_scaler = t->a->fp16;
     m->loss_scale = t->scaler.scale;
     m->growth_tracker = t->scaler.growth_tracker;

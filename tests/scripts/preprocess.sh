@@ -88,8 +88,13 @@ check_exit "--on-error takes stop or skip" 2 "--on-error must be one of" \
     "$PLAIT" preprocess --input kjv.jsonl --output-prefix o --on-error maybe
 check_exit "two inputs need --merge" 2 "--input: one file expected, 2 given" \
     "$PLAIT" preprocess --input a.jsonl b.jsonl --output-prefix o
-check_exit "--tokenizer-model is refused by name" 2 "--tokenizer-model" \
-    "$PLAIT" preprocess --input kjv.jsonl --output-prefix o --tokenizer-model m.model
+check_exit "--tokenizer-model with a type that takes --vocab-file is refused by name" 2 \
+    "--tokenizer-model is not used by --tokenizer-type GPT2BPETokenizer" \
+    "$PLAIT" preprocess --input kjv.jsonl --output-prefix o --tokenizer-type GPT2BPETokenizer \
+    --vocab-file v --merge-file m --tokenizer-model m.model
+check_exit "--tokenizer-model is required for HuggingFaceTokenizer" 2 \
+    "--tokenizer-model is required for --tokenizer-type HuggingFaceTokenizer" \
+    "$PLAIT" preprocess --input kjv.jsonl --output-prefix o --tokenizer-type HuggingFaceTokenizer
 check_exit "--vocab-file is required" 2 "--vocab-file is required" \
     "$PLAIT" preprocess --input kjv.jsonl --output-prefix o --tokenizer-type GPT2BPETokenizer
 check_exit "--help lists the flags" 0 "--append-eod" "$PLAIT" preprocess --help

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch parity: rebuild plait's GPT in PyTorch (Debian python3-torch) from the
+"""PyTorch parity: rebuild plait's GPT or Llama in PyTorch (Debian python3-torch) from the
 weights and batches written by build/testtools/model_parity, in float64, and compare:
 logits and loss (normwise relative error <= 1e-5), every parameter gradient (<= 1e-4),
 and every parameter after 5 AdamW steps with warmup, cosine decay and clipping (<= 1e-4).
@@ -59,7 +59,17 @@ gradient 3.0e-4, parameter 4.0e-4). The same plait values differ from the unroun
 by more (logits 3.9e-4, gradients 4.1e-4, updates 7.2e-4), so the test fails if fp16 was
 not applied.
 
-usage: torch_parity.py FP32.safetensors [BF16.safetensors] [FP16.safetensors]
+Llama (`model_parity FILE --model llama [--groups G] [--rope-scaling]`): an independent
+PyTorch Llama (forward_llama: RMSNorm, rotate-half RoPE on (B, heads, T, HS), SwiGLU by
+chunk, K/V shared by repeat_interleave, untied head) with the same tolerances in each
+precision; reduced precision rounds what plait rounds (the GEMM inputs; q, k after RoPE,
+v, the attention output and fc1 under bf16).
+Dropout (`--dropout P`, fp32): plait's masks, computed by the tool from the documented
+formulas, are applied by the reference at the same places (embeddings, attention
+probabilities, each branch's output before the residual add), so it checks that plait
+drops exactly those elements with exactly that scale; the tolerances are fp32's.
+
+usage: torch_parity.py FILE.safetensors...
        (prints "torch_parity: N passed, N failed" once for all files)
 """
 import json
@@ -428,16 +438,37 @@ def run(path, check):
         e = rel(T_["logits"], exact["logits"])
         check(f"{tag}logits differ from the unrounded model by more than {tol['logits']:g} ({e:.2e})",
               -e, -tol["logits"])
-        flat = lambda d: np.concatenate([np.asarray(d[n]).ravel() for n in names])
+        # Untied word embeddings (Llama) get only their lookup gradient, so a row's
+        # history is the few steps its token occurred in; with Adam (eps far below the
+        # gradients) a row seen once moves by ~lr * sign(g) per element, and the
+        # elements whose gradient is near 0 take the sign of the rounding noise, as the
+        # GPT's key bias rows above. Measured: 2 rows seen once (in step 3) carry 99.99%
+        # of the tensor's 1.6e-2 update difference. So the updates taken together leave
+        # that tensor out, it keeps its per-tensor and gradient checks, and the
+        # explanation itself is checked: the difference sits in rows seen in <= 2 steps.
+        sparse = "embedding.word_embeddings.weight"
+        update_names = [n for n in names if not (n == sparse and "output_layer.weight" in names)]
+        if len(update_names) < len(names):
+            u = (T_["final." + sparse] - T_["init." + sparse]) - (
+                np.asarray(ref["params"][sparse]) - T_["init." + sparse])
+            seen = np.zeros(u.shape[0], dtype=np.int64)
+            for s in range(steps):
+                seen[np.unique(np.asarray(batches[s * B:(s + 1) * B, :-1]))] += 1
+            d = np.linalg.norm(u, axis=1)
+            share = np.linalg.norm(d[seen <= 2]) / max(np.linalg.norm(d), 1e-30)
+            check(f"{tag}untied word embeddings: the update difference is in rows seen in "
+                  f"<= 2 of {steps} steps ({share:.4f} of it)", 1 - share, 0.01)
+        flat = lambda d, ns=names: np.concatenate([np.asarray(d[n]).ravel() for n in ns])
         init = flat({n: T_["init." + n] for n in names})
+        init_u = flat({n: T_["init." + n] for n in update_names}, update_names)
         g_plait = flat({n: T_["grad." + n] for n in names})
-        u_plait = flat({n: T_["final." + n] for n in names}) - init
+        u_plait = flat({n: T_["final." + n] for n in update_names}, update_names) - init_u
         # Adam's m / sqrt(v) passes gradient differences on to the updates at similar
         # or larger relative size (where v is small), and 5 steps add up.
         for what, mine, r, x, t in (
                 ("all gradients", g_plait, flat(ref["grads"]), flat(exact["grads"]), tol["grads"]),
-                ("all parameter updates", u_plait, flat(ref["params"]) - init,
-                 flat(exact["params"]) - init, tol["updates"])):
+                ("all parameter updates", u_plait, flat(ref["params"], update_names) - init_u,
+                 flat(exact["params"], update_names) - init_u, tol["updates"])):
             check(f"{tag}{what} together vs the {prec}-rounded reference", rel(mine, r), t)
             e = rel(mine, x)
             check(f"{tag}{what} differ from the unrounded model by more than {t:g} ({e:.2e})",

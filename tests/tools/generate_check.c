@@ -96,7 +96,7 @@ int main(void)
     struct {
         pl_family f;
         int64_t groups;
-    } cases[] = {{PL_FAMILY_GPT, NH}};
+    } cases[] = {{PL_FAMILY_GPT, NH}, {PL_FAMILY_LLAMA, NH}, {PL_FAMILY_LLAMA, 2}, {PL_FAMILY_LLAMA, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         if (check_family(cases[i].f, cases[i].groups)) {
             printf("not ok %s: %s\n", pl_family_get(cases[i].f)->name, pl_error_msg());

@@ -1,8 +1,11 @@
 /* kernels_bench: GEMM GFLOP/s on GPT-2 124M training shapes and per-kernel
  * times of the cpu twins at B=4, T=256, C=768, NH=12, V=50304.
  *
- *   build/testtools/kernels_bench [gemm|kernels|all] [reps] [fp32|bf16|fp16|fp32-bf16]
+ *   build/testtools/kernels_bench [gemm|kernels|attention|all] [reps] [fp32|bf16|fp16|fp32-bf16]
  *
+ * "attention" times the attention kernels alone, in GPT's case and in the
+ * other modes of pl_attn_shape (non-causal, grouped-query, padding, dropout);
+ * "all" is gemm and kernels.
  * The last argument is the GEMM context's precision (docs/precision.md): in
  * bf16 and fp16 each GEMM's time includes converting its two operands.
  * "fp32-bf16" alternates an fp32 and a bf16 context run by run on each shape
@@ -26,6 +29,9 @@
 enum { B = 4, T = 256, C = 768, NH = 12, HS = C / NH, V = 50304, N = B * T };
 #define NPARAMS 124475904LL /* GPT-2 124M with V = 50304 */
 #define MAX_REPS 200
+/* GPT-2's attention: multi-head, causal, no padding, no dropout */
+static const pl_attn_shape ATT = {
+    .B = B, .T = T, .NH = NH, .G = NH, .HS = HS, .causal = 1, .NHg = NH};
 
 static double now(void)
 {
@@ -240,9 +246,9 @@ KB(k_swiglu_bwd, pl_cpu_swiglu_bwd(k->big2, k->gin, k->big, N, 2 * C))
 KB(k_rope_fwd, pl_cpu_rope_fwd(k->qkv, k->rope_cos, k->rope_sin, B, T, NH, 1, HS, HS, 0))
 KB(k_rope_bwd, pl_cpu_rope_bwd(k->dqkv, k->rope_cos, k->rope_sin, B, T, NH, 1, HS, HS, 0))
 KB(k_dropout, pl_cpu_dropout(k->z, k->x, B, T, C, C, 0, k->sample, 0.1f, 1, 2))
-KB(k_att_fwd, pl_cpu_attention_fwd(k->att, k->lse, k->qkv, B, T, NH, HS, k->att_ws))
+KB(k_att_fwd, pl_cpu_attention_fwd(k->att, k->lse, k->qkv, &ATT, k->att_ws))
 KB(k_att_bwd,
-   pl_cpu_attention_bwd(k->dqkv, k->datt, k->qkv, k->att, k->lse, B, T, NH, HS, k->att_ws))
+   pl_cpu_attention_bwd(k->dqkv, k->datt, k->qkv, k->att, k->lse, &ATT, k->att_ws))
 KB(k_adamw, pl_cpu_adamw(k->p, k->g, k->m, k->v, NPARAMS, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f,
                          0.3f, 1.0f))
 static double sumsq_sink;
@@ -277,7 +283,7 @@ static void bench_kernels(int reps)
     k.qkv = alloc_random(3 * nc, -1, 1), k.dqkv = alloc_random(3 * nc, -1, 1);
     k.att = alloc_random(nc, -1, 1), k.datt = alloc_random(nc, -1, 1);
     k.lse = alloc_random((size_t)B * NH * T, -1, 1);
-    k.att_ws = alloc_random(pl_attention_workspace(B, T, NH, HS), 0, 1);
+    k.att_ws = alloc_random(pl_attention_workspace(&ATT), 0, 1);
     k.wte = alloc_random((size_t)V * C, -0.1f, 0.1f), k.dwte = alloc_random((size_t)V * C, -1, 1);
     k.wpe = alloc_random((size_t)T * C, -1, 1), k.dwpe = alloc_random((size_t)T * C, -1, 1);
     k.row_max = alloc_random(N, 0, 1), k.row_sum = alloc_random(N, 0, 1);
@@ -366,6 +372,69 @@ static void bench_kernels(int reps)
     free(k.ids);
 }
 
+/* ---- attention modes ------------------------------------------------------ */
+
+typedef struct att_arg {
+    const pl_attn_shape *s;
+    float *qkv, *dqkv, *out, *dout, *lse, *ws;
+} att_arg;
+
+static int run_att_fwd(void *p)
+{
+    att_arg *a = p;
+    pl_cpu_attention_fwd(a->out, a->lse, a->qkv, a->s, a->ws);
+    return 0;
+}
+
+static int run_att_bwd(void *p)
+{
+    att_arg *a = p;
+    pl_cpu_attention_bwd(a->dqkv, a->dout, a->qkv, a->out, a->lse, a->s, a->ws);
+    return 0;
+}
+
+static void bench_attention(int reps)
+{
+    static const int32_t ragged[B] = {T, 3 * T / 4, T / 2, T / 4};
+    static const int64_t sample[B] = {0, 1, 2, 3};
+    const pl_attn_shape drop = {.dropout = 0.1f, .drop_seed = 1234, .sample = sample, .NHg = NH};
+    static const struct {
+        const char *name;
+        int64_t G;
+        int causal, pad, dropout;
+    } modes[] = {
+        {"GPT: MHA causal", NH, 1, 0, 0},   {"MHA non-causal", NH, 0, 0, 0},
+        {"GQA G=4 causal", 4, 1, 0, 0},     {"MQA G=1 causal", 1, 1, 0, 0},
+        {"MHA causal ragged", NH, 1, 1, 0}, {"MHA non-causal ragged", NH, 0, 1, 0},
+        {"MHA causal p=0.1", NH, 1, 0, 1},  {"MHA non-causal ragged p=0.1", NH, 0, 1, 1},
+    };
+    const size_t nc = (size_t)N * C;
+    att_arg a = {NULL,
+                 alloc_random(3 * nc, -1, 1),
+                 alloc_random(3 * nc, -1, 1),
+                 alloc_random(nc, -1, 1),
+                 alloc_random(nc, -1, 1),
+                 alloc_random((size_t)B * NH * T, -1, 1),
+                 NULL};
+    printf("\n%-30s %10s %10s %10s %10s   (B=%d T=%d NH=%d HS=%d; ragged kv_len %d %d %d %d)\n",
+           "attention mode", "fwd best", "median", "bwd best", "median", B, T, NH, HS, ragged[0],
+           ragged[1], ragged[2], ragged[3]);
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+        pl_attn_shape s = modes[i].dropout ? drop : (pl_attn_shape){.NHg = NH};
+        s.B = B, s.T = T, s.NH = NH, s.G = modes[i].G, s.HS = HS, s.causal = modes[i].causal;
+        s.kv_len = modes[i].pad ? ragged : NULL;
+        a.s = &s;
+        a.ws = alloc_random(pl_attention_workspace(&s), 0, 1);
+        double fb, fm, bb, bm;
+        measure((bench_op){run_att_fwd, &a}, reps, &fb, &fm);
+        measure((bench_op){run_att_bwd, &a}, reps, &bb, &bm);
+        printf("%-30s %7.3f ms %7.3f ms %7.3f ms %7.3f ms\n", modes[i].name, fb * 1e3, fm * 1e3,
+               bb * 1e3, bm * 1e3);
+        free(a.ws);
+    }
+    free(a.qkv), free(a.dqkv), free(a.out), free(a.dout), free(a.lse);
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "all";
@@ -376,9 +445,9 @@ int main(int argc, char **argv)
                              : !strcmp(pname, "fp16") ? PL_GEMM_FP16
                                                       : PL_GEMM_FP32;
     if (reps < 1 || reps > MAX_REPS || (strcmp(what, "all") && strcmp(what, "gemm") &&
-                                         strcmp(what, "kernels")) ||
+                                         strcmp(what, "kernels") && strcmp(what, "attention")) ||
         (strcmp(pname, pl_gemm_precision_name(prec)) && !pair)) {
-        fprintf(stderr, "usage: kernels_bench [gemm|kernels|all] [reps 1..%d] "
+        fprintf(stderr, "usage: kernels_bench [gemm|kernels|attention|all] [reps 1..%d] "
                         "[fp32|bf16|fp16|fp32-bf16]\n", MAX_REPS);
         return 2;
     }
@@ -395,5 +464,7 @@ int main(int argc, char **argv)
         bench_gemm(reps, prec, pair);
     if (!strcmp(what, "all") || !strcmp(what, "kernels"))
         bench_kernels(reps);
+    if (!strcmp(what, "attention"))
+        bench_attention(reps);
     return 0;
 }

@@ -78,7 +78,7 @@ static int same_ids_n(pl_tokenizer *t, const char *a, size_t na, const char *b)
 TEST(megatron_appends_bos_eos_and_eod_is_eos)
 {
     pl_tokenizer *t;
-    CHECK_OK(pl_tokenizer_open(&t, "BertWordPieceLowerCase", vocab_path(), NULL));
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "BertWordPieceLowerCase", .vocab_file = vocab_path()}));
     if (!t)
         return;
     /* bert-base-uncased has 30,522 lines; Megatron adds [BOS] and [EOS]. */
@@ -112,7 +112,7 @@ TEST(vocab_extra_ids_follow_bos_and_eos)
 TEST(readme_vector_and_special_tokens_in_text_are_plain_text)
 {
     pl_tokenizer *t;
-    CHECK_OK(pl_tokenizer_open(&t, "BertWordPieceLowerCase", vocab_path(), NULL));
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "BertWordPieceLowerCase", .vocab_file = vocab_path()}));
     if (!t)
         return;
     pl_ids ids = {0};
@@ -193,7 +193,7 @@ TEST(lower_case_folds_case_and_strips_accents_cased_keeps_both)
 TEST(clean_text_cjk_and_punctuation_follow_basic_tokenizer)
 {
     pl_tokenizer *t;
-    CHECK_OK(pl_tokenizer_open(&t, "BertWordPieceLowerCase", vocab_path(), NULL));
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "BertWordPieceLowerCase", .vocab_file = vocab_path()}));
     if (!t)
         return;
     CHECK(encodes_to(t, "he\x07llo wo\xe2\x80\x8brld", "hello", "world", NULL), "Cc and Cf dropped");
@@ -214,7 +214,7 @@ TEST(clean_text_cjk_and_punctuation_follow_basic_tokenizer)
 TEST(decode_joins_pieces_as_megatron_detokenize)
 {
     pl_tokenizer *t;
-    CHECK_OK(pl_tokenizer_open(&t, "BertWordPieceLowerCase", vocab_path(), NULL));
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "BertWordPieceLowerCase", .vocab_file = vocab_path()}));
     if (!t)
         return;
     static const struct { const char *in, *out; } cases[] = {
@@ -284,7 +284,7 @@ TEST(fork_shares_the_vocabulary_and_outlives_its_parent)
 {
     int64_t live0 = pl_alloc_live();
     pl_tokenizer *t, *f;
-    CHECK_OK(pl_tokenizer_open(&t, "BertWordPieceLowerCase", vocab_path(), NULL));
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "BertWordPieceLowerCase", .vocab_file = vocab_path()}));
     if (!t)
         return;
     int64_t live1 = pl_alloc_live();

@@ -27,7 +27,7 @@ static pl_tokenizer *open_real(void)
 {
     pl_tokenizer *t = NULL;
     real_paths();
-    pl_status st = pl_tokenizer_open(&t, "GPT2BPETokenizer", enc_path, bpe_path);
+    pl_status st = pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "GPT2BPETokenizer", .vocab_file = enc_path, .merge_file = bpe_path});
     CHECK(st == PL_OK, "open: %s", pl_error_msg());
     return t;
 }

@@ -63,7 +63,7 @@ static pl_tokenizer *open_small(void)
     const char *v = write_vocab("small.vocab", SPECIALS, "C", "c", "(", ")", "1", "O", "=", "Br",
                                 "Cl", "[nH]", "%12", NULL);
     pl_tokenizer *t = NULL;
-    pl_status st = pl_tokenizer_open(&t, "SmilesTokenizer", v, NULL);
+    pl_status st = pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = v});
     CHECK(st == PL_OK, "%s", pl_error_msg());
     return t;
 }
@@ -149,13 +149,13 @@ TEST(default_chem_start_is_272_when_the_vocab_is_that_long)
     CHECK_OK(pl_smiles_vocab_builder_write(b, p6, 6, 1, NULL));
     pl_smiles_vocab_builder_free(b);
     pl_tokenizer *t;
-    CHECK_OK(pl_tokenizer_open(&t, "SmilesTokenizer", p272, NULL));
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = p272}));
     if (t) {
         CHECK(splits_to(t, "C<UNUSED_3>O", "C|<UNUSED_3>|O"), "placeholders are extra tokens");
         CHECK(pl_tokenizer_token_id(t, "C") == 272 && t->vocab_size == 274, "C at 272");
     }
     pl_tokenizer_free(t);
-    CHECK_OK(pl_tokenizer_open(&t, "SmilesTokenizer", p6, NULL));
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = p6}));
     if (t)
         CHECK(splits_to(t, "C<UN", "C|<|U|N"), "a short vocab has no extras");
     pl_tokenizer_free(t);
@@ -199,7 +199,7 @@ TEST(vocab_files_are_read_like_megamolbart)
     fputs("<PAD>\r\n?\r\n\r\n^\r&\n<MASK>\n\n<SEP>\nC \n", f);
     fclose(f);
     pl_tokenizer *t;
-    CHECK_OK(pl_tokenizer_open(&t, "SmilesTokenizer", p, NULL));
+    CHECK_OK(pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = p}));
     if (!t)
         return;
     CHECK(t->vocab_size == 7 && pl_tokenizer_token_id(t, "^") == 2 &&
@@ -211,14 +211,14 @@ TEST(vocab_files_are_read_like_megamolbart)
 TEST(vocab_errors_name_the_file_and_line)
 {
     pl_tokenizer *t;
-    pl_status st = pl_tokenizer_open(&t, "SmilesTokenizer", "/nonexistent/x.vocab", NULL);
+    pl_status st = pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = "/nonexistent/x.vocab"});
     CHECK(st == PL_ERR_IO && !t && strstr(pl_error_msg(), "/nonexistent/x.vocab"), "%s", pl_error_msg());
-    st = pl_tokenizer_open(&t, "SmilesTokenizer", write_vocab("few.vocab", "<PAD>", "?", NULL), NULL);
+    st = pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = write_vocab("few.vocab", "<PAD>", "?", NULL)});
     CHECK(st == PL_ERR_FORMAT && strstr(pl_error_msg(), "2 tokens"), "%s", pl_error_msg());
-    st = pl_tokenizer_open(&t, "SmilesTokenizer", write_vocab("dup.vocab", SPECIALS, "C", "?", NULL), NULL);
+    st = pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = write_vocab("dup.vocab", SPECIALS, "C", "?", NULL)});
     CHECK(st == PL_ERR_FORMAT && strstr(pl_error_msg(), "dup.vocab:8: duplicate token '?' (first on line 2)"),
           "%s", pl_error_msg());
-    st = pl_tokenizer_open(&t, "SmilesTokenizer", write_vocab("utf.vocab", SPECIALS, "\xc3", NULL), NULL);
+    st = pl_tokenizer_open(&t, &(pl_tokenizer_spec){.type = "SmilesTokenizer", .vocab_file = write_vocab("utf.vocab", SPECIALS, "\xc3", NULL)});
     CHECK(st == PL_ERR_FORMAT && strstr(pl_error_msg(), "utf.vocab:7: invalid UTF-8"), "%s", pl_error_msg());
     const char *meta = write_vocab("meta.vocab", SPECIALS, "<ok>", "C+", "C", NULL);
     st = pl_smiles_tokenizer_open_ex(&t, meta, 8);

@@ -66,7 +66,14 @@ TEST(inconsistent_flags_are_errors_naming_them)
     struct {
         const char *extra, *needle;
     } cases[] = {
-        {"--hidden-dropout 0.1", "--hidden-dropout 0.1: dropout is not implemented"},
+        {"--hidden-dropout 1.5", "--hidden-dropout 1.5 and --attention-dropout 0.1 must be in [0, 1)"},
+        {"--num-query-groups 2", "--num-query-groups needs --group-query-attention"},
+        {"--group-query-attention --num-query-groups 3", "--num-query-groups 3 must divide"},
+        {"--use-rotary-position-embeddings --position-embedding-type learned_absolute",
+         "--use-rotary-position-embeddings contradicts --position-embedding-type learned_absolute"},
+        {"--rotary-percent 0", "0 < --rotary-percent <= 1"},
+        {"--norm-epsilon 0", "--norm-epsilon must be positive"},
+        {"--model bert", "--model must be one of"},
         {"--train-samples 100", "exactly one of --train-iters and --train-samples"},
         {"--min-lr 1", "--min-lr (1) <= --lr"},
         {"--lr-warmup-iters 2 --lr-warmup-fraction 0.1", "only one of --lr-warmup-fraction"},

@@ -2,9 +2,8 @@
  * encoder.py, tiktoken's r50k_base).
  *
  * encode: UTF-8 text -> pre-tokens (gpt2_pretok.c) -> for each, the ids of its bytes
- * merged by rank (gpt2_merge.c). A word cache maps a pre-token's bytes to its ids; it
- * has a fixed size and is cleared whenever it fills, so memory stays bounded on any
- * corpus (Megatron's cache dict grows without limit).
+ * merged by rank (gpt2_merge.c). A word cache (word_cache.h) maps a pre-token's bytes
+ * to its ids with bounded memory (Megatron's cache dict grows without limit).
  * decode: ids -> the bytes each token stands for, concatenated (raw bytes: no UTF-8
  * repair, unlike Megatron's errors='replace').
  *
@@ -17,25 +16,12 @@
 
 #include <string.h>
 
-#define CACHE_SLOTS (1u << 16) /* a power of two */
-#define CACHE_MAX_ENTRIES (CACHE_SLOTS / 2)
-#define CACHE_ARENA (1u << 20) /* bytes of ids and keys */
-#define CACHE_MAX_WORD 64      /* longer pre-tokens are merged every time */
 #define WORD_KEEP (1 << 16)    /* buffers grown past this many symbols are released */
-
-/* A cached pre-token: ids at arena[off], then its klen bytes. nids == 0: free slot. */
-typedef struct cache_slot {
-    uint64_t hash;
-    uint32_t off;
-    uint16_t klen, nids;
-} cache_slot;
 
 typedef struct gpt2 {
     pl_tokenizer base;
     pl_gpt2_vocab *v;
-    cache_slot *slots;
-    uint8_t *arena;
-    uint32_t cache_entries, arena_used;
+    pl_word_cache cache;
     int32_t *word; /* ids of the pre-token being merged */
     int64_t word_cap;
     pl_gpt2_scratch scratch;
@@ -63,8 +49,7 @@ static void handle_free(gpt2 *g)
 {
     if (!g)
         return;
-    pl_free(g->slots);
-    pl_free(g->arena);
+    pl_word_cache_free(&g->cache);
     pl_free(g->word);
     pl_gpt2_scratch_free(&g->scratch);
     pl_gpt2_vocab_release(g->v);
@@ -79,13 +64,8 @@ static pl_status handle_new(pl_gpt2_vocab *v, pl_tokenizer **out)
     gpt2 *g = pl_calloc(1, sizeof *g);
     if (!g)
         return pl_errorf(PL_ERR_NOMEM, "out of memory for a GPT-2 tokenizer handle");
-    g->slots = pl_calloc(CACHE_SLOTS, sizeof *g->slots);
-    g->arena = pl_malloc(CACHE_ARENA);
-    if (!g->slots || !g->arena) {
-        st = pl_errorf(PL_ERR_NOMEM, "out of memory for a GPT-2 tokenizer's word cache");
-        goto fail;
-    }
-    PL_TRY(word_reserve(g, CACHE_MAX_WORD));
+    PL_TRY(pl_word_cache_init(&g->cache, "GPT-2"));
+    PL_TRY(word_reserve(g, PL_WORD_CACHE_MAX_WORD));
     pl_gpt2_vocab_retain(v);
     g->v = v;
     g->base.ops = &gpt2_ops;
@@ -98,41 +78,6 @@ static pl_status handle_new(pl_gpt2_vocab *v, pl_tokenizer **out)
 fail:
     handle_free(g);
     return st;
-}
-
-/* --- the word cache ---------------------------------------------------------------------- */
-
-static const int32_t *cache_get(const gpt2 *g, const uint8_t *w, size_t n, uint64_t h, int *nids)
-{
-    for (uint32_t i = (uint32_t)h & (CACHE_SLOTS - 1);; i = (i + 1) & (CACHE_SLOTS - 1)) {
-        const cache_slot *c = &g->slots[i];
-        if (!c->nids)
-            return NULL;
-        const int32_t *ids = (const int32_t *)(g->arena + c->off);
-        if (c->hash == h && c->klen == n && memcmp(ids + c->nids, w, n) == 0) {
-            *nids = c->nids;
-            return ids;
-        }
-    }
-}
-
-static void cache_put(gpt2 *g, const uint8_t *w, size_t n, uint64_t h, const int32_t *ids, int64_t nids)
-{
-    size_t need = ((size_t)nids * sizeof *ids + n + 3) & ~(size_t)3; /* keeps ids 4-aligned */
-    if (g->cache_entries >= CACHE_MAX_ENTRIES || g->arena_used + need > CACHE_ARENA) {
-        memset(g->slots, 0, CACHE_SLOTS * sizeof *g->slots);
-        g->cache_entries = 0;
-        g->arena_used = 0;
-    }
-    uint32_t i = (uint32_t)h & (CACHE_SLOTS - 1);
-    while (g->slots[i].nids)
-        i = (i + 1) & (CACHE_SLOTS - 1);
-    uint8_t *p = g->arena + g->arena_used;
-    memcpy(p, ids, (size_t)nids * sizeof *ids);
-    memcpy(p + (size_t)nids * sizeof *ids, w, n);
-    g->slots[i] = (cache_slot){h, g->arena_used, (uint16_t)n, (uint16_t)nids};
-    g->arena_used += (uint32_t)need;
-    g->cache_entries++;
 }
 
 /* --- encode -------------------------------------------------------------------------------- */
@@ -158,10 +103,10 @@ static pl_status encode_word(gpt2 *g, const uint8_t *w, size_t n, pl_ids *out)
     if (n == 1)
         return append(out, &v->byte_id[w[0]], 1);
     uint64_t h = 0;
-    if (n <= CACHE_MAX_WORD) {
+    if (n <= PL_WORD_CACHE_MAX_WORD) {
         int nids;
-        h = pl_gpt2_hash(w, n);
-        const int32_t *ids = cache_get(g, w, n, h, &nids);
+        h = pl_word_hash(w, n);
+        const int32_t *ids = pl_word_cache_get(&g->cache, w, n, h, &nids);
         if (ids)
             return append(out, ids, nids);
     }
@@ -173,8 +118,8 @@ static pl_status encode_word(gpt2 *g, const uint8_t *w, size_t n, pl_ids *out)
     for (size_t k = 0; k < n; k++)
         g->word[k] = v->byte_id[w[k]];
     int64_t m = pl_gpt2_merge(v, g->word, (int64_t)n, &g->scratch);
-    if (n <= CACHE_MAX_WORD)
-        cache_put(g, w, n, h, g->word, m);
+    if (n <= PL_WORD_CACHE_MAX_WORD)
+        pl_word_cache_put(&g->cache, w, n, h, g->word, m);
     st = append(out, g->word, m);
     if (n > WORD_KEEP) {
         pl_free(g->word);

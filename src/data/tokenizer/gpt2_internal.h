@@ -9,6 +9,7 @@
 #define PL_DATA_TOKENIZER_GPT2_INTERNAL_H
 
 #include "base/status.h"
+#include "data/tokenizer/word_cache.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -46,6 +47,13 @@ typedef struct pl_gpt2_vocab {
     int pair_shift; /* 64 - log2(capacity) */
 } pl_gpt2_vocab;
 
+#define PL_GPT2_ALPHABET_END 0x144 /* the byte alphabet's code points are below U+0144 */
+
+/* GPT-2's byte alphabet (bytes_to_unicode): cp_of[b] is the code point standing for
+ * byte b (printable Latin-1 bytes stand for themselves, the other 68 for U+0100..);
+ * byte_of[cp] is the inverse, -1 for code points that stand for no byte. */
+void pl_gpt2_byte_alphabet(uint32_t cp_of[256], int16_t byte_of[PL_GPT2_ALPHABET_END]);
+
 /* Loads the tables (refs = 1). Errors name the file and the line or token at fault. */
 pl_status pl_gpt2_vocab_load(pl_gpt2_vocab **out, const char *encoder_json, const char *vocab_bpe);
 void pl_gpt2_vocab_retain(pl_gpt2_vocab *v);
@@ -53,27 +61,6 @@ void pl_gpt2_vocab_retain(pl_gpt2_vocab *v);
 void pl_gpt2_vocab_release(pl_gpt2_vocab *v);
 /* Id of the token spelled s[0..len) in encoder.json, or -1. */
 int32_t pl_gpt2_vocab_find(const pl_gpt2_vocab *v, const char *s, size_t len);
-
-/* A 64-bit hash of n bytes (token spellings, the word cache). */
-static inline uint64_t pl_gpt2_hash(const uint8_t *p, size_t n)
-{
-    const uint64_t m = UINT64_C(0xBF58476D1CE4E5B9);
-    uint64_t h = UINT64_C(0x9E3779B97F4A7C15) * (n + 1), x;
-    for (; n >= 8; p += 8, n -= 8) {
-        memcpy(&x, p, 8);
-        h = (h ^ x) * m;
-        h ^= h >> 29;
-    }
-    if (n) {
-        x = 0;
-        for (size_t i = 0; i < n; i++)
-            x |= (uint64_t)p[i] << (8 * i);
-        h = (h ^ x) * m;
-        h ^= h >> 29;
-    }
-    h *= UINT64_C(0x94D049BB133111EB);
-    return h ^ (h >> 32);
-}
 
 /* The merge of the adjacent pair (a, b), or NULL if vocab.bpe has none. */
 static inline const pl_gpt2_pair *pl_gpt2_pair_find(const pl_gpt2_vocab *v, int32_t a, int32_t b)
@@ -94,6 +81,8 @@ static inline const pl_gpt2_pair *pl_gpt2_pair_find(const pl_gpt2_vocab *v, int3
  * UTF-8 sequence at or after pos that the scan reached (it reads one code point past
  * the token at most, so a left-to-right caller meets errors in text order). */
 int pl_gpt2_pretok_next(const uint8_t *s, size_t n, size_t pos, size_t *end);
+/* The same with \s = Unicode White_Space, as Oniguruma and Python's regex have it. */
+int pl_gpt2_pretok_next_unicode(const uint8_t *s, size_t n, size_t pos, size_t *end);
 
 /* Scratch memory for merging one pre-token; zero-initialised is empty. */
 typedef struct pl_gpt2_scratch {

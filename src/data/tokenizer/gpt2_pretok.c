@@ -20,8 +20,11 @@
  * Classes follow gpt-3-encoder, the JavaScript reference (/gu): \s is JavaScript's
  * set (TAB LF VT FF CR, the Zs spaces, U+2028, U+2029, U+FEFF; not U+0085), \p{L} is
  * Lu Ll Lt Lm Lo and \p{N} is Nd Nl No, from utf8proc's tables. Python's `regex`
- * module, which Megatron uses, differs on two code points: its \s has U+0085 and
- * lacks U+FEFF. Code points unassigned in utf8proc's Unicode version are "other".
+ * module, which Megatron uses, and Oniguruma, which Hugging Face `tokenizers` uses,
+ * differ on two code points: their \s is Unicode's White_Space, with U+0085 and
+ * without U+FEFF. pl_gpt2_pretok_next_unicode() matches with that \s (the
+ * HuggingFaceTokenizer's ByteLevel pre-tokenizer). Code points unassigned in
+ * utf8proc's Unicode version are "other".
  *
  * Input must be valid UTF-8 (no overlongs, surrogates or values past U+10FFFF). */
 #include "data/tokenizer/gpt2_internal.h"
@@ -51,14 +54,23 @@ static const uint8_t ascii_class[128] = {
 #undef L_
 #undef N_
 
-static int cp_class(uint32_t c)
+/* uni: \s is Unicode's White_Space (U+0085, not U+FEFF); else JavaScript's. */
+static int cp_class(uint32_t c, int uni)
 {
     if (c < 128)
         return ascii_class[c];
-    switch (c) { /* JavaScript's \s beyond ASCII */
+    switch (c) { /* \s beyond ASCII, common to both */
     case 0x00A0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
-    case 0x3000: case 0xFEFF:
+    case 0x3000:
         return CL_SPACE;
+    case 0x0085:
+        if (uni)
+            return CL_SPACE;
+        break;
+    case 0xFEFF:
+        if (!uni)
+            return CL_SPACE;
+        break;
     default:
         break;
     }
@@ -88,7 +100,7 @@ static int utf8_decode(const uint8_t *s, size_t n, size_t i, uint32_t *c)
 }
 
 /* Extends a run of class cls from byte j; sets *end to where it stops. */
-static int run_of(const uint8_t *s, size_t n, size_t j, int cls, size_t *end)
+static int run_of(const uint8_t *s, size_t n, size_t j, int cls, int uni, size_t *end)
 {
     while (j < n) {
         uint8_t b = s[j];
@@ -104,7 +116,7 @@ static int run_of(const uint8_t *s, size_t n, size_t j, int cls, size_t *end)
             *end = j;
             return -1;
         }
-        if (cp_class(c) != cls)
+        if (cp_class(c, uni) != cls)
             break;
         j += (size_t)len;
     }
@@ -131,7 +143,7 @@ static int is_contraction(const uint8_t *s, size_t n, size_t pos, size_t *end)
     return 0;
 }
 
-int pl_gpt2_pretok_next(const uint8_t *s, size_t n, size_t pos, size_t *end)
+static int pretok_next(const uint8_t *s, size_t n, size_t pos, int uni, size_t *end)
 {
     uint32_t c;
     int len = utf8_decode(s, n, pos, &c);
@@ -149,13 +161,13 @@ int pl_gpt2_pretok_next(const uint8_t *s, size_t n, size_t pos, size_t *end)
             *end = j;
             return -1;
         }
-        int cls1 = cp_class(c1);
+        int cls1 = cp_class(c1, uni);
         if (cls1 != CL_SPACE)
-            return run_of(s, n, j + (size_t)len1, cls1, end);
+            return run_of(s, n, j + (size_t)len1, cls1, uni, end);
     }
-    int cls = cp_class(c);
+    int cls = cp_class(c, uni);
     if (cls != CL_SPACE)
-        return run_of(s, n, j, cls, end);
+        return run_of(s, n, j, cls, uni, end);
     size_t last = pos; /* start of the run's last code point */
     while (j < n) {
         len = utf8_decode(s, n, j, &c);
@@ -163,7 +175,7 @@ int pl_gpt2_pretok_next(const uint8_t *s, size_t n, size_t pos, size_t *end)
             *end = j;
             return -1;
         }
-        if (cp_class(c) != CL_SPACE)
+        if (cp_class(c, uni) != CL_SPACE)
             break;
         last = j;
         j += (size_t)len;
@@ -175,4 +187,14 @@ int pl_gpt2_pretok_next(const uint8_t *s, size_t n, size_t pos, size_t *end)
     else
         *end = j;    /* \s+: one white space code point before a non-space */
     return 0;
+}
+
+int pl_gpt2_pretok_next(const uint8_t *s, size_t n, size_t pos, size_t *end)
+{
+    return pretok_next(s, n, pos, 0, end);
+}
+
+int pl_gpt2_pretok_next_unicode(const uint8_t *s, size_t n, size_t pos, size_t *end)
+{
+    return pretok_next(s, n, pos, 1, end);
 }

@@ -28,10 +28,9 @@
 
 /* --- GPT-2's byte alphabet --------------------------------------------------------- */
 
-#define ALPHABET_END 0x144 /* code points used: below U+0144 */
+#define ALPHABET_END PL_GPT2_ALPHABET_END
 
-/* cp_of[b]: the code point standing for byte b; byte_of[cp]: the inverse, -1 if none. */
-static void byte_alphabet(uint32_t cp_of[256], int16_t byte_of[ALPHABET_END])
+void pl_gpt2_byte_alphabet(uint32_t cp_of[256], int16_t byte_of[PL_GPT2_ALPHABET_END])
 {
     uint32_t extra = 0;
     for (int cp = 0; cp < ALPHABET_END; cp++)
@@ -45,7 +44,7 @@ static void byte_alphabet(uint32_t cp_of[256], int16_t byte_of[ALPHABET_END])
 
 /* --- the spelling table ------------------------------------------------------------ */
 
-static uint64_t spell_hash(const char *s, size_t len) { return pl_gpt2_hash((const uint8_t *)s, len); }
+static uint64_t spell_hash(const char *s, size_t len) { return pl_word_hash((const uint8_t *)s, len); }
 
 int32_t pl_gpt2_vocab_find(const pl_gpt2_vocab *v, const char *s, size_t len)
 {
@@ -101,7 +100,7 @@ static pl_status load_tokens(pl_gpt2_vocab *v, const cJSON *root, const char *pa
     const cJSON **by_id = NULL;
     uint32_t cp_of[256];
     int16_t byte_of[ALPHABET_END];
-    byte_alphabet(cp_of, byte_of);
+    pl_gpt2_byte_alphabet(cp_of, byte_of);
 
     int64_t n = 0;
     size_t spell_bytes = 0;

@@ -4,6 +4,14 @@
  *   BertWordPieceLowerCase  --vocab-file vocab.txt
  *   BertWordPieceCase       --vocab-file vocab.txt
  *   SmilesTokenizer         --vocab-file megamolbart.vocab (one token a line)
+ *   HuggingFaceTokenizer    --tokenizer-model DIR (or DIR/tokenizer.json)   hf_*.c
+ *   SentencePieceTokenizer  --tokenizer-model tokenizer.model               sp_*.c
+ *   GPTSentencePieceTokenizer, Llama2Tokenizer  the same, Megatron's other wrappers
+ *
+ * Megatron has two tokenizer systems: megatron/core/tokenizers (the default since
+ * 2025-09, the only one since 2026-02) and the legacy classes of
+ * megatron/training/tokenizer/tokenizer.py (--legacy-tokenizer). They differ for the
+ * SentencePiece types only (docs/data.md); spec->legacy picks the legacy behaviour.
  *
  * A pl_tokenizer is used by one thread at a time (GPT-2 keeps a word cache).
  * For several threads, pl_tokenizer_fork() gives each its own handle sharing
@@ -37,10 +45,19 @@ struct pl_tokenizer {
     void *impl;
 };
 
-/* Opens the tokenizer named type. merge_file is needed by GPT2BPETokenizer only.
- * Errors name the flag (--tokenizer-type, --vocab-file, --merge-file) or file. */
-pl_status pl_tokenizer_open(pl_tokenizer **out, const char *type, const char *vocab_file,
-                            const char *merge_file);
+/* What opens a tokenizer: Megatron's tokenizer flags. Unused fields are NULL / 0. */
+typedef struct pl_tokenizer_spec {
+    const char *type;            /* --tokenizer-type */
+    const char *vocab_file;      /* --vocab-file */
+    const char *merge_file;      /* --merge-file (GPT2BPETokenizer) */
+    const char *tokenizer_model; /* --tokenizer-model (HuggingFace / SentencePiece types) */
+    int64_t vocab_extra_ids;     /* --vocab-extra-ids: BERT, legacy SentencePieceTokenizer */
+    int legacy;                  /* --legacy-tokenizer */
+} pl_tokenizer_spec;
+
+/* Opens the tokenizer spec names. Errors name the flag (--tokenizer-type, --vocab-file,
+ * --merge-file, --tokenizer-model) or the file, and say what was expected. */
+pl_status pl_tokenizer_open(pl_tokenizer **out, const pl_tokenizer_spec *spec);
 void pl_tokenizer_free(pl_tokenizer *t);
 
 pl_status pl_tokenizer_encode(pl_tokenizer *t, const char *text, size_t len, pl_ids *out);
@@ -49,12 +66,17 @@ pl_status pl_tokenizer_decode(const pl_tokenizer *t, const int32_t *ids, int64_t
 int32_t pl_tokenizer_token_id(const pl_tokenizer *t, const char *tok);
 pl_status pl_tokenizer_fork(const pl_tokenizer *t, pl_tokenizer **out);
 
-/* "GPT2BPETokenizer|BertWordPieceLowerCase|BertWordPieceCase|SmilesTokenizer" */
+/* The --tokenizer-type choices, '|'-separated. */
 extern const char pl_tokenizer_types[];
 
 /* Constructors of each type (tokenizer.c dispatches to these). */
 pl_status pl_gpt2_tokenizer_open(pl_tokenizer **out, const char *vocab_file, const char *merge_file);
 pl_status pl_bert_tokenizer_open(pl_tokenizer **out, const char *vocab_file, int lower_case);
 pl_status pl_smiles_tokenizer_open(pl_tokenizer **out, const char *vocab_file);
+/* path: a directory holding tokenizer.json (and tokenizer_config.json), or the file. */
+pl_status pl_hf_tokenizer_open(pl_tokenizer **out, const char *path);
+/* type: "SentencePieceTokenizer", "GPTSentencePieceTokenizer" or "Llama2Tokenizer". */
+pl_status pl_sp_tokenizer_open(pl_tokenizer **out, const char *type, const char *model_file,
+                               int legacy, int64_t vocab_extra_ids);
 
 #endif

@@ -1,29 +1,44 @@
-/* Fast twin: causal self-attention, flash-attention style.
+/* Fast twin: self-attention, flash-attention style.
  *
  * Forward: work items are (b, h, query tile of ATT_BQ rows), scheduled
  * dynamically, longest first. A query tile walks the key tiles of ATT_BK rows
- * up to the diagonal (tiles above it are skipped), with an online softmax:
- * running row max m and sum l, rescaled output accumulator O. Saves
- * lse = m + log(l).
+ * that some of its queries see (up to the diagonal if causal, below kv_len[b]
+ * if padded; the others are skipped), with an online softmax: running row max
+ * m and sum l, rescaled output accumulator O. Saves lse = m + log(l). Dropout
+ * multiplies a tile's exponentials by Z/(1-p) after they are added to l, so l
+ * and lse are those of the undropped softmax.
  *
- * Backward (FlashAttention-2): work items are (b, h) pairs, so the thread that
- * owns a pair owns its dq, dk and dv rows and no reduction crosses threads.
- * For each key tile j: for each query tile i at or below the diagonal,
- * recompute S = q k^T, P = exp(S * scale - lse), then
- *   dv_j += P^T do_i, dP = do_i v_j^T, dS = P (dP - D_i) * scale,
- *   dk_j += dS^T q_i, dq_i += dS k_j,
+ * Backward (FlashAttention-2): work items are (b, g) pairs, so the thread that
+ * owns a pair owns its group's dk and dv rows and its QG heads' dq rows, and
+ * no reduction crosses threads. For each key tile j (k and v loaded once for
+ * the group), for each query head of the group (j ascending), for each query
+ * tile i that sees some of the key tile, recompute S = q k^T,
+ * P = exp(S * scale - lse), then
+ *   dv_j += (P Z/(1-p))^T do_i, dP~ = Z/(1-p) do_i v_j^T,
+ *   dS = P (dP~ - D_i) * scale, dk_j += dS^T q_i, dq_i += dS k_j,
  * with D = rowsum(do * out). Nothing of size (T, T) exists.
+ *
+ * Dropout mask: drop_tile() forms Z/(1-p) for a (query tile, key tile) pair
+ * from Philox4x32-10 blocks computed in one loop over (row, block) that
+ * vectorizes (the arithmetic of pl_philox4x32, inline); one block serves 4
+ * consecutive keys of a row. Integer arithmetic only, so both twins and both
+ * instruction set builds draw the same mask, in forward, backward and any
+ * recomputation.
  *
  * Tile products go through tile_mm(): register-blocked on the generic
  * vectors of simd.h, with an axpy-form edge loop whose inner loop runs along
  * contiguous rows of the right operand. Every result depends only on the
- * shapes, never on the thread count.
+ * shapes, never on the thread count. The GPT case (G = NH, causal, no padding,
+ * no dropout) performs the operations of the multi-head kernel this one
+ * generalises, in the same order: same bits.
  *
- * Workspace (floats): the larger of the reference's 2T and
+ * Workspace (floats): the larger of the reference's 3T and
  * omp_get_max_threads() slots of attn_slot_floats(); the cpu kernels must run
  * with at most as many threads as when the workspace was sized. */
 #include "kernels/kernels.h"
 
+#include "base/rng.h"
+#include "base/status.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/threads.h"
 
@@ -33,23 +48,24 @@
 #define ATT_BQ 64
 #define ATT_BK 64
 
-/* Per-thread slot: forward uses q, kt, s, o, m, l; backward uses q, dout, kt,
- * vt, k, dk, dv, p, dp and D (T floats). */
-static size_t attn_slot_floats(int64_t T, int64_t HS)
+/* Per-thread slot: forward uses q, o, kt, s, m, l and z; backward uses q,
+ * dout, kt, vt, k, dk, dv, p, dp, D (QG*T floats) and z. z holds a tile's
+ * dropout factors. */
+static size_t attn_slot_floats(const pl_attn_shape *s)
 {
-    size_t tile_q = (size_t)ATT_BQ * (size_t)HS, tile_k = (size_t)ATT_BK * (size_t)HS;
+    size_t tile_q = (size_t)ATT_BQ * (size_t)s->HS, tile_k = (size_t)ATT_BK * (size_t)s->HS;
     size_t tile_s = (size_t)ATT_BQ * ATT_BK;
-    size_t fwd = 2 * tile_q + tile_k + tile_s + 2 * ATT_BQ;
-    size_t bwd = 2 * tile_q + 5 * tile_k + 2 * tile_s + (size_t)T;
+    size_t fwd = 2 * tile_q + tile_k + tile_s + 2 * ATT_BQ + tile_s;
+    size_t bwd = 2 * tile_q + 5 * tile_k + 2 * tile_s + (size_t)(s->NH / s->G * s->T) + tile_s;
     size_t n = fwd > bwd ? fwd : bwd;
     return (n + 15) & ~(size_t)15; /* keep slots 64-byte apart (no false sharing) */
 }
 
-size_t pl_attention_workspace(int64_t B, int64_t T, int64_t NH, int64_t HS)
+size_t pl_attention_workspace(const pl_attn_shape *s)
 {
-    (void)B, (void)NH;
-    size_t cpu = (size_t)omp_get_max_threads() * attn_slot_floats(T, HS);
-    size_t ref = 2 * (size_t)T;
+    PL_ASSERT(s->T >= 0 && s->HS >= 1 && s->G >= 1 && s->NH % s->G == 0);
+    size_t cpu = (size_t)omp_get_max_threads() * attn_slot_floats(s);
+    size_t ref = 3 * (size_t)s->T;
     return cpu > ref ? cpu : ref;
 }
 
@@ -119,9 +135,6 @@ static void tile_mm(int64_t m, int64_t n, int64_t k, const float *A, int64_t a_r
 #endif
 }
 
-/* Row stride between consecutive t in qkv (NH*3*HS) and in out (NH*HS). */
-#define QKV_ROW(NH, HS) ((NH) * 3 * (HS))
-
 /* dst (rows, HS) contiguous = rows of src with stride ld, times mul. */
 static void load_rows(float *restrict dst, const float *restrict src, int64_t rows, int64_t HS,
                       int64_t ld, float mul)
@@ -143,31 +156,139 @@ static void load_rows_t(float *restrict dst, const float *restrict src, int64_t 
 
 static void zero(float *p, size_t n) { memset(p, 0, n * sizeof *p); }
 
-/* One query tile [i0, i0+nq) of head (b, h). */
-static void fwd_tile(float *out, float *lse, const float *qkv, int64_t b, int64_t h, int64_t i0,
-                     int64_t T, int64_t NH, int64_t HS, float *slot)
-{
-    const int64_t ld = QKV_ROW(NH, HS);
-    const int64_t nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
-    const float scale = 1.0f / sqrtf((float)HS);
-    float *q = slot, *o = q + ATT_BQ * HS, *kt = o + ATT_BQ * HS, *s = kt + ATT_BK * HS;
-    float *mrow = s + ATT_BQ * ATT_BK, *lrow = mrow + ATT_BQ;
-    const float *base = qkv + (b * T * NH + h) * 3 * HS; /* q of (b, t=0, h) */
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-    load_rows(q, base + i0 * ld, nq, HS, ld, scale);
+/* What the work items need, derived from the shape. Each thread holds its own
+ * copy (on its stack), shape included: the caller's struct, or one on the
+ * calling thread's stack, may share a cache line with data another thread
+ * writes, and the loops read these fields again after their float stores
+ * (-fno-strict-aliasing). */
+typedef struct attn_plan {
+    pl_attn_shape s;
+    int64_t QG;       /* query heads per KV group */
+    int64_t ld, ldo;  /* row strides (consecutive t) of qkv, G*(QG+2)*HS, and out, NH*HS */
+    float scale;      /* 1/sqrt(HS) */
+    int drop;         /* dropout > 0 */
+    uint32_t thr;     /* a key is dropped when its word < thr */
+    float keep;       /* 1/(1-p), the factor of a kept probability */
+    uint32_t key[2], stream[2]; /* Philox key (seed) and counter words 2, 3 (stream) */
+} attn_plan;
+
+static attn_plan plan_of(const pl_attn_shape *s)
+{
+    attn_plan a;
+    a.s = *s;
+    a.QG = s->NH / s->G;
+    a.ld = s->G * (a.QG + 2) * s->HS;
+    a.ldo = s->NH * s->HS;
+    a.scale = 1.0f / sqrtf((float)s->HS);
+    a.drop = s->dropout > 0.0f;
+    a.thr = pl_dropout_threshold(s->dropout);
+    a.keep = 1.0f / (1.0f - s->dropout);
+    a.key[0] = (uint32_t)s->drop_seed, a.key[1] = (uint32_t)(s->drop_seed >> 32);
+    a.stream[0] = (uint32_t)s->drop_stream, a.stream[1] = (uint32_t)(s->drop_stream >> 32);
+    return a;
+}
+
+/* Offset in qkv of group g's row at (b, t = 0): its query head j's q is at
+ * + j*HS, its k at + QG*HS, its v at + (QG+1)*HS. */
+static int64_t group_at(const attn_plan *a, int64_t b, int64_t g)
+{
+    return (b * a->s.T * a->s.G + g) * (a->QG + 2) * a->s.HS;
+}
+
+/* Keys of sample b that any query may see: keys 0 .. key_len - 1. */
+static int64_t key_len(const pl_attn_shape *s, int64_t b)
+{
+    return s->kv_len ? s->kv_len[b] : s->T;
+}
+
+/* Philox blocks per row of a tile: 64 keys starting anywhere in a block of 4. */
+#define ATT_NB (ATT_BK / 4 + 1)
+
+/* z (nq, ATT_BK) = Z/(1-p) of keys [j0, j0+nk) for queries [i0, i0+nq) of
+ * head h of sample b (the mask element's index is in kernels.h). Key c of row
+ * r has index first + r T + c, the word ((first + r T) & 3) + c of the row's
+ * ATT_NB Philox blocks from counter (first + r T) >> 2. The blocks of all
+ * rows are computed in one loop over (row, block) pairs that vectorizes: the
+ * rounds of pl_philox4x32, written out here (the tests compare the mask with
+ * pl_rng_u32). */
+static void drop_tile(float *restrict z, const attn_plan *a, int64_t b, int64_t h, int64_t i0,
+                      int64_t nq, int64_t j0, int64_t nk)
+{
+    const pl_attn_shape *s = &a->s;
+    const uint64_t T = (uint64_t)s->T;
+    const uint64_t head = (uint64_t)s->sample[b] * (uint64_t)s->NHg + (uint64_t)(s->h0 + h);
+    const uint64_t first = (head * T + (uint64_t)i0) * T + (uint64_t)j0;
+    const uint32_t key0 = a->key[0], key1 = a->key[1], s0 = a->stream[0], s1 = a->stream[1];
+    uint32_t words[ATT_BQ * ATT_NB * 4]; /* row r's blocks at r * ATT_NB * 4 */
+    const int32_t npairs = (int32_t)nq * ATT_NB;
+#pragma omp simd
+    for (int32_t pair = 0; pair < npairs; pair++) {
+        const uint32_t r = (uint32_t)pair / ATT_NB, i = (uint32_t)pair % ATT_NB;
+        const uint64_t blk = ((first + r * T) >> 2) + i;
+        uint32_t c0 = (uint32_t)blk, c1 = (uint32_t)(blk >> 32), c2 = s0, c3 = s1;
+        uint32_t k0 = key0, k1 = key1;
+        for (int round = 0; round < 10; round++) {
+            uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+            c1 = (uint32_t)p1;
+            c3 = (uint32_t)p0;
+            c0 = n0;
+            c2 = n2;
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+        words[4 * pair] = c0;
+        words[4 * pair + 1] = c1;
+        words[4 * pair + 2] = c2;
+        words[4 * pair + 3] = c3;
+    }
+    const uint32_t thr = a->thr;
+    const float keep = a->keep;
+    for (int64_t r = 0; r < nq; r++) {
+        const uint32_t *w = words + r * ATT_NB * 4 + ((first + (uint64_t)r * T) & 3);
+        float *zr = z + r * ATT_BK;
+#pragma omp simd
+        for (int64_t c = 0; c < nk; c++)
+            zr[c] = w[c] >= thr ? keep : 0.0f;
+    }
+}
+
+/* One query tile [i0, i0+nq) of head h of sample b. */
+static void fwd_tile(float *out, float *lse, const float *qkv, const attn_plan *a, int64_t b,
+                     int64_t h, int64_t i0, float *slot)
+{
+    const pl_attn_shape *s = &a->s;
+    const int64_t T = s->T, NH = s->NH, HS = s->HS, ld = a->ld;
+    const int64_t nq = min64(T - i0, ATT_BQ);
+    float *q = slot, *o = q + ATT_BQ * HS, *kt = o + ATT_BQ * HS, *sc = kt + ATT_BK * HS;
+    float *mrow = sc + ATT_BQ * ATT_BK, *lrow = mrow + ATT_BQ, *z = lrow + ATT_BQ;
+    const float *gbase = qkv + group_at(a, b, h / a->QG); /* the group's rows at t = 0 */
+    const float *qbase = gbase + h % a->QG * HS, *kbase = gbase + a->QG * HS;
+    const float *vbase = kbase + HS;
+    const int causal = s->causal, drop = a->drop; /* locals: stores to floats may alias *s */
+    const int64_t L = key_len(s, b), kend = causal ? min64(i0 + nq, L) : L;
+
+    load_rows(q, qbase + i0 * ld, nq, HS, ld, a->scale);
     zero(o, (size_t)(nq * HS));
     for (int64_t r = 0; r < nq; r++)
         mrow[r] = -INFINITY, lrow[r] = 0.0f;
 
-    for (int64_t j0 = 0; j0 < i0 + nq; j0 += ATT_BK) {
-        const int64_t nk = T - j0 < ATT_BK ? T - j0 : ATT_BK;
-        load_rows_t(kt, base + j0 * ld + HS, nk, HS, ld);
-        zero(s, (size_t)(nq * ATT_BK));
-        tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, s, ATT_BK);
+    for (int64_t j0 = 0; j0 < kend; j0 += ATT_BK) {
+        const int64_t nk = min64(L - j0, ATT_BK);
+        load_rows_t(kt, kbase + j0 * ld, nk, HS, ld);
+        zero(sc, (size_t)(nq * ATT_BK));
+        tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, sc, ATT_BK);
+        if (drop)
+            drop_tile(z, a, b, h, i0, nq, j0, nk);
+        /* row r sees keys j0 + c for c < nv = min(seen + r, nk): c <= i0 + r - j0
+         * if causal, else all nk (one expression: a conditional per row made
+         * GCC's AVX-512 build of this loop 15% slower) */
+        const int64_t seen = causal ? i0 - j0 + 1 : ATT_BK;
         for (int64_t r = 0; r < nq; r++) {
-            /* keys j0 + c <= i0 + r are visible */
-            int64_t nv = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk;
-            float *sr = s + r * ATT_BK;
+            int64_t nv = min64(seen + r, nk);
+            float *sr = sc + r * ATT_BK;
             if (nv <= 0) {
                 zero(sr, (size_t)nk);
                 continue;
@@ -194,11 +315,17 @@ static void fwd_tile(float *out, float *lse, const float *qkv, int64_t b, int64_
                 for (int64_t d = 0; d < HS; d++)
                     orow[d] *= alpha;
             }
+            if (drop) {
+                const float *zr = z + r * ATT_BK;
+#pragma omp simd
+                for (int64_t c = 0; c < nv; c++)
+                    sr[c] *= zr[c];
+            }
         }
-        tile_mm(nq, HS, nk, s, ATT_BK, 1, base + j0 * ld + 2 * HS, ld, o, HS);
+        tile_mm(nq, HS, nk, sc, ATT_BK, 1, vbase + j0 * ld, ld, o, HS);
     }
     for (int64_t r = 0; r < nq; r++) {
-        float *dst = out + ((b * T + i0 + r) * NH + h) * HS;
+        float *dst = out + (b * T + i0 + r) * a->ldo + h * HS;
         float inv = 1.0f / lrow[r];
 #pragma omp simd
         for (int64_t d = 0; d < HS; d++)
@@ -207,87 +334,122 @@ static void fwd_tile(float *out, float *lse, const float *qkv, int64_t b, int64_
     }
 }
 
-void pl_cpu_attention_fwd(float *out, float *lse, const float *qkv, int64_t B, int64_t T,
-                          int64_t NH, int64_t HS, float *workspace)
+void pl_cpu_attention_fwd(float *out, float *lse, const float *qkv, const pl_attn_shape *s,
+                          float *workspace)
 {
-    PL_DISPATCH(attention_fwd, out, lse, qkv, B, T, NH, HS, workspace);
-    const int64_t nqt = (T + ATT_BQ - 1) / ATT_BQ;
-    const int64_t items = B * NH * nqt;
-    const size_t slot_n = attn_slot_floats(T, HS);
+    PL_DISPATCH(attention_fwd, out, lse, qkv, s, workspace);
+    pl_attention_check(s);
+    const int64_t BH = s->B * s->NH, NH = s->NH, nqt = (s->T + ATT_BQ - 1) / ATT_BQ;
+    const int64_t items = BH * nqt;
+    const size_t slot_n = attn_slot_floats(s);
 #pragma omp parallel if (items > 1)
     {
+        const attn_plan a = plan_of(s);
         float *slot = workspace + (size_t)omp_get_thread_num() * slot_n;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++) {
-            int64_t qt = nqt - 1 - it / (B * NH); /* last (longest) query tiles first */
-            int64_t bh = it % (B * NH);
-            fwd_tile(out, lse, qkv, bh / NH, bh % NH, qt * ATT_BQ, T, NH, HS, slot);
+            int64_t qt = nqt - 1 - it / BH; /* last (longest if causal) query tiles first */
+            int64_t bh = it % BH;
+            fwd_tile(out, lse, qkv, &a, bh / NH, bh % NH, qt * ATT_BQ, slot);
         }
     }
 }
 
-/* All of head (b, h): dq, dk, dv rows of this head are touched only here. */
-static void bwd_head(float *dqkv, const float *dout, const float *qkv, const float *out,
-                     const float *lse, int64_t b, int64_t h, int64_t T, int64_t NH, int64_t HS,
-                     float *slot)
+/* All of group g of sample b: its dk and dv rows, and the dq rows of its QG
+ * query heads, are touched only here. */
+static void bwd_group(float *dqkv, const float *dout, const float *qkv, const float *out,
+                      const float *lse, const attn_plan *a, int64_t b, int64_t g, float *slot)
 {
-    const int64_t ld = QKV_ROW(NH, HS), ldo = NH * HS;
-    const float scale = 1.0f / sqrtf((float)HS);
+    const pl_attn_shape *s = &a->s;
+    const int64_t T = s->T, NH = s->NH, HS = s->HS, QG = a->QG, ld = a->ld, ldo = a->ldo;
+    const float scale = a->scale;
+    const int causal = s->causal, drop = a->drop; /* locals: stores to floats may alias *s */
     float *q = slot, *dy = q + ATT_BQ * HS, *kt = dy + ATT_BQ * HS, *vt = kt + ATT_BK * HS;
     float *k = vt + ATT_BK * HS, *dk = k + ATT_BK * HS, *dv = dk + ATT_BK * HS;
     float *p = dv + ATT_BK * HS, *dp = p + ATT_BQ * ATT_BK, *D = dp + ATT_BQ * ATT_BK;
-    const float *base = qkv + (b * T * NH + h) * 3 * HS;
-    float *dbase = dqkv + (b * T * NH + h) * 3 * HS;
-    const float *obase = out + (b * T * NH + h) * HS, *dybase = dout + (b * T * NH + h) * HS;
-    const float *lrow = lse + (b * NH + h) * T;
+    float *z = D + QG * T;
+    const float *gbase = qkv + group_at(a, b, g), *kbase = gbase + QG * HS, *vbase = kbase + HS;
+    float *dgbase = dqkv + group_at(a, b, g), *dkbase = dgbase + QG * HS;
+    const int64_t L = key_len(s, b);
 
-    for (int64_t t = 0; t < T; t++) {
-        const float *yo = obase + t * ldo, *yd = dybase + t * ldo;
-        float acc = 0.0f;
+    for (int64_t j = 0; j < QG; j++) {
+        const int64_t h = g * QG + j;
+        const float *obase = out + b * T * ldo + h * HS, *dybase = dout + b * T * ldo + h * HS;
+        for (int64_t t = 0; t < T; t++) {
+            const float *yo = obase + t * ldo, *yd = dybase + t * ldo;
+            float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
-        for (int64_t d = 0; d < HS; d++)
-            acc += yo[d] * yd[d];
-        D[t] = acc;
+            for (int64_t d = 0; d < HS; d++)
+                acc += yo[d] * yd[d];
+            D[j * T + t] = acc;
+        }
     }
-    for (int64_t j0 = 0; j0 < T; j0 += ATT_BK) {
-        const int64_t nk = T - j0 < ATT_BK ? T - j0 : ATT_BK;
-        load_rows(k, base + j0 * ld + HS, nk, HS, ld, 1.0f);
-        load_rows_t(kt, base + j0 * ld + HS, nk, HS, ld);
-        load_rows_t(vt, base + j0 * ld + 2 * HS, nk, HS, ld);
+    for (int64_t j0 = 0; j0 < L; j0 += ATT_BK) {
+        const int64_t nk = min64(L - j0, ATT_BK);
+        load_rows(k, kbase + j0 * ld, nk, HS, ld, 1.0f);
+        load_rows_t(kt, kbase + j0 * ld, nk, HS, ld);
+        load_rows_t(vt, vbase + j0 * ld, nk, HS, ld);
         zero(dk, (size_t)(nk * HS));
         zero(dv, (size_t)(nk * HS));
-        for (int64_t i0 = (j0 / ATT_BQ) * ATT_BQ; i0 < T; i0 += ATT_BQ) {
-            const int64_t nq = T - i0 < ATT_BQ ? T - i0 : ATT_BQ;
-            load_rows(q, base + i0 * ld, nq, HS, ld, 1.0f);
-            load_rows(dy, dybase + i0 * ldo, nq, HS, ldo, 1.0f);
-            zero(p, (size_t)(nq * ATT_BK));
-            tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, p, ATT_BK);
-            for (int64_t r = 0; r < nq; r++) {
-                int64_t nv = i0 + r - j0 + 1 < nk ? i0 + r - j0 + 1 : nk;
-                nv = nv < 0 ? 0 : nv;
-                float *pr = p + r * ATT_BK, l = lrow[i0 + r];
+        for (int64_t j = 0; j < QG; j++) {
+            const int64_t h = g * QG + j;
+            const float *qbase = gbase + j * HS, *dybase = dout + b * T * ldo + h * HS;
+            float *dqbase = dgbase + j * HS;
+            const float *lrow = lse + (b * NH + h) * T, *Dj = D + j * T;
+            /* causal: query tiles from the one holding the diagonal of key tile j0 */
+            for (int64_t i0 = causal ? (j0 / ATT_BQ) * ATT_BQ : 0; i0 < T; i0 += ATT_BQ) {
+                const int64_t nq = min64(T - i0, ATT_BQ);
+                load_rows(q, qbase + i0 * ld, nq, HS, ld, 1.0f);
+                load_rows(dy, dybase + i0 * ldo, nq, HS, ldo, 1.0f);
+                zero(p, (size_t)(nq * ATT_BK));
+                tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, p, ATT_BK);
+                const int64_t seen = causal ? i0 - j0 + 1 : ATT_BK; /* as in fwd_tile */
+                for (int64_t r = 0; r < nq; r++) {
+                    int64_t nv = min64(seen + r, nk);
+                    nv = nv < 0 ? 0 : nv;
+                    float *pr = p + r * ATT_BK, l = lrow[i0 + r];
 #pragma omp simd
-                for (int64_t c = 0; c < nv; c++)
-                    pr[c] = pl_vexpf(pr[c] * scale - l);
-                for (int64_t c = nv; c < nk; c++)
-                    pr[c] = 0.0f;
-            }
-            /* dv (nk, HS) += P^T (nk, nq) . dout_i (nq, HS) */
-            tile_mm(nk, HS, nq, p, 1, ATT_BK, dy, HS, dv, HS);
-            zero(dp, (size_t)(nq * ATT_BK));
-            tile_mm(nq, nk, HS, dy, HS, 1, vt, ATT_BK, dp, ATT_BK);
-            for (int64_t r = 0; r < nq; r++) {
-                float *pr = p + r * ATT_BK, *dpr = dp + r * ATT_BK, Dr = D[i0 + r];
+                    for (int64_t c = 0; c < nv; c++)
+                        pr[c] = pl_vexpf(pr[c] * scale - l);
+                    for (int64_t c = nv; c < nk; c++)
+                        pr[c] = 0.0f;
+                }
+                /* dv (nk, HS) += (P Z/(1-p))^T (nk, nq) . dout_i (nq, HS) */
+                if (drop) {
+                    drop_tile(z, a, b, h, i0, nq, j0, nk);
+                    for (int64_t r = 0; r < nq; r++) {
+                        const float *pr = p + r * ATT_BK, *zr = z + r * ATT_BK;
+                        float *pzr = dp + r * ATT_BK;
 #pragma omp simd
-                for (int64_t c = 0; c < nk; c++)
-                    dpr[c] = pr[c] * (dpr[c] - Dr) * scale;
+                        for (int64_t c = 0; c < nk; c++)
+                            pzr[c] = pr[c] * zr[c];
+                    }
+                    tile_mm(nk, HS, nq, dp, 1, ATT_BK, dy, HS, dv, HS);
+                } else {
+                    tile_mm(nk, HS, nq, p, 1, ATT_BK, dy, HS, dv, HS);
+                }
+                zero(dp, (size_t)(nq * ATT_BK));
+                tile_mm(nq, nk, HS, dy, HS, 1, vt, ATT_BK, dp, ATT_BK);
+                for (int64_t r = 0; r < nq; r++) {
+                    float *pr = p + r * ATT_BK, *dpr = dp + r * ATT_BK, Dr = Dj[i0 + r];
+                    if (drop) {
+                        const float *zr = z + r * ATT_BK;
+#pragma omp simd
+                        for (int64_t c = 0; c < nk; c++)
+                            dpr[c] = pr[c] * (dpr[c] * zr[c] - Dr) * scale;
+                    } else {
+#pragma omp simd
+                        for (int64_t c = 0; c < nk; c++)
+                            dpr[c] = pr[c] * (dpr[c] - Dr) * scale;
+                    }
+                }
+                /* dk (nk, HS) += dS^T (nk, nq) . q_i (nq, HS); dq_i (nq, HS) += dS . k */
+                tile_mm(nk, HS, nq, dp, 1, ATT_BK, q, HS, dk, HS);
+                tile_mm(nq, HS, nk, dp, ATT_BK, 1, k, HS, dqbase + i0 * ld, ld);
             }
-            /* dk (nk, HS) += dS^T (nk, nq) . q_i (nq, HS); dq_i (nq, HS) += dS . k */
-            tile_mm(nk, HS, nq, dp, 1, ATT_BK, q, HS, dk, HS);
-            tile_mm(nq, HS, nk, dp, ATT_BK, 1, k, HS, dbase + i0 * ld, ld);
         }
         for (int64_t r = 0; r < nk; r++) {
-            float *dkr = dbase + (j0 + r) * ld + HS, *dvr = dkr + HS;
+            float *dkr = dkbase + (j0 + r) * ld, *dvr = dkr + HS;
 #pragma omp simd
             for (int64_t d = 0; d < HS; d++) {
                 dkr[d] += dk[r * HS + d];
@@ -298,16 +460,18 @@ static void bwd_head(float *dqkv, const float *dout, const float *qkv, const flo
 }
 
 void pl_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-                          const float *lse, int64_t B, int64_t T, int64_t NH, int64_t HS,
-                          float *workspace)
+                          const float *lse, const pl_attn_shape *s, float *workspace)
 {
-    PL_DISPATCH(attention_bwd, dqkv, dout, qkv, out, lse, B, T, NH, HS, workspace);
-    const size_t slot_n = attn_slot_floats(T, HS);
-#pragma omp parallel if (B * NH > 1)
+    PL_DISPATCH(attention_bwd, dqkv, dout, qkv, out, lse, s, workspace);
+    pl_attention_check(s);
+    const int64_t BG = s->B * s->G, G = s->G;
+    const size_t slot_n = attn_slot_floats(s);
+#pragma omp parallel if (BG > 1)
     {
+        const attn_plan a = plan_of(s);
         float *slot = workspace + (size_t)omp_get_thread_num() * slot_n;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t bh = 0; bh < B * NH; bh++)
-            bwd_head(dqkv, dout, qkv, out, lse, bh / NH, bh % NH, T, NH, HS, slot);
+        for (int64_t bg = 0; bg < BG; bg++)
+            bwd_group(dqkv, dout, qkv, out, lse, &a, bg / G, bg % G, slot);
     }
 }
