@@ -9,7 +9,7 @@ static const pl_family_spec families[] = {
     {"gpt", PL_FAMILY_GPT,
      {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_CAUSAL, 0, 1, 1, 0}, 0, 0.1f, 0.1f,
      "GPT2LMHeadModel"},
-    /* Llama 2/3 as Megatron trains them (docs/llama.md): RMSNorm without bias,
+    /* Llama 2/3 as Megatron trains them (docs/training.md, "The model"): RMSNorm without bias,
      * SwiGLU, rotary positions, causal, no biases (--disable-bias-linear),
      * pre-norm, untied output layer, no dropout (Megatron's Llama recipes set
      * --attention-dropout 0 --hidden-dropout 0). */
