@@ -217,8 +217,9 @@ PL_KERNEL(rope_bwd, float *dqkv, const float *cos_tab, const float *sin_tab, int
           int64_t T, int64_t G, int64_t QG, int64_t HS, int64_t rot, int64_t pos0);
 
 /* ---- dropout ------------------------------------------------------------------
- * Rows of a (B*T, C) activation that is this rank's columns [c0, c0+C) of a
- * global (B*T, Cg) one. Element (n, c) has the global index
+ * Rows n0 .. n0+rows-1 of a (B*T, C) activation that is this rank's columns
+ * [c0, c0+C) of a global (B*T, Cg) one (sequence parallelism holds a block of
+ * rows: n0 > 0). Element (i, c) of out is row n = n0 + i, with the global index
  *   ((sample[n / T] * T + n % T) * Cg + c0 + c),
  * sample (B) holding each row block's global sample id, and is kept when
  * pl_rng_u32(seed, stream, index) >= pl_dropout_threshold(p) (base/rng.h): the
@@ -226,8 +227,8 @@ PL_KERNEL(rope_bwd, float *dqkv, const float *cos_tab, const float *sin_tab, int
  * the columns are split. out = inp * (keep ? scale : 0), scale = 1 / (1 - p)
  * rounded once to float, as PyTorch's inp * mask * scale (a dropped NaN or
  * Inf becomes NaN). out may alias inp; p = 0 copies. Used for forward and, on the gradient, for backward. */
-PL_KERNEL(dropout, float *out, const float *inp, int64_t B, int64_t T, int64_t C, int64_t Cg,
-          int64_t c0, const int64_t *sample, float p, uint64_t seed, uint64_t stream);
+PL_KERNEL(dropout, float *out, const float *inp, int64_t n0, int64_t rows, int64_t T, int64_t C,
+          int64_t Cg, int64_t c0, const int64_t *sample, float p, uint64_t seed, uint64_t stream);
 
 /* ---- self-attention ---------------------------------------------------------
  * Fused softmax attention for multi-head (GPT, BERT), grouped-query (Llama) and

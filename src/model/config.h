@@ -58,6 +58,7 @@ typedef struct pl_model_config {
     /* How to run it (not saved in checkpoints): keep the LM head's logits
      * (N x V floats) from forward to backward instead of recomputing them. */
     int keep_logits;
+    int sequence_parallel;  /* Megatron's --sequence-parallel (with TP > 1) */
     pl_recompute recompute; /* zero: keep every activation backward needs */
 } pl_model_config;
 

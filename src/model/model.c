@@ -104,12 +104,12 @@ static pl_status bind_layers(pl_model *m, pl_block_weights *out, float *flat)
  * m->slots is used, so m->group_start may say anything. */
 static size_t plan(pl_model *m, float *base, int recompute)
 {
-    const int64_t N = m->N, C = m->C, L = m->cfg.num_layers;
+    const int64_t N = m->N, Nl = m->blk.Nl, C = m->C, L = m->cfg.num_layers;
     const pl_recompute *rc = &m->cfg.recompute;
     const int selective = recompute && rc->granularity == PL_RECOMPUTE_SELECTIVE;
     pl_block_ctx *c = &m->blk;
     pl_plan b = {base, 0};
-    m->x0 = pl_plan_take(&b, N * C);
+    m->x0 = pl_plan_take(&b, Nl * C);
     float *attn = NULL, *lse = NULL;
     if (selective) {
         attn = pl_plan_take(&b, N * c->Al);
@@ -138,7 +138,7 @@ static size_t plan(pl_model *m, float *base, int recompute)
                 a->lse = lse;
             }
         } else if (l + 1 == L || m->group_start[l + 1] != g) {
-            a->res2 = pl_plan_take(&b, N * C);
+            a->res2 = pl_plan_take(&b, Nl * C);
         }
     }
     if (alias_last) {
@@ -154,15 +154,15 @@ static size_t plan(pl_model *m, float *base, int recompute)
                 m->acts[l].res2 = res2;
         }
     }
-    m->lnf = pl_plan_take(&b, N * C);
-    m->lnf_mean = pl_plan_take(&b, N);
-    m->lnf_rstd = pl_plan_take(&b, N);
+    m->lnf = pl_plan_take(&b, N * C); /* whole (gathered under sequence parallelism) */
+    m->lnf_mean = pl_plan_take(&b, Nl);
+    m->lnf_rstd = pl_plan_take(&b, Nl);
     m->loss = pl_plan_take(&b, N);
     m->lse = pl_plan_take(&b, N);
     m->rows = pl_plan_take(&b, 3 * N);
     m->dloss = pl_plan_take(&b, N);
     c->norm_out = pl_plan_take(&b, N * C);
-    m->dres = pl_plan_take(&b, N * C);
+    m->dres = pl_plan_take(&b, Nl * C);
     c->dnorm = pl_plan_take(&b, N * C);
     m->lm_ws = pl_plan_take(&b, (int64_t)pl_lmhead_workspace(N, m->lm_chunk));
     /* Kept logits live from the LM head's forward to its backward, when every
@@ -220,7 +220,7 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     m->gemm = gemm;
     const pl_block_dims dims = pl_model_block_dims(cfg);
     PL_TRY(pl_block_ctx_init(&m->blk, &cfg->block, &dims, cfg->ln_eps, B, m->T, tp, reg->tp_rank,
-                             gemm, &m->prof));
+                             cfg->sequence_parallel, gemm, &m->prof));
     m->Vl = cfg->padded_vocab / reg->tp_size;
     m->v0 = m->Vl * reg->tp_rank;
     /* Kept logits need the whole vocabulary slice in one chunk (kernels.h). */
@@ -329,13 +329,12 @@ static void set_dropout(pl_model *m)
 }
 
 /* Megatron's embedding dropout (hidden dropout on the embedding output, site
- * 3), in place on x (N, C): the output in forward, its gradient in backward. */
+ * 3), in place on this rank's rows x (Nl, C): the output in forward, its
+ * gradient in backward. */
 static void embedding_dropout(pl_model *m, float *x)
 {
-    const pl_dropout_key *k = &m->blk.drop;
-    if (k->hidden > 0)
-        pl_cpu_dropout(x, x, m->B, m->T, m->C, m->C, 0, k->sample, k->hidden, k->seed,
-                       pl_block_dropout_stream(k->iteration, 0, 3));
+    if (m->blk.drop.hidden > 0)
+        pl_block_hidden_dropout(&m->blk, x, x, 0, 3);
 }
 
 pl_status pl_model_forward(pl_model *m)
@@ -345,15 +344,16 @@ pl_status pl_model_forward(pl_model *m)
     set_dropout(m);
     if (m->fetch)
         PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
-    PL_TRY(pl_tp_embedding_fwd(m->tp, m->x0, m->tokens, m->wte, m->wpe, B, T, C, m->v0, m->Vl));
+    PL_TRY(pl_tp_embedding_fwd(m->tp, m->blk.sp, m->x0, m->blk.norm_out, m->tokens, m->wte, m->wpe,
+                               B, T, C, m->v0, m->Vl));
     embedding_dropout(m, m->x0);
     for (int64_t l = 0; l < L; l++) {
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, l, 0));
         PL_TRY(pl_block_fwd(&m->blk, &m->w[l], &m->acts[l], layer_input(m, l), l));
     }
-    pl_nn_norm_fwd(m->cfg.block.norm, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L), m->lnf_w,
-                   m->lnf_b, N, C, m->cfg.ln_eps);
+    PL_TRY(pl_block_norm_fwd(&m->blk, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L), m->lnf_w,
+                             m->lnf_b));
     double t0 = pl_time_now();
     st = pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, m->lnf, m->out_w, m->targets, N, C,
                            m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->rows);
@@ -365,20 +365,20 @@ fail:
 pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
 {
     pl_status st = PL_OK;
-    const int64_t B = m->B, T = m->T, N = m->N, C = m->C, L = m->cfg.num_layers;
+    const int64_t B = m->B, T = m->T, N = m->N, Nl = m->blk.Nl, C = m->C, L = m->cfg.num_layers;
     const int selective = m->cfg.recompute.granularity == PL_RECOMPUTE_SELECTIVE;
     float *dln = m->blk.dnorm;
     set_dropout(m);
-    memset(m->dres, 0, (size_t)(N * C) * sizeof(float));
+    memset(m->dres, 0, (size_t)(Nl * C) * sizeof(float));
     memset(dln, 0, (size_t)(N * C) * sizeof(float));
     double t0 = pl_time_now();
-    st = pl_tp_lmhead_bwd(m->tp, m->gemm, dln, m->dout_w, m->lnf, m->out_w, m->targets, m->lse,
+    st = pl_tp_lmhead_bwd(m->tp, m->blk.sp, m->gemm, dln, m->dout_w, m->lnf, m->out_w, m->targets, m->lse,
                           m->dloss, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->cfg.keep_logits);
     m->prof.lmhead += pl_time_now() - t0;
     if (st)
         goto fail;
-    pl_nn_norm_bwd(m->cfg.block.norm, m->dres, m->dlnf_w, m->dlnf_b, dln, layer_input(m, L),
-                   m->lnf_w, m->lnf_mean, m->lnf_rstd, N, C);
+    PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->dlnf_w, m->dlnf_b, dln, layer_input(m, L),
+                             m->lnf_w, m->lnf_mean, m->lnf_rstd));
     for (int64_t l = L - 1; l >= 0; l--) {
         const int64_t g = m->group_start[l];
         if (g >= 0 && (l + 1 == L || m->group_start[l + 1] != g)) {
@@ -398,7 +398,13 @@ pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
             PL_TRY(ready(ctx, m->layer_offset[l], m->layer_count[l]));
     }
     embedding_dropout(m, m->dres);
-    pl_tp_embedding_bwd(m->dwte, m->dwpe, m->dres, m->tokens, B, T, C, m->v0, m->Vl);
+    float *dx0 = m->dres; /* whole for the embeddings' gradients: gathered under sp */
+    if (m->blk.sp) {
+        dx0 = m->blk.dnorm;
+        memcpy(dx0 + m->blk.n0 * C, m->dres, (size_t)(Nl * C) * sizeof(float));
+        PL_TRY(pl_tp_gather_rows(m->tp, dx0, N, C));
+    }
+    pl_tp_embedding_bwd(m->dwte, m->dwpe, dx0, m->tokens, B, T, C, m->v0, m->Vl);
 fail:
     return st;
 }

@@ -53,7 +53,7 @@ static pl_attn_shape attn_shape(const pl_block_ctx *c, int64_t layer)
 }
 
 pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl_block_dims *d,
-                            float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank,
+                            float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank, int sp,
                             pl_gemm *gemm, pl_step_prof *prof)
 {
     memset(c, 0, sizeof *c);
@@ -67,6 +67,9 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
         return pl_errorf(PL_ERR_ARG, "heads (%lld), query groups (%lld) and the MLP width (%lld) "
                          "must divide by --tensor-model-parallel-size %d, heads by groups",
                          (long long)d->NH, (long long)d->G, (long long)d->F, tps);
+    if (sp && tps > 1 && (B * T) % tps)
+        return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x --seq-length (%lld) "
+                         "must divide by --tensor-model-parallel-size %d", (long long)(B * T), tps);
     c->spec = *spec;
     c->dims = *d;
     c->eps = eps;
@@ -77,6 +80,9 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
     c->tp = tp;
     c->tp_size = tps;
     c->tp_rank = tp_rank;
+    c->sp = sp && tps > 1;
+    c->Nl = c->sp ? c->N / tps : c->N;
+    c->n0 = c->sp ? c->Nl * tp_rank : 0;
     c->gemm = gemm;
     c->prof = prof;
     c->NHl = d->NH / tps;
@@ -92,11 +98,11 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
 void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int own_attn,
                         int own_res2)
 {
-    const int64_t N = c->N, C = c->dims.C;
+    const int64_t N = c->N, Nl = c->Nl, C = c->dims.C;
     const int bf16 = c->act_bf16;
     if (c->spec.norm == PL_NORM_LAYERNORM)
-        a->norm1_mean = pl_plan_take(p, N);
-    a->norm1_rstd = pl_plan_take(p, N);
+        a->norm1_mean = pl_plan_take(p, Nl);
+    a->norm1_rstd = pl_plan_take(p, Nl);
     if (bf16)
         a->qkv_bf16 = pl_plan_take16(p, N * c->QKVl);
     else
@@ -108,16 +114,16 @@ void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int
             a->attn = pl_plan_take(p, N * c->Al);
         a->lse = pl_plan_take(p, c->B * c->NHl * c->T);
     }
-    a->res1 = pl_plan_take(p, N * C);
+    a->res1 = pl_plan_take(p, Nl * C);
     if (c->spec.norm == PL_NORM_LAYERNORM)
-        a->norm2_mean = pl_plan_take(p, N);
-    a->norm2_rstd = pl_plan_take(p, N);
+        a->norm2_mean = pl_plan_take(p, Nl);
+    a->norm2_rstd = pl_plan_take(p, Nl);
     if (bf16)
         a->fc1_bf16 = pl_plan_take16(p, N * c->F1l);
     else
         a->fc1 = pl_plan_take(p, N * c->F1l);
     if (own_res2)
-        a->res2 = pl_plan_take(p, N * C);
+        a->res2 = pl_plan_take(p, Nl * C);
 }
 
 /* dfc1 and dact are adjacent: under --bf16 backward's attention part widens the
@@ -138,6 +144,8 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *ro
     c->qkv_f32 = c->dfc1;
     const pl_attn_shape s = attn_shape(c, 0);
     c->attn_ws = pl_plan_take(p, (int64_t)pl_attention_workspace(&s));
+    if (c->sp)
+        c->dnorm_w = pl_plan_take(p, 2 * c->dims.C);
     if (c->spec.pos == PL_POS_ROPE) {
         /* Megatron: rotary dims = kv_channels * rotary_percent (even) */
         c->rope_rot = (int64_t)((double)c->dims.HS * rope->percent) / 2 * 2;
@@ -198,11 +206,13 @@ static pl_status column_fwd(pl_block_ctx *c, float *y, const float *x, const flo
     return st;
 }
 
+/* y: this rank's rows (Nl, OC); under sp the partial sums go through norm_out. */
 static pl_status row_fwd(pl_block_ctx *c, float *y, const float *x, const float *w,
                          const float *b, int64_t ICl, int64_t OC)
 {
     double t0 = pl_time_now();
-    pl_status st = pl_tp_row_linear_fwd(c->tp, c->gemm, y, x, w, b, c->N, ICl, OC);
+    pl_status st = pl_tp_row_linear_fwd(c->tp, c->sp, c->gemm, y, c->norm_out, x, w, b, c->N, ICl,
+                                        OC);
     prof_add(&c->prof->linear, t0);
     return st;
 }
@@ -211,7 +221,8 @@ static pl_status column_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, co
                             const float *x, const float *w, int64_t IC, int64_t OCl)
 {
     double t0 = pl_time_now();
-    pl_status st = pl_tp_column_linear_bwd(c->tp, c->gemm, dx, dw, db, dy, x, w, c->N, IC, OCl);
+    pl_status st = pl_tp_column_linear_bwd(c->tp, c->sp, c->gemm, dx, dw, db, dy, x, w, c->N, IC,
+                                           OCl);
     prof_add(&c->prof->linear, t0);
     return st;
 }
@@ -253,13 +264,62 @@ static void act_bwd(pl_block_ctx *c, const pl_block_acts *a)
         pl_cpu_gelu_bwd(c->dfc1, a->fc1, c->dact, n);
 }
 
-/* Hidden dropout of a branch's output (site 1: attention, 2: MLP), out may
- * alias inp. A no-op copy-free return when dropout is off (out == inp). */
-static void hidden_dropout(pl_block_ctx *c, float *out, const float *inp, int64_t layer, int site)
+void pl_block_hidden_dropout(const pl_block_ctx *c, float *out, const float *inp, int64_t layer,
+                             int site)
 {
     const pl_dropout_key *k = &c->drop;
-    pl_cpu_dropout(out, inp, c->B, c->T, c->dims.C, c->dims.C, 0, k->sample, k->hidden, k->seed,
-                   pl_block_dropout_stream(k->iteration, layer, site));
+    pl_cpu_dropout(out, inp, c->n0, c->Nl, c->T, c->dims.C, c->dims.C, 0, k->sample, k->hidden,
+                   k->seed, pl_block_dropout_stream(k->iteration, layer, site));
+}
+
+pl_status pl_block_norm_fwd(pl_block_ctx *c, float *out, float *mean, float *rstd, const float *x,
+                            const float *w, const float *b)
+{
+    const int64_t C = c->dims.C;
+    pl_nn_norm_fwd(c->spec.norm, out + c->n0 * C, mean, rstd, x, w, b, c->Nl, C, c->eps);
+    return c->sp ? pl_tp_gather_rows(c->tp, out, c->N, C) : PL_OK;
+}
+
+pl_status pl_block_norm_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, const float *dy,
+                            const float *x, const float *w, const float *mean, const float *rstd)
+{
+    const int64_t C = c->dims.C;
+    if (!c->sp) {
+        pl_nn_norm_bwd(c->spec.norm, dx, dw, db, dy, x, w, mean, rstd, c->Nl, C);
+        return PL_OK;
+    }
+    /* the rank's rows give part of the weight gradients: sum them first */
+    float *sw = c->dnorm_w, *sb = db ? c->dnorm_w + C : NULL;
+    const int64_t n = db ? 2 * C : C;
+    memset(sw, 0, (size_t)n * sizeof(float));
+    pl_nn_norm_bwd(c->spec.norm, dx, sw, sb, dy, x, w, mean, rstd, c->Nl, C);
+    pl_status st = pl_comm_allreduce_f32(c->tp, sw, n, PL_COMM_SUM);
+    if (st)
+        return st;
+    pl_cpu_add(dw, dw, sw, C);
+    if (db)
+        pl_cpu_add(db, db, sb, C);
+    return PL_OK;
+}
+
+/* The gradient of a branch's output, whole (N, C) for the row-parallel GEMM's
+ * backward: drop(dres), gathered from every rank's rows under sp. Returns
+ * dres itself when neither applies, else c->dnorm (free until the branch's
+ * column-parallel backward). */
+static pl_status branch_grad(pl_block_ctx *c, const float *dres, int64_t layer, int site,
+                             const float **dy)
+{
+    const int64_t C = c->dims.C;
+    *dy = dres;
+    if (!c->sp && c->drop.hidden == 0)
+        return PL_OK;
+    float *mine = c->dnorm + c->n0 * C;
+    if (c->drop.hidden > 0)
+        pl_block_hidden_dropout(c, mine, dres, layer, site);
+    else
+        memcpy(mine, dres, (size_t)(c->Nl * C) * sizeof(float));
+    *dy = c->dnorm;
+    return c->sp ? pl_tp_gather_rows(c->tp, c->dnorm, c->N, C) : PL_OK;
 }
 
 /* Generation's attention step: where the new token's key and value go, and
@@ -295,13 +355,12 @@ static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
                            const float *x, int64_t layer, const decode_step *dec)
 {
     pl_status st = PL_OK;
-    const int64_t N = c->N, C = c->dims.C;
-    const pl_norm_kind nk = c->spec.norm;
+    const int64_t N = c->N, Nl = c->Nl, C = c->dims.C;
     /* --bf16: qkv, attn and fc1 come out in fp32 scratch and are saved in bf16 */
     float *qkv = a->qkv ? a->qkv : c->dqkv, *attn = a->attn ? a->attn : c->dattn;
     float *fc1 = a->fc1 ? a->fc1 : c->dact;
-    pl_nn_norm_fwd(nk, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w, w->norm1_b, N, C,
-                   c->eps);
+    PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w,
+                             w->norm1_b));
     PL_TRY(column_fwd(c, qkv, c->norm_out, w->qkv_w, w->qkv_b, C, c->QKVl));
     if (c->spec.pos == PL_POS_ROPE)
         pl_cpu_rope_fwd(qkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
@@ -313,18 +372,18 @@ static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
         pl_cpu_round_bf16(a->attn_bf16, attn, N * c->Al);
     PL_TRY(row_fwd(c, a->res1, attn, w->proj_w, w->proj_b, c->Al, C));
     if (c->drop.hidden > 0)
-        hidden_dropout(c, a->res1, a->res1, layer, 1);
-    pl_cpu_add(a->res1, a->res1, x, N * C);
-    pl_nn_norm_fwd(nk, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w, w->norm2_b,
-                   N, C, c->eps);
+        pl_block_hidden_dropout(c, a->res1, a->res1, layer, 1);
+    pl_cpu_add(a->res1, a->res1, x, Nl * C);
+    PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w,
+                             w->norm2_b));
     PL_TRY(column_fwd(c, fc1, c->norm_out, w->fc1_w, w->fc1_b, C, c->F1l));
     if (c->act_bf16)
         pl_cpu_f32_to_bf16(a->fc1_bf16, fc1, N, c->F1l, c->F1l);
     act_fwd(c, a);
     PL_TRY(row_fwd(c, a->res2, c->act, w->fc2_w, w->fc2_b, c->Fl, C));
     if (c->drop.hidden > 0)
-        hidden_dropout(c, a->res2, a->res2, layer, 2);
-    pl_cpu_add(a->res2, a->res2, a->res1, N * C);
+        pl_block_hidden_dropout(c, a->res2, a->res2, layer, 2);
+    pl_cpu_add(a->res2, a->res2, a->res1, Nl * C);
 fail:
     return st;
 }
@@ -339,7 +398,7 @@ pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_b
                           const float *x, float *kc, float *vc, int64_t pos, float *scores,
                           int64_t layer)
 {
-    if (c->N != 1 || c->act_bf16)
+    if (c->N != 1 || c->act_bf16 || c->sp)
         return pl_errorf(PL_ERR_INTERNAL, "pl_block_decode needs a one-row fp32 context");
     decode_step dec = {kc, vc, pos, scores};
     return block_fwd(c, w, a, x, layer, &dec);
@@ -351,25 +410,22 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
 {
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
-    const pl_norm_kind nk = c->spec.norm;
     /* MLP branch: res2 = res1 + drop(fc2(act(fc1(norm2(res1))))); dres = d res2.
-     * The branch's gradient is drop(dres), in dnorm (free until fc1's backward). */
-    const float *dy = dres;
-    if (c->drop.hidden > 0) {
-        hidden_dropout(c, c->dnorm, dres, layer, 2);
-        dy = c->dnorm;
-    }
+     * The branch's gradient drop(dres), whole, goes through dnorm (free until
+     * fc1's backward). */
+    const float *dy;
+    PL_TRY(branch_grad(c, dres, layer, 2, &dy));
     act_fwd(c, a);
     memset(c->dact, 0, (size_t)(N * c->Fl) * sizeof(float));
     PL_TRY(row_bwd(c, c->dact, g->fc2_w, g->fc2_b, dy, c->act, w->fc2_w, c->Fl, C));
     memset(c->dfc1, 0, (size_t)(N * c->F1l) * sizeof(float)); /* c->act is spent */
     act_bwd(c, a);
-    pl_nn_norm_fwd(nk, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w, w->norm2_b,
-                   N, C, c->eps);
+    PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w,
+                             w->norm2_b));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
     PL_TRY(column_bwd(c, c->dnorm, g->fc1_w, g->fc1_b, c->dfc1, c->norm_out, w->fc1_w, C, c->F1l));
-    pl_nn_norm_bwd(nk, dres, g->norm2_w, g->norm2_b, c->dnorm, a->res1, w->norm2_w, a->norm2_mean,
-                   a->norm2_rstd, N, C);
+    PL_TRY(pl_block_norm_bwd(c, dres, g->norm2_w, g->norm2_b, c->dnorm, a->res1, w->norm2_w,
+                             a->norm2_mean, a->norm2_rstd));
     /* attention branch: res1 = x + proj(attn(qkv(norm1(x)))); dres = d res1.
      * --bf16: qkv widened into dfc1 and dact, attn into norm_out (all dead here) */
     const float *qkv = a->qkv, *attn = a->attn;
@@ -385,11 +441,7 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
         pl_cpu_widen_bf16(c->norm_out, a->attn_bf16, N * c->Al);
         attn = c->norm_out;
     }
-    dy = dres;
-    if (c->drop.hidden > 0) {
-        hidden_dropout(c, c->dnorm, dres, layer, 1);
-        dy = c->dnorm;
-    }
+    PL_TRY(branch_grad(c, dres, layer, 1, &dy));
     memset(c->dattn, 0, (size_t)(N * c->Al) * sizeof(float));
     PL_TRY(row_bwd(c, c->dattn, g->proj_w, g->proj_b, dy, attn, w->proj_w, c->Al, C));
     memset(c->dqkv, 0, (size_t)(N * c->QKVl) * sizeof(float));
@@ -397,12 +449,12 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     if (c->spec.pos == PL_POS_ROPE)
         pl_cpu_rope_bwd(c->dqkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
                         c->dims.HS, c->rope_rot, 0);
-    pl_nn_norm_fwd(nk, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w, w->norm1_b, N, C,
-                   c->eps);
+    PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w,
+                             w->norm1_b));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
     PL_TRY(column_bwd(c, c->dnorm, g->qkv_w, g->qkv_b, c->dqkv, c->norm_out, w->qkv_w, C, c->QKVl));
-    pl_nn_norm_bwd(nk, dres, g->norm1_w, g->norm1_b, c->dnorm, x, w->norm1_w, a->norm1_mean,
-                   a->norm1_rstd, N, C);
+    PL_TRY(pl_block_norm_bwd(c, dres, g->norm1_w, g->norm1_b, c->dnorm, x, w->norm1_w,
+                             a->norm1_mean, a->norm1_rstd));
 fail:
     return st;
 }

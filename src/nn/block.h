@@ -15,9 +15,16 @@
  * Memory: a block allocates nothing. pl_block_take_acts lays out one layer's
  * saved activations and pl_block_take_scratch the scratch that every layer of a
  * stack shares, on the caller's plan (nn/plan.h); the model decides which
- * layers keep their own buffers (recompute). Rows are N = B*T (the micro-batch);
- * under sequence parallelism they will be N/tp and the scratch is sized by the
- * same functions.
+ * layers keep their own buffers (recompute). Rows are N = B*T (the micro-batch).
+ * Under sequence parallelism (Megatron's --sequence-parallel) a rank holds
+ * Nl = N/tp consecutive rows [n0, n0 + Nl) of the residual stream: the norms,
+ * dropout and residual additions run on those rows; each norm's output is
+ * written to its rows of an (N, C) buffer and all-gathered before the
+ * column-parallel GEMM, and the row-parallel GEMM's partial sums are
+ * reduce-scattered back to the rank's rows. The norms' weight gradients, summed
+ * over a rank's rows only, are all-reduced over the TP group at once; the
+ * row-parallel biases take their gradients from the gathered output gradient
+ * and are whole on every rank without it.
  *
  * What is saved: norm statistics, qkv (after RoPE), the attention output and its
  * log-sum-exp, res1, fc1 and res2; the norm outputs and act(fc1) are rebuilt in
@@ -92,16 +99,17 @@ enum { PL_BLOCK_MAX_PARAMS = 12 };
 /* The parameter table of a layer of spec s: fills names, returns the count. */
 int pl_block_param_names(const pl_block_spec *s, pl_block_param_name names[PL_BLOCK_MAX_PARAMS]);
 
-/* Saved activations of one layer for one micro-batch (N rows). Dims are this
- * rank's: QKV = (NH + 2G) HS / tp, A = NH HS / tp, F1 = fc1 rows / tp. */
+/* Saved activations of one layer for one micro-batch (N rows; Nl of the
+ * residual stream, N/tp under sequence parallelism). Dims are this rank's:
+ * QKV = (NH + 2G) HS / tp, A = NH HS / tp, F1 = fc1 rows / tp. */
 typedef struct pl_block_acts {
-    float *norm1_mean, *norm1_rstd; /* (N), (N); mean NULL for RMSNorm */
+    float *norm1_mean, *norm1_rstd; /* (Nl), (Nl); mean NULL for RMSNorm */
     float *qkv;                     /* (N, QKV) after RoPE */
     float *attn, *lse;              /* (N, A), (B, NH/tp, T) */
-    float *res1;                    /* (N, C) */
+    float *res1;                    /* (Nl, C) */
     float *norm2_mean, *norm2_rstd;
     float *fc1;                     /* (N, F1) */
-    float *res2;                    /* (N, C) the layer's output */
+    float *res2;                    /* (Nl, C) the layer's output */
     uint16_t *qkv_bf16, *attn_bf16, *fc1_bf16; /* --bf16: the same, in bf16 */
 } pl_block_acts;
 
@@ -128,14 +136,17 @@ typedef struct pl_block_ctx {
     int64_t B, T, N;
     int64_t NHl, Gl, QKVl, Al, Fl, F1l; /* local: heads, groups, qkv width, attention width, F, fc1 rows */
     int tp_size, tp_rank;
+    int sp;                  /* sequence parallelism (only with tp_size > 1) */
+    int64_t Nl, n0;          /* this rank's residual-stream rows: [n0, n0 + Nl) of N */
     pl_comm *tp;
     pl_gemm *gemm;
     int act_bf16;            /* qkv, attention output and fc1 saved in bf16 */
     pl_step_prof *prof;
     pl_dropout_key drop;
     /* scratch (pl_block_take_scratch) */
-    float *norm_out;         /* (N, C) norm1's, then norm2's output */
+    float *norm_out;         /* (N, C) norm1's, then norm2's output (gathered under sp) */
     float *dnorm;            /* (N, C) */
+    float *dnorm_w;          /* sp: (2C) a norm's weight and bias gradients before their sum */
     float *dqkv, *dattn;     /* (N, QKV), (N, A); forward's fp32 qkv and attention outputs under bf16 */
     float *act, *dfc1;       /* act(fc1) (N, Fl), shares dfc1 (N, F1l) */
     float *dact;             /* (N, Fl); forward's fp32 fc1 under bf16 */
@@ -147,11 +158,12 @@ typedef struct pl_block_ctx {
                               * planning for generation) */
 } pl_block_ctx;
 
-/* Sets up c for micro-batches of B x T rows on a tensor-parallel group tp with
- * a GEMM context whose precision decides act_bf16. Errors: sizes that do not
- * divide by the TP size, spec features not implemented yet (named). */
+/* Sets up c for micro-batches of B x T rows on a tensor-parallel group tp
+ * (sequence-parallel with sp) with a GEMM context whose precision decides
+ * act_bf16. Errors: sizes that do not divide by the TP size, spec features not
+ * implemented yet (named). */
 pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl_block_dims *d,
-                            float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank,
+                            float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank, int sp,
                             pl_gemm *gemm, pl_step_prof *prof);
 /* The RoPE tables' floats (0 without RoPE), and their filling once the plan has
  * placed them (pl_block_take_scratch). */
@@ -186,6 +198,18 @@ pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_b
 pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
                        const pl_block_acts *a, const float *x, float *dres, int selective,
                        int64_t layer);
+
+/* A norm of this rank's rows x (Nl, C) written to the same rows of out (N, C),
+ * then (sp) all-gathered: out holds every row. The stack's final norm uses it. */
+pl_status pl_block_norm_fwd(pl_block_ctx *c, float *out, float *mean, float *rstd, const float *x,
+                            const float *w, const float *b);
+/* Its backward over this rank's rows: dx (Nl, C) added into from dy (Nl, C);
+ * dw, db added into, summed over the TP group first under sp. */
+pl_status pl_block_norm_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, const float *dy,
+                            const float *x, const float *w, const float *mean, const float *rstd);
+/* Hidden dropout (site) of this rank's rows (Nl, C); out may alias inp. */
+void pl_block_hidden_dropout(const pl_block_ctx *c, float *out, const float *inp, int64_t layer,
+                             int site);
 
 /* The dropout stream of (iteration, layer, site). Sites: 0 attention
  * probabilities, 1 after the attention projection, 2 after fc2, 3 the

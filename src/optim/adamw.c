@@ -39,3 +39,19 @@ double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float
     }
     return norm;
 }
+
+double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads,
+                           int count_replicated)
+{
+    double sum = 0;
+    for (int i = 0; i < reg->n; i++) {
+        const pl_param *p = &reg->params[i];
+        if (p->offset < 0 || (p->split == PL_TP_REPLICATED && !count_replicated))
+            continue;
+        int64_t a = p->offset > lo ? p->offset : lo;
+        int64_t b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+        if (a < b)
+            sum += pl_cpu_sumsq(grads + (a - lo), b - a);
+    }
+    return sum;
+}

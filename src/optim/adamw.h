@@ -25,4 +25,12 @@ double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float
                            const float *grads, float *exp_avg, float *exp_avg_sq,
                            const pl_adamw_hparams *hp, double lr, int64_t t, double grad_sumsq);
 
+/* Sum of squares of the gradients of the flat range [lo, hi) (grads holds that
+ * range, element lo at index 0), without the parameters every TP rank holds
+ * whole (PL_TP_REPLICATED) unless count_replicated. Summed over the TP group
+ * with count_replicated on one rank only, each tensor counts once (Megatron's
+ * param_is_not_tensor_parallel_duplicate). */
+double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads,
+                           int count_replicated);
+
 #endif

@@ -5,6 +5,7 @@
 #include "base/fileio.h"
 
 #include "base/json.h"
+#include "base/log.h"
 #include "data/tokenizer/tokenizer.h"
 #include "train/ds_config.h"
 
@@ -71,6 +72,13 @@ static const pl_option train_options[] = {
     /* parallelism */
     {"--tensor-model-parallel-size", PL_OPT_INT, "1", F(tensor_model_parallel_size),
      "tensor-parallel group size", NULL, 0},
+    {"--model-parallel-size", PL_OPT_INT, NULL, F(model_parallel_size),
+     "the tensor-parallel size under Megatron v1's and DeepSpeed's older name", NULL, 0},
+    {"--tensor_model_parallel_size", PL_OPT_INT, NULL, F(tensor_model_parallel_size_a4s),
+     "the tensor-parallel size under A4SFramework's name", NULL, 0},
+    {"--sequence-parallel", PL_OPT_BOOL, NULL, F(sequence_parallel),
+     "Megatron's sequence parallelism: norms, dropout and residuals on micro-batch x sequence / "
+     "TP rows per rank (ignored, with a warning, at TP 1)", NULL, 0},
     {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pipeline_model_parallel_size),
      "pipeline-parallel group size", NULL, 0},
     {"--zero-stage", PL_OPT_INT, "0", F(zero_stage),
@@ -301,6 +309,35 @@ static pl_status resolve_zero_stage(pl_train_args *a)
     return PL_OK;
 }
 
+/* One TP size from --tensor-model-parallel-size and its aliases; they must agree. */
+static pl_status resolve_tp_size(pl_train_args *a)
+{
+    static const char *const names[3] = {"--tensor-model-parallel-size", "--model-parallel-size",
+                                         "--tensor_model_parallel_size"};
+    const int64_t vals[3] = {a->tensor_model_parallel_size, a->model_parallel_size,
+                             a->tensor_model_parallel_size_a4s};
+    int first = -1;
+    for (int i = 0; i < 3; i++) {
+        if (!pl_train_args_given(a, names[i]))
+            continue;
+        if (first >= 0 && vals[i] != vals[first])
+            return pl_errorf(PL_ERR_ARG, "plait train: %s %lld conflicts with %s %lld", names[first],
+                             (long long)vals[first], names[i], (long long)vals[i]);
+        if (first < 0)
+            first = i;
+    }
+    if (first > 0)
+        a->tensor_model_parallel_size = vals[first];
+    if (a->tensor_model_parallel_size < 1)
+        return pl_errorf(PL_ERR_ARG, "plait train: %s must be at least 1, got %lld",
+                         names[first > 0 ? first : 0], (long long)a->tensor_model_parallel_size);
+    if (a->sequence_parallel && a->tensor_model_parallel_size == 1) {
+        pl_log_warn("--sequence-parallel is ignored at --tensor-model-parallel-size 1 (as Megatron)");
+        a->sequence_parallel = 0;
+    }
+    return PL_OK;
+}
+
 /* --bf16 / --fp16 and the loss-scaling flags (Megatron's arguments.py checks). */
 static pl_status validate_precision(const pl_train_args *a)
 {
@@ -429,10 +466,10 @@ static pl_status validate(pl_train_args *a)
         a->attention_dropout >= 1)
         return pl_errorf(PL_ERR_ARG, "plait train: --hidden-dropout %g and --attention-dropout %g "
                          "must be in [0, 1)", a->hidden_dropout, a->attention_dropout);
-    if (a->tensor_model_parallel_size != 1 || a->pipeline_model_parallel_size != 1)
-        return pl_errorf(PL_ERR_ARG,
-                         "plait train: --tensor-model-parallel-size and "
-                         "--pipeline-model-parallel-size other than 1 are not implemented yet");
+    PL_TRY(resolve_tp_size(a));
+    if (a->pipeline_model_parallel_size != 1)
+        return pl_errorf(PL_ERR_ARG, "plait train: --pipeline-model-parallel-size other than 1 "
+                         "is not implemented yet");
     PL_TRY(validate_recompute(a));
     int by_iters = pl_train_args_given(a, "--train-iters");
     int by_samples = pl_train_args_given(a, "--train-samples");

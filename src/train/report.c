@@ -43,9 +43,11 @@ void pl_train_print_memory_plan(const pl_trainer *t)
 void pl_train_print_banner(const pl_trainer *t)
 {
     const pl_model_config *c = &t->cfg;
-    pl_log_info("plait %s | %s | world %d = tp %d x dp %d x pp %d | %d threads per rank",
+    pl_log_info("plait %s | %s | world %d = tp %d x dp %d x pp %d%s | %d threads per rank",
                 pl_version(), t->dist.library, t->grid.layout.world, t->grid.layout.tp,
-                t->grid.layout.dp, t->grid.layout.pp, omp_get_max_threads());
+                t->grid.layout.dp, t->grid.layout.pp,
+                c->sequence_parallel && t->grid.layout.tp > 1 ? " (sequence parallel)" : "",
+                omp_get_max_threads());
     static const char *const norms[] = {"LayerNorm", "RMSNorm"}, *const acts[] = {"GELU", "SwiGLU"};
     static const char *const pos[] = {"learned positions", "rope", "no positions"};
     pl_log_info("model: %s, %lld layers, hidden %lld, %lld heads (%lld query groups), ffn %lld, "
@@ -126,6 +128,7 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)t->consumed_train, r->loss, r->lr, r->grad_norm, scale,
                     (long long)t->skipped_total, ms_iter, tokens_s, 100 * mfu, eta);
         if (t->metrics) {
+            const pl_comm_stats *tp = &t->step_tp_comm; /* rank 0's TP group */
             char norm[32]; /* JSON has no NaN: a skipped step's norm is null */
             if (isfinite(r->grad_norm))
                 snprintf(norm, sizeof norm, "%.9g", r->grad_norm);
@@ -141,7 +144,10 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}, \"dp_comm\": {\"ops\": %lld, "
                     "\"early\": %lld, \"early_all_ranks\": %lld, \"busy_ms\": %.3f, "
                     "\"before_backward_end_ms\": %.3f, "
-                    "\"after_backward_end_ms\": %.3f, \"wait_ms\": %.3f, \"threaded\": %s}}\n",
+                    "\"after_backward_end_ms\": %.3f, \"wait_ms\": %.3f, \"threaded\": %s}, "
+                    "\"tp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
+                    "\"all-gather\": %lld}, \"tp_calls\": {\"all-reduce\": %lld, "
+                    "\"reduce-scatter\": %lld, \"all-gather\": %lld}, \"tp_comm_ms\": %.3f}\n",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
                     r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->zero_stage,
@@ -153,7 +159,16 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)t->comm_step.early, (long long)t->early_all_ranks,
                     1e3 * t->comm_step.busy,
                     1e3 * t->comm_step.before, 1e3 * t->comm_step.after, 1e3 * t->comm_step.wait,
-                    comm_threaded(t) ? "true" : "false");
+                    comm_threaded(t) ? "true" : "false",
+                    (long long)tp->kind[PL_COMM_ALLREDUCE].wire_bytes,
+                    (long long)tp->kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
+                    (long long)tp->kind[PL_COMM_ALLGATHER].wire_bytes,
+                    (long long)tp->kind[PL_COMM_ALLREDUCE].calls,
+                    (long long)tp->kind[PL_COMM_REDUCE_SCATTER].calls,
+                    (long long)tp->kind[PL_COMM_ALLGATHER].calls,
+                    1e3 * (tp->kind[PL_COMM_ALLREDUCE].seconds +
+                           tp->kind[PL_COMM_REDUCE_SCATTER].seconds +
+                           tp->kind[PL_COMM_ALLGATHER].seconds));
             fflush(t->metrics);
         }
     }

@@ -287,6 +287,7 @@ static pl_status setup_model(pl_trainer *t)
     c->vocab_size = vocab;
     c->padded_vocab = pl_model_padded_vocab(vocab, c->divisible_by, t->grid.layout.tp);
     c->keep_logits = strcmp(a->lm_head_logits, "keep") == 0;
+    c->sequence_parallel = a->sequence_parallel;
     if (a->recompute_granularity) /* validated in args.c */
         c->recompute = (pl_recompute){
             strcmp(a->recompute_granularity, "full") ? PL_RECOMPUTE_SELECTIVE : PL_RECOMPUTE_FULL,
@@ -500,6 +501,20 @@ static pl_status grad_ready(void *ctx, int64_t offset, int64_t count)
 }
 
 
+/* The squared gradient norm of the model-parallel slice this rank's DP group
+ * holds, from its n gradients at flat offset lo (all of them, or a ZeRO shard):
+ * with TP, the sum over the TP group, tensors replicated over TP counted once. */
+static pl_status grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n, double *out)
+{
+    pl_comm *tp = pl_grid_comm(&t->grid, PL_GRID_TP);
+    if (tp->size == 1) {
+        *out = pl_cpu_sumsq(g, n);
+        return PL_OK;
+    }
+    *out = pl_grad_sumsq_range(&t->reg, lo, lo + n, g, t->grid.tp_rank == 0);
+    return pl_comm_allreduce_f64(tp, out, 1, PL_COMM_SUM);
+}
+
 /* The optimizer step over this rank's shard (ZeRO): average the reduced gradients
  * over DP, clip by the global norm (sums of squares of every shard, all-reduced),
  * AdamW on the shard, then (stages 1-2) all-gather the updated parameters. */
@@ -511,7 +526,8 @@ static pl_status zero_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr,
     const float scale = (float)(1.0 / (double)t->dp);
     for (int64_t i = 0; i < z->shard; i++)
         g[i] *= scale;
-    double sumsq = pl_cpu_sumsq(g, z->shard);
+    double sumsq;
+    PL_TRY(grad_sumsq(t, g, z->lo, z->shard, &sumsq));
     PL_TRY(pl_comm_allreduce_f64(z->comm, &sumsq, 1, PL_COMM_SUM));
     float *p = t->zero_stage == 3 ? t->pshard : t->params + z->lo;
     *norm = pl_adamw_step_range(&t->reg, z->lo, z->hi, p, g, t->exp_avg, t->exp_avg_sq, hp, lr,
@@ -526,8 +542,8 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
 {
     pl_status st = PL_OK;
     pl_model *m = &t->model;
-    pl_comm *dpc = pl_grid_comm(&t->grid, PL_GRID_DP);
-    pl_comm_stats before = dpc->stats;
+    pl_comm *dpc = pl_grid_comm(&t->grid, PL_GRID_DP), *tpc = pl_grid_comm(&t->grid, PL_GRID_TP);
+    pl_comm_stats before = dpc->stats, before_tp = tpc->stats;
     if (t->grads)
         memset(t->grads, 0, (size_t)(t->zero_stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     if (t->gshard)
@@ -580,16 +596,16 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         unscale(held, held_n, ls);
     if (t->fault_nan_iter == t->iteration + 1 && t->fault_nan_rank == t->grid.rank)
         held[0] = NAN; /* fault injection (tests): one rank's gradient goes bad */
-    double ts = pl_time_now();
-    double sumsq = pl_cpu_sumsq(held, held_n);
+    double ts = pl_time_now(), sumsq;
+    PL_TRY(grad_sumsq(t, held, t->zero_stage ? t->zero.lo : 0, held_n, &sumsq));
     t->prof.optim += pl_time_now() - ts;
     /* Loss for the log (the mean over micro-batches and DP ranks) and, in the
      * same all-reduce, whether any rank saw a non-finite loss or gradient, so
      * that every rank skips the same step. */
     double agg[2] = {loss_sum / (double)t->dp, isfinite(loss_sum) && isfinite(sumsq) ? 0.0 : 1.0};
     tc = pl_time_now();
-    /* Over the DP group, which is every rank while TP = PP = 1; with model
-     * parallelism the flag must also cross the model-parallel group. */
+    /* Over the DP group: the TP ranks of a DP rank already agree (the loss is
+     * whole on each, and sumsq was summed over TP), so every rank decides alike. */
     PL_TRY(pl_comm_allreduce_f64(dpc, agg, 2, PL_COMM_SUM));
     t->prof.comm += pl_time_now() - tc;
     double lr = pl_lr_schedule_lr(&t->sched);
@@ -635,6 +651,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     pl_lr_schedule_step(&t->sched, t->gbs);
 stats:
     pl_comm_stats_sub(&t->step_comm, &dpc->stats, &before);
+    pl_comm_stats_sub(&t->step_tp_comm, &tpc->stats, &before_tp);
     /* Ring collectives load ranks unevenly per region; the sum over ranks is exact.
      * Overlap is summed too: a rank that lags sees its collectives complete early
      * while the other (which waited) sees none. */

@@ -245,7 +245,7 @@ KB(k_swiglu_fwd, pl_cpu_swiglu_fwd(k->big2, k->gin, N, 2 * C))
 KB(k_swiglu_bwd, pl_cpu_swiglu_bwd(k->big2, k->gin, k->big, N, 2 * C))
 KB(k_rope_fwd, pl_cpu_rope_fwd(k->qkv, k->rope_cos, k->rope_sin, B, T, NH, 1, HS, HS, 0))
 KB(k_rope_bwd, pl_cpu_rope_bwd(k->dqkv, k->rope_cos, k->rope_sin, B, T, NH, 1, HS, HS, 0))
-KB(k_dropout, pl_cpu_dropout(k->z, k->x, B, T, C, C, 0, k->sample, 0.1f, 1, 2))
+KB(k_dropout, pl_cpu_dropout(k->z, k->x, 0, B * T, T, C, C, 0, k->sample, 0.1f, 1, 2))
 KB(k_att_fwd, pl_cpu_attention_fwd(k->att, k->lse, k->qkv, &ATT, k->att_ws))
 KB(k_att_bwd,
    pl_cpu_attention_bwd(k->dqkv, k->datt, k->qkv, k->att, k->lse, &ATT, k->att_ws))

@@ -55,13 +55,13 @@ static void dropout_masks(float *hidden, float *attn, float *emb, const int64_t 
     const float keep = 1.0f / (1.0f - p);
     for (int64_t i = 0; i < N * C; i++)
         emb[i] = 1.0f;
-    pl_ref_dropout(emb, emb, B, T, C, C, 0, sample, p, SEED, pl_block_dropout_stream(s, 0, 3));
+    pl_ref_dropout(emb, emb, 0, B * T, T, C, C, 0, sample, p, SEED, pl_block_dropout_stream(s, 0, 3));
     for (int l = 0; l < L; l++) {
         for (int site = 1; site <= 2; site++) {
             float *h = hidden + ((int64_t)l * 2 + site - 1) * N * C;
             for (int64_t i = 0; i < N * C; i++)
                 h[i] = 1.0f;
-            pl_ref_dropout(h, h, B, T, C, C, 0, sample, p, SEED, pl_block_dropout_stream(s, l, site));
+            pl_ref_dropout(h, h, 0, B * T, T, C, C, 0, sample, p, SEED, pl_block_dropout_stream(s, l, site));
         }
         const uint64_t stream = pl_block_dropout_stream(s, l, 0);
         float *a = attn + (int64_t)l * B * NH * T * T;

@@ -440,18 +440,38 @@ TEST(dropout_twins_agree_bit_for_bit_at_every_alignment_thread_count_and_in_plac
             float *x = kc_random(n, -1, 1), *a = kc_floats(n), *b = kc_floats(n);
             float *ref = kc_floats(n);
             uint64_t seed = 1234 + k, stream = pl_hash_str("dropout") + j;
-            pl_ref_dropout(ref, x, d->B, d->T, d->C, d->Cg, d->c0, sample, ps[j], seed, stream);
-            KC_WITH_THREADS(1, pl_cpu_dropout(a, x, d->B, d->T, d->C, d->Cg, d->c0, sample, ps[j],
-                                              seed, stream));
-            KC_WITH_THREADS(2, pl_cpu_dropout(b, x, d->B, d->T, d->C, d->Cg, d->c0, sample, ps[j],
-                                              seed, stream));
+            pl_ref_dropout(ref, x, 0, d->B * d->T, d->T, d->C, d->Cg, d->c0, sample, ps[j], seed, stream);
+            KC_WITH_THREADS(1, pl_cpu_dropout(a, x, 0, d->B * d->T, d->T, d->C, d->Cg, d->c0, sample, ps[j], seed, stream));
+            KC_WITH_THREADS(2, pl_cpu_dropout(b, x, 0, d->B * d->T, d->T, d->C, d->Cg, d->c0, sample, ps[j], seed, stream));
             CHECK(kc_same_bits(a, ref, n) && kc_same_bits(b, ref, n),
                   "shape %zu p %g: cpu (1 or 2 threads) != ref", k, (double)ps[j]);
             memcpy(b, x, (size_t)n * sizeof *b);
-            pl_cpu_dropout(b, b, d->B, d->T, d->C, d->Cg, d->c0, sample, ps[j], seed, stream);
+            pl_cpu_dropout(b, b, 0, d->B * d->T, d->T, d->C, d->Cg, d->c0, sample, ps[j], seed, stream);
             CHECK(kc_same_bits(b, ref, n), "shape %zu: in place != out of place", k);
             free(sample), free(x), free(a), free(b), free(ref);
         }
+}
+
+/* Sequence parallelism: a rank holds rows [n0, n0 + rows) of the micro-batch,
+ * cut anywhere (inside a sample too). Every block of rows, dropped on its own,
+ * equals the same rows of the whole, bit for bit, in both twins. */
+TEST(dropout_of_a_block_of_rows_equals_those_rows_of_the_whole)
+{
+    const int64_t B = 3, T = 10, C = 70, N = B * T;
+    int64_t *sample = random_samples(B);
+    float *x = kc_random(N * C, -1, 1), *whole = kc_floats(N * C), *part = kc_floats(N * C);
+    pl_ref_dropout(whole, x, 0, N, T, C, C, 0, sample, 0.3f, 17, 5);
+    static const int64_t cuts[][2] = {{0, 30}, {0, 15}, {15, 15}, {7, 11}, {29, 1}, {10, 10}};
+    for (size_t k = 0; k < sizeof cuts / sizeof *cuts; k++) {
+        const int64_t n0 = cuts[k][0], rows = cuts[k][1];
+        pl_cpu_dropout(part, x + n0 * C, n0, rows, T, C, C, 0, sample, 0.3f, 17, 5);
+        CHECK(kc_same_bits(part, whole + n0 * C, rows * C), "cpu rows [%lld, +%lld) differ",
+              (long long)n0, (long long)rows);
+        pl_ref_dropout(part, x + n0 * C, n0, rows, T, C, C, 0, sample, 0.3f, 17, 5);
+        CHECK(kc_same_bits(part, whole + n0 * C, rows * C), "ref rows [%lld, +%lld) differ",
+              (long long)n0, (long long)rows);
+    }
+    free(sample), free(x), free(whole), free(part);
 }
 
 /* The cpu twin's 16-block step counts blocks in 32-bit lanes with a carry
@@ -463,8 +483,8 @@ TEST(dropout_twins_agree_where_the_philox_counter_crosses_2_to_the_32)
     /* row 85899345 of width 200 starts at index 17179869000 = 2^34 - 184 */
     const int64_t sample[1] = {17179869}, B = 1, T = 5, C = 200;
     float *x = kc_random(B * T * C, -1, 1), *a = kc_floats(B * T * C), *ref = kc_floats(B * T * C);
-    pl_ref_dropout(ref, x, B, T, C, C, 0, sample, 0.5f, 99, 7);
-    pl_cpu_dropout(a, x, B, T, C, C, 0, sample, 0.5f, 99, 7);
+    pl_ref_dropout(ref, x, 0, B * T, T, C, C, 0, sample, 0.5f, 99, 7);
+    pl_cpu_dropout(a, x, 0, B * T, T, C, C, 0, sample, 0.5f, 99, 7);
     CHECK(kc_same_bits(a, ref, B * T * C), "cpu != ref across the counter's 32-bit carry");
     free(x), free(a), free(ref);
 }
@@ -477,7 +497,7 @@ TEST(dropout_keeps_one_minus_p_of_a_million_elements_within_5_sigma_scaled_by_1_
     float *x = kc_random(n, 0.5, 1.5), *y = kc_floats(n);
     for (size_t j = 0; j < sizeof ps / sizeof *ps; j++) {
         double p = ps[j];
-        pl_cpu_dropout(y, x, B, T, C, C, 0, sample, ps[j], 5, 6);
+        pl_cpu_dropout(y, x, 0, B * T, T, C, C, 0, sample, ps[j], 5, 6);
         float scale = (float)(1.0 / (1.0 - p));
         int64_t kept = 0, exact = 1;
         for (int64_t i = 0; i < n; i++) {
@@ -499,7 +519,7 @@ TEST(dropout_of_a_column_slice_is_the_slice_of_the_full_width_mask)
     const int64_t B = 3, T = 6, Cg = 515;
     int64_t *sample = random_samples(B);
     float *x = kc_random(B * T * Cg, -1, 1), *full = kc_floats(B * T * Cg);
-    pl_cpu_dropout(full, x, B, T, Cg, Cg, 0, sample, 0.3f, 42, 43);
+    pl_cpu_dropout(full, x, 0, B * T, T, Cg, Cg, 0, sample, 0.3f, 42, 43);
     /* three uneven tensor-parallel slices, the first ending mid-block */
     static const int64_t cuts[] = {0, 170, 345, 515};
     for (int r = 0; r < 3; r++) {
@@ -507,8 +527,8 @@ TEST(dropout_of_a_column_slice_is_the_slice_of_the_full_width_mask)
         float *xs = kc_floats(B * T * C), *ys = kc_floats(B * T * C), *yr = kc_floats(B * T * C);
         for (int64_t row = 0; row < B * T; row++)
             memcpy(xs + row * C, x + row * Cg + c0, (size_t)C * sizeof *xs);
-        pl_cpu_dropout(ys, xs, B, T, C, Cg, c0, sample, 0.3f, 42, 43);
-        pl_ref_dropout(yr, xs, B, T, C, Cg, c0, sample, 0.3f, 42, 43);
+        pl_cpu_dropout(ys, xs, 0, B * T, T, C, Cg, c0, sample, 0.3f, 42, 43);
+        pl_ref_dropout(yr, xs, 0, B * T, T, C, Cg, c0, sample, 0.3f, 42, 43);
         int same = kc_same_bits(ys, yr, B * T * C);
         for (int64_t row = 0; row < B * T; row++)
             same &= memcmp(ys + row * C, full + row * Cg + c0, (size_t)C * sizeof *ys) == 0;
@@ -525,8 +545,8 @@ TEST(dropout_mask_follows_the_sample_id_not_the_batch_position)
     const int64_t ab[2] = {7, 3}, ba[2] = {3, 7};
     float *x = kc_random(2 * n, 0.5, 1.5), *y1 = kc_floats(2 * n), *y2 = kc_floats(2 * n);
     memcpy(x + n, x, (size_t)n * sizeof *x); /* both samples see the same values */
-    pl_cpu_dropout(y1, x, 2, T, C, C, 0, ab, 0.5f, 11, 12);
-    pl_cpu_dropout(y2, x, 2, T, C, C, 0, ba, 0.5f, 11, 12);
+    pl_cpu_dropout(y1, x, 0, 2 * T, T, C, C, 0, ab, 0.5f, 11, 12);
+    pl_cpu_dropout(y2, x, 0, 2 * T, T, C, C, 0, ba, 0.5f, 11, 12);
     CHECK(kc_same_bits(y1, y2 + n, n) && kc_same_bits(y1 + n, y2, n),
           "swapping the sample ids must swap the masks");
     /* two samples' masks at p = 0.5 agree on half their elements, sd 0.5 sqrt(n) */
@@ -537,9 +557,9 @@ TEST(dropout_mask_follows_the_sample_id_not_the_batch_position)
     CHECK(dev < 5.0, "masks of samples 7 and 3 agree on %lld of %lld (%.1f sigma)",
           (long long)agree, (long long)n, dev);
     /* another seed or stream: another mask */
-    pl_cpu_dropout(y2, x, 2, T, C, C, 0, ab, 0.5f, 12, 12);
+    pl_cpu_dropout(y2, x, 0, 2 * T, T, C, C, 0, ab, 0.5f, 12, 12);
     CHECK(!kc_same_bits(y1, y2, 2 * n), "the seed must change the mask");
-    pl_cpu_dropout(y2, x, 2, T, C, C, 0, ab, 0.5f, 11, 13);
+    pl_cpu_dropout(y2, x, 0, 2 * T, T, C, C, 0, ab, 0.5f, 11, 13);
     CHECK(!kc_same_bits(y1, y2, 2 * n), "the stream must change the mask");
     free(x), free(y1), free(y2);
 }
@@ -548,11 +568,11 @@ TEST(dropout_with_p_zero_is_the_identity)
 {
     const int64_t B = 2, T = 3, C = 50, n = B * T * C, sample[2] = {0, 1};
     float *x = kc_random(n, -1, 1), *y = kc_floats(n), *z = kc_copy(x, n);
-    pl_cpu_dropout(y, x, B, T, C, C, 0, sample, 0.0f, 1, 2);
+    pl_cpu_dropout(y, x, 0, B * T, T, C, C, 0, sample, 0.0f, 1, 2);
     CHECK(kc_same_bits(y, x, n), "cpu: p = 0 must copy");
-    pl_ref_dropout(y, x, B, T, C, C, 0, sample, 0.0f, 1, 2);
+    pl_ref_dropout(y, x, 0, B * T, T, C, C, 0, sample, 0.0f, 1, 2);
     CHECK(kc_same_bits(y, x, n), "ref: p = 0 must copy");
-    pl_cpu_dropout(z, z, B, T, C, C, 0, sample, 0.0f, 1, 2);
+    pl_cpu_dropout(z, z, 0, B * T, T, C, C, 0, sample, 0.0f, 1, 2);
     CHECK(kc_same_bits(z, x, n), "cpu in place: p = 0 must leave the input");
     free(x), free(y), free(z);
 }
@@ -588,7 +608,7 @@ TEST(dropout_of_the_gradient_is_the_backward_by_finite_differences)
     const drop_shape d = {2, 5, 37, 100, 21};
     int64_t n = d.B * d.T * d.C, *sample = random_samples(d.B);
     float *x = kc_random(n, -1, 1), *R = kc_random(n, -1, 1), *g = kc_floats(n);
-    pl_ref_dropout(g, R, d.B, d.T, d.C, d.Cg, d.c0, sample, 0.25f, 8, 9);
+    pl_ref_dropout(g, R, 0, d.B * d.T, d.T, d.C, d.Cg, d.c0, sample, 0.25f, 8, 9);
     double *xd = kc_to_double(x, n);
     drop_ctx ctx = {xd, R, sample, d, 0.25, 8, 9};
     /* linear in x: exact difference quotients; the analytic side rounds
@@ -637,7 +657,7 @@ TEST(elementwise_kernels_and_rmsnorm_parameter_sums_give_the_same_bits_in_both_b
         o[RO_B] = kc_copy(q0, nq);
         pl_cpu_rope_bwd(o[RO_B], cos_tab, sin_tab, r.B, r.T, r.G, r.QG, r.HS, r.rot, r.pos0);
         o[DROP] = kc_floats(N * C);
-        pl_cpu_dropout(o[DROP], x, 1, N, C, C, 0, sample, 0.2f, 3, 4);
+        pl_cpu_dropout(o[DROP], x, 0, N, N, C, C, 0, sample, 0.2f, 3, 4);
         o[DW] = kc_copy(w, C), o[DB] = kc_copy(w, C);
         memset(dx, 0, (size_t)(N * C) * sizeof *dx);
         pl_cpu_rmsnorm_bwd(dx, o[DW], o[DB], x, x, w, rstd, N, C);
@@ -665,6 +685,7 @@ int main(void)
         RUN(dropout_twins_agree_where_the_philox_counter_crosses_2_to_the_32);
         RUN(dropout_keeps_one_minus_p_of_a_million_elements_within_5_sigma_scaled_by_1_over_1_minus_p);
         RUN(dropout_of_a_column_slice_is_the_slice_of_the_full_width_mask);
+        RUN(dropout_of_a_block_of_rows_equals_those_rows_of_the_whole);
         RUN(dropout_mask_follows_the_sample_id_not_the_batch_position);
         RUN(dropout_with_p_zero_is_the_identity);
         RUN(dropout_of_the_gradient_is_the_backward_by_finite_differences);

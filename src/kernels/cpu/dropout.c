@@ -135,22 +135,23 @@ static void dropout_run(float *out, const float *inp, int64_t n, uint64_t index,
     }
 }
 
-void pl_cpu_dropout(float *out, const float *inp, int64_t B, int64_t T, int64_t C, int64_t Cg,
-                    int64_t c0, const int64_t *sample, float p, uint64_t seed, uint64_t stream)
+void pl_cpu_dropout(float *out, const float *inp, int64_t n0, int64_t rows, int64_t T, int64_t C,
+                    int64_t Cg, int64_t c0, const int64_t *sample, float p, uint64_t seed,
+                    uint64_t stream)
 {
-    PL_DISPATCH(dropout, out, inp, B, T, C, Cg, c0, sample, p, seed, stream);
+    PL_DISPATCH(dropout, out, inp, n0, rows, T, C, Cg, c0, sample, p, seed, stream);
     if (p == 0.0f) {
         if (out != inp)
-            memmove(out, inp, (size_t)(B * T * C) * sizeof *out);
+            memmove(out, inp, (size_t)(rows * C) * sizeof *out);
         return;
     }
     uint32_t threshold = pl_dropout_threshold(p);
     float scale = (float)(1.0 / (1.0 - (double)p));
-#pragma omp parallel for schedule(static) if (B * T * C > PAR_MIN)
-    for (int64_t n = 0; n < B * T; n++) {
-        int64_t b = n / T, t = n % T;
+#pragma omp parallel for schedule(static) if (rows * C > PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t n = n0 + r, b = n / T, t = n % T;
         uint64_t index = ((uint64_t)sample[b] * (uint64_t)T + (uint64_t)t) * (uint64_t)Cg +
                          (uint64_t)c0;
-        dropout_run(out + n * C, inp + n * C, C, index, threshold, scale, seed, stream);
+        dropout_run(out + r * C, inp + r * C, C, index, threshold, scale, seed, stream);
     }
 }

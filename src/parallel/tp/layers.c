@@ -5,9 +5,24 @@
 
 #include <math.h>
 
-static pl_status tp_sum(pl_comm *tp, float *buf, int64_t n)
+static int tp_many(const pl_comm *tp) { return tp && tp->size > 1; }
+
+pl_status pl_tp_reduce_rows(pl_comm *tp, int sp, float *out, float *partial, int64_t N, int64_t C)
 {
-    return tp && tp->size > 1 ? pl_comm_allreduce_f32(tp, buf, n, PL_COMM_SUM) : PL_OK;
+    if (!tp_many(tp))
+        return out == partial ? PL_OK : pl_errorf(PL_ERR_INTERNAL, "pl_tp_reduce_rows: no TP group "
+                                                  "but out is not the partial buffer");
+    if (sp)
+        return pl_comm_reduce_scatter_f32(tp, partial, out, N / tp->size * C);
+    return pl_comm_allreduce_f32(tp, partial, N * C, PL_COMM_SUM);
+}
+
+pl_status pl_tp_gather_rows(pl_comm *tp, float *full, int64_t N, int64_t C)
+{
+    if (!tp_many(tp))
+        return PL_OK;
+    const int64_t block = N / tp->size * C;
+    return pl_comm_allgather_f32(tp, full + tp->rank * block, full, block);
 }
 
 pl_status pl_tp_column_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float *x,
@@ -18,22 +33,25 @@ pl_status pl_tp_column_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float
     return pl_nn_linear_fwd(g, y, x, w, b, N, IC, OCl);
 }
 
-pl_status pl_tp_column_linear_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dw, float *db,
-                                  const float *dy, const float *x, const float *w, int64_t N,
-                                  int64_t IC, int64_t OCl)
+pl_status pl_tp_column_linear_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dw,
+                                  float *db, const float *dy, const float *x, const float *w,
+                                  int64_t N, int64_t IC, int64_t OCl)
 {
     pl_status st = pl_nn_linear_bwd(g, dx, dw, db, dy, x, w, N, IC, OCl);
-    return st ? st : tp_sum(tp, dx, N * IC); /* f's backward */
+    return st ? st : pl_tp_reduce_rows(tp, sp, dx, dx, N, IC); /* f's backward */
 }
 
-pl_status pl_tp_row_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float *x, const float *w,
-                               const float *b, int64_t N, int64_t ICl, int64_t OC)
+pl_status pl_tp_row_linear_fwd(pl_comm *tp, int sp, pl_gemm *g, float *y, float *partial,
+                               const float *x, const float *w, const float *b, int64_t N,
+                               int64_t ICl, int64_t OC)
 {
-    pl_status st = pl_nn_linear_fwd(g, y, x, w, NULL, N, ICl, OC);
+    if (!sp)
+        partial = y;
+    pl_status st = pl_nn_linear_fwd(g, partial, x, w, NULL, N, ICl, OC);
     if (!st)
-        st = tp_sum(tp, y, N * OC); /* g */
+        st = pl_tp_reduce_rows(tp, sp, y, partial, N, OC); /* g */
     if (!st && b)
-        pl_cpu_bias_fwd(y, b, N, OC);
+        pl_cpu_bias_fwd(y, b, pl_tp_rows(tp, sp, N), OC);
     return st;
 }
 
@@ -45,15 +63,24 @@ pl_status pl_tp_row_linear_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dw, fl
     return pl_nn_linear_bwd(g, dx, dw, db, dy, x, w, N, ICl, OC);
 }
 
-pl_status pl_tp_embedding_fwd(pl_comm *tp, float *out, const int32_t *ids, const float *wte,
-                              const float *wpe, int64_t B, int64_t T, int64_t C, int64_t v0,
-                              int64_t V)
+pl_status pl_tp_embedding_fwd(pl_comm *tp, int sp, float *out, float *partial, const int32_t *ids,
+                              const float *wte, const float *wpe, int64_t B, int64_t T, int64_t C,
+                              int64_t v0, int64_t V)
 {
-    pl_cpu_embedding_fwd(out, ids, wte, B * T, C, v0, V);
-    pl_status st = tp_sum(tp, out, B * T * C);
-    if (!st && wpe)
+    const int64_t N = B * T, rows = pl_tp_rows(tp, sp, N), n0 = pl_tp_row0(tp, sp, N);
+    if (!sp)
+        partial = out;
+    pl_cpu_embedding_fwd(partial, ids, wte, N, C, v0, V);
+    pl_status st = pl_tp_reduce_rows(tp, sp, out, partial, N, C);
+    if (st || !wpe)
+        return st;
+    if (rows == N) {
         pl_cpu_pos_embedding_fwd(out, wpe, B, T, C);
-    return st;
+        return PL_OK;
+    }
+    for (int64_t i = 0; i < rows; i++) /* this rank's rows, position (n0 + i) mod T */
+        pl_cpu_add(out + i * C, out + i * C, wpe + (n0 + i) % T * C, C);
+    return PL_OK;
 }
 
 void pl_tp_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *ids,
@@ -73,7 +100,7 @@ pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, co
                                        workspace, g);
     if (st)
         return st;
-    if (tp && tp->size > 1) {
+    if (tp_many(tp)) {
         /* Megatron's _VocabParallelCrossEntropy: global max, then rescale local sums. */
         for (int64_t n = 0; n < N; n++)
             lse[n] = mx[n];
@@ -91,12 +118,12 @@ pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, co
     return PL_OK;
 }
 
-pl_status pl_tp_lmhead_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dwte, const float *x,
+pl_status pl_tp_lmhead_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dwte, const float *x,
                            const float *wte, const int32_t *targets, const float *lse,
                            const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
                            int64_t chunk, float *workspace, int logits_kept)
 {
     pl_status st = pl_cpu_lmhead_bwd(dx, dwte, x, wte, targets, lse, dloss, N, C, v0, V, chunk,
                                      workspace, logits_kept, g);
-    return st ? st : tp_sum(tp, dx, N * C);
+    return st ? st : pl_tp_reduce_rows(tp, sp, dx, dx, N, C);
 }

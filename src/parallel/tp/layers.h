@@ -10,7 +10,13 @@
  *                           outside give zero rows; all-reduce over TP.
  *   vocab-parallel cross-entropy: max (all-reduce MAX), sum of exp (SUM) and
  *                           target logit (SUM) combined across TP ranks.
- * With a TP group of one rank (or tp NULL), every all-reduce is skipped. Shapes as in
+ *   sequence parallelism (sp): each rank holds N/tp consecutive rows of the
+ *                           residual stream (rows [rank N/tp, (rank+1) N/tp) of
+ *                           (N, C)). g becomes a reduce-scatter to those rows, f's
+ *                           backward too; the input of a column-parallel layer
+ *                           is all-gathered first (the caller's job: it writes
+ *                           its rows in place and calls pl_tp_gather_rows).
+ * With a TP group of one rank (or tp NULL), every collective is skipped. Shapes as in
  * kernels.h; gradient outputs named "must be zero" are overwritten with the
  * full gradient, the others are added into. */
 #ifndef PL_PARALLEL_TP_LAYERS_H
@@ -19,29 +25,52 @@
 #include "kernels/kernels.h"
 #include "parallel/comm.h"
 
+/* The rows of this rank under sequence parallelism: [n0, n0 + Nl) of N. */
+static inline int64_t pl_tp_rows(const pl_comm *tp, int sp, int64_t N)
+{
+    return sp && tp && tp->size > 1 ? N / tp->size : N;
+}
+static inline int64_t pl_tp_row0(const pl_comm *tp, int sp, int64_t N)
+{
+    return sp && tp && tp->size > 1 ? N / tp->size * tp->rank : 0;
+}
+
+/* Sums partial (N, C) over the TP group: all-reduce in place (out must be
+ * partial), or with sp a reduce-scatter leaving this rank's rows in out. */
+pl_status pl_tp_reduce_rows(pl_comm *tp, int sp, float *out, float *partial, int64_t N, int64_t C);
+/* full (N, C) = every rank's rows, this rank's already in place at their rows
+ * (sequence parallelism's all-gather). */
+pl_status pl_tp_gather_rows(pl_comm *tp, float *full, int64_t N, int64_t C);
+
 /* y (N, OCl) = x (N, IC) . W^T + b, W (OCl, IC), b (OCl). */
 pl_status pl_tp_column_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float *x,
                                   const float *w, const float *b, int64_t N, int64_t IC,
                                   int64_t OCl);
-/* dx (N, IC) must be zero on entry and holds the full input gradient on exit;
- * dw, db are added into. */
-pl_status pl_tp_column_linear_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dw, float *db,
-                                  const float *dy, const float *x, const float *w, int64_t N,
-                                  int64_t IC, int64_t OCl);
+/* dx (N, IC) must be zero on entry and holds the input gradient on exit: all of
+ * it, or with sp this rank's rows at dx[0, N/tp * IC). dw, db are added into. */
+pl_status pl_tp_column_linear_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dw,
+                                  float *db, const float *dy, const float *x, const float *w,
+                                  int64_t N, int64_t IC, int64_t OCl);
 
-/* y (N, OC) = all-reduce(x (N, ICl) . W^T) + b, W (OC, ICl), b (OC) replicated. */
-pl_status pl_tp_row_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float *x, const float *w,
-                               const float *b, int64_t N, int64_t ICl, int64_t OC);
-/* dx (N, ICl), dw, db added into. */
+/* y = reduce(x (N, ICl) . W^T) + b, W (OC, ICl), b (OC) replicated: y (N, OC),
+ * or with sp this rank's rows (N/tp, OC), the product then going through
+ * partial (N x OC floats of scratch; without sp partial is y). */
+pl_status pl_tp_row_linear_fwd(pl_comm *tp, int sp, pl_gemm *g, float *y, float *partial,
+                               const float *x, const float *w, const float *b, int64_t N,
+                               int64_t ICl, int64_t OC);
+/* dx (N, ICl), dw, db added into; dy (N, OC) whole (gathered under sp). */
 pl_status pl_tp_row_linear_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dw, float *db,
                                const float *dy, const float *x, const float *w, int64_t N,
                                int64_t ICl, int64_t OC);
 
-/* out (B*T, C) = word embeddings of ids (vocab-parallel, all-reduced) + positions
- * (wpe, dwpe NULL: none, as with rotary embeddings). */
-pl_status pl_tp_embedding_fwd(pl_comm *tp, float *out, const int32_t *ids, const float *wte,
-                              const float *wpe, int64_t B, int64_t T, int64_t C, int64_t v0,
-                              int64_t V);
+/* out = word embeddings of ids (vocab-parallel, reduced) + positions (wpe NULL:
+ * none, as with rotary embeddings): (B*T, C), or with sp this rank's rows, the
+ * word embeddings then going through partial (B*T x C floats of scratch;
+ * without sp partial is out). */
+pl_status pl_tp_embedding_fwd(pl_comm *tp, int sp, float *out, float *partial, const int32_t *ids,
+                              const float *wte, const float *wpe, int64_t B, int64_t T, int64_t C,
+                              int64_t v0, int64_t V);
+/* dout (B*T, C) whole (gathered under sp): every rank's gradients are whole. */
 void pl_tp_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *ids,
                          int64_t B, int64_t T, int64_t C, int64_t v0, int64_t V);
 
@@ -51,10 +80,11 @@ void pl_tp_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int3
 pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, const float *x,
                             const float *wte, const int32_t *targets, int64_t N, int64_t C,
                             int64_t v0, int64_t V, int64_t chunk, float *workspace, float *rows);
-/* dx (N, C) must be zero on entry (full gradient on exit); dwte added into.
+/* dx (N, C) must be zero on entry (the input gradient on exit: all of it, or
+ * with sp this rank's rows at dx[0, N/tp * C)); dwte added into.
  * dloss (N): d objective / d loss[n]. logits_kept: the workspace still holds
  * the logits pl_tp_lmhead_loss left there with chunk >= V (kernels.h). */
-pl_status pl_tp_lmhead_bwd(pl_comm *tp, pl_gemm *g, float *dx, float *dwte, const float *x,
+pl_status pl_tp_lmhead_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dwte, const float *x,
                            const float *wte, const int32_t *targets, const float *lse,
                            const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
                            int64_t chunk, float *workspace, int logits_kept);
