@@ -325,18 +325,23 @@ static pl_status write_zero_shard(const char *path, const pl_ckpt_zero *z)
     return pl_st_writer_finish(w, path);
 }
 
-/* The manifest's "zero" object and the checksums of the optimizer shard files. */
-static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, const char *sub,
+/* The manifest's "zero" object and the checksums of the optimizer shard files:
+ * one entry per (tp, pp, dp) rank. Every model-parallel rank's flat buffer has
+ * the same length while the layout has one pipeline stage (each TP split
+ * divides evenly), so rank 0's ranges are every rank's. */
+static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, int tp, int pp,
                                const pl_ckpt_zero *z, jbuild *jb)
 {
-    char rel[128], path[PATH_MAX_ + 160], hash[17];
+    char rel[128], path[PATH_MAX_ + 160], hash[17], sub[64];
     cJSON *zo = jobj(root, "zero", jb);
     jnum(zo, "stage", z->stage, jb);
     jnum(zo, "data_parallel_size", z->dp, jb);
     jnum(zo, "padded_numel", (double)z->padded, jb);
     cJSON *shards = zo ? cJSON_AddArrayToObject(zo, "shards") : NULL;
     jb->ok &= shards != NULL;
-    for (int r = 0; r < z->dp && jb->ok; r++) {
+    for (int i = 0; i < tp * pp * z->dp && jb->ok; i++) {
+        const int t = i / (pp * z->dp), p = i / z->dp % pp, r = i % z->dp;
+        rank_dir(sub, t, p, pp);
         optim_rel(rel, sizeof rel, sub, r);
         snprintf(path, sizeof path, "%s/%s", tmp, rel);
         pl_status st = file_xxh64(path, hash);
@@ -346,6 +351,9 @@ static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, const
         cJSON *e = cJSON_CreateObject();
         jb->ok &= e != NULL && cJSON_AddItemToArray(shards, e);
         jstr(e, "file", rel, jb);
+        jnum(e, "tp_rank", t, jb);
+        jnum(e, "pp_rank", p, jb);
+        jnum(e, "dp_rank", r, jb);
         jnum(e, "offset", (double)(r * z->count), jb);
         jnum(e, "count", (double)z->count, jb);
     }
@@ -408,10 +416,8 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
                         st = pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
                 }
             }
-        if (!st && buf->zero) {
-            rank_dir(sub, 0, 0, meta->pp);
-            st = manifest_zero(root, files, tmp, sub, buf->zero, &jb);
-        }
+        if (!st && buf->zero)
+            st = manifest_zero(root, files, tmp, meta->tp, meta->pp, buf->zero, &jb);
         if (st)
             goto manifest_done;
         text = cJSON_Print(root);
@@ -595,9 +601,27 @@ pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_model_confi
     return st;
 }
 
-/* Reads this DP rank's ZeRO optimizer shard, checking the DP size and its range. */
+/* The "zero" shard entry of rank (tp, pp, dp), or NULL. Entries without rank
+ * fields (written before tensor parallelism) are TP and PP rank 0, in DP order. */
+static const cJSON *zero_entry(const cJSON *zo, int tp_rank, int pp_rank, int dp_rank)
+{
+    const cJSON *e;
+    int i = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(zo, "shards"))
+    {
+        int ok = 1, has = cJSON_HasObjectItem(e, "dp_rank");
+        int t = has ? (int)num(e, "tp_rank", &ok) : 0, p = has ? (int)num(e, "pp_rank", &ok) : 0;
+        int r = has ? (int)num(e, "dp_rank", &ok) : i;
+        if (ok && t == tp_rank && p == pp_rank && r == dp_rank)
+            return e;
+        i++;
+    }
+    return NULL;
+}
+
+/* Reads this rank's ZeRO optimizer shard, checking the DP size and its range. */
 static pl_status load_zero_shard(const char *idir, const char *mpath, const cJSON *root,
-                                 const cJSON *zo, pl_ckpt_zero *z)
+                                 const cJSON *zo, int tp_rank, int pp_rank, pl_ckpt_zero *z)
 {
     int ok = 1;
     int dp = (int)num(zo, "data_parallel_size", &ok);
@@ -608,7 +632,7 @@ static pl_status load_zero_shard(const char *idir, const char *mpath, const cJSO
         return pl_errorf(PL_ERR_UNSUPPORTED, "%s: The checkpoint being loaded used a DP world size "
                          "of %d but the current world size is %d (ZeRO optimizer shards cannot be "
                          "resharded yet)", mpath, dp, z->dp);
-    const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(zo, "shards"), z->dp_rank);
+    const cJSON *e = zero_entry(zo, tp_rank, pp_rank, z->dp_rank);
     const cJSON *file = cJSON_GetObjectItemCaseSensitive(e, "file");
     int64_t off = (int64_t)num(e, "offset", &ok), count = (int64_t)num(e, "count", &ok);
     if (!ok || !cJSON_IsString(file) || padded != z->padded || off != z->lo || count != z->count)
@@ -657,6 +681,15 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config
         return st;
     pl_safetensors sf = {0};
     int sf_open = 0;
+    const pl_registry *reg = buf->reg;
+    /* first: the padded vocabulary below follows from the TP size */
+    if (meta->tp != reg->tp_size || meta->pp < 1) {
+        st = pl_errorf(PL_ERR_UNSUPPORTED,
+                       "%s: saved with --tensor-model-parallel-size %d, this run uses %d "
+                       "(resharding on load is not implemented yet)",
+                       mpath, meta->tp, reg->tp_size);
+        goto fail;
+    }
     for (size_t i = 0; i < sizeof config_fields / sizeof *config_fields; i++) {
         int64_t a = *(const int64_t *)((const char *)&saved + config_fields[i].off);
         int64_t b = *(const int64_t *)((const char *)cfg + config_fields[i].off);
@@ -670,14 +703,6 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config
     if (arch) {
         st = pl_errorf(PL_ERR_ARG, "%s: the checkpoint's architecture differs from this run's in "
                        "%s (checkpoint: %s)", mpath, arch, pl_family_get(saved.family)->name);
-        goto fail;
-    }
-    const pl_registry *reg = buf->reg;
-    if (meta->tp != reg->tp_size || meta->pp < 1) {
-        st = pl_errorf(PL_ERR_UNSUPPORTED,
-                       "%s: saved with --tensor-model-parallel-size %d, this run uses %d "
-                       "(resharding on load is not implemented yet)",
-                       mpath, meta->tp, reg->tp_size);
         goto fail;
     }
     const cJSON *zo = cJSON_GetObjectItemCaseSensitive(root, "zero");
@@ -698,7 +723,7 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config
     }
     st = PL_OK;
     if (buf->zero && zo && buf->zero->exp_avg)
-        PL_TRY(load_zero_shard(idir, mpath, root, zo, buf->zero));
+        PL_TRY(load_zero_shard(idir, mpath, root, zo, reg->tp_rank, reg->pp_rank, buf->zero));
     rank_dir(sub, reg->tp_rank, reg->pp_rank, meta->pp);
     snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
     snprintf(spath, sizeof spath, "%s/%s", idir, rel);

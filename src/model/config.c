@@ -76,8 +76,8 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
                          "--num-query-groups %lld", (long long)d.NH, (long long)d.G);
     if (d.G % r->tp_size)
         return pl_errorf(PL_ERR_ARG, "--num-query-groups %lld is not divisible by "
-                         "--tensor-model-parallel-size %d (replicated KV groups are not "
-                         "implemented yet)", (long long)d.G, r->tp_size);
+                         "--tensor-model-parallel-size %d (Megatron requires it too; "
+                         "replicating key/value groups over TP ranks is not implemented)", (long long)d.G, r->tp_size);
     if (c->ffn_hidden % r->tp_size)
         return pl_errorf(PL_ERR_ARG,
                          "--ffn-hidden-size %lld is not divisible by --tensor-model-parallel-size %d",

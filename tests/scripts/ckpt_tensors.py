@@ -1,0 +1,102 @@
+"""Reads a plait checkpoint iteration directory back into whole (global) tensors,
+independently of plait: the manifest's tensor table (global shape, tensor-parallel
+split) and each mp_rank_XX[_YYY]/model_optim.safetensors file, parsed here.
+
+    python3 ckpt_tensors.py same A_ITER_DIR B_ITER_DIR [ABS REL]
+        exit 0 when every parameter of A equals B's within ABS + REL * |b|
+        (vocabulary tensors compared over the unpadded rows: the padding
+        depends on the TP size), printing the worst excess
+    python3 ckpt_tensors.py replicas ITER_DIR
+        exit 0 when every tensor replicated over TP is bit-identical on every
+        TP rank (ranks that drift apart would silently train different models)
+
+Splits (src/model/registry.h): rows and vocab concatenate along dim 0, cols along
+dim 1, rows_halves holds [gate_r; up_r] per rank (whole: [gate_0..; up_0..]).
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+def read_safetensors(path):
+    raw = open(path, 'rb').read()
+    n = struct.unpack('<Q', raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    out = {}
+    for k, v in head.items():
+        if k == '__metadata__' or k.startswith('optimizer.'):
+            continue
+        assert v['dtype'] == 'F32', (path, k, v['dtype'])
+        a, b = v['data_offsets']
+        out[k] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v['shape'])
+    return out
+
+
+def rank_files(idir, man):
+    tp = man['parallel']['tensor_model_parallel_size']
+    pp = man['parallel']['pipeline_model_parallel_size']
+    files = {}
+    for t in range(tp):
+        for p in range(pp):
+            sub = f'mp_rank_{t:02d}' if pp == 1 else f'mp_rank_{t:02d}_{p:03d}'
+            files[(t, p)] = read_safetensors(os.path.join(idir, sub, 'model_optim.safetensors'))
+    return tp, files
+
+
+def whole(idir):
+    """{name: global array}, and {name: [per-TP-rank arrays]} of replicated tensors."""
+    man = json.load(open(os.path.join(idir, 'manifest.json')))
+    tp, files = rank_files(idir, man)
+    out, replicas = {}, {}
+    for name, info in man['tensors'].items():
+        stage = info['pipeline_stage']
+        parts = [files[(t, stage)][name] for t in range(tp)]
+        split = info['tp_split']
+        if split == 'replicated':
+            out[name], replicas[name] = parts[0], parts
+        elif split in ('rows', 'vocab'):
+            out[name] = np.concatenate(parts, axis=0)
+        elif split == 'cols':
+            out[name] = np.concatenate(parts, axis=1)
+        elif split == 'rows_halves':
+            halves = [np.split(p, 2, axis=0) for p in parts]
+            out[name] = np.concatenate([h[0] for h in halves] + [h[1] for h in halves], axis=0)
+        else:
+            raise SystemExit(f'{name}: unknown split {split}')
+        want = tuple(info['shape'])
+        if out[name].shape != want:
+            raise SystemExit(f'{name}: assembled {out[name].shape}, manifest says {want}')
+        if split == 'vocab':
+            out[name] = out[name][:man['model']['vocab_size']]
+    return out, replicas
+
+
+def main():
+    if sys.argv[1] == 'same':
+        a, _ = whole(sys.argv[2])
+        b, _ = whole(sys.argv[3])
+        abs_tol = float(sys.argv[4]) if len(sys.argv) > 4 else 1e-5
+        rel_tol = float(sys.argv[5]) if len(sys.argv) > 5 else 1e-4
+        if set(a) != set(b):
+            print('tensor names differ:', sorted(set(a) ^ set(b)))
+            return 1
+        worst, where = -np.inf, None
+        for k in a:
+            excess = float(np.max(np.abs(a[k] - b[k]) - rel_tol * np.abs(b[k]))) - abs_tol
+            if excess > worst:
+                worst, where = excess, k
+        print(f'{len(a)} tensors; worst excess over {abs_tol:g} + {rel_tol:g}|p|: {worst:.3g} ({where})')
+        return 0 if worst <= 0 else 1
+    if sys.argv[1] == 'replicas':
+        _, reps = whole(sys.argv[2])
+        bad = [k for k, parts in reps.items() if any(not np.array_equal(parts[0], p) for p in parts)]
+        print(f'{len(reps)} replicated tensors; differing across TP ranks: {bad}')
+        return 0 if not bad else 1
+    raise SystemExit(__doc__)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
