@@ -221,8 +221,9 @@ static pl_status column_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, co
                             const float *x, const float *w, int64_t IC, int64_t OCl)
 {
     double t0 = pl_time_now();
-    pl_status st = pl_tp_column_linear_bwd(c->tp, c->sp, c->gemm, dx, dw, db, dy, x, w, c->N, IC,
-                                           OCl);
+    pl_status st = pl_tp_column_linear_bwd_overlap(c->tp, c->sp, c->tpq, &c->tp_op,
+                                                   &c->prof->tp_overlap, c->gemm, dx, dw, db, dy,
+                                                   x, w, c->N, IC, OCl);
     prof_add(&c->prof->linear, t0);
     return st;
 }

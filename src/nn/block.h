@@ -47,6 +47,7 @@
 #include "nn/norm.h"
 #include "nn/plan.h"
 #include "parallel/comm.h"
+#include "parallel/tp/layers.h"
 
 typedef enum pl_act_kind { PL_ACT_GELU = 0, PL_ACT_SWIGLU = 1 } pl_act_kind;
 typedef enum pl_pos_kind { PL_POS_LEARNED = 0, PL_POS_ROPE = 1, PL_POS_NONE = 2 } pl_pos_kind;
@@ -116,6 +117,7 @@ typedef struct pl_block_acts {
 /* Seconds spent in each kind of work, accumulated; reset by the caller. */
 typedef struct pl_step_prof {
     double linear, attention, lmhead;
+    pl_tp_overlap tp_overlap; /* --tp-comm-overlap: the queued input-gradient reductions */
 } pl_step_prof;
 
 /* Dropout of one forward/backward: probabilities and the mask key. sample[b]
@@ -139,6 +141,8 @@ typedef struct pl_block_ctx {
     int sp;                  /* sequence parallelism (only with tp_size > 1) */
     int64_t Nl, n0;          /* this rank's residual-stream rows: [n0, n0 + Nl) of N */
     pl_comm *tp;
+    pl_commq *tpq;           /* --tp-comm-overlap: the TP queue (NULL: reductions inline) */
+    pl_commq_op tp_op;       /* the one reduction in flight on it */
     pl_gemm *gemm;
     int act_bf16;            /* qkv, attention output and fc1 saved in bf16 */
     pl_step_prof *prof;

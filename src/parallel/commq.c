@@ -52,9 +52,12 @@ static void run_op(pl_commq_op *op)
         }
         break;
     case PL_COMMQ_REDUCE_SCATTER:
-        st = pl_comm_reduce_scatter_v_f32(op->comm, op->buf, op->recv, op->counts, op->displs);
+        if (op->counts)
+            st = pl_comm_reduce_scatter_v_f32(op->comm, op->buf, op->recv, op->counts, op->displs);
+        else
+            st = pl_comm_reduce_scatter_f32(op->comm, op->buf, op->recv, op->n / op->comm->size);
         if (st == PL_OK && op->acc) {
-            const int64_t m = op->counts[op->comm->rank];
+            const int64_t m = op->counts ? op->counts[op->comm->rank] : op->n / op->comm->size;
             for (int64_t i = 0; i < m; i++)
                 op->acc[i] += op->recv[i];
         }

@@ -27,7 +27,8 @@ typedef enum pl_commq_mode { PL_COMMQ_INLINE, PL_COMMQ_THREAD } pl_commq_mode;
 
 typedef enum pl_commq_kind {
     PL_COMMQ_ALLREDUCE,      /* buf[0, n) summed in place, then buf *= scale */
-    PL_COMMQ_REDUCE_SCATTER, /* buf (full region) -> recv (own part); acc += recv if acc */
+    PL_COMMQ_REDUCE_SCATTER, /* buf (full region) -> recv (own part); acc += recv if acc;
+                              * counts NULL: n elements in equal parts, recv may be buf */
     PL_COMMQ_ALLGATHER,      /* send (own part) -> buf (full region) */
 } pl_commq_kind;
 
@@ -36,7 +37,7 @@ typedef struct pl_commq_op {
     pl_commq_kind kind;
     pl_comm *comm;
     float *buf;
-    int64_t n;                 /* all-reduce: elements of buf */
+    int64_t n;                 /* all-reduce, equal reduce-scatter: elements of buf */
     float scale;               /* all-reduce: applied after the sum unless 1 */
     const float *send;         /* all-gather: this rank's part (may lie inside buf) */
     float *recv, *acc;         /* reduce-scatter: own part; optional accumulator */

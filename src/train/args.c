@@ -79,6 +79,9 @@ static const pl_option train_options[] = {
     {"--sequence-parallel", PL_OPT_BOOL, NULL, F(sequence_parallel),
      "Megatron's sequence parallelism: norms, dropout and residuals on micro-batch x sequence / "
      "TP rows per rank (ignored, with a warning, at TP 1)", NULL, 0},
+    {"--tp-comm-overlap", PL_OPT_BOOL, NULL, F(tp_comm_overlap),
+     "run each column-parallel layer's input-gradient reduction on a communication thread while "
+     "its weight-gradient GEMM computes", NULL, 0},
     {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pipeline_model_parallel_size),
      "pipeline-parallel group size", NULL, 0},
     {"--zero-stage", PL_OPT_INT, "0", F(zero_stage),

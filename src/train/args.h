@@ -28,6 +28,7 @@ typedef struct pl_train_args {
     int64_t tensor_model_parallel_size, pipeline_model_parallel_size;
     int64_t model_parallel_size, tensor_model_parallel_size_a4s; /* aliases of the TP size */
     int sequence_parallel;         /* Megatron's --sequence-parallel (needs TP > 1) */
+    int tp_comm_overlap;           /* input-gradient TP reductions beside the weight GEMMs */
     /* activation recomputation: --recompute-activations sets granularity "selective" */
     int recompute_activations;
     const char *recompute_granularity, *recompute_method; /* NULL: none */

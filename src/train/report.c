@@ -236,6 +236,7 @@ void pl_train_bench_reset(pl_trainer *t)
     if (t->buckets)
         pl_dp_buckets_stats_reset(t->buckets);
     memset(&t->comm_total, 0, sizeof t->comm_total);
+    memset(&t->tp_total, 0, sizeof t->tp_total);
 }
 
 /* Where a step's time goes, and one JSON line for scripts. */
@@ -286,11 +287,33 @@ void pl_train_bench_report(const pl_trainer *t)
                     1e3 * cs->before / (double)n, 1e3 * cs->after / (double)n,
                     1e3 * (cs->wait + cs->progress) / (double)n,
                     t->buckets ? "" : " (inside backward: counted in its kernels' rows)");
-    printf("{\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
+    /* TP: seconds inside the collectives (queued ones: on the queue's thread), and of
+     * the queued ones the part the compute thread did not wait for */
+    double tp_s = 0;
+    for (int k = 0; k < PL_COMM_NKINDS; k++)
+        tp_s += t->tp_total.kind[k].seconds;
+    const pl_tp_overlap *ov = &m->prof.tp_overlap;
+    double tp_hidden = ov->busy > ov->wait ? ov->busy - ov->wait : 0;
+    if (t->grid.layout.tp > 1)
+        pl_log_info("  TP collectives: %.1f ms/step inside MPI (in the rows above); %s",
+                    1e3 * tp_s / (double)n,
+                    t->tpq ? "the queued ones below" : "none overlapped (--tp-comm-overlap off)");
+    if (t->tpq)
+        pl_log_info("  TP overlap (%s): %.1f of those ms/step ran beside weight-gradient GEMMs "
+                    "in %.1f reductions, the compute thread waited %.1f ms/step for them",
+                    pl_commq_mode_of(t->tpq) == PL_COMMQ_THREAD ? "communication thread"
+                                                                : "inline, compute thread",
+                    1e3 * ov->busy / (double)n, (double)ov->ops / (double)n,
+                    1e3 * ov->wait / (double)n);
+    printf("{\"tokens_per_sec\": %.1f, \"tp_comm_ms\": %.3f, \"tp_comm_hidden_ms\": %.3f, "
+           "\"tp_overlap_wait_ms\": %.3f, \"act_bytes\": %lld,",
+           tokens_s, 1e3 * tp_s / (double)n, 1e3 * tp_hidden / (double)n,
+           1e3 * ov->wait / (double)n, (long long)pl_model_activation_bytes(m));
+    printf(" \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
            "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "
            "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"dp_comm_busy_ms\": %.3f, "
            "\"dp_comm_before_backward_end_ms\": %.3f, \"dp_comm_threaded\": %s, \"breakdown_ms\": {",
-           tokens_s, mfu, 1e3 * step, rss, t->gemm_peak, t->flops_per_token, t->grid.layout.world,
+           mfu, 1e3 * step, rss, t->gemm_peak, t->flops_per_token, t->grid.layout.world,
            1e3 * hidden / (double)n, 1e3 * (cs->wait + cs->progress) / (double)n,
            1e3 * cs->busy / (double)n, 1e3 * cs->before / (double)n,
            comm_threaded(t) ? "true" : "false");

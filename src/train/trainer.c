@@ -303,6 +303,10 @@ static pl_status setup_model(pl_trainer *t)
                        pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
     t->model.seed = (uint64_t)a->seed;
+    if (a->tp_comm_overlap && t->grid.layout.tp > 1) {
+        PL_TRY(pl_commq_init(&t->tpq, pl_commq_default_mode()));
+        t->model.blk.tpq = t->tpq;
+    }
     if (t->zero_stage >= 2) {
         if (t->zero_stage == 3)
             PL_TRY(pl_model_rebind(&t->model, 0, pl_train_zero_locate, t));
@@ -652,6 +656,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
 stats:
     pl_comm_stats_sub(&t->step_comm, &dpc->stats, &before);
     pl_comm_stats_sub(&t->step_tp_comm, &tpc->stats, &before_tp);
+    pl_comm_stats_add(&t->tp_total, &t->step_tp_comm);
     /* Ring collectives load ranks unevenly per region; the sum over ranks is exact.
      * Overlap is summed too: a rank that lags sees its collectives complete early
      * while the other (which waited) sees none. */
@@ -855,6 +860,7 @@ static void trainer_free(pl_trainer *t)
     pl_free(t->batch_idx);
     pl_dp_buckets_free(t->buckets);
     pl_commq_free(t->zq);
+    pl_commq_free(t->tpq);
     pl_zero_free(&t->zero);
     if (t->model_up)
         pl_model_free(&t->model);

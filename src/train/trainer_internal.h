@@ -55,6 +55,8 @@ typedef struct pl_trainer {
     size_t state_bytes[3], work_bytes;       /* planned: params, grads, optimizer; working */
     pl_comm_stats step_comm;                 /* DP bytes of the last step (this rank) */
     pl_comm_stats step_tp_comm;              /* TP bytes of the last step (this rank) */
+    pl_comm_stats tp_total;                  /* TP counters summed since the bench window began */
+    pl_commq *tpq;                           /* --tp-comm-overlap: the TP queue */
     int64_t wire_sum[3];                     /* the same summed over DP ranks */
     int64_t early_all_ranks;                 /* comm_step.early summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */

@@ -123,6 +123,18 @@ check "gpt: tp 2 x dp 2, ZeRO 3, sp: TP bytes and calls equal the theory" \
     tp_bytes_match g_tp2_dp2_z3_sp 2 1 2 3 128
 tp_bytes_match g_tp2_sp 2 1 4 0 128 | sed 's/^/    /'
 
+# --tp-comm-overlap: the input-gradient reductions run on a communication thread (a
+# second queue beside ZeRO-2's) while the weight-gradient GEMMs compute; same sums.
+check "gpt: tp 2, sp, --tp-comm-overlap runs" run g_tp2_sp_ov mpirun.openmpi 2 2 "${GPT[@]}" \
+    --sequence-parallel --tp-comm-overlap
+check "gpt: tp 2, sp, --tp-comm-overlap: losses equal one process's" same_losses g_single g_tp2_sp_ov
+check "gpt: tp 2, sp, --tp-comm-overlap: TP bytes and calls equal the theory" \
+    tp_bytes_match g_tp2_sp_ov 2 1 4 0 128
+check "gpt: tp 2 x dp 2, ZeRO 2, --tp-comm-overlap runs" run g_tp2_dp2_z2_ov mpirun.openmpi 4 2 \
+    "${GPT[@]}" --zero-stage 2 --tp-comm-overlap
+check "gpt: tp 2 x dp 2, ZeRO 2, --tp-comm-overlap: final parameters equal one process's" \
+    same_params g_tp2_dp2_z2_ov g_single
+
 # Recomputation reruns the layers' communication too; the losses do not move.
 check "gpt: tp 2, sp, full recompute runs" run g_tp2_sp_full mpirun.openmpi 2 2 "${GPT[@]}" \
     --sequence-parallel --recompute-granularity full --recompute-method uniform \

@@ -1,6 +1,7 @@
 /* Tensor-parallel linear layers, embedding and cross-entropy. */
 #include "parallel/tp/layers.h"
 
+#include "base/log.h"
 #include "nn/linear.h"
 
 #include <math.h>
@@ -39,6 +40,32 @@ pl_status pl_tp_column_linear_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, fl
 {
     pl_status st = pl_nn_linear_bwd(g, dx, dw, db, dy, x, w, N, IC, OCl);
     return st ? st : pl_tp_reduce_rows(tp, sp, dx, dx, N, IC); /* f's backward */
+}
+
+pl_status pl_tp_column_linear_bwd_overlap(pl_comm *tp, int sp, pl_commq *q, pl_commq_op *op,
+                                          pl_tp_overlap *overlap, pl_gemm *g, float *dx,
+                                          float *dw, float *db, const float *dy, const float *x,
+                                          const float *w, int64_t N, int64_t IC, int64_t OCl)
+{
+    if (!q || !tp_many(tp))
+        return pl_tp_column_linear_bwd(tp, sp, g, dx, dw, db, dy, x, w, N, IC, OCl);
+    /* dx (N,IC) += dy (N,OCl) . W (OCl,IC), then its reduction goes to the queue */
+    pl_status st = pl_gemm_run(g, 0, 0, N, IC, OCl, dy, OCl, w, IC, 1.0f, dx, IC);
+    if (st)
+        return st;
+    *op = (pl_commq_op){.kind = sp ? PL_COMMQ_REDUCE_SCATTER : PL_COMMQ_ALLREDUCE,
+                        .comm = tp, .buf = dx, .n = N * IC, .scale = 1.0f, .recv = dx};
+    if ((st = pl_commq_post(q, op)))
+        return st;
+    pl_status gst = pl_nn_linear_bwd(g, NULL, dw, db, dy, x, w, N, IC, OCl); /* dW, db */
+    double t0 = pl_time_now();
+    st = pl_commq_wait(q, op); /* always, even after a failed GEMM: the queue owns dx */
+    if (overlap) {
+        overlap->wait += pl_time_now() - t0;
+        overlap->busy += op->t_end - op->t_start;
+        overlap->ops++;
+    }
+    return gst ? gst : st;
 }
 
 pl_status pl_tp_row_linear_fwd(pl_comm *tp, int sp, pl_gemm *g, float *y, float *partial,

@@ -24,6 +24,7 @@
 
 #include "kernels/kernels.h"
 #include "parallel/comm.h"
+#include "parallel/commq.h"
 
 /* The rows of this rank under sequence parallelism: [n0, n0 + Nl) of N. */
 static inline int64_t pl_tp_rows(const pl_comm *tp, int sp, int64_t N)
@@ -51,6 +52,20 @@ pl_status pl_tp_column_linear_fwd(pl_comm *tp, pl_gemm *g, float *y, const float
 pl_status pl_tp_column_linear_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dw,
                                   float *db, const float *dy, const float *x, const float *w,
                                   int64_t N, int64_t IC, int64_t OCl);
+
+/* The same, with the input gradient's reduction on the communication queue q
+ * while the weight-gradient GEMM runs (Megatron's --tp-comm-overlap for the
+ * input gradient). op: the caller's operation slot. overlap (may be NULL)
+ * accumulates the collective's seconds in busy and the time this thread
+ * waited for it after the GEMM in wait. q NULL or a one-rank group: as above. */
+typedef struct pl_tp_overlap {
+    double busy, wait;
+    int64_t ops;
+} pl_tp_overlap;
+pl_status pl_tp_column_linear_bwd_overlap(pl_comm *tp, int sp, pl_commq *q, pl_commq_op *op,
+                                          pl_tp_overlap *overlap, pl_gemm *g, float *dx,
+                                          float *dw, float *db, const float *dy, const float *x,
+                                          const float *w, int64_t N, int64_t IC, int64_t OCl);
 
 /* y = reduce(x (N, ICl) . W^T) + b, W (OC, ICl), b (OC) replicated: y (N, OC),
  * or with sp this rank's rows (N/tp, OC), the product then going through
