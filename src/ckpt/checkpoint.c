@@ -254,7 +254,8 @@ static cJSON *manifest_json(const pl_model_config *cfg, const pl_ckpt_meta *m, c
         jnum(tok, "vocab_extra_ids", (double)m->vocab_extra_ids, &b);
     if (m->legacy_tokenizer)
         b.ok &= tok && cJSON_AddBoolToObject(tok, "legacy", 1) != NULL;
-    static const char *splits[] = {"replicated", "rows", "cols", "vocab", "rows_halves"};
+    static const char *splits[] = {"replicated", "rows", "cols", "vocab", "rows_halves",
+                                   "qkv_shared_kv"};
     cJSON *tensors = jobj(root, "tensors", &b);
     for (int i = 0; i < reg->n && b.ok; i++) {
         const pl_param *p = &reg->params[i];

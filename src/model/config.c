@@ -22,12 +22,13 @@ pl_block_dims pl_model_block_dims(const pl_model_config *c)
 /* The split, weight decay, initialisation and global shape of each layer
  * parameter, by its place in pl_block_weights. */
 static pl_param_spec layer_param(const pl_model_config *c, size_t field, const char *name,
-                                 int stage, int layer)
+                                 int stage, int layer, int tp)
 {
     const pl_block_dims d = pl_model_block_dims(c);
     const int64_t C = d.C, QKV = (d.NH + 2 * d.G) * d.HS, A = d.NH * d.HS;
     const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * d.F : d.F;
     const pl_tp_split fc1_split = c->block.act == PL_ACT_SWIGLU ? PL_TP_ROWS_HALVES : PL_TP_ROWS;
+    const pl_tp_split qkv_split = d.G % tp ? PL_TP_QKV_SHARED_KV : PL_TP_ROWS;
     const float std = (float)c->init_std;
     const float out_std = (float)(c->init_std / sqrt(2.0 * (double)c->num_layers));
     struct {
@@ -41,8 +42,8 @@ static pl_param_spec layer_param(const pl_model_config *c, size_t field, const c
     } t[] = {
         {offsetof(pl_block_weights, norm1_w), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ONES, 0},
         {offsetof(pl_block_weights, norm1_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
-        {offsetof(pl_block_weights, qkv_w), 2, QKV, C, PL_TP_ROWS, 1, PL_INIT_NORMAL, std},
-        {offsetof(pl_block_weights, qkv_b), 1, QKV, 1, PL_TP_ROWS, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, qkv_w), 2, QKV, C, qkv_split, 1, PL_INIT_NORMAL, std},
+        {offsetof(pl_block_weights, qkv_b), 1, QKV, 1, qkv_split, 0, PL_INIT_ZEROS, 0},
         {offsetof(pl_block_weights, proj_w), 2, C, A, PL_TP_COLS, 1, PL_INIT_NORMAL, out_std},
         {offsetof(pl_block_weights, proj_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
         {offsetof(pl_block_weights, norm2_w), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ONES, 0},
@@ -55,8 +56,8 @@ static pl_param_spec layer_param(const pl_model_config *c, size_t field, const c
     size_t k = 0;
     while (t[k].field != field)
         k++;
-    pl_param_spec s = {name,  t[k].ndim, {t[k].rows, t[k].cols}, t[k].split, stage, layer,
-                       t[k].wd, t[k].init, t[k].std};
+    pl_param_spec s = {name,   t[k].ndim, {t[k].rows, t[k].cols}, t[k].split, stage, layer,
+                       t[k].wd, t[k].init, t[k].std, d.NH, d.G};
     return s;
 }
 
@@ -74,10 +75,10 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     if (d.G < 1 || d.NH % d.G)
         return pl_errorf(PL_ERR_ARG, "--num-attention-heads %lld is not divisible by "
                          "--num-query-groups %lld", (long long)d.NH, (long long)d.G);
-    if (d.G % r->tp_size)
-        return pl_errorf(PL_ERR_ARG, "--num-query-groups %lld is not divisible by "
-                         "--tensor-model-parallel-size %d (Megatron requires it too; "
-                         "replicating key/value groups over TP ranks is not implemented)", (long long)d.G, r->tp_size);
+    if (d.G % r->tp_size && r->tp_size % d.G)
+        return pl_errorf(PL_ERR_ARG, "--num-query-groups %lld and --tensor-model-parallel-size %d: "
+                         "one must divide the other (groups split over the TP ranks, or each "
+                         "group shared by tp/groups ranks)", (long long)d.G, r->tp_size);
     if (c->ffn_hidden % r->tp_size)
         return pl_errorf(PL_ERR_ARG,
                          "--ffn-hidden-size %lld is not divisible by --tensor-model-parallel-size %d",
@@ -93,9 +94,9 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     pl_status st = PL_OK;
     pl_param_spec emb[] = {
         {"embedding.word_embeddings.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, 0, -1, 1,
-         PL_INIT_NORMAL, std},
+         PL_INIT_NORMAL, std, 0, 0},
         {"embedding.position_embeddings.weight", 2, {c->max_positions, C}, PL_TP_REPLICATED, 0, -1,
-         1, PL_INIT_NORMAL, std},
+         1, PL_INIT_NORMAL, std, 0, 0},
     };
     for (int i = 0; i < (c->block.pos == PL_POS_LEARNED ? 2 : 1); i++)
         PL_TRY(pl_registry_add(r, &emb[i]));
@@ -106,15 +107,16 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         for (int k = 0; k < np; k++) {
             char name[PL_PARAM_NAME_MAX];
             snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k].suffix);
-            pl_param_spec s = layer_param(c, names[k].field, name, (int)(l / per_stage), (int)l);
+            pl_param_spec s = layer_param(c, names[k].field, name, (int)(l / per_stage), (int)l,
+                                          r->tp_size);
             PL_TRY(pl_registry_add(r, &s));
         }
     }
     pl_param_spec fin[] = {
-        {"decoder.final_layernorm.weight", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0},
-        {"decoder.final_layernorm.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0},
+        {"decoder.final_layernorm.weight", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
+        {"decoder.final_layernorm.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
         {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1, PL_INIT_NORMAL,
-         std},
+         std, 0, 0},
     };
     PL_TRY(pl_registry_add(r, &fin[0]));
     if (nb)

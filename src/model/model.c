@@ -221,6 +221,8 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     const pl_block_dims dims = pl_model_block_dims(cfg);
     PL_TRY(pl_block_ctx_init(&m->blk, &cfg->block, &dims, cfg->ln_eps, B, m->T, tp, reg->tp_rank,
                              cfg->sequence_parallel, gemm, &m->prof));
+    PL_TRY(pl_block_kv_comm(&m->kv_comm, tp, &dims));
+    m->blk.kv = &m->kv_comm;
     m->Vl = cfg->padded_vocab / reg->tp_size;
     m->v0 = m->Vl * reg->tp_rank;
     /* Kept logits need the whole vocabulary slice in one chunk (kernels.h). */
@@ -290,6 +292,7 @@ void pl_model_free(pl_model *m)
     pl_free(m->targets);
     pl_free(m->sample);
     pl_free(m->act_mem);
+    pl_comm_free(&m->kv_comm);
     memset(m, 0, sizeof *m);
 }
 

@@ -53,6 +53,7 @@ typedef struct pl_model {
     int64_t B, T, N;          /* micro-batch shape */
     int64_t C, v0, Vl;        /* hidden; this rank's vocabulary rows [v0, v0 + Vl) */
     pl_comm *tp;
+    pl_comm kv_comm;          /* the ranks sharing a key/value group (G < tp), else none */
     pl_gemm *gemm;
     pl_block_ctx blk;         /* what every layer shares */
     int64_t lm_chunk;

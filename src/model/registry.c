@@ -61,6 +61,19 @@ pl_status pl_registry_add(pl_registry *r, const pl_param_spec *s)
                          "parameter %s: each half of dimension 0 (%lld rows) must divide by "
                          "--tensor-model-parallel-size %d",
                          s->name, (long long)p->shape[0] / 2, r->tp_size);
+    if (s->split == PL_TP_QKV_SHARED_KV) {
+        const int64_t NH = s->heads, G = s->groups, tp = r->tp_size;
+        if (G < 1 || NH % tp || tp % G || p->shape[0] % (NH + 2 * G))
+            return pl_errorf(PL_ERR_ARG, "parameter %s: %lld query heads in %lld key/value groups "
+                             "cannot be shared out over --tensor-model-parallel-size %d", s->name,
+                             (long long)NH, (long long)G, r->tp_size);
+        const int64_t HS = p->shape[0] / (NH + 2 * G), R = tp / G, g = r->tp_rank / R;
+        p->kv_replica = (int)(r->tp_rank % R);
+        p->q_rows = NH / tp * HS;
+        p->local_shape[0] = p->q_rows + 2 * HS;
+        p->slice_start[0] = (g * (NH / G + 2)) * HS + p->kv_replica * p->q_rows;
+        p->kv_start = (g * (NH / G + 2) + NH / G) * HS;
+    }
     if (dim >= 0) {
         if (p->shape[dim] % r->tp_size)
             return pl_errorf(PL_ERR_ARG,
@@ -94,6 +107,9 @@ const pl_param *pl_registry_find(const pl_registry *r, const char *name)
 
 int64_t pl_param_global_index(const pl_param *p, int64_t row, int64_t col)
 {
+    if (p->split == PL_TP_QKV_SHARED_KV) /* [this rank's q heads; its group's k, v] */
+        return (row < p->q_rows ? p->slice_start[0] + row : p->kv_start + row - p->q_rows) *
+                   p->shape[1] + col;
     if (p->split == PL_TP_ROWS_HALVES) { /* local [gate_r; up_r] */
         const int64_t h = p->local_shape[0] / 2;
         if (row >= h)

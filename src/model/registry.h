@@ -23,6 +23,10 @@ typedef enum {
     PL_TP_VOCAB,      /* dim 0 split of the padded vocabulary (vocab-parallel embedding) */
     PL_TP_ROWS_HALVES, /* dim 0 is two stacked halves (SwiGLU's fc1: [gate; up]), each split
                         * by rows: rank r holds [gate_r; up_r], so its local chunk pairs them */
+    PL_TP_QKV_SHARED_KV, /* grouped-query QKV rows ([q heads, k, v] per group) with fewer
+                          * groups G than TP ranks (tp % G == 0): rank r holds its NH/tp
+                          * query heads and the k and v of their group g = r / (tp/G),
+                          * which tp/G ranks share (their gradients summed over those) */
 } pl_tp_split;
 
 typedef enum { PL_INIT_NORMAL, PL_INIT_ONES, PL_INIT_ZEROS } pl_init_kind;
@@ -34,6 +38,9 @@ typedef struct pl_param {
     int64_t local_shape[2];   /* this TP rank's slice */
     int64_t slice_start[2];   /* where the slice starts in the global tensor (ROWS_HALVES: in
                                * the first half; the second half's starts half a tensor later) */
+    int64_t q_rows, kv_start; /* QKV_SHARED_KV: local rows [0, q_rows) are global rows from
+                               * slice_start[0], the rest (k, v) global rows from kv_start */
+    int kv_replica;           /* QKV_SHARED_KV: this rank's index among the group's sharers */
     pl_tp_split split;
     int stage;                /* owning pipeline stage */
     int layer;                /* transformer layer, -1 for others */
@@ -63,6 +70,7 @@ typedef struct pl_param_spec {
     int stage, layer, weight_decay;
     pl_init_kind init;
     float init_std;
+    int64_t heads, groups; /* QKV_SHARED_KV: query heads and key/value groups */
 } pl_param_spec;
 
 /* Appends a parameter. A split dimension not divisible by the TP size is an

@@ -63,10 +63,11 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
                                                              ? "cross-attention"
                                                              : "a padding mask");
     const int tps = tp ? tp->size : 1;
-    if (d->NH % tps || d->G % tps || d->F % tps || d->NH % d->G)
-        return pl_errorf(PL_ERR_ARG, "heads (%lld), query groups (%lld) and the MLP width (%lld) "
-                         "must divide by --tensor-model-parallel-size %d, heads by groups",
-                         (long long)d->NH, (long long)d->G, (long long)d->F, tps);
+    if (d->NH % tps || (d->G % tps && tps % d->G) || d->F % tps || d->NH % d->G)
+        return pl_errorf(PL_ERR_ARG, "heads (%lld) and the MLP width (%lld) must divide by "
+                         "--tensor-model-parallel-size %d, heads by query groups (%lld), and "
+                         "groups by the TP size or the TP size by groups",
+                         (long long)d->NH, (long long)d->F, tps, (long long)d->G);
     if (sp && tps > 1 && (B * T) % tps)
         return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x --seq-length (%lld) "
                          "must divide by --tensor-model-parallel-size %d", (long long)(B * T), tps);
@@ -86,7 +87,8 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
     c->gemm = gemm;
     c->prof = prof;
     c->NHl = d->NH / tps;
-    c->Gl = d->G / tps;
+    c->kv_shared = d->G % tps != 0;
+    c->Gl = c->kv_shared ? 1 : d->G / tps;
     c->Al = c->NHl * d->HS;
     c->QKVl = (c->NHl + 2 * c->Gl) * d->HS;
     c->Fl = d->F / tps;
@@ -146,6 +148,8 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *ro
     c->attn_ws = pl_plan_take(p, (int64_t)pl_attention_workspace(&s));
     if (c->sp)
         c->dnorm_w = pl_plan_take(p, 2 * c->dims.C);
+    if (c->kv_shared)
+        c->kv_save = pl_plan_take(p, 2 * c->dims.HS * (c->dims.C + 1));
     if (c->spec.pos == PL_POS_ROPE) {
         /* Megatron: rotary dims = kv_channels * rotary_percent (even) */
         c->rope_rot = (int64_t)((double)c->dims.HS * rope->percent) / 2 * 2;
@@ -162,6 +166,51 @@ void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope)
                                 rope->original_max_positions};
     pl_rope_table(c->rope_cos, c->rope_sin, c->rope_rows, c->rope_rot, rope->base,
                   rope->scaling ? &sc : NULL);
+}
+
+pl_status pl_block_kv_comm(pl_comm *kv, pl_comm *tp, const pl_block_dims *d)
+{
+    memset(kv, 0, sizeof *kv);
+    if (!tp || d->G % tp->size == 0)
+        return pl_comm_init(kv, MPI_COMM_NULL, "kv", 0);
+    const int share = tp->size / (int)d->G; /* ranks per group: tp ranks [g share, (g+1) share) */
+    MPI_Comm c;
+    int rc = MPI_Comm_split(tp->mpi, tp->rank / share, tp->rank, &c);
+    if (rc != MPI_SUCCESS)
+        return pl_errorf(PL_ERR_IO, "MPI_Comm_split for the key/value group of TP rank %d failed",
+                         tp->rank);
+    return pl_comm_init(kv, c, "kv", 1);
+}
+
+/* Shared key/value rows (kv_shared): this rank's weight gradient of its
+ * group's k and v rows covers only its own query heads' use of them. Around
+ * the QKV backward: the rows' gradients so far go aside and the rows are
+ * zeroed (begin); the backward then leaves this micro-batch's part there,
+ * which is summed over the ranks sharing the group and added to what was set
+ * aside (end). Every sharer ends with the same gradient. */
+static void kv_grad_begin(pl_block_ctx *c, const pl_block_weights *g)
+{
+    const int64_t HS = c->dims.HS, C = c->dims.C, q = c->NHl * HS;
+    memcpy(c->kv_save, g->qkv_w + q * C, (size_t)(2 * HS * C) * sizeof(float));
+    memset(g->qkv_w + q * C, 0, (size_t)(2 * HS * C) * sizeof(float));
+    if (g->qkv_b) {
+        memcpy(c->kv_save + 2 * HS * C, g->qkv_b + q, (size_t)(2 * HS) * sizeof(float));
+        memset(g->qkv_b + q, 0, (size_t)(2 * HS) * sizeof(float));
+    }
+}
+
+static pl_status kv_grad_end(pl_block_ctx *c, const pl_block_weights *g)
+{
+    const int64_t HS = c->dims.HS, C = c->dims.C, q = c->NHl * HS;
+    pl_status st = pl_comm_allreduce_f32(c->kv, g->qkv_w + q * C, 2 * HS * C, PL_COMM_SUM);
+    if (!st && g->qkv_b)
+        st = pl_comm_allreduce_f32(c->kv, g->qkv_b + q, 2 * HS, PL_COMM_SUM);
+    if (st)
+        return st;
+    pl_cpu_add(g->qkv_w + q * C, g->qkv_w + q * C, c->kv_save, 2 * HS * C);
+    if (g->qkv_b)
+        pl_cpu_add(g->qkv_b + q, g->qkv_b + q, c->kv_save + 2 * HS * C, 2 * HS);
+    return PL_OK;
 }
 
 pl_status pl_block_prepare(pl_block_ctx *c)
@@ -411,6 +460,9 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
 {
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
+    if (c->kv_shared && !(c->kv && pl_comm_is_member(c->kv)))
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_bwd: shared key/value groups need the "
+                         "communicator of pl_block_kv_comm");
     /* MLP branch: res2 = res1 + drop(fc2(act(fc1(norm2(res1))))); dres = d res2.
      * The branch's gradient drop(dres), whole, goes through dnorm (free until
      * fc1's backward). */
@@ -453,7 +505,11 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w,
                              w->norm1_b));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
+    if (c->kv_shared)
+        kv_grad_begin(c, g);
     PL_TRY(column_bwd(c, c->dnorm, g->qkv_w, g->qkv_b, c->dqkv, c->norm_out, w->qkv_w, C, c->QKVl));
+    if (c->kv_shared)
+        PL_TRY(kv_grad_end(c, g));
     PL_TRY(pl_block_norm_bwd(c, dres, g->norm1_w, g->norm1_b, c->dnorm, x, w->norm1_w,
                              a->norm1_mean, a->norm1_rstd));
 fail:

@@ -139,6 +139,10 @@ typedef struct pl_block_ctx {
     int64_t NHl, Gl, QKVl, Al, Fl, F1l; /* local: heads, groups, qkv width, attention width, F, fc1 rows */
     int tp_size, tp_rank;
     int sp;                  /* sequence parallelism (only with tp_size > 1) */
+    int kv_shared;           /* fewer key/value groups than TP ranks: this rank holds one
+                              * group, shared with tp/G ranks (registry.h, QKV_SHARED_KV) */
+    pl_comm *kv;             /* kv_shared: the ranks sharing this rank's group (set by the
+                              * caller from pl_block_kv_comm before a backward) */
     int64_t Nl, n0;          /* this rank's residual-stream rows: [n0, n0 + Nl) of N */
     pl_comm *tp;
     pl_commq *tpq;           /* --tp-comm-overlap: the TP queue (NULL: reductions inline) */
@@ -151,6 +155,7 @@ typedef struct pl_block_ctx {
     float *norm_out;         /* (N, C) norm1's, then norm2's output (gathered under sp) */
     float *dnorm;            /* (N, C) */
     float *dnorm_w;          /* sp: (2C) a norm's weight and bias gradients before their sum */
+    float *kv_save;          /* kv_shared: (2 HS (C + 1)) the shared rows' earlier gradients */
     float *dqkv, *dattn;     /* (N, QKV), (N, A); forward's fp32 qkv and attention outputs under bf16 */
     float *act, *dfc1;       /* act(fc1) (N, Fl), shares dfc1 (N, F1l) */
     float *dact;             /* (N, Fl); forward's fp32 fc1 under bf16 */
@@ -169,6 +174,11 @@ typedef struct pl_block_ctx {
 pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl_block_dims *d,
                             float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank, int sp,
                             pl_gemm *gemm, pl_step_prof *prof);
+/* The communicator of the ranks that share this rank's key/value group when
+ * there are fewer groups than TP ranks (collective over tp); otherwise *kv
+ * is left a non-member. Free with pl_comm_free. */
+pl_status pl_block_kv_comm(pl_comm *kv, pl_comm *tp, const pl_block_dims *d);
+
 /* The RoPE tables' floats (0 without RoPE), and their filling once the plan has
  * placed them (pl_block_take_scratch). */
 void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope);

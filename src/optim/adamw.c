@@ -40,16 +40,19 @@ double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float
     return norm;
 }
 
-double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads,
-                           int count_replicated)
+double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads)
 {
     double sum = 0;
     for (int i = 0; i < reg->n; i++) {
         const pl_param *p = &reg->params[i];
-        if (p->offset < 0 || (p->split == PL_TP_REPLICATED && !count_replicated))
+        if (p->offset < 0 || (p->split == PL_TP_REPLICATED && reg->tp_rank != 0))
             continue;
+        /* a shared k, v copy: only the query rows are this rank's own */
+        int64_t end = p->split == PL_TP_QKV_SHARED_KV && p->kv_replica != 0
+                          ? p->offset + p->q_rows * p->local_shape[1]
+                          : p->offset + p->numel;
         int64_t a = p->offset > lo ? p->offset : lo;
-        int64_t b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+        int64_t b = end < hi ? end : hi;
         if (a < b)
             sum += pl_cpu_sumsq(grads + (a - lo), b - a);
     }

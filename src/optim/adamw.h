@@ -26,11 +26,12 @@ double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float
                            const pl_adamw_hparams *hp, double lr, int64_t t, double grad_sumsq);
 
 /* Sum of squares of the gradients of the flat range [lo, hi) (grads holds that
- * range, element lo at index 0), without the parameters every TP rank holds
- * whole (PL_TP_REPLICATED) unless count_replicated. Summed over the TP group
- * with count_replicated on one rank only, each tensor counts once (Megatron's
+ * range, element lo at index 0) that this TP rank counts: everything except
+ * the copies other ranks count too — tensors every TP rank holds whole
+ * (PL_TP_REPLICATED) count on TP rank 0 only, shared key/value rows
+ * (PL_TP_QKV_SHARED_KV) on the first rank of their group only. Summed over the
+ * TP group, each value then counts once (Megatron's
  * param_is_not_tensor_parallel_duplicate). */
-double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads,
-                           int count_replicated);
+double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads);
 
 #endif

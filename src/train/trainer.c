@@ -515,7 +515,7 @@ static pl_status grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n
         *out = pl_cpu_sumsq(g, n);
         return PL_OK;
     }
-    *out = pl_grad_sumsq_range(&t->reg, lo, lo + n, g, t->grid.tp_rank == 0);
+    *out = pl_grad_sumsq_range(&t->reg, lo, lo + n, g);
     return pl_comm_allreduce_f64(tp, out, 1, PL_COMM_SUM);
 }
 

@@ -11,7 +11,9 @@ split) and each mp_rank_XX[_YYY]/model_optim.safetensors file, parsed here.
         TP rank (ranks that drift apart would silently train different models)
 
 Splits (src/model/registry.h): rows and vocab concatenate along dim 0, cols along
-dim 1, rows_halves holds [gate_r; up_r] per rank (whole: [gate_0..; up_0..]).
+dim 1, rows_halves holds [gate_r; up_r] per rank (whole: [gate_0..; up_0..]),
+qkv_shared_kv holds rank r's query heads and its group's k, v (the copies of a
+group's k, v must be equal: checked with the replicated tensors).
 """
 import json
 import os
@@ -61,6 +63,17 @@ def whole(idir):
             out[name] = np.concatenate(parts, axis=0)
         elif split == 'cols':
             out[name] = np.concatenate(parts, axis=1)
+        elif split == 'qkv_shared_kv':
+            # rank r: its NH/tp query heads, then the k and v of its group g = r // R
+            nh, g_ = man['model']['num_attention_heads'], man['model']['num_query_groups']
+            R, hs = tp // g_, info['shape'][0] // (nh + 2 * g_)
+            q = nh // tp * hs
+            blocks = []
+            for g in range(g_):
+                mine = parts[g * R:(g + 1) * R]
+                blocks += [p[:q] for p in mine] + [mine[0][q:]]
+                replicas[f'{name} (k, v of group {g})'] = [p[q:] for p in mine]
+            out[name] = np.concatenate(blocks, axis=0)
         elif split == 'rows_halves':
             halves = [np.split(p, 2, axis=0) for p in parts]
             out[name] = np.concatenate([h[0] for h in halves] + [h[1] for h in halves], axis=0)

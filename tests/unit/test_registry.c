@@ -6,12 +6,12 @@
 static void add_demo(pl_registry *r, int stages)
 {
     pl_param_spec specs[] = {
-        {"embedding.word_embeddings.weight", 2, {64, 8}, PL_TP_VOCAB, 0, -1, 1, PL_INIT_NORMAL, 0.02f},
-        {"decoder.layers.0.self_attention.linear_qkv.weight", 2, {24, 8}, PL_TP_ROWS, 0, 0, 1, PL_INIT_NORMAL, 0.02f},
-        {"decoder.layers.0.self_attention.linear_qkv.bias", 1, {24}, PL_TP_ROWS, 0, 0, 0, PL_INIT_ZEROS, 0},
-        {"decoder.layers.0.self_attention.linear_proj.weight", 2, {8, 8}, PL_TP_COLS, 0, 0, 1, PL_INIT_NORMAL, 0.01f},
-        {"decoder.layers.0.input_layernorm.weight", 1, {8}, PL_TP_REPLICATED, 0, 0, 0, PL_INIT_ONES, 0},
-        {"decoder.final_layernorm.weight", 1, {8}, PL_TP_REPLICATED, stages - 1, -1, 0, PL_INIT_ONES, 0},
+        {"embedding.word_embeddings.weight", 2, {64, 8}, PL_TP_VOCAB, 0, -1, 1, PL_INIT_NORMAL, 0.02f, 0, 0},
+        {"decoder.layers.0.self_attention.linear_qkv.weight", 2, {24, 8}, PL_TP_ROWS, 0, 0, 1, PL_INIT_NORMAL, 0.02f, 0, 0},
+        {"decoder.layers.0.self_attention.linear_qkv.bias", 1, {24}, PL_TP_ROWS, 0, 0, 0, PL_INIT_ZEROS, 0, 0, 0},
+        {"decoder.layers.0.self_attention.linear_proj.weight", 2, {8, 8}, PL_TP_COLS, 0, 0, 1, PL_INIT_NORMAL, 0.01f, 0, 0},
+        {"decoder.layers.0.input_layernorm.weight", 1, {8}, PL_TP_REPLICATED, 0, 0, 0, PL_INIT_ONES, 0, 0, 0},
+        {"decoder.final_layernorm.weight", 1, {8}, PL_TP_REPLICATED, stages - 1, -1, 0, PL_INIT_ONES, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         CHECK_OK(pl_registry_add(r, &specs[i]));
@@ -67,7 +67,7 @@ TEST(layout_offsets_splits_and_stages)
     CHECK(proj && proj->local_shape[1] == 4 && proj->slice_start[1] == 4, "proj column split");
     CHECK(fln && fln->offset == 0 && r.numel == PL_PARAM_ALIGN, "only the last stage's norm here");
     CHECK(pl_registry_find(&r, "nope") == NULL, "find of a missing name");
-    pl_param_spec bad = {"odd", 2, {7, 8}, PL_TP_ROWS, 0, 0, 1, PL_INIT_NORMAL, 0.02f};
+    pl_param_spec bad = {"odd", 2, {7, 8}, PL_TP_ROWS, 0, 0, 1, PL_INIT_NORMAL, 0.02f, 0, 0};
     pl_status st = pl_registry_add(&r, &bad);
     CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "odd") &&
               strstr(pl_error_msg(), "--tensor-model-parallel-size 2"),
@@ -75,8 +75,53 @@ TEST(layout_offsets_splits_and_stages)
     pl_registry_free(&r);
 }
 
+/* 8 query heads in 2 groups of head size 2 (QKV rows per group: 4 q heads, k, v =
+ * 12 rows, 24 in all) over TP 4: each group is shared by 2 ranks. Rank r holds 2
+ * query heads then its group's k, v; over the ranks every query row appears once,
+ * every k, v row twice (once per sharer), and nothing else. */
+TEST(shared_key_value_groups_map_each_rank_to_its_heads_and_its_groups_k_v)
+{
+    enum { NH = 8, G = 2, HS = 2, C = 3, TP = 4, ROWS = (NH + 2 * G) * HS };
+    int seen[ROWS] = {0};
+    for (int rank = 0; rank < TP; rank++) {
+        pl_registry r;
+        pl_registry_init(&r, TP, rank, 0);
+        pl_param_spec s = {"qkv", 2, {ROWS, C}, PL_TP_QKV_SHARED_KV, 0, 0, 1, PL_INIT_NORMAL,
+                           0.02f, NH, G};
+        CHECK_OK(pl_registry_add(&r, &s));
+        const pl_param *p = &r.params[0];
+        CHECK(p->local_shape[0] == (NH / TP + 2) * HS && p->kv_replica == rank % 2,
+              "rank %d: %lld local rows, replica %d", rank, (long long)p->local_shape[0],
+              p->kv_replica);
+        const int g = rank / 2;
+        for (int64_t a = 0; a < p->local_shape[0]; a++) {
+            const int64_t row = pl_param_global_index(p, a, 0) / C;
+            /* within its group's 12 rows: q heads 0..3 (8 rows), then k (2), v (2) */
+            const int64_t in_group = row - g * (NH / G + 2) * HS;
+            const int64_t want = a < NH / TP * HS ? (rank % 2) * NH / TP * HS + a
+                                                  : NH / G * HS + (a - NH / TP * HS);
+            CHECK(in_group == want && pl_param_global_index(p, a, 2) == row * C + 2,
+                  "rank %d local row %lld: global row %lld", rank, (long long)a, (long long)row);
+            seen[row]++;
+        }
+        pl_registry_free(&r);
+    }
+    for (int row = 0; row < ROWS; row++) {
+        const int kv = row % ((NH / G + 2) * HS) >= NH / G * HS;
+        CHECK(seen[row] == (kv ? 2 : 1), "global row %d held %d times", row, seen[row]);
+    }
+    pl_registry r;
+    pl_registry_init(&r, 4, 0, 0);
+    pl_param_spec bad = {"qkv3", 2, {(6 + 6) * 2, C}, PL_TP_QKV_SHARED_KV, 0, 0, 1,
+                         PL_INIT_NORMAL, 0.02f, 6, 3};
+    CHECK(pl_registry_add(&r, &bad) == PL_ERR_ARG && strstr(pl_error_msg(), "qkv3"),
+          "3 groups over TP 4 refused: %s", pl_error_msg());
+    pl_registry_free(&r);
+}
+
 int main(void)
 {
+    RUN(shared_key_value_groups_map_each_rank_to_its_heads_and_its_groups_k_v);
     RUN(tp_slices_draw_the_same_global_values_as_one_rank);
     RUN(layout_offsets_splits_and_stages);
     return test_summary("registry");
