@@ -63,11 +63,10 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
         return pl_errorf(PL_ERR_INTERNAL, "generation: the parameters are laid out for TP rank %d "
                          "of %d, the TP group has this process as rank %d of %d",
                          reg->tp_rank, reg->tp_size, tpr, tps);
-    if (cfg->padded_vocab % tps || cfg->vocab_size > cfg->padded_vocab)
+    if (cfg->padded_vocab % tps)
         return pl_errorf(PL_ERR_ARG, "generation: the padded vocabulary (%lld rows) does not "
-                         "divide by --tensor-model-parallel-size %d or is smaller than the "
-                         "tokenizer's %lld", (long long)cfg->padded_vocab, tps,
-                         (long long)cfg->vocab_size);
+                         "divide by --tensor-model-parallel-size %d",
+                         (long long)cfg->padded_vocab, tps);
     g->cfg = *cfg;
     g->gemm = gemm;
     g->tp = tps > 1 ? tp : NULL;
@@ -135,8 +134,8 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
     pl_status st = PL_OK;
     /* x = wte[token] (the rank holding the row; summed over TP) + wpe[pos]: the
      * position table from row pos is the table of a one-token sequence */
-    PL_TRY(pl_tp_embedding_fwd(g->tp, 0, g->x, g->x, &token, g->wte, g->wpe ? g->wpe + pos * C : NULL,
-                               1, 1, C, g->v0, g->Vl));
+    const float *wpe = g->wpe ? g->wpe + pos * C : NULL;
+    PL_TRY(pl_tp_embedding_fwd(g->tp, 0, g->x, g->x, &token, g->wte, wpe, 1, 1, C, g->v0, g->Vl));
     const float *x = g->x;
     for (int64_t l = 0; l < L; l++) {
         /* every layer reuses one set of activations: its input is the previous

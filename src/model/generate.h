@@ -43,10 +43,10 @@ typedef struct pl_generator {
 
 /* params: this rank's flat parameter buffer laid out by reg, whose TP size and
  * rank must be tp's (tp NULL or of one rank: reg is TP = 1). The generator
- * keeps pointers to params, reg is not kept. Collective over tp only in the
- * sense that every rank must call it before its first step; it communicates
- * nothing. Errors: a registry that does not match tp, sizes that do not divide
- * by the TP size, memory. */
+ * keeps pointers into params; reg is not kept. Communicates nothing, so a rank
+ * can fail here alone: agree on the status (pl_comm_agree) before stepping.
+ * Errors: a registry that does not match tp, sizes that do not divide by the
+ * TP size, memory. */
 pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const pl_registry *reg,
                             const float *params, pl_comm *tp, pl_gemm *gemm);
 void pl_generator_free(pl_generator *g);

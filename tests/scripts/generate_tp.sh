@@ -132,6 +132,14 @@ check "llama: tp 2 greedy text = one process's from the tp 1 checkpoint" same_te
 check "llama: tp 2: only rank 0 prints" one_continuation l2
 tp_check 2 --load "$TMP/l_tp1"
 tp_check 2 --load "$TMP/l_tp1" --shards "$TMP/l_tp2" --tol 1e-2
+if [ -x "$ROOT/build-mpich/plait" ]; then # make mpich-build
+    check "llama: MPICH's mpirun -n 2 generates from the tp 2 checkpoint" \
+        env PLAIT="$ROOT/build-mpich/plait" bash -c "timeout -k 5 120 mpirun.mpich -n 2 \
+            \"\$PLAIT\" generate --load '$TMP/l_tp2' --prompt '$PROMPT' --max-new-tokens 20 \
+            --temperature 0 >'$TMP/l2_mpich.txt' 2>'$TMP/l2_mpich.err'"
+    check "llama: MPICH asserts world 2 = tp 2" gen_world_is l2_mpich 2
+    check "llama: MPICH tp 2 greedy text = one process's" same_text l1 l2_mpich
+fi
 
 # ---- refusals: the number of ranks must be the checkpoint's TP size ----------------------
 # Every rank reaches the same verdict; rank 0 alone prints it, once.
@@ -140,16 +148,18 @@ refused() { # OUT PATTERN NP CKPT: fails, names the sizes, one message
     local out=$1 pat=$2 np=$3 ckpt=$4
     ! gen "$out" "$np" "$ckpt" && grep -qE -- "$pat" "$TMP/$out.err" && once "$out"
 }
-WANT2="g_tp2: iteration 30 was saved with --tensor-model-parallel-size 2: launch generate with 2 ranks \(mpirun -n 2"
+WANT2="g_tp2: iteration 30 was saved with --tensor-model-parallel-size 2: "
+WANT2+="launch generate with 2 ranks \(mpirun -n 2"
 check "a tp 2 checkpoint without a launcher (world 1) is refused, naming the sizes" \
     refused e1 "$WANT2 plait generate ...\); this run has 1" 0 g_tp2
 check "a tp 2 checkpoint under mpirun -n 1 is refused" refused e1m "$WANT2.*this run has 1" 1 g_tp2
 check "a tp 2 checkpoint under mpirun -n 3 is refused on every rank" \
     refused e3 "$WANT2.*this run has 3" 3 g_tp2
 check "a tp 4 checkpoint under mpirun -n 2 is refused" \
-    refused e42 "saved with --tensor-model-parallel-size 4: launch generate with 4 ranks.*this run has 2" 2 g_tp4
+    refused e42 "size 4: launch generate with 4 ranks.*this run has 2" 2 g_tp4
 check "a tp 1 checkpoint under mpirun -n 2 is refused, saying to run one process" \
-    refused e12 "saved with --tensor-model-parallel-size 1: run generate as one process \(without mpirun, or mpirun -n 1\), not 2 ranks" 2 g_tp1
+    refused e12 "size 1: run generate as one process \(without mpirun, or mpirun -n 1\), not 2 ranks" \
+    2 g_tp1
 # One rank alone cannot load its shard: all stop (no hang), rank 0 reports rank 1's error.
 rm -rf "$TMP/bad"; cp -r "$TMP/g_tp2" "$TMP/bad"
 printf 'x' | dd of="$TMP/bad/iter_0000030/mp_rank_01/model_optim.safetensors" bs=1 seek=200 \
