@@ -24,7 +24,8 @@
  * measured error is ~1e-7 (printed). A wrong slice, group, cache row or
  * vocabulary block moves the logits by order 1.
  * Also checked: every TP rank holds bit-identical logits (so every rank draws
- * the same token from the same uniform).
+ * the same token from the same uniform), and a step allocates nothing through
+ * the library's allocator (it is made to fail during the steps).
  * Rank 0 prints one ok / not ok line per case and "generate_tp_check: N passed,
  * N failed". */
 #include "base/alloc.h"
@@ -87,8 +88,16 @@ static pl_status compare(pl_generator *one, pl_generator *tp, pl_comm *group, in
     for (int64_t t = 0; t < positions; t++) {
         lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
         const int32_t token = (int32_t)((lcg >> 33) % (uint64_t)V);
-        PL_TRY(pl_generator_step(one, token, t));
-        PL_TRY(pl_generator_step(tp, token, t));
+        /* a step allocates nothing: with the allocator failing from here on, an
+         * allocation would fail the step */
+        pl_alloc_fail_after(0);
+        st = pl_generator_step(one, token, t);
+        pl_alloc_fail_after(-1);
+        PL_TRY(pl_comm_agree(group, st));
+        pl_alloc_fail_after(0);
+        st = pl_generator_step(tp, token, t);
+        pl_alloc_fail_after(-1);
+        PL_TRY(pl_comm_agree(group, st));
         double e = rel_err(tp->logits, one->logits, V);
         *worst = e > *worst ? e : *worst;
         *greedy += pl_sample_logits(tp->logits, V, 0, 0, 1, 0.5, NULL) ==
