@@ -1,11 +1,22 @@
-/* plait generate: sample text from a checkpoint with a KV cache. */
+/* plait generate: sample text from a checkpoint with a KV cache.
+ *
+ * Alone (no launcher) it runs without MPI and needs a checkpoint saved with
+ * --tensor-model-parallel-size 1. Under mpirun or srun with as many ranks as
+ * the checkpoint's TP size, rank r loads mp_rank_r and the ranks generate
+ * together as one tensor-parallel group (model/generate.h); every rank draws
+ * the same tokens and rank 0 prints them. Every step that one rank could fail
+ * alone is agreed on (pl_comm_agree), so all ranks stop together with the
+ * same status and rank 0 reports it. */
 #include "commands.h"
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "base/rng.h"
 #include "ckpt/checkpoint.h"
 #include "data/tokenizer/tokenizer.h"
 #include "model/generate.h"
+#include "parallel/dist.h"
+#include "parallel/grid.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -31,8 +42,206 @@ static const pl_option gen_options[] = {
     {"--merge-file", PL_OPT_STRING, NULL, F(merge_file), "override the checkpoint's merges file", NULL, 0},
     {"--tokenizer-model", PL_OPT_STRING, NULL, F(tokenizer_model), "override the checkpoint's tokenizer model", NULL, 0},
 };
-static const pl_command_spec gen_cmd = {"generate", "Generate text from a checkpoint (KV-cached).",
+static const pl_command_spec gen_cmd = {"generate", "Generate text from a checkpoint (KV-cached; "
+                                        "under mpirun with the checkpoint's TP size as ranks).",
                                         gen_options, (int)(sizeof gen_options / sizeof *gen_options)};
+
+/* The processes generating together: MPI and a grid whose one TP group is the
+ * whole world when a launcher started this process, nothing otherwise. */
+typedef struct gen_world {
+    int mpi, grid_up;
+    pl_dist dist;
+    pl_grid grid;
+    int rank, size;
+    pl_comm *all; /* the world communicator, NULL without MPI (pl_comm_agree: no-op) */
+} gen_world;
+
+static pl_status world_init(gen_world *w)
+{
+    memset(w, 0, sizeof *w);
+    w->size = 1;
+    pl_dist_launcher l;
+    pl_dist_launcher_detect(&l);
+    if (l.size <= 0)
+        return PL_OK;
+    pl_status st = pl_dist_init(&w->dist, NULL, NULL);
+    if (st)
+        return st;
+    w->mpi = 1;
+    w->rank = w->dist.rank;
+    w->size = w->dist.size;
+    /* collective; every rank returns the same status */
+    if ((st = pl_grid_init(&w->grid, MPI_COMM_WORLD, w->size, 1)))
+        return st;
+    w->grid_up = 1;
+    w->all = pl_grid_comm(&w->grid, PL_GRID_WORLD);
+    return PL_OK;
+}
+
+static void world_free(gen_world *w)
+{
+    if (w->grid_up)
+        pl_grid_free(&w->grid);
+    if (w->mpi)
+        pl_dist_finalize(&w->dist);
+}
+
+/* The checkpoint's TP size must be the number of ranks (one TP group). */
+static pl_status check_layout(const gen_opts *o, int64_t it, const pl_ckpt_meta *meta,
+                              const gen_world *w)
+{
+    if (meta->pp != 1)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--load %s: iteration %lld was saved with "
+                         "--pipeline-model-parallel-size %d; generation with pipeline "
+                         "parallelism is not implemented", o->load, (long long)it, meta->pp);
+    if (meta->tp == w->size)
+        return PL_OK;
+    if (meta->tp == 1)
+        return pl_errorf(PL_ERR_ARG, "--load %s: iteration %lld was saved with "
+                         "--tensor-model-parallel-size 1: run generate as one process (without "
+                         "mpirun, or mpirun -n 1), not %d ranks", o->load, (long long)it, w->size);
+    return pl_errorf(PL_ERR_ARG, "--load %s: iteration %lld was saved with "
+                     "--tensor-model-parallel-size %d: launch generate with %d ranks (mpirun -n "
+                     "%d plait generate ...); this run has %d", o->load, (long long)it, meta->tp,
+                     meta->tp, meta->tp, w->size);
+}
+
+/* Model state of one rank: its registry slice, parameters and generator. */
+typedef struct gen_model {
+    pl_registry reg;
+    float *params, *scratch; /* scratch: 2 V floats for the sampler */
+    pl_gemm *gemm;
+    pl_generator gen;
+} gen_model;
+
+static pl_status model_load(gen_model *m, const gen_opts *o, int64_t it, const pl_model_config *cfg,
+                            gen_world *w)
+{
+    pl_status st = PL_OK;
+    char *strings = NULL;
+    pl_ckpt_meta meta;
+    pl_comm *tp = w->grid_up ? pl_grid_comm(&w->grid, PL_GRID_TP) : NULL;
+    pl_registry_init(&m->reg, w->size, w->rank, 0);
+    PL_TRY(pl_model_register(&m->reg, cfg, 1));
+    m->params = pl_calloc((size_t)m->reg.numel, sizeof(float));
+    m->scratch = pl_malloc((size_t)(2 * cfg->vocab_size) * sizeof(float));
+    if (!m->params || !m->scratch) {
+        st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model");
+        goto fail;
+    }
+    pl_ckpt_buffers buf = {&m->reg, m->params, NULL, NULL, NULL};
+    PL_TRY(pl_ckpt_load(o->load, it, cfg, &buf, &meta, &strings));
+    PL_TRY(pl_gemm_init(&m->gemm));
+    PL_TRY(pl_generator_init(&m->gen, cfg, &m->reg, m->params, tp, m->gemm));
+fail:
+    pl_free(strings);
+    return st;
+}
+
+static void model_free(gen_model *m)
+{
+    pl_generator_free(&m->gen);
+    pl_gemm_free(m->gemm);
+    pl_free(m->params);
+    pl_free(m->scratch);
+    pl_registry_free(&m->reg);
+}
+
+/* The prompt's ids, with room reserved for every token to come, and the text
+ * buffer of one token's decoding: the generation loop then allocates nothing
+ * (a token whose text exceeds the reserve would grow it once). */
+static pl_status prompt_ids(pl_tokenizer *tok, const gen_opts *o, const pl_model_config *cfg,
+                            pl_ids *ids, pl_bytes *text)
+{
+    pl_status st = pl_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids);
+    if (!st && ids->n == 0 && tok->eod >= 0) /* an empty prompt starts after an end of document */
+        st = pl_ids_push(ids, tok->eod);
+    if (st)
+        return st;
+    if (ids->n + o->max_new_tokens > cfg->max_positions)
+        return pl_errorf(PL_ERR_ARG, "prompt (%lld tokens) + --max-new-tokens %lld exceeds the "
+                         "model's %lld positions", (long long)ids->n, (long long)o->max_new_tokens,
+                         (long long)cfg->max_positions);
+    st = pl_ids_reserve(ids, ids->n + o->max_new_tokens);
+    return st ? st : pl_bytes_reserve(text, 4096);
+}
+
+static pl_status generate(const gen_opts *o, gen_world *w)
+{
+    pl_status st = PL_OK;
+    char *strings = NULL;
+    pl_tokenizer *tok = NULL;
+    gen_model m;
+    memset(&m, 0, sizeof m);
+    pl_ids ids = {0};
+    pl_bytes text = {0};
+    pl_comm *all = w->all;
+    if (o->max_new_tokens < 0 || o->temperature < 0 || o->top_k < 0 || o->top_p <= 0 || o->top_p > 1)
+        return pl_errorf(PL_ERR_ARG, "plait generate: need --max-new-tokens >= 0, --temperature "
+                         ">= 0, --top-k >= 0 and 0 < --top-p <= 1");
+    int64_t it = -1;
+    st = pl_ckpt_latest(o->load, &it);
+    if (!st && it < 0)
+        st = pl_errorf(PL_ERR_ARG, "--load %s: no latest_checkpointed_iteration.txt", o->load);
+    PL_TRY(pl_comm_agree(all, st));
+    pl_model_config cfg;
+    pl_ckpt_meta meta;
+    PL_TRY(pl_comm_agree(all, pl_ckpt_read_config(o->load, it, &cfg, &meta, &strings)));
+    PL_TRY(pl_comm_agree(all, check_layout(o, it, &meta, w)));
+    const char *tt = o->tokenizer_type ? o->tokenizer_type : meta.tokenizer_type;
+    const char *vf = o->vocab_file ? o->vocab_file : meta.vocab_file;
+    const char *mf = o->merge_file ? o->merge_file : meta.merge_file;
+    const char *tm = o->tokenizer_model ? o->tokenizer_model : meta.tokenizer_model;
+    if (!tt)
+        st = pl_errorf(PL_ERR_ARG, "--load %s: the checkpoint names no tokenizer; give "
+                       "--tokenizer-type and --vocab-file", o->load);
+    else
+        st = pl_tokenizer_open(&tok, &(pl_tokenizer_spec){tt, vf, mf, tm, meta.vocab_extra_ids,
+                                                          meta.legacy_tokenizer});
+    PL_TRY(pl_comm_agree(all, st));
+    PL_TRY(pl_comm_agree(all, model_load(&m, o, it, &cfg, w)));
+    PL_TRY(pl_comm_agree(all, prompt_ids(tok, o, &cfg, &ids, &text)));
+    if (w->mpi && w->rank == 0)
+        pl_log_info("plait generate: world %d = tp %d x dp 1 x pp 1 | %s/iter_%07lld, "
+                    "mp_rank_00..%02d", w->size, w->size, o->load, (long long)it, w->size - 1);
+    const int print = w->rank == 0;
+    if (print)
+        fputs(o->prompt, stdout);
+    const int64_t n_prompt = ids.n;
+    for (int64_t pos = 0; pos < n_prompt + o->max_new_tokens - 1; pos++) {
+        /* collective over TP; a failure is agreed on before anyone goes on */
+        PL_TRY(pl_comm_agree(all, pl_generator_step(&m.gen, ids.data[pos], pos)));
+        if (pos + 1 < n_prompt)
+            continue;
+        /* the logits are the same bits on every rank (all-gathered), and so
+         * are u and therefore the token */
+        double u = pl_rng_uniform((uint64_t)o->seed, 0x67656e, (uint64_t)pos);
+        int32_t next = pl_sample_logits(m.gen.logits, cfg.vocab_size, o->temperature, o->top_k,
+                                        o->top_p, u, m.scratch);
+        if (next == tok->eod)
+            break;
+        ids.data[ids.n++] = next; /* reserved by prompt_ids */
+        pl_status shown = PL_OK;
+        if (print) {
+            text.n = 0;
+            shown = pl_tokenizer_decode(tok, &next, 1, &text);
+            if (!shown) {
+                fwrite(text.data, 1, text.n, stdout);
+                fflush(stdout);
+            }
+        }
+        PL_TRY(pl_comm_agree(all, shown));
+    }
+    if (print)
+        fputc('\n', stdout);
+fail:
+    pl_bytes_free(&text);
+    pl_ids_free(&ids);
+    model_free(&m);
+    pl_free(strings);
+    pl_tokenizer_free(tok);
+    return st;
+}
 
 int plait_cmd_generate(int argc, char **argv)
 {
@@ -40,90 +249,12 @@ int plait_cmd_generate(int argc, char **argv)
     int rc = plait_parse(&gen_cmd, &o, argc, argv, NULL);
     if (rc >= 0)
         return rc;
-    pl_status st = PL_OK;
-    char *strings = NULL;
-    float *params = NULL, *scratch = NULL;
-    pl_registry reg = {0};
-    pl_tokenizer *tok = NULL;
-    pl_gemm *gemm = NULL;
-    pl_generator inf = {0};
-    pl_ids ids = {0};
-    pl_bytes text = {0};
-    if (o.max_new_tokens < 0 || o.temperature < 0 || o.top_k < 0 || o.top_p <= 0 || o.top_p > 1) {
-        st = pl_errorf(PL_ERR_ARG, "plait generate: need --max-new-tokens >= 0, --temperature >= 0, "
-                       "--top-k >= 0 and 0 < --top-p <= 1");
-        goto fail;
-    }
-    int64_t it;
-    PL_TRY(pl_ckpt_latest(o.load, &it));
-    if (it < 0) {
-        st = pl_errorf(PL_ERR_ARG, "--load %s: no latest_checkpointed_iteration.txt", o.load);
-        goto fail;
-    }
-    pl_model_config cfg;
-    pl_ckpt_meta meta;
-    PL_TRY(pl_ckpt_read_config(o.load, it, &cfg, &meta, &strings));
-    const char *tt = o.tokenizer_type ? o.tokenizer_type : meta.tokenizer_type;
-    const char *vf = o.vocab_file ? o.vocab_file : meta.vocab_file;
-    const char *mf = o.merge_file ? o.merge_file : meta.merge_file;
-    const char *tm = o.tokenizer_model ? o.tokenizer_model : meta.tokenizer_model;
-    if (!tt) {
-        st = pl_errorf(PL_ERR_ARG, "--load %s: the checkpoint names no tokenizer; give "
-                       "--tokenizer-type and --vocab-file", o.load);
-        goto fail;
-    }
-    pl_tokenizer_spec ts = {tt, vf, mf, tm, meta.vocab_extra_ids, meta.legacy_tokenizer};
-    PL_TRY(pl_tokenizer_open(&tok, &ts));
-    pl_registry_init(&reg, 1, 0, 0);
-    PL_TRY(pl_model_register(&reg, &cfg, 1));
-    params = pl_calloc((size_t)reg.numel, sizeof(float));
-    scratch = pl_malloc((size_t)(2 * cfg.vocab_size) * sizeof(float));
-    if (!params || !scratch) {
-        st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model");
-        goto fail;
-    }
-    pl_ckpt_buffers buf = {&reg, params, NULL, NULL, NULL};
-    pl_free(strings);
-    strings = NULL;
-    PL_TRY(pl_ckpt_load(o.load, it, &cfg, &buf, &meta, &strings));
-    PL_TRY(pl_gemm_init(&gemm));
-    PL_TRY(pl_generator_init(&inf, &cfg, &reg, params, gemm));
-    PL_TRY(pl_tokenizer_encode(tok, o.prompt, strlen(o.prompt), &ids));
-    if (ids.n == 0 && tok->eod >= 0) /* an empty prompt starts after an end of document */
-        PL_TRY(pl_ids_push(&ids, tok->eod));
-    if (ids.n + o.max_new_tokens > cfg.max_positions) {
-        st = pl_errorf(PL_ERR_ARG, "prompt (%lld tokens) + --max-new-tokens %lld exceeds the "
-                       "model's %lld positions", (long long)ids.n, (long long)o.max_new_tokens,
-                       (long long)cfg.max_positions);
-        goto fail;
-    }
-    fputs(o.prompt, stdout);
-    int64_t n_prompt = ids.n;
-    for (int64_t pos = 0; pos < n_prompt + o.max_new_tokens - 1; pos++) {
-        PL_TRY(pl_generator_step(&inf, ids.data[pos], pos));
-        if (pos + 1 < n_prompt)
-            continue;
-        double u = pl_rng_uniform((uint64_t)o.seed, 0x67656e, (uint64_t)pos);
-        int32_t next = pl_sample_logits(inf.logits, cfg.vocab_size, o.temperature, o.top_k,
-                                        o.top_p, u, scratch);
-        if (next == tok->eod)
-            break;
-        PL_TRY(pl_ids_push(&ids, next));
-        text.n = 0;
-        PL_TRY(pl_tokenizer_decode(tok, &next, 1, &text));
-        fwrite(text.data, 1, text.n, stdout);
-        fflush(stdout);
-    }
-    fputc('\n', stdout);
-fail:
-    pl_bytes_free(&text);
-    pl_ids_free(&ids);
-    pl_generator_free(&inf);
-    pl_gemm_free(gemm);
-    pl_free(params);
-    pl_free(scratch);
-    pl_free(strings);
-    pl_registry_free(&reg);
-    pl_tokenizer_free(tok);
-    return st ? plait_report(st) : 0;
+    gen_world w;
+    pl_status st = world_init(&w);
+    if (!st)
+        st = generate(&o, &w);
+    /* the status is agreed on: rank 0 speaks for all */
+    rc = st ? (w.rank == 0 ? plait_report(st) : st == PL_ERR_ARG ? 2 : 1) : 0;
+    world_free(&w);
+    return rc;
 }

@@ -1,8 +1,11 @@
-/* KV-cached single-token forward through the blocks, and sampling. */
+/* KV-cached single-token forward through the blocks (on a TP group or
+ * alone), and sampling. */
 #include "model/generate.h"
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "nn/plan.h"
+#include "parallel/tp/layers.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,21 +28,52 @@ static void plan(pl_generator *g, pl_plan *p)
     g->lnf = pl_plan_take(p, C);
     g->lnf_mean = pl_plan_take(p, 1);
     g->lnf_rstd = pl_plan_take(p, 1);
-    g->logits = pl_plan_take(p, c->padded_vocab);
+    g->logits = pl_plan_take(p, c->padded_vocab); /* whole: gathered over TP */
     g->scores = pl_plan_take(p, g->blk.NHl * P);
 }
 
+/* Creates the GEMM primitives of a step's shapes (one row): the four linear
+ * layers of a block on this rank's slices and the LM head's vocabulary slice. */
+static pl_status prepare(const pl_generator *g, int64_t head_cols)
+{
+    const pl_block_ctx *b = &g->blk;
+    const int64_t C = b->dims.C;
+    const int64_t in[5] = {C, b->Al, C, b->Fl, C}, out[5] = {b->QKVl, C, b->F1l, C, head_cols};
+    pl_status st = PL_OK;
+    for (int k = 0; k < 5 && !st; k++) /* y (1, out) = x (1, in) . W^T */
+        st = pl_gemm_prepare(g->gemm, 0, 1, 1, out[k], in[k], in[k], in[k], out[k], 0.0f);
+    return st;
+}
+
+/* Columns of the LM head's GEMM: this rank's slice of the padded vocabulary
+ * (all-gathered in equal blocks), or alone the true vocabulary (the padding
+ * rows' logits are never read). */
+static int64_t head_cols(const pl_generator *g)
+{
+    return g->tp ? g->Vl : g->cfg.vocab_size;
+}
+
 pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const pl_registry *reg,
-                            const float *params, pl_gemm *gemm)
+                            const float *params, pl_comm *tp, pl_gemm *gemm)
 {
     pl_status st = PL_OK;
     memset(g, 0, sizeof *g);
-    if (reg->tp_size != 1)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "generation needs the whole model on one rank");
+    const int tps = tp ? tp->size : 1, tpr = tp ? tp->rank : 0;
+    if (reg->tp_size != tps || reg->tp_rank != tpr)
+        return pl_errorf(PL_ERR_INTERNAL, "generation: the parameters are laid out for TP rank %d "
+                         "of %d, the TP group has this process as rank %d of %d",
+                         reg->tp_rank, reg->tp_size, tpr, tps);
+    if (cfg->padded_vocab % tps)
+        return pl_errorf(PL_ERR_ARG, "generation: the padded vocabulary (%lld rows) does not "
+                         "divide by --tensor-model-parallel-size %d",
+                         (long long)cfg->padded_vocab, tps);
     g->cfg = *cfg;
     g->gemm = gemm;
+    g->tp = tps > 1 ? tp : NULL;
+    g->Vl = cfg->padded_vocab / tps;
+    g->v0 = g->Vl * tpr;
     const pl_block_dims dims = pl_model_block_dims(cfg);
-    PL_TRY(pl_block_ctx_init(&g->blk, &cfg->block, &dims, cfg->ln_eps, 1, 1, NULL, 0, 0, gemm,
+    PL_TRY(pl_block_ctx_init(&g->blk, &cfg->block, &dims, cfg->ln_eps, 1, 1, g->tp, tpr, 0, gemm,
                              &g->prof));
     g->blk.rope_rows = cfg->max_positions;
     const int64_t L = cfg->num_layers;
@@ -72,6 +106,7 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
         st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing");
         goto fail;
     }
+    PL_TRY(prepare(g, head_cols(g)));
     return PL_OK;
 fail:
     pl_generator_free(g);
@@ -97,8 +132,10 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
         return pl_errorf(PL_ERR_ARG, "token id %d is outside the vocabulary (%lld)", token,
                          (long long)c->vocab_size);
     pl_status st = PL_OK;
-    for (int64_t i = 0; i < C; i++)
-        g->x[i] = g->wte[(int64_t)token * C + i] + (g->wpe ? g->wpe[pos * C + i] : 0.0f);
+    /* x = wte[token] (the rank holding the row; summed over TP) + wpe[pos]: the
+     * position table from row pos is the table of a one-token sequence */
+    const float *wpe = g->wpe ? g->wpe + pos * C : NULL;
+    PL_TRY(pl_tp_embedding_fwd(g->tp, 0, g->x, g->x, &token, g->wte, wpe, 1, 1, C, g->v0, g->Vl));
     const float *x = g->x;
     for (int64_t l = 0; l < L; l++) {
         /* every layer reuses one set of activations: its input is the previous
@@ -112,8 +149,13 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
     }
     pl_nn_norm_fwd(c->block.norm, g->lnf, g->lnf_mean, g->lnf_rstd, L ? g->acts.res2 : g->x,
                    g->lnf_w, g->lnf_b, 1, C, c->ln_eps);
-    st = pl_gemm_run(g->gemm, 0, 1, 1, c->vocab_size, C, g->lnf, C, g->out_w, C, 0.0f, g->logits,
-                     c->vocab_size);
+    /* logits[v0, v0 + n) = lnf (1, C) . out_w^T, out_w (Vl, C) this rank's rows */
+    const int64_t n = head_cols(g);
+    double t0 = pl_time_now();
+    PL_TRY(pl_gemm_run(g->gemm, 0, 1, 1, n, C, g->lnf, C, g->out_w, C, 0.0f, g->logits + g->v0, n));
+    if (g->tp)
+        PL_TRY(pl_comm_allgather_f32(g->tp, g->logits + g->v0, g->logits, g->Vl));
+    g->prof.lmhead += pl_time_now() - t0;
 fail:
     return st;
 }

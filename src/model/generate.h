@@ -1,39 +1,65 @@
-/* Autoregressive inference on one process, one token at a time, with a KV
- * cache, through the same transformer blocks as training (pl_block_decode):
- * each new token costs one pass over the weights plus attention over the
- * cached keys and values, not a forward over the whole prefix. Any family of
- * model/spec.c (grouped-query attention caches G key/value heads). */
+/* Autoregressive inference, one token at a time, with a KV cache, through the
+ * same transformer blocks as training (pl_block_decode): each new token costs
+ * one pass over the weights plus attention over the cached keys and values, not
+ * a forward over the whole prefix. Any family of model/spec.c (grouped-query
+ * attention caches G key/value heads).
+ *
+ * Tensor parallelism (Megatron's layout, no sequence parallelism): on a TP
+ * group of T ranks each rank holds its registry slice (model/registry.h) and
+ * runs the blocks on the TP communicator, so the column-parallel GEMMs produce
+ * its heads and MLP columns and the row-parallel outputs are all-reduced
+ * (parallel/tp/layers.h). Its KV cache holds its G/T key/value groups. The
+ * word embeddings are vocab-parallel (rank r: padded-vocabulary rows
+ * [r V/T, (r+1) V/T), summed over TP), and so is the LM head: each rank
+ * computes its slice of the logits and an all-gather leaves the whole padded
+ * vocabulary's logits, bit-identical, on every rank, so that every rank draws
+ * the same next token from the same uniform. Collectives per token: 1 + 2 L
+ * all-reduces of C floats and one all-gather of V floats.
+ *
+ * Memory: caches, one layer's activations, the block scratch and the logits
+ * are one allocation made by pl_generator_init, which also creates every GEMM
+ * primitive a step uses; pl_generator_step allocates nothing. */
 #ifndef PL_MODEL_GENERATE_H
 #define PL_MODEL_GENERATE_H
 
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "parallel/comm.h"
 
 typedef struct pl_generator {
     pl_model_config cfg;
     pl_block_ctx blk;          /* one row: B = T = 1 */
     pl_step_prof prof;
-    const float *wte, *wpe, *lnf_w, *lnf_b, *out_w;
+    pl_comm *tp;               /* NULL when the whole model is on this rank */
+    int64_t v0, Vl;            /* this rank's padded-vocabulary rows [v0, v0 + Vl) */
+    const float *wte, *wpe, *lnf_w, *lnf_b, *out_w; /* wte, out_w: rows [v0, v0 + Vl) */
     pl_block_weights *w;       /* [L] views into the parameters */
     float *mem;                /* caches, activations and scratch, one block */
-    float *k_cache, *v_cache;  /* (L, max_positions, G, HS) */
+    float *k_cache, *v_cache;  /* (L, max_positions, G/T, HS) */
     pl_block_acts acts;        /* one layer's, reused by every layer */
     float *x, *lnf, *lnf_mean, *lnf_rstd, *logits, *scores;
     pl_gemm *gemm;
 } pl_generator;
 
-/* params: a whole (TP = 1) flat parameter buffer laid out by reg. */
+/* params: this rank's flat parameter buffer laid out by reg, whose TP size and
+ * rank must be tp's (tp NULL or of one rank: reg is TP = 1). The generator
+ * keeps pointers into params; reg is not kept. Communicates nothing, so a rank
+ * can fail here alone: agree on the status (pl_comm_agree) before stepping.
+ * Errors: a registry that does not match tp, sizes that do not divide by the
+ * TP size, memory. */
 pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const pl_registry *reg,
-                            const float *params, pl_gemm *gemm);
+                            const float *params, pl_comm *tp, pl_gemm *gemm);
 void pl_generator_free(pl_generator *g);
 
 /* Feeds token at position pos (0-based, < max_positions; positions 0..pos-1
- * fed before) and writes the logits of the next token over the true
- * vocabulary to g->logits. */
+ * fed before) and writes the logits of the next token to g->logits: the true
+ * vocabulary's (cfg.vocab_size) entries are valid, on every TP rank.
+ * Collective over tp: every rank feeds the same token and position. */
 pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos);
 
 /* Samples from logits (V): temperature 0 is greedy; top_k 0 and top_p 1 are
- * off. u is a uniform draw in (0, 1). scratch holds 2 V floats. */
+ * off. u is a uniform draw in (0, 1). scratch holds 2 V floats. A pure
+ * function of its inputs, so equal logits and u give the same id on every rank. */
 int32_t pl_sample_logits(const float *logits, int64_t V, double temperature, int64_t top_k,
                          double top_p, double u, float *scratch);
 

@@ -449,6 +449,38 @@ pl_status pl_comm_bcast(pl_comm *c, void *buf, size_t bytes, int root)
     return PL_OK;
 }
 
+pl_status pl_comm_agree(pl_comm *c, pl_status local)
+{
+    if (!c || c->size <= 1)
+        return local;
+    /* one MAX: -(the lowest failing rank), and whether any rank succeeded */
+    int32_t v[2] = {local != PL_OK ? -c->rank : INT32_MIN, local == PL_OK};
+    pl_status st = pl_comm_allreduce_i32(c, v, 2, PL_COMM_MAX);
+    if (st != PL_OK)
+        return st;
+    if (v[0] == INT32_MIN)
+        return PL_OK;
+    const int first = -v[0];
+    /* the failing rank's status, world rank and message, from it to everyone */
+    struct {
+        int32_t status, world_rank;
+        char msg[1024];
+    } what;
+    memset(&what, 0, sizeof what);
+    if (c->rank == first) {
+        what.status = (int32_t)local;
+        what.world_rank = c->world_rank;
+        snprintf(what.msg, sizeof what.msg, "%s", pl_error_msg());
+    }
+    if ((st = pl_comm_bcast(c, &what, sizeof what, first)) != PL_OK)
+        return st;
+    what.msg[sizeof what.msg - 1] = '\0';
+    const char *msg = what.msg[0] ? what.msg : pl_status_str((pl_status)what.status);
+    if (!v[1]) /* every rank failed: the lowest one's message, as is */
+        return pl_errorf((pl_status)what.status, "%s", msg);
+    return pl_errorf((pl_status)what.status, "rank %d: %s", (int)what.world_rank, msg);
+}
+
 pl_status pl_comm_barrier(pl_comm *c)
 {
     pl_status st = check_call(c, "MPI_Barrier", 0);

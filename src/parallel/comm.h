@@ -140,6 +140,16 @@ pl_status pl_comm_bcast(pl_comm *c, void *buf, size_t bytes, int root);
 
 pl_status pl_comm_barrier(pl_comm *c);
 
+/* Agreement on an outcome that one rank may meet alone (a file it cannot read,
+ * memory, its share of the work): every rank passes its local status and all
+ * return the same one. PL_OK when every rank's is; otherwise the status and
+ * message of the lowest failing rank of c, broadcast from it, prefixed
+ * "rank R: " (R its world rank) unless every rank failed. One all-reduce of two
+ * ints when all went well. With
+ * c NULL or of one rank it returns local unchanged; an MPI failure of the
+ * agreement itself is returned as is. Collective over c. */
+pl_status pl_comm_agree(pl_comm *c, pl_status local);
+
 /* Point-to-point on floats; ranks are ranks of c. recv fails unless exactly n floats
  * arrive. sendrecv sends and receives at once (no deadlock in rings). */
 pl_status pl_comm_send_f32(pl_comm *c, const float *buf, int64_t n, int dst, int tag);
