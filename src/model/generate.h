@@ -35,7 +35,7 @@ typedef struct pl_generator {
     const float *wte, *wpe, *lnf_w, *lnf_b, *out_w; /* wte, out_w: rows [v0, v0 + Vl) */
     pl_block_weights *w;       /* [L] views into the parameters */
     float *mem;                /* caches, activations and scratch, one block */
-    float *k_cache, *v_cache;  /* (L, max_positions, G/T, HS) */
+    float *k_cache, *v_cache;  /* (L, max_positions, G/T or 1 when shared, HS) */
     pl_block_acts acts;        /* one layer's, reused by every layer */
     float *x, *lnf, *lnf_mean, *lnf_rstd, *logits, *scores;
     pl_gemm *gemm;

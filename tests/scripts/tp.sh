@@ -99,23 +99,28 @@ PYEOF
 # ---- GPT: every layout against one process ------------------------------------------
 check "gpt: one process trains 10 iterations" run g_single mpirun.openmpi 1 1 "${GPT[@]}"
 check "gpt: one process reports tp 1 x dp 1" layout_is g_single 1 1 1 ""
-declare -A LAYOUT=(
-    [g_tp2]="2 2 1 0"        [g_tp2_sp]="2 2 1 0 sp"   [g_tp4]="4 4 1 0"     [g_tp4_sp]="4 4 1 0 sp"
-    [g_tp8_sp]="8 8 1 0 sp"  [g_tp2_dp2_z0]="4 2 2 0" [g_tp2_dp2_z1_sp]="4 2 2 1 sp"
-    [g_tp2_dp2_z2]="4 2 2 2" [g_tp2_dp2_z3_sp]="4 2 2 3 sp")
-for name in g_tp2 g_tp2_sp g_tp4 g_tp4_sp g_tp8_sp g_tp2_dp2_z0 g_tp2_dp2_z1_sp g_tp2_dp2_z2 \
-            g_tp2_dp2_z3_sp; do
-    read -r np tp dp zero sp <<<"${LAYOUT[$name]}"
+# layout_checks FAMILY SINGLE NAME "NP TP DP ZERO [sp]" FLAGS...: one layout against one process.
+layout_checks() {
+    local family=$1 single=$2 name=$3 np tp dp zero sp flags label=""; shift 3
+    read -r np tp dp zero sp <<<"$1"; shift
     flags=(--zero-stage "$zero")
-    label=""
     if [ -n "${sp:-}" ]; then flags+=(--sequence-parallel); label=" (sequence parallel)"; fi
-    what="gpt: tp $tp x dp $dp, ZeRO $zero${sp:+, sequence parallel}"
-    check "$what runs" run "$name" mpirun.openmpi "$np" "$tp" "${GPT[@]}" "${flags[@]}"
+    local what="$family: tp $tp x dp $dp, ZeRO $zero${sp:+, sequence parallel}"
+    check "$what runs" run "$name" mpirun.openmpi "$np" "$tp" "$@" "${flags[@]}"
     check "$what asserts its layout" layout_is "$name" "$np" "$tp" "$dp" "$label"
-    check "$what: losses equal one process's" same_losses g_single "$name"
-    check "$what: final parameters equal one process's" same_params "$name" g_single
+    check "$what: losses equal one process's" same_losses "$single" "$name"
+    check "$what: final parameters equal one process's" same_params "$name" "$single"
     check "$what: replicated tensors identical on every TP rank" replicas_equal "$name"
-done
+}
+layout_checks gpt g_single g_tp2 "2 2 1 0" "${GPT[@]}"
+layout_checks gpt g_single g_tp2_sp "2 2 1 0 sp" "${GPT[@]}"
+layout_checks gpt g_single g_tp4 "4 4 1 0" "${GPT[@]}"
+layout_checks gpt g_single g_tp4_sp "4 4 1 0 sp" "${GPT[@]}"
+layout_checks gpt g_single g_tp8_sp "8 8 1 0 sp" "${GPT[@]}"
+layout_checks gpt g_single g_tp2_dp2_z0 "4 2 2 0" "${GPT[@]}"
+layout_checks gpt g_single g_tp2_dp2_z1_sp "4 2 2 1 sp" "${GPT[@]}"
+layout_checks gpt g_single g_tp2_dp2_z2 "4 2 2 2" "${GPT[@]}"
+layout_checks gpt g_single g_tp2_dp2_z3_sp "4 2 2 3 sp" "${GPT[@]}"
 check "gpt: tp 2: TP bytes and calls per step equal the theory" tp_bytes_match g_tp2 2 0 4 0 128
 check "gpt: tp 2, sp: TP bytes and calls per step equal the theory" tp_bytes_match g_tp2_sp 2 1 4 0 128
 check "gpt: tp 4, sp: TP bytes and calls per step equal the theory" tp_bytes_match g_tp4_sp 4 1 4 0 128
@@ -161,19 +166,9 @@ fi
 
 # ---- Llama (RMSNorm, rope, SwiGLU halves split per rank, GQA 4 groups) ----------------
 check "llama: one process trains 10 iterations" run l_single mpirun.openmpi 1 1 "${LLAMA[@]}"
-declare -A LLAYOUT=([l_tp2_sp]="2 2 1 0 sp" [l_tp4]="4 4 1 1" [l_tp2_dp2_z3_sp]="4 2 2 3 sp")
-for name in l_tp2_sp l_tp4 l_tp2_dp2_z3_sp; do
-    read -r np tp dp zero sp <<<"${LLAYOUT[$name]}"
-    flags=(--zero-stage "$zero")
-    label=""
-    if [ -n "${sp:-}" ]; then flags+=(--sequence-parallel); label=" (sequence parallel)"; fi
-    what="llama: tp $tp x dp $dp, ZeRO $zero${sp:+, sequence parallel}"
-    check "$what runs" run "$name" mpirun.openmpi "$np" "$tp" "${LLAMA[@]}" "${flags[@]}"
-    check "$what asserts its layout" layout_is "$name" "$np" "$tp" "$dp" "$label"
-    check "$what: losses equal one process's" same_losses l_single "$name"
-    check "$what: final parameters equal one process's" same_params "$name" l_single
-    check "$what: replicated tensors identical on every TP rank" replicas_equal "$name"
-done
+layout_checks llama l_single l_tp2_sp "2 2 1 0 sp" "${LLAMA[@]}"
+layout_checks llama l_single l_tp4 "4 4 1 1" "${LLAMA[@]}"
+layout_checks llama l_single l_tp2_dp2_z3_sp "4 2 2 3 sp" "${LLAMA[@]}"
 check "llama: tp 2, sp: TP bytes and calls per step equal the theory (RMSNorm: C floats)" \
     tp_bytes_match l_tp2_sp 2 1 4 0 64
 # Fewer query groups than TP ranks (2 groups at TP 4, and MQA: 1 group at TP 2): each

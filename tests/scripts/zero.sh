@@ -40,27 +40,7 @@ same_losses() {
 # ten steps give ~1e-5. A wrong shard, a lost bucket or a missed weight decay moves
 # parameters by ~1e-3 (one whole lr step) or more, far outside.
 same_params() {
-    $PY - "$TMP/$1/iter_0000010/mp_rank_00/model_optim.safetensors" \
-        "$TMP/$2/iter_0000010/mp_rank_00/model_optim.safetensors" <<'PYEOF'
-import json, struct, sys
-import numpy as np
-def load(path):
-    raw = open(path, 'rb').read()
-    n = struct.unpack('<Q', raw[:8])[0]
-    head = json.loads(raw[8:8 + n])
-    out = {}
-    for k, v in head.items():
-        if k == '__metadata__' or k.startswith('optimizer.'):
-            continue
-        a, b = v['data_offsets']
-        out[k] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32)
-    return out
-x, y = load(sys.argv[1]), load(sys.argv[2])
-assert x.keys() == y.keys() and len(x) > 0, 'different tensors'
-worst = max(float(np.max(np.abs(x[k] - y[k]) - 1e-4 * np.abs(x[k]))) for k in x)
-print('worst excess over tolerance', worst)
-sys.exit(0 if worst <= 1e-5 else 1)
-PYEOF
+    $PY "$ROOT/tests/scripts/ckpt_tensors.py" same "$TMP/$1/iter_0000010" "$TMP/$2/iter_0000010"
 }
 # Bytes per step, averaged over the DP ranks (ring collectives load ranks unevenly
 # per region; the mean is exact), equal the theory within 1%: P = elements padded to

@@ -7,7 +7,7 @@
  * WORLD is the world size the launch is meant to have (checked first: the
  * singleton pitfall would otherwise pass as T runs of TP 1). Without --load the
  * weights are drawn from the registry's initialisation (seed 99) for GPT and
- * Llama with 1, 2 or 4 key/value groups per rank; with --load they are a TP = 1
+ * Llama with 8, 4, 2 and 1 key/value groups (fewer than the ranks: shared); with --load they are a TP = 1
  * checkpoint's. Each rank builds the whole model (TP 1 registry) and its own
  * slice of it, cut by the registry's global index (the layout training saves;
  * tests/scripts/tp.sh checks it against shards assembled outside plait), feeds
@@ -300,7 +300,10 @@ int main(int argc, char **argv)
             int64_t groups;
         } cases[] = {{"gpt (random weights)", PL_FAMILY_GPT, 8},
                      {"llama, 8 groups (random weights)", PL_FAMILY_LLAMA, 8},
-                     {"llama, 4 groups (random weights)", PL_FAMILY_LLAMA, 4}};
+                     {"llama, 4 groups (random weights)", PL_FAMILY_LLAMA, 4},
+                     /* fewer groups than TP ranks: groups shared (registry.h) */
+                     {"llama, 2 groups (random weights)", PL_FAMILY_LLAMA, 2},
+                     {"llama, multi-query (random weights)", PL_FAMILY_LLAMA, 1}};
         for (size_t i = 0; i < sizeof cases / sizeof *cases && !st; i++) {
             pl_model_config cfg = small(cases[i].f, cases[i].groups);
             st = check_case(cases[i].label, &cfg, &src, &grid);
