@@ -1,6 +1,7 @@
 /* The parameter table of a model, from its configuration. */
 #include "model/config.h"
 
+#include "base/rng.h"
 #include "base/status.h"
 
 #include <math.h>
@@ -121,8 +122,15 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     PL_TRY(pl_registry_add(r, &fin[0]));
     if (nb)
         PL_TRY(pl_registry_add(r, &fin[1]));
-    if (c->untie)
+    if (c->untie || pp_size > 1)
         PL_TRY(pl_registry_add(r, &fin[2]));
+    if (!c->untie && pp_size > 1) {
+        /* Tied across stages (Megatron): the last stage's output layer is a copy of
+         * the word embeddings, drawn alike; the embedding group sums their gradients. */
+        pl_param *out = &r->params[r->n - 1];
+        out->init_stream = pl_hash_str("embedding.word_embeddings.weight");
+        out->weight_decay = 1;
+    }
     return PL_OK;
 fail:
     return st;

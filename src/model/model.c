@@ -1,6 +1,7 @@
-/* A rank's model: embedding, its stack of blocks, final norm and LM head, over
- * one micro-batch (one pipeline stage holding every layer; tensor parallelism
- * inside the layers). */
+/* A rank's model: its stage's stack of blocks, with the embedding on the first
+ * stage and the final norm and LM head on the last (one stage holds every layer
+ * without pipelining), over the micro-batches it keeps in flight; tensor
+ * parallelism inside the layers. */
 #include "model/model.h"
 
 #include "base/alloc.h"
@@ -51,13 +52,12 @@ pl_status pl_model_top_bind(const pl_registry *reg, int untie, const float *flat
     for (int k = 0; k < 5; k++) {
         const pl_param *p = pl_registry_find(reg, names[k]);
         *dst[k] = NULL;
-        if (!p)
+        if (!p || p->offset < 0) /* not in this family, or on another pipeline stage */
             continue;
-        if (p->offset < 0)
-            return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", names[k]);
         *dst[k] = locate ? locate(ctx, p->offset, grad) : flat ? (float *)flat + p->offset : NULL;
     }
-    if (!untie)
+    /* tied: the word embeddings, unless the last stage holds its own copy (pipelining) */
+    if (!untie && !out->out_w)
         out->out_w = out->wte;
     return PL_OK;
 }
@@ -81,35 +81,83 @@ static pl_status bind_top(pl_model *m, int grad, const float *flat, pl_flat_loca
     return PL_OK;
 }
 
-/* Points the per-layer views of one flat buffer. */
+/* Points the per-layer views of one flat buffer (the stage's layers). */
 static pl_status bind_layers(pl_model *m, pl_block_weights *out, float *flat)
 {
-    for (int64_t l = 0; l < m->cfg.num_layers; l++) {
+    for (int64_t j = 0; j < m->stage.nl; j++) {
         int64_t lo, hi;
-        pl_status st = pl_model_layer_bind(m->reg, &m->cfg.block, flat, l, &out[l], &lo, &hi);
+        pl_status st = pl_model_layer_bind(m->reg, &m->cfg.block, flat, m->stage.l0 + j, &out[j],
+                                           &lo, &hi);
         if (st)
             return st;
-        m->layer_offset[l] = lo;
-        m->layer_count[l] = hi - lo;
+        m->layer_offset[j] = lo;
+        m->layer_count[j] = hi - lo;
     }
     return PL_OK;
 }
 
+/* One micro-batch slot's saved activations on b: the stage's input (and the
+ * gradients exchanged with its neighbours), each layer's (as plan() says), and
+ * on the last stage the final norm's and the loss's. */
+static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int selective,
+                    float *attn, float *lse, int alias_last)
+{
+    const int64_t N = m->N, Nl = m->blk.Nl, C = m->C, L = m->stage.nl;
+    const pl_block_ctx *c = &m->blk;
+    mb->x0 = pl_plan_take(b, Nl * C);
+    mb->dx0 = m->stage.first ? NULL : pl_plan_take(b, Nl * C);
+    mb->dout = m->stage.last ? NULL : pl_plan_take(b, Nl * C);
+    mb->dloss = pl_plan_take(b, N);
+    for (int64_t l = 0; l < L; l++) {
+        pl_block_acts *a = &mb->acts[l];
+        int64_t g = recompute ? m->group_start[l] : -1;
+        memset(a, 0, sizeof *a);
+        if (alias_last && l + 1 == L) { /* the recompute slot, with a res2 of its own */
+            *a = m->slots[0];
+            a->res2 = pl_plan_take(b, Nl * C);
+        } else if (g < 0) {
+            pl_block_take_acts(c, b, a, !selective, 1);
+            if (selective) {
+                a->attn = attn;
+                a->lse = lse;
+            }
+        } else if (l + 1 == L || m->group_start[l + 1] != g) {
+            a->res2 = pl_plan_take(b, Nl * C);
+        }
+    }
+    for (int64_t l = 0; l < L; l++) {
+        int64_t g = recompute ? m->group_start[l] : -1;
+        if (g >= 0) {
+            float *res2 = mb->acts[l].res2;
+            mb->acts[l] = m->slots[l - g];
+            if (l + 1 == L || m->group_start[l + 1] != g)
+                mb->acts[l].res2 = res2;
+        }
+    }
+    if (m->stage.last) {
+        mb->lnf = pl_plan_take(b, N * C); /* whole (gathered under sequence parallelism) */
+        mb->lnf_mean = pl_plan_take(b, Nl);
+        mb->lnf_rstd = pl_plan_take(b, Nl);
+        mb->loss = pl_plan_take(b, N);
+        mb->lse = pl_plan_take(b, N);
+    }
+}
+
 /* Lays out every activation and scratch buffer; returns the floats needed.
  * With recompute = 0 it plans as if cfg.recompute were off (for the report).
- * Kept per layer: the block's saved activations (nn/block.h), attn + lse not
- * under selective. A fully recomputed layer uses the buffers of its position
- * in its group (slots), except the group's last output, which is the next
- * group's checkpointed input and is kept. With recompute = 0 nothing of
+ * Kept per layer and micro-batch in flight: the block's saved activations
+ * (nn/block.h), attn + lse not under selective. A fully recomputed layer uses
+ * the buffers of its position in its group (slots, shared by the micro-batches:
+ * one backward runs at a time), except the group's last output, which is the
+ * next group's checkpointed input and is kept. With recompute = 0 nothing of
  * m->slots is used, so m->group_start may say anything. */
 static size_t plan(pl_model *m, float *base, int recompute)
 {
-    const int64_t N = m->N, Nl = m->blk.Nl, C = m->C, L = m->cfg.num_layers;
+    const int64_t N = m->N, Nl = m->blk.Nl, C = m->C, L = m->stage.nl;
     const pl_recompute *rc = &m->cfg.recompute;
     const int selective = recompute && rc->granularity == PL_RECOMPUTE_SELECTIVE;
     pl_block_ctx *c = &m->blk;
     pl_plan b = {base, 0};
-    m->x0 = pl_plan_take(&b, Nl * C);
     float *attn = NULL, *lse = NULL;
     if (selective) {
         attn = pl_plan_take(&b, N * c->Al);
@@ -121,57 +169,31 @@ static size_t plan(pl_model *m, float *base, int recompute)
             nslots = l - m->group_start[l] + 1;
     /* Block: the recomputed layers come first, so when backward reaches them
      * the last layer's buffers are dead: its group slot is those (not its res2,
-     * the final norm's input). Uniform: the slots are their own. */
-    const int alias_last = nslots == 1 && m->group_start[L - 1] < 0;
+     * the final norm's input), with one micro-batch in flight. Uniform: the
+     * slots are their own. */
+    const int alias_last = nslots == 1 && m->group_start[L - 1] < 0 && m->stage.inflight == 1;
     for (int64_t k = 0; k < nslots && !alias_last; k++) { /* the last position ends its group */
         memset(&m->slots[k], 0, sizeof m->slots[k]);
         pl_block_take_acts(c, &b, &m->slots[k], 1, k + 1 < nslots);
     }
-    for (int64_t l = 0; l < L; l++) {
-        pl_block_acts *a = &m->acts[l];
-        int64_t g = recompute ? m->group_start[l] : -1;
-        memset(a, 0, sizeof *a);
-        if (g < 0) {
-            pl_block_take_acts(c, &b, a, !selective, 1);
-            if (selective) {
-                a->attn = attn;
-                a->lse = lse;
-            }
-        } else if (l + 1 == L || m->group_start[l + 1] != g) {
-            a->res2 = pl_plan_take(&b, Nl * C);
-        }
+    if (alias_last) { /* the slot is the last layer's buffers (plan_mb), full recompute only */
+        memset(&m->slots[0], 0, sizeof m->slots[0]);
+        pl_block_take_acts(c, &b, &m->slots[0], 1, 0);
     }
-    if (alias_last) {
-        m->slots[0] = m->acts[L - 1];
-        m->slots[0].res2 = NULL;
-    }
-    for (int64_t l = 0; l < L; l++) {
-        int64_t g = recompute ? m->group_start[l] : -1;
-        if (g >= 0) {
-            float *res2 = m->acts[l].res2;
-            m->acts[l] = m->slots[l - g];
-            if (l + 1 == L || m->group_start[l + 1] != g)
-                m->acts[l].res2 = res2;
-        }
-    }
-    m->lnf = pl_plan_take(&b, N * C); /* whole (gathered under sequence parallelism) */
-    m->lnf_mean = pl_plan_take(&b, Nl);
-    m->lnf_rstd = pl_plan_take(&b, Nl);
-    m->loss = pl_plan_take(&b, N);
-    m->lse = pl_plan_take(&b, N);
+    for (int64_t s = 0; s < m->stage.inflight; s++)
+        plan_mb(m, &b, &m->mb[s], recompute, selective, attn, lse, alias_last);
     m->rows = pl_plan_take(&b, 3 * N);
-    m->dloss = pl_plan_take(&b, N);
     c->norm_out = pl_plan_take(&b, N * C);
     m->dres = pl_plan_take(&b, Nl * C);
     c->dnorm = pl_plan_take(&b, N * C);
-    m->lm_ws = pl_plan_take(&b, (int64_t)pl_lmhead_workspace(N, m->lm_chunk));
+    const size_t lm_ws = m->stage.last ? pl_lmhead_workspace(N, m->lm_chunk) : 0;
+    m->lm_ws = pl_plan_take(&b, (int64_t)lm_ws);
     /* Kept logits live from the LM head's forward to its backward, when every
      * layer buffer below is dead (forward is over, backward's layers have not
      * started): those buffers then share the logits' memory when they fit. */
     pl_plan probe = {NULL, 0}, inner = {m->lm_ws, 0};
     pl_block_take_scratch(c, &probe, &m->cfg.rope);
-    pl_block_take_scratch(c, m->cfg.keep_logits &&
-                                     probe.used <= pl_lmhead_workspace(N, m->lm_chunk)
+    pl_block_take_scratch(c, m->cfg.keep_logits && m->stage.inflight == 1 && probe.used <= lm_ws
                                  ? &inner : &b, &m->cfg.rope);
     return b.used;
 }
@@ -182,7 +204,7 @@ static size_t plan(pl_model *m, float *base, int recompute)
 static pl_status plan_groups(pl_model *m)
 {
     const pl_recompute *rc = &m->cfg.recompute;
-    const int64_t L = m->cfg.num_layers, n = rc->num_layers;
+    const int64_t L = m->stage.nl, n = rc->num_layers;
     for (int64_t l = 0; l < L; l++)
         m->group_start[l] = -1;
     if (rc->granularity != PL_RECOMPUTE_FULL)
@@ -206,12 +228,19 @@ const char *pl_recompute_name(const pl_recompute *rc, char *buf, size_t n)
 }
 
 pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_registry *reg,
-                        float *params, float *grads, int64_t B, pl_comm *tp, pl_gemm *gemm)
+                        float *params, float *grads, int64_t B, const pl_model_stage *stage,
+                        pl_comm *tp, pl_gemm *gemm)
 {
     pl_status st = PL_OK;
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->reg = reg;
+    m->stage = stage ? *stage : (pl_model_stage){0, cfg->num_layers, 1, 1, 1};
+    const pl_model_stage *sg = &m->stage;
+    if (sg->l0 < 0 || sg->nl < 1 || sg->l0 + sg->nl > cfg->num_layers || sg->inflight < 1)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_model_init: layers [%lld, +%lld) of %lld, %lld in "
+                         "flight", (long long)sg->l0, (long long)sg->nl,
+                         (long long)cfg->num_layers, (long long)sg->inflight);
     m->B = B;
     m->T = cfg->seq_length;
     m->N = B * m->T;
@@ -227,26 +256,34 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     m->v0 = m->Vl * reg->tp_rank;
     /* Kept logits need the whole vocabulary slice in one chunk (kernels.h). */
     m->lm_chunk = m->Vl < 2048 || cfg->keep_logits ? m->Vl : 2048;
-    const int64_t L = cfg->num_layers;
+    const int64_t L = sg->nl, K = sg->inflight;
     m->w = pl_calloc((size_t)L, sizeof *m->w);
     m->g = pl_calloc((size_t)L, sizeof *m->g);
-    m->acts = pl_calloc((size_t)L, sizeof *m->acts);
     m->slots = pl_calloc((size_t)L, sizeof *m->slots);
     m->group_start = pl_calloc((size_t)L, sizeof *m->group_start);
     m->layer_offset = pl_calloc((size_t)L, sizeof *m->layer_offset);
     m->layer_count = pl_calloc((size_t)L, sizeof *m->layer_count);
-    m->tokens = pl_calloc((size_t)m->N, sizeof *m->tokens);
-    m->targets = pl_calloc((size_t)m->N, sizeof *m->targets);
-    m->sample = pl_calloc((size_t)B, sizeof *m->sample);
-    if (!m->w || !m->g || !m->acts || !m->slots || !m->group_start || !m->layer_offset ||
-        !m->layer_count || !m->tokens || !m->targets || !m->sample) {
+    m->mb = pl_calloc((size_t)K, sizeof *m->mb);
+    m->mb_acts = pl_calloc((size_t)(K * L), sizeof *m->mb_acts);
+    m->mb_ids = pl_calloc((size_t)(2 * K * m->N), sizeof *m->mb_ids);
+    m->mb_samples = pl_calloc((size_t)(K * B), sizeof *m->mb_samples);
+    if (!m->w || !m->g || !m->slots || !m->group_start || !m->layer_offset || !m->layer_count ||
+        !m->mb || !m->mb_acts || !m->mb_ids || !m->mb_samples) {
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's tables");
         goto fail;
     }
+    for (int64_t k = 0; k < K; k++) {
+        m->mb[k].acts = m->mb_acts + k * L;
+        m->mb[k].tokens = m->mb_ids + 2 * k * m->N;
+        m->mb[k].targets = m->mb_ids + (2 * k + 1) * m->N;
+        m->mb[k].sample = m->mb_samples + k * B;
+    }
     PL_TRY(bind_top(m, 0, params, NULL, NULL));
     PL_TRY(bind_top(m, 1, grads, NULL, NULL));
-    if (params && (!m->wte || !m->lnf_w || (cfg->block.pos == PL_POS_LEARNED && !m->wpe))) {
-        st = pl_errorf(PL_ERR_INTERNAL, "embedding or final norm missing on this rank");
+    if (params && ((sg->first && (!m->wte || (cfg->block.pos == PL_POS_LEARNED && !m->wpe))) ||
+                   (sg->last && (!m->lnf_w || !m->out_w)))) {
+        st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing on this "
+                       "stage");
         goto fail;
     }
     PL_TRY(bind_layers(m, m->w, params));
@@ -269,10 +306,12 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     float *base = (float *)(((uintptr_t)m->act_mem + 63) & ~(uintptr_t)63);
     memset(base, 0, m->act_floats * sizeof(float)); /* touch every page once, now */
     plan(m, base, 1);
+    pl_model_use(m, 0);
     pl_block_rope_fill(&m->blk, &cfg->rope);
     /* GEMM primitives of every shape the step uses, created before step 1. */
     PL_TRY(pl_block_prepare(&m->blk));
-    PL_TRY(pl_lmhead_prepare(gemm, m->N, m->C, m->Vl, m->lm_chunk));
+    if (sg->last)
+        PL_TRY(pl_lmhead_prepare(gemm, m->N, m->C, m->Vl, m->lm_chunk));
     return PL_OK;
 fail:
     pl_model_free(m);
@@ -283,26 +322,45 @@ void pl_model_free(pl_model *m)
 {
     pl_free(m->w);
     pl_free(m->g);
-    pl_free(m->acts);
     pl_free(m->slots);
     pl_free(m->group_start);
     pl_free(m->layer_offset);
     pl_free(m->layer_count);
-    pl_free(m->tokens);
-    pl_free(m->targets);
-    pl_free(m->sample);
+    pl_free(m->mb);
+    pl_free(m->mb_acts);
+    pl_free(m->mb_ids);
+    pl_free(m->mb_samples);
     pl_free(m->act_mem);
     pl_comm_free(&m->kv_comm);
     memset(m, 0, sizeof *m);
 }
 
+void pl_model_use(pl_model *m, int64_t k)
+{
+    pl_model_mb *mb = &m->mb[k];
+    m->cur = k;
+    m->tokens = mb->tokens;
+    m->targets = mb->targets;
+    m->dloss = mb->dloss;
+    m->sample = mb->sample;
+    m->x0 = mb->x0;
+    m->acts = mb->acts;
+    m->lnf = mb->lnf;
+    m->lnf_mean = mb->lnf_mean;
+    m->lnf_rstd = mb->lnf_rstd;
+    m->loss = mb->loss;
+    m->lse = mb->lse;
+}
+
+float *pl_model_output(const pl_model *m) { return m->acts[m->stage.nl - 1].res2; }
+
 pl_status pl_model_rebind(pl_model *m, int grad, pl_flat_locate_fn locate, void *ctx)
 {
     pl_status st = bind_top(m, grad, NULL, locate, ctx);
-    for (int64_t l = 0; !st && l < m->cfg.num_layers; l++) {
+    for (int64_t j = 0; !st && j < m->stage.nl; j++) {
         int64_t lo, hi;
-        st = layer_bind(m->reg, &m->cfg.block, NULL, locate, ctx, grad, l,
-                        grad ? &m->g[l] : &m->w[l], &lo, &hi);
+        st = layer_bind(m->reg, &m->cfg.block, NULL, locate, ctx, grad, m->stage.l0 + j,
+                        grad ? &m->g[j] : &m->w[j], &lo, &hi);
     }
     return st;
 }
@@ -314,10 +372,11 @@ size_t pl_model_activation_bytes_kept(const pl_model *m)
     return m->act_floats_kept * sizeof(float);
 }
 
-/* Layer l's input: the embedding output or the previous layer's output. */
-static const float *layer_input(const pl_model *m, int64_t l)
+/* The input of the stage's layer j: the previous layer's output, or the
+ * stage's input (the embedding's output on the first stage). */
+static const float *layer_input(const pl_model *m, int64_t j)
 {
-    return l ? m->acts[l - 1].res2 : m->x0;
+    return j ? m->acts[j - 1].res2 : m->x0;
 }
 
 /* The block context's dropout for this pass. */
@@ -343,18 +402,22 @@ static void embedding_dropout(pl_model *m, float *x)
 pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
-    const int64_t B = m->B, T = m->T, N = m->N, C = m->C, L = m->cfg.num_layers;
+    const int64_t B = m->B, T = m->T, N = m->N, C = m->C, L = m->stage.nl, l0 = m->stage.l0;
     set_dropout(m);
-    if (m->fetch)
-        PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
-    PL_TRY(pl_tp_embedding_fwd(m->tp, m->blk.sp, m->x0, m->blk.norm_out, m->tokens, m->wte, m->wpe,
-                               B, T, C, m->v0, m->Vl));
-    embedding_dropout(m, m->x0);
-    for (int64_t l = 0; l < L; l++) {
+    if (m->stage.first) {
         if (m->fetch)
-            PL_TRY(m->fetch(m->fetch_ctx, l, 0));
-        PL_TRY(pl_block_fwd(&m->blk, &m->w[l], &m->acts[l], layer_input(m, l), l));
+            PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
+        PL_TRY(pl_tp_embedding_fwd(m->tp, m->blk.sp, m->x0, m->blk.norm_out, m->tokens, m->wte,
+                                   m->wpe, B, T, C, m->v0, m->Vl));
+        embedding_dropout(m, m->x0);
     }
+    for (int64_t j = 0; j < L; j++) {
+        if (m->fetch)
+            PL_TRY(m->fetch(m->fetch_ctx, j, 0));
+        PL_TRY(pl_block_fwd(&m->blk, &m->w[j], &m->acts[j], layer_input(m, j), l0 + j));
+    }
+    if (!m->stage.last)
+        return PL_OK;
     PL_TRY(pl_block_norm_fwd(&m->blk, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L), m->lnf_w,
                              m->lnf_b));
     double t0 = pl_time_now();
@@ -368,37 +431,48 @@ fail:
 pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
 {
     pl_status st = PL_OK;
-    const int64_t B = m->B, T = m->T, N = m->N, Nl = m->blk.Nl, C = m->C, L = m->cfg.num_layers;
+    const int64_t B = m->B, T = m->T, N = m->N, Nl = m->blk.Nl, C = m->C;
+    const int64_t L = m->stage.nl, l0 = m->stage.l0;
     const int selective = m->cfg.recompute.granularity == PL_RECOMPUTE_SELECTIVE;
-    float *dln = m->blk.dnorm;
+    const pl_model_mb *mb = &m->mb[m->cur];
     set_dropout(m);
-    memset(m->dres, 0, (size_t)(Nl * C) * sizeof(float));
-    memset(dln, 0, (size_t)(N * C) * sizeof(float));
-    double t0 = pl_time_now();
-    st = pl_tp_lmhead_bwd(m->tp, m->blk.sp, m->gemm, dln, m->dout_w, m->lnf, m->out_w, m->targets, m->lse,
-                          m->dloss, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->cfg.keep_logits);
-    m->prof.lmhead += pl_time_now() - t0;
-    if (st)
-        goto fail;
-    PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->dlnf_w, m->dlnf_b, dln, layer_input(m, L),
-                             m->lnf_w, m->lnf_mean, m->lnf_rstd));
-    for (int64_t l = L - 1; l >= 0; l--) {
-        const int64_t g = m->group_start[l];
-        if (g >= 0 && (l + 1 == L || m->group_start[l + 1] != g)) {
+    if (m->stage.last) {
+        float *dln = m->blk.dnorm;
+        memset(m->dres, 0, (size_t)(Nl * C) * sizeof(float));
+        memset(dln, 0, (size_t)(N * C) * sizeof(float));
+        double t0 = pl_time_now();
+        st = pl_tp_lmhead_bwd(m->tp, m->blk.sp, m->gemm, dln, m->dout_w, m->lnf, m->out_w,
+                              m->targets, m->lse, m->dloss, N, C, m->v0, m->Vl, m->lm_chunk,
+                              m->lm_ws, m->cfg.keep_logits);
+        m->prof.lmhead += pl_time_now() - t0;
+        if (st)
+            goto fail;
+        PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->dlnf_w, m->dlnf_b, dln, layer_input(m, L),
+                                 m->lnf_w, m->lnf_mean, m->lnf_rstd));
+    } else {
+        memcpy(m->dres, mb->dout, (size_t)(Nl * C) * sizeof(float));
+    }
+    for (int64_t j = L - 1; j >= 0; j--) {
+        const int64_t g = m->group_start[j];
+        if (g >= 0 && (j + 1 == L || m->group_start[j + 1] != g)) {
             /* full recompute: rerun the group's forward from its checkpointed
              * input (ZeRO-3 gathers each layer again through fetch) */
-            for (int64_t k = g; k <= l; k++) {
+            for (int64_t k = g; k <= j; k++) {
                 if (m->fetch)
                     PL_TRY(m->fetch(m->fetch_ctx, k, 0));
-                PL_TRY(pl_block_fwd(&m->blk, &m->w[k], &m->acts[k], layer_input(m, k), k));
+                PL_TRY(pl_block_fwd(&m->blk, &m->w[k], &m->acts[k], layer_input(m, k), l0 + k));
             }
         }
         if (m->fetch)
-            PL_TRY(m->fetch(m->fetch_ctx, l, 1));
-        PL_TRY(pl_block_bwd(&m->blk, &m->w[l], &m->g[l], &m->acts[l], layer_input(m, l), m->dres,
-                            selective, l));
+            PL_TRY(m->fetch(m->fetch_ctx, j, 1));
+        PL_TRY(pl_block_bwd(&m->blk, &m->w[j], &m->g[j], &m->acts[j], layer_input(m, j), m->dres,
+                            selective, l0 + j));
         if (ready)
-            PL_TRY(ready(ctx, m->layer_offset[l], m->layer_count[l]));
+            PL_TRY(ready(ctx, m->layer_offset[j], m->layer_count[j]));
+    }
+    if (!m->stage.first) {
+        memcpy(mb->dx0, m->dres, (size_t)(Nl * C) * sizeof(float));
+        return PL_OK;
     }
     embedding_dropout(m, m->dres);
     float *dx0 = m->dres; /* whole for the embeddings' gradients: gathered under sp */

@@ -1,6 +1,8 @@
-/* The model of one rank: the layers it holds (a stack of pl_block layers),
- * the embedding and the head around them, views into the flat parameter and
- * gradient buffers, and the planned activation memory of one micro-batch.
+/* The model of one rank: the layers it holds (a stack of pl_block layers: all
+ * of them, or a pipeline stage's range), the embedding (first stage) and the
+ * head (last stage) around them, views into the flat parameter and gradient
+ * buffers, and the planned activation memory of the micro-batches it keeps in
+ * flight (one without pipelining; a schedule's bound with it).
  *
  * Every family is this one model over its spec (model/config.h): the block
  * does the layer, this file does the order of layers, recomputation, the
@@ -47,6 +49,29 @@ typedef pl_status (*pl_grad_ready_fn)(void *ctx, int64_t offset, int64_t count);
  * views point at there. An error stops the pass. */
 typedef pl_status (*pl_param_fetch_fn)(void *ctx, int64_t layer, int backward);
 
+/* The layers a rank holds and what it keeps in flight. */
+typedef struct pl_model_stage {
+    int64_t l0, nl;   /* layers [l0, l0 + nl) of the model */
+    int first, last;  /* holds the embedding / the final norm and LM head */
+    int64_t inflight; /* micro-batches whose activations are kept at once (>= 1) */
+} pl_model_stage;
+
+/* One micro-batch in flight: its batch, its saved activations and what it
+ * exchanges with the neighbouring stages. Rows: N of the micro-batch, Nl of
+ * the residual stream (N/tp under sequence parallelism). */
+typedef struct pl_model_mb {
+    int32_t *tokens, *targets; /* (N) */
+    float *dloss;              /* (N) d objective / d loss */
+    int64_t *sample;           /* (B) global sample index of each row (dropout masks) */
+    float *x0;                 /* (Nl, C) the stage's input: the embedding's output on the
+                                * first stage, else the previous stage's output (received) */
+    float *dout;               /* (Nl, C) not the last stage: the gradient of the stage's
+                                * output (received) */
+    float *dx0;                /* (Nl, C) not the first stage: the gradient of x0 (to send) */
+    pl_block_acts *acts;       /* [nl] */
+    float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse; /* last stage: (N,C), (Nl), (Nl), (N), (N) */
+} pl_model_mb;
+
 typedef struct pl_model {
     pl_model_config cfg;
     const pl_registry *reg;
@@ -61,20 +86,28 @@ typedef struct pl_model {
      * without a norm bias; out_w is wte unless the output layer is untied) */
     float *wte, *wpe, *lnf_w, *lnf_b, *out_w;
     float *dwte, *dwpe, *dlnf_w, *dlnf_b, *dout_w;
-    pl_block_weights *w, *g;  /* [L] parameter and gradient views */
-    int64_t *layer_offset, *layer_count; /* [L] flat range of each layer's parameters */
+    pl_model_stage stage;     /* the layers held; index j below is layer stage.l0 + j */
+    pl_block_weights *w, *g;  /* [nl] parameter and gradient views */
+    int64_t *layer_offset, *layer_count; /* [nl] flat range of each layer's parameters */
     /* activations */
     float *act_mem;
     size_t act_floats;        /* planned */
     size_t act_floats_kept;   /* the same plan with every layer's activations kept */
-    int64_t *group_start;     /* [L] first layer of l's full-recompute group, -1: kept */
-    float *x0;                /* (N,C) embedding output */
-    pl_block_acts *acts;      /* [L] */
-    pl_block_acts *slots;     /* [L] full recompute: one layer's buffers per group position */
-    float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse, *rows;
-    float *dres;              /* (N,C) gradient of the residual stream */
+    int64_t *group_start;     /* [nl] first layer of j's full-recompute group, -1: kept */
+    pl_model_mb *mb;          /* [inflight] */
+    pl_block_acts *mb_acts;   /* [inflight * nl]: mb[k].acts = mb_acts + k nl */
+    int32_t *mb_ids;          /* [inflight * 2N]: each slot's tokens, then targets */
+    int64_t *mb_samples;      /* [inflight * B] */
+    pl_block_acts *slots;     /* [nl] full recompute: one layer's buffers per group position */
+    float *rows;
+    float *dres;              /* (Nl,C) gradient of the residual stream */
     float *lm_ws;
-    /* the micro-batch being processed, set by the caller */
+    /* the micro-batch being processed (pl_model_use): views of mb[cur], the
+     * batch set by the caller */
+    int64_t cur;
+    float *x0;
+    pl_block_acts *acts;
+    float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse;
     int32_t *tokens, *targets; /* (N) */
     int64_t *sample;          /* (B) global sample index of each row (dropout masks) */
     int64_t iteration;        /* the training iteration (dropout masks) */
@@ -89,9 +122,11 @@ typedef struct pl_model {
 /* Plans and allocates activations for micro-batches of B x cfg->seq_length;
  * params and grads are this rank's flat buffers laid out by reg. Either may be
  * NULL when the caller binds the views itself with pl_model_rebind (ZeRO). The
- * activations are saved in bf16 if gemm's precision is bf16 at this call. */
+ * activations are saved in bf16 if gemm's precision is bf16 at this call.
+ * stage NULL: every layer, embedding and head, one micro-batch in flight. */
 pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_registry *reg,
-                        float *params, float *grads, int64_t B, pl_comm *tp, pl_gemm *gemm);
+                        float *params, float *grads, int64_t B, const pl_model_stage *stage,
+                        pl_comm *tp, pl_gemm *gemm);
 void pl_model_free(pl_model *m);
 
 /* Re-points every parameter (grad = 0) or gradient (grad = 1) view at
@@ -107,15 +142,25 @@ size_t pl_model_activation_bytes_kept(const pl_model *m);
 /* "none", "selective", "full, uniform, 2 layers per group", ... written into buf. */
 const char *pl_recompute_name(const pl_recompute *rc, char *buf, size_t n);
 
-/* Forward over m->tokens / m->targets (N each, set by the caller); writes
- * m->loss (N). With m->training, dropout as configured (masks keyed by
- * m->seed, m->iteration and m->sample). */
+/* Makes micro-batch slot k (0 <= k < inflight) the current one: the views
+ * tokens, targets, dloss, sample, x0, acts, loss, ... point at mb[k]. */
+void pl_model_use(pl_model *m, int64_t k);
+
+/* The stage's output of the current micro-batch (not the last stage): the
+ * last layer's (Nl, C) result, to send to the next stage. */
+float *pl_model_output(const pl_model *m);
+
+/* Forward of the current micro-batch: from m->tokens on the first stage (else
+ * from m->x0, received), through the stage's layers, to m->loss (N, from
+ * m->targets) on the last stage. With m->training, dropout as configured
+ * (masks keyed by m->seed, m->iteration and m->sample). */
 pl_status pl_model_forward(pl_model *m);
 
-/* Backward of sum_n dloss[n] * loss[n] (m->dloss set by the caller), adding
- * into the gradient buffer, after a forward of the same micro-batch. ready,
- * when not NULL, is told each layer's range as soon as it is final; its error
- * stops the backward. */
+/* Backward of the current micro-batch after its forward, adding into the
+ * gradient buffer: of sum_n dloss[n] * loss[n] on the last stage, else from
+ * the received gradient of the output (mb.dout); leaves the gradient of x0 in
+ * mb.dx0 on a stage that is not the first. ready, when not NULL, is told each
+ * layer's range as soon as it is final; its error stops the backward. */
 pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx);
 
 #endif

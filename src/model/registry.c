@@ -49,6 +49,7 @@ pl_status pl_registry_add(pl_registry *r, const pl_param_spec *s)
     p->weight_decay = s->weight_decay;
     p->init = s->init;
     p->init_std = s->init_std;
+    p->init_stream = pl_hash_str(s->name);
     p->local_shape[0] = p->shape[0];
     p->local_shape[1] = p->shape[1];
     int dim = s->split == PL_TP_ROWS || s->split == PL_TP_VOCAB || s->split == PL_TP_ROWS_HALVES ? 0
@@ -126,7 +127,7 @@ void pl_registry_init_values(const pl_registry *r, float *flat, uint64_t seed)
         if (p->offset < 0)
             continue;
         float *w = flat + p->offset;
-        uint64_t stream = pl_hash_str(p->name);
+        uint64_t stream = p->init_stream;
         int64_t rows = p->local_shape[0], cols = p->local_shape[1];
 #pragma omp parallel for schedule(static)
         for (int64_t a = 0; a < rows; a++)
@@ -152,7 +153,7 @@ void pl_registry_init_range(const pl_registry *r, int64_t lo, int64_t hi, float 
         int64_t b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
         if (a >= b)
             continue;
-        uint64_t stream = pl_hash_str(p->name);
+        uint64_t stream = p->init_stream;
         int64_t cols = p->local_shape[1];
 #pragma omp parallel for schedule(static)
         for (int64_t e = a; e < b; e++) {

@@ -47,6 +47,8 @@ typedef struct pl_param {
     int weight_decay;         /* 0 for biases and norm gains */
     pl_init_kind init;
     float init_std;           /* PL_INIT_NORMAL */
+    uint64_t init_stream;     /* the draws' stream: the name's hash, or (a copy of another
+                               * tensor, as the last stage's tied output layer) that one's */
     int64_t numel;            /* local elements */
     int64_t offset;           /* into the flat buffers; -1 when this rank holds none */
 } pl_param;

@@ -299,7 +299,7 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(setup_state(t));
     PL_TRY(pl_gemm_init(&t->gemm));
     setup_precision(t);
-    PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs,
+    PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs, NULL,
                        pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
     t->model.seed = (uint64_t)a->seed;
@@ -496,7 +496,7 @@ static pl_status grad_ready(void *ctx, int64_t offset, int64_t count)
     /* The final norm's gradients are final before the last layer's backward starts:
      * marked with that layer, so the first bucket (which holds them) need not wait
      * for the end. */
-    if (offset == t->model.layer_offset[t->cfg.num_layers - 1]) {
+    if (offset == t->model.layer_offset[t->model.stage.nl - 1]) {
         pl_status st = pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count);
         if (st)
             return st;

@@ -61,7 +61,7 @@ static pl_status check_family(pl_family f, int64_t groups)
     }
     pl_registry_init_values(&reg, params, 99);
     PL_TRY(pl_gemm_init(&gemm));
-    PL_TRY(pl_model_init(&m, &cfg, &reg, params, NULL, 1, &tp, gemm));
+    PL_TRY(pl_model_init(&m, &cfg, &reg, params, NULL, 1, NULL, &tp, gemm));
     uint64_t lcg = 12345;
     for (int t = 0; t < T; t++) {
         lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;

@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
         pl_model m;
         cfg.recompute = modes[i];
-        if (pl_model_init(&m, &cfg, &reg, params, grads, B, pl_grid_comm(&grid, PL_GRID_TP), gemm) ||
+        if (pl_model_init(&m, &cfg, &reg, params, grads, B, NULL, pl_grid_comm(&grid, PL_GRID_TP), gemm) ||
             run(&m, tokens, grads, n, loss))
             return die("forward/backward");
         size_t bytes = pl_model_activation_bytes(&m);

@@ -141,7 +141,7 @@ int main(int argc, char **argv)
         return fail(st);
     pl_gemm_set_precision(gemm, bf16 ? PL_GEMM_BF16 : fp16 ? PL_GEMM_FP16 : PL_GEMM_FP32);
     pl_model model;
-    if ((st = pl_model_init(&model, &cfg, &reg, params, grads, B, &tp, gemm)))
+    if ((st = pl_model_init(&model, &cfg, &reg, params, grads, B, NULL, &tp, gemm)))
         return fail(st);
     model.training = 1;
     model.seed = SEED;
