@@ -12,6 +12,7 @@
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/spec.h"
+#include "rel_err.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,16 +22,6 @@ enum { L = 2, C = 64, NH = 4, T = 24, V = 300 };
 
 static int fails, passes;
 
-/* Normwise relative error of a against b. */
-static double rel_err(const float *a, const float *b, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return num / den;
-}
 
 static pl_status check_family(pl_family f, int64_t groups)
 {

@@ -36,6 +36,7 @@
 #include "model/spec.h"
 #include "parallel/dist.h"
 #include "parallel/grid.h"
+#include "rel_err.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,16 +47,6 @@ enum { POSITIONS = 24, LABEL_MAX = 4200 };
 
 static int fails, passes, my_rank;
 
-/* Normwise relative error of a against b. */
-static double rel_err(const float *a, const float *b, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return num / den;
-}
 
 /* This rank's slice (laid out by part) of the whole parameters full (laid out
  * by whole, TP 1). */
