@@ -129,7 +129,7 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
          * the word embeddings, drawn alike; the embedding group sums their gradients. */
         pl_param *out = &r->params[r->n - 1];
         out->init_stream = pl_hash_str("embedding.word_embeddings.weight");
-        out->weight_decay = 1;
+        out->tied_copy = 1;
     }
     return PL_OK;
 fail:

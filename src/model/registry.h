@@ -49,6 +49,9 @@ typedef struct pl_param {
     float init_std;           /* PL_INIT_NORMAL */
     uint64_t init_stream;     /* the draws' stream: the name's hash, or (a copy of another
                                * tensor, as the last stage's tied output layer) that one's */
+    int tied_copy;            /* a copy of another stage's tensor, kept equal to it (its
+                               * gradient summed with the original's over the embedding
+                               * group): counted once, with the original, in the norm */
     int64_t numel;            /* local elements */
     int64_t offset;           /* into the flat buffers; -1 when this rank holds none */
 } pl_param;

@@ -45,7 +45,7 @@ double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const
     double sum = 0;
     for (int i = 0; i < reg->n; i++) {
         const pl_param *p = &reg->params[i];
-        if (p->offset < 0 || (p->split == PL_TP_REPLICATED && reg->tp_rank != 0))
+        if (p->offset < 0 || p->tied_copy || (p->split == PL_TP_REPLICATED && reg->tp_rank != 0))
             continue;
         /* a shared k, v copy: only the query rows are this rank's own */
         int64_t end = p->split == PL_TP_QKV_SHARED_KV && p->kv_replica != 0

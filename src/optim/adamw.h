@@ -29,7 +29,8 @@ double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float
  * range, element lo at index 0) that this TP rank counts: everything except
  * the copies other ranks count too — tensors every TP rank holds whole
  * (PL_TP_REPLICATED) count on TP rank 0 only, shared key/value rows
- * (PL_TP_QKV_SHARED_KV) on the first rank of their group only. Summed over the
+ * (PL_TP_QKV_SHARED_KV) on the first rank of their group only, a tied copy
+ * (the last pipeline stage's output layer) not at all. Summed over the
  * TP group, each value then counts once (Megatron's
  * param_is_not_tensor_parallel_duplicate). */
 double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads);

@@ -82,6 +82,11 @@ static const pl_option train_options[] = {
     {"--tp-comm-overlap", PL_OPT_BOOL, NULL, F(tp_comm_overlap),
      "run each column-parallel layer's input-gradient reduction on a communication thread while "
      "its weight-gradient GEMM computes", NULL, 0},
+    {"--pipeline_model_parallel_size", PL_OPT_INT, NULL, F(pipeline_model_parallel_size_a4s),
+     "the pipeline-parallel size under A4SFramework's name", NULL, 0},
+    {"--pipeline-schedule", PL_OPT_CHOICE, NULL, F(pipeline_schedule),
+     "pipeline schedule (plait's flag; default Megatron's: 1f1b with pipelining)",
+     "1f1b|gpipe|none|interleaved|zb-h1", 0},
     {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pipeline_model_parallel_size),
      "pipeline-parallel group size", NULL, 0},
     {"--zero-stage", PL_OPT_INT, "0", F(zero_stage),
@@ -341,6 +346,30 @@ static pl_status resolve_tp_size(pl_train_args *a)
     return PL_OK;
 }
 
+/* The PP size from --pipeline-model-parallel-size or its alias, and what pipelining
+ * supports in this version. */
+static pl_status resolve_pp_size(pl_train_args *a)
+{
+    if (pl_train_args_given(a, "--pipeline_model_parallel_size")) {
+        if (pl_train_args_given(a, "--pipeline-model-parallel-size") &&
+            a->pipeline_model_parallel_size != a->pipeline_model_parallel_size_a4s)
+            return pl_errorf(PL_ERR_ARG, "plait train: --pipeline-model-parallel-size %lld "
+                             "conflicts with --pipeline_model_parallel_size %lld",
+                             (long long)a->pipeline_model_parallel_size,
+                             (long long)a->pipeline_model_parallel_size_a4s);
+        a->pipeline_model_parallel_size = a->pipeline_model_parallel_size_a4s;
+    }
+    const int64_t pp = a->pipeline_model_parallel_size;
+    if (pp < 1)
+        return pl_errorf(PL_ERR_ARG, "plait train: --pipeline-model-parallel-size must be at "
+                         "least 1, got %lld", (long long)pp);
+    if (pp > 1 && a->num_layers % pp)
+        return pl_errorf(PL_ERR_ARG, "plait train: --num-layers %lld is not divisible by "
+                         "--pipeline-model-parallel-size %lld", (long long)a->num_layers,
+                         (long long)pp);
+    return PL_OK;
+}
+
 /* --bf16 / --fp16 and the loss-scaling flags (Megatron's arguments.py checks). */
 static pl_status validate_precision(const pl_train_args *a)
 {
@@ -470,9 +499,7 @@ static pl_status validate(pl_train_args *a)
         return pl_errorf(PL_ERR_ARG, "plait train: --hidden-dropout %g and --attention-dropout %g "
                          "must be in [0, 1)", a->hidden_dropout, a->attention_dropout);
     PL_TRY(resolve_tp_size(a));
-    if (a->pipeline_model_parallel_size != 1)
-        return pl_errorf(PL_ERR_ARG, "plait train: --pipeline-model-parallel-size other than 1 "
-                         "is not implemented yet");
+    PL_TRY(resolve_pp_size(a));
     PL_TRY(validate_recompute(a));
     int by_iters = pl_train_args_given(a, "--train-iters");
     int by_samples = pl_train_args_given(a, "--train-samples");

@@ -27,6 +27,8 @@ typedef struct pl_train_args {
     /* parallelism */
     int64_t tensor_model_parallel_size, pipeline_model_parallel_size;
     int64_t model_parallel_size, tensor_model_parallel_size_a4s; /* aliases of the TP size */
+    int64_t pipeline_model_parallel_size_a4s;                   /* alias of the PP size */
+    const char *pipeline_schedule; /* NULL: Megatron's choice (parallel/pp/schedule.h) */
     int sequence_parallel;         /* Megatron's --sequence-parallel (needs TP > 1) */
     int tp_comm_overlap;           /* input-gradient TP reductions beside the weight GEMMs */
     /* activation recomputation: --recompute-activations sets granularity "selective" */

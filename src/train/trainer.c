@@ -268,6 +268,40 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
     return PL_OK;
 }
 
+/* The layers of this rank's pipeline stage and, pipelined, the schedule (its
+ * in-flight bound sizes the activation slots). This version runs 1F1B and GPipe
+ * with ZeRO stage 0; the other combinations are refused by name. */
+static pl_status setup_pipeline(pl_trainer *t, pl_model_stage *stage)
+{
+    pl_status st = PL_OK;
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+    const int64_t L = t->cfg.num_layers;
+    *stage = (pl_model_stage){r * (L / P), L / P, r == 0, r == P - 1, 1};
+    if (P == 1)
+        return PL_OK;
+    pl_pp_kind kind = pl_pp_kind_default(P, 1);
+    if (t->a->pipeline_schedule)
+        PL_TRY(pl_pp_kind_parse(t->a->pipeline_schedule, &kind));
+    if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b and "
+                         "gpipe", pl_pp_kind_name(kind));
+    if (t->zero_stage > 0)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "ZeRO stage %d with --pipeline-model-parallel-size "
+                         "%d is not implemented yet (stage 0 is)", t->zero_stage, P);
+    const pl_pp_spec spec = {kind, P, (int)t->num_micro, 1};
+    PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
+    stage->inflight = pl_pp_in_flight_bound(&spec, r);
+    t->pp_tied = !t->cfg.untie;
+    t->pp_send_act = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_act);
+    t->pp_send_grad = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_grad);
+    if (!t->pp_send_act || !t->pp_send_grad)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    for (int64_t k = 0; k < stage->inflight; k++)
+        t->pp_send_act[k] = t->pp_send_grad[k] = PL_COMM_REQ_NULL;
+fail:
+    return st;
+}
+
 static pl_status setup_model(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
@@ -299,8 +333,10 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(setup_state(t));
     PL_TRY(pl_gemm_init(&t->gemm));
     setup_precision(t);
-    PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs, NULL,
-                       pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
+    pl_model_stage stage;
+    PL_TRY(setup_pipeline(t, &stage));
+    PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs, &stage,
+                         pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
     t->model.seed = (uint64_t)a->seed;
     if (a->tp_comm_overlap && t->grid.layout.tp > 1) {
@@ -316,11 +352,12 @@ static pl_status setup_model(pl_trainer *t)
         t->zq_gather_layer[0] = t->zq_gather_layer[1] = -1;
         PL_TRY(pl_commq_init(&t->zq, pl_commq_default_mode()));
     }
-    /* DP buckets in backward order: final norm, layers L-1..0, embeddings. */
+    /* DP buckets in backward order: final norm, layers L-1..0, embeddings (each
+     * on the stage that holds it). */
     const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
-    t->lnf_offset = lnw->offset;
-    t->lnf_count = t->reg.numel - lnw->offset;
-    t->emb_count = t->model.layer_offset[0];
+    t->lnf_offset = stage.last ? lnw->offset : -1;
+    t->lnf_count = stage.last ? t->reg.numel - lnw->offset : 0;
+    t->emb_count = stage.first ? t->model.layer_offset[0] : 0;
     if (t->zero_stage > 0)
         goto skip_buckets;
     int64_t *bounds = pl_malloc((size_t)(t->reg.n + 1) * sizeof *bounds);
@@ -496,7 +533,8 @@ static pl_status grad_ready(void *ctx, int64_t offset, int64_t count)
     /* The final norm's gradients are final before the last layer's backward starts:
      * marked with that layer, so the first bucket (which holds them) need not wait
      * for the end. */
-    if (offset == t->model.layer_offset[t->model.stage.nl - 1]) {
+    if (t->lnf_offset >= 0 && !t->pp_tied &&
+        offset == t->model.layer_offset[t->model.stage.nl - 1]) {
         pl_status st = pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count);
         if (st)
             return st;
@@ -510,13 +548,14 @@ static pl_status grad_ready(void *ctx, int64_t offset, int64_t count)
  * with TP, the sum over the TP group, tensors replicated over TP counted once. */
 static pl_status grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n, double *out)
 {
-    pl_comm *tp = pl_grid_comm(&t->grid, PL_GRID_TP);
-    if (tp->size == 1) {
+    /* the model-parallel group: TP, or TP x PP when pipelined (each stage its layers) */
+    pl_comm *mp = pl_grid_comm(&t->grid, t->grid.layout.pp > 1 ? PL_GRID_MP : PL_GRID_TP);
+    if (mp->size == 1) {
         *out = pl_cpu_sumsq(g, n);
         return PL_OK;
     }
     *out = pl_grad_sumsq_range(&t->reg, lo, lo + n, g);
-    return pl_comm_allreduce_f64(tp, out, 1, PL_COMM_SUM);
+    return pl_comm_allreduce_f64(mp, out, 1, PL_COMM_SUM);
 }
 
 /* The optimizer step over this rank's shard (ZeRO): average the reduced gradients
@@ -542,6 +581,120 @@ fail:
     return st;
 }
 
+/* ---- pipelining -------------------------------------------------------------- */
+
+/* The slot micro-batch mb's activations use: every schedule here finishes its
+ * backwards in forward order, so at most `inflight` consecutive micro-batches are
+ * alive and mb modulo inflight never collides. */
+static int64_t pp_slot(const pl_trainer *t, int mb) { return mb % t->model.stage.inflight; }
+
+/* The tied word embeddings of the first stage and the output layer of the last
+ * hold one tensor: their gradients are summed over the embedding group
+ * (Megatron's _allreduce_word_embedding_grads), so both copies take the same step. */
+static pl_status pp_tied_grads(pl_trainer *t)
+{
+    if (!t->pp_tied || !(t->model.stage.first || t->model.stage.last))
+        return PL_OK;
+    float *g = t->model.stage.first ? t->model.dwte : t->model.dout_w;
+    return pl_comm_allreduce_f32(pl_grid_comm(&t->grid, PL_GRID_EMBD), g,
+                                 t->model.Vl * t->model.C, PL_COMM_SUM);
+}
+
+/* One step's forwards and backwards as this stage's schedule lists them, with
+ * the activations and gradients exchanged with the neighbouring stages. Every
+ * stage loads every micro-batch (the first needs its tokens, the last its
+ * targets, all of them its samples' dropout keys). loss_sum: the last stage's
+ * mean loss over the step's micro-batches (0 elsewhere). ZeRO stage 0: the DP
+ * buckets of a layer are ready when its last micro-batch's backward ends; the
+ * embeddings and the final norm's region (with a tied output layer) after the
+ * embedding group's sum. */
+static pl_status run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
+                              double *loss_sum)
+{
+    pl_status st = PL_OK;
+    pl_model *m = &t->model;
+    pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
+    const int r = t->grid.pp_rank, M = (int)t->num_micro;
+    const int64_t n = m->blk.Nl * m->C; /* floats of a transfer */
+    int na;
+    const pl_pp_action *list = pl_pp_schedule_list(&t->pp, r, &na);
+    int loaded = 0;
+    *loss_sum = 0;
+    for (int i = 0; i < na; i++) {
+        const pl_pp_action *a = &list[i];
+        const int64_t k = pp_slot(t, a->mb);
+        pl_model_mb *mb = &m->mb[k];
+        const int tag = pl_pp_transfer_id(&t->pp.spec, r, a);
+        pl_comm_req req;
+        double t0 = pl_time_now();
+        switch (a->op) {
+        case PL_PP_RECV_ACT:
+            PL_TRY(pl_comm_irecv_f32(pp, mb->x0, n, a->peer, tag, &req));
+            PL_TRY(pl_comm_wait(&req));
+            t->prof.comm += pl_time_now() - t0;
+            break;
+        case PL_PP_RECV_GRAD:
+            PL_TRY(pl_comm_irecv_f32(pp, mb->dout, n, a->peer, tag, &req));
+            PL_TRY(pl_comm_wait(&req));
+            t->prof.comm += pl_time_now() - t0;
+            break;
+        case PL_PP_SEND_ACT:
+            pl_model_use(m, k);
+            PL_TRY(pl_comm_isend_f32(pp, pl_model_output(m), n, a->peer, tag, &t->pp_send_act[k]));
+            break;
+        case PL_PP_SEND_GRAD:
+            PL_TRY(pl_comm_isend_f32(pp, mb->dx0, n, a->peer, tag, &t->pp_send_grad[k]));
+            break;
+        case PL_PP_FWD: {
+            if (a->mb != loaded)
+                return pl_errorf(PL_ERR_INTERNAL, "pipeline stage %d: forward of micro-batch %d "
+                                 "out of order (next to load: %d)", r, a->mb, loaded);
+            if (!pl_sampler_next(sampler, t->batch_idx))
+                return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
+                                 (long long)t->iteration);
+            PL_TRY(pl_comm_wait(&t->pp_send_act[k])); /* the slot's last output has left */
+            pl_model_use(m, k);
+            int64_t n_loss;
+            PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
+            loaded++;
+            double t1 = pl_time_now();
+            m->training = 1;
+            m->iteration = t->iteration;
+            PL_TRY(pl_model_forward(m));
+            if (m->stage.last)
+                *loss_sum += micro_batch_loss(m, scale * ls) * scale;
+            t->prof.data += t1 - t0;
+            t->prof.compute += pl_time_now() - t1;
+            break;
+        }
+        case PL_PP_BWD: {
+            PL_TRY(pl_comm_wait(&t->pp_send_grad[k])); /* so has its last dx0 */
+            pl_model_use(m, k);
+            const int last = a->mb == M - 1;
+            PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? grad_ready : NULL, t));
+            t->prof.compute += pl_time_now() - t0;
+            break;
+        }
+        default:
+            return pl_errorf(PL_ERR_INTERNAL, "pipeline stage %d: %s is not run by this version",
+                             r, pl_pp_op_name(a->op));
+        }
+    }
+    for (int64_t k = 0; k < m->stage.inflight; k++) {
+        PL_TRY(pl_comm_wait(&t->pp_send_act[k]));
+        PL_TRY(pl_comm_wait(&t->pp_send_grad[k]));
+    }
+    PL_TRY(pp_tied_grads(t));
+    if (t->zero_stage == 0) { /* the regions outside the layers are final now */
+        if (m->stage.last && t->pp_tied)
+            PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
+        if (m->stage.first)
+            PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
+    }
+fail:
+    return st;
+}
+
 static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
 {
     pl_status st = PL_OK;
@@ -557,7 +710,11 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     t->zq_compute_end = INFINITY; /* queued work waited for now ran beside compute */
     /* d objective / d loss of each micro-batch, times the fp16 loss scale */
     double scale = 1.0 / (double)t->num_micro, loss_sum = 0, ls = t->scaler.scale;
-    for (int64_t k = 0; k < t->num_micro; k++) {
+    pl_comm *ppc = pl_grid_comm(&t->grid, PL_GRID_PP);
+    pl_comm_stats before_pp = ppc->stats;
+    if (t->grid.layout.pp > 1)
+        PL_TRY(run_pipeline(t, sampler, scale, ls, &loss_sum));
+    for (int64_t k = 0; t->grid.layout.pp == 1 && k < t->num_micro; k++) {
         if (!pl_sampler_next(sampler, t->batch_idx))
             return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
                              (long long)t->iteration);
@@ -611,6 +768,10 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     /* Over the DP group: the TP ranks of a DP rank already agree (the loss is
      * whole on each, and sumsq was summed over TP), so every rank decides alike. */
     PL_TRY(pl_comm_allreduce_f64(dpc, agg, 2, PL_COMM_SUM));
+    /* Pipelined: the loss is the last stage's; the flag (from sumsq, summed over
+     * TP x PP) already agrees. One sum over the stages gives both to every rank. */
+    if (t->grid.layout.pp > 1)
+        PL_TRY(pl_comm_allreduce_f64(ppc, agg, 2, PL_COMM_SUM));
     t->prof.comm += pl_time_now() - tc;
     double lr = pl_lr_schedule_lr(&t->sched);
     t->iteration++;
@@ -656,6 +817,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
 stats:
     pl_comm_stats_sub(&t->step_comm, &dpc->stats, &before);
     pl_comm_stats_sub(&t->step_tp_comm, &tpc->stats, &before_tp);
+    pl_comm_stats_sub(&t->step_pp_comm, &ppc->stats, &before_pp);
     pl_comm_stats_add(&t->tp_total, &t->step_tp_comm);
     /* Ring collectives load ranks unevenly per region; the sum over ranks is exact.
      * Overlap is summed too: a rank that lags sees its collectives complete early
@@ -686,16 +848,29 @@ static pl_status evaluate(pl_trainer *t, double *out)
             if (!pl_sampler_next(&s, t->batch_idx))
                 break;
             int64_t n_loss;
+            pl_model *m = &t->model;
+            pl_model_use(m, 0);
             PL_TRY(load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
-            t->model.training = 0; /* Megatron evaluates in eval mode: no dropout */
-            PL_TRY(pl_model_forward(&t->model));
-            sum += micro_batch_loss(&t->model, 1.0);
-            batches++;
+            m->training = 0; /* Megatron evaluates in eval mode: no dropout */
+            /* pipelined: forward only, each stage's output passed on */
+            pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
+            const int64_t n = m->blk.Nl * m->C;
+            if (!m->stage.first)
+                PL_TRY(pl_comm_recv_f32(pp, m->x0, n, t->grid.pp_rank - 1, (int)k));
+            PL_TRY(pl_model_forward(m));
+            if (!m->stage.last)
+                PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, t->grid.pp_rank + 1, (int)k));
+            if (m->stage.last) {
+                sum += micro_batch_loss(m, 1.0);
+                batches++;
+            }
         }
         t->consumed_valid += t->gbs;
     }
     double agg[2] = {sum, (double)batches};
     PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_DP), agg, 2, PL_COMM_SUM));
+    if (t->grid.layout.pp > 1) /* the last stage's sums to every stage */
+        PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_PP), agg, 2, PL_COMM_SUM));
     *out = agg[1] > 0 ? agg[0] / agg[1] : NAN;
 fail:
     return st;
@@ -861,6 +1036,9 @@ static void trainer_free(pl_trainer *t)
     pl_dp_buckets_free(t->buckets);
     pl_commq_free(t->zq);
     pl_commq_free(t->tpq);
+    pl_pp_schedule_free(&t->pp);
+    pl_free(t->pp_send_act);
+    pl_free(t->pp_send_grad);
     pl_zero_free(&t->zero);
     if (t->model_up)
         pl_model_free(&t->model);

@@ -14,6 +14,7 @@
 #include "parallel/dist.h"
 #include "parallel/dp/buckets.h"
 #include "parallel/grid.h"
+#include "parallel/pp/schedule.h"
 #include "parallel/zero/zero.h"
 #include "train/args.h"
 
@@ -57,6 +58,11 @@ typedef struct pl_trainer {
     pl_comm_stats step_tp_comm;              /* TP bytes of the last step (this rank) */
     pl_comm_stats tp_total;                  /* TP counters summed since the bench window began */
     pl_commq *tpq;                           /* --tp-comm-overlap: the TP queue */
+    /* pipelining (PP > 1): the schedule, and each slot's sends in flight */
+    pl_pp_schedule pp;
+    int pp_tied;                             /* tied embeddings on two stages (embd group) */
+    pl_comm_req *pp_send_act, *pp_send_grad; /* [inflight] */
+    pl_comm_stats step_pp_comm;              /* PP bytes of the last step (this rank) */
     int64_t wire_sum[3];                     /* the same summed over DP ranks */
     int64_t early_all_ranks;                 /* comm_step.early summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */

@@ -84,6 +84,11 @@ def whole(idir):
             raise SystemExit(f'{name}: assembled {out[name].shape}, manifest says {want}')
         if split == 'vocab':
             out[name] = out[name][:man['model']['vocab_size']]
+    # Pipelined with tied embeddings, the last stage holds a copy of the word embeddings
+    # as output_layer.weight: it must equal them bit for bit, and is the same tensor.
+    if not man['model'].get('untie_embeddings_and_output_weights') and 'output_layer.weight' in out:
+        replicas['output_layer.weight (tied copy of the word embeddings)'] = [
+            out['embedding.word_embeddings.weight'], out.pop('output_layer.weight')]
     return out, replicas
 
 
