@@ -129,6 +129,7 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)t->skipped_total, ms_iter, tokens_s, 100 * mfu, eta);
         if (t->metrics) {
             const pl_comm_stats *tp = &t->step_tp_comm; /* rank 0's TP group */
+            const pl_comm_stats *pp = &t->step_pp_comm; /* rank 0's PP group (first stage) */
             char norm[32]; /* JSON has no NaN: a skipped step's norm is null */
             if (isfinite(r->grad_norm))
                 snprintf(norm, sizeof norm, "%.9g", r->grad_norm);
@@ -147,7 +148,9 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"after_backward_end_ms\": %.3f, \"wait_ms\": %.3f, \"threaded\": %s}, "
                     "\"tp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
                     "\"all-gather\": %lld}, \"tp_calls\": {\"all-reduce\": %lld, "
-                    "\"reduce-scatter\": %lld, \"all-gather\": %lld}, \"tp_comm_ms\": %.3f}\n",
+                    "\"reduce-scatter\": %lld, \"all-gather\": %lld}, \"tp_comm_ms\": %.3f, "
+                    "\"pp_wire_bytes\": {\"send/recv\": %lld, \"all-reduce\": %lld}, "
+                    "\"pp_calls\": {\"send/recv\": %lld, \"all-reduce\": %lld}}\n",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
                     r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->zero_stage,
@@ -168,7 +171,11 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)tp->kind[PL_COMM_ALLGATHER].calls,
                     1e3 * (tp->kind[PL_COMM_ALLREDUCE].seconds +
                            tp->kind[PL_COMM_REDUCE_SCATTER].seconds +
-                           tp->kind[PL_COMM_ALLGATHER].seconds));
+                           tp->kind[PL_COMM_ALLGATHER].seconds),
+                    (long long)pp->kind[PL_COMM_SENDRECV].wire_bytes,
+                    (long long)pp->kind[PL_COMM_ALLREDUCE].wire_bytes,
+                    (long long)pp->kind[PL_COMM_SENDRECV].calls,
+                    (long long)pp->kind[PL_COMM_ALLREDUCE].calls);
             fflush(t->metrics);
         }
     }

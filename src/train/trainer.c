@@ -330,11 +330,11 @@ static pl_status setup_model(pl_trainer *t)
             a->recompute_num_layers};
     pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
     PL_TRY(pl_model_register(&t->reg, c, t->grid.layout.pp));
+    pl_model_stage stage;
+    PL_TRY(setup_pipeline(t, &stage));
     PL_TRY(setup_state(t));
     PL_TRY(pl_gemm_init(&t->gemm));
     setup_precision(t);
-    pl_model_stage stage;
-    PL_TRY(setup_pipeline(t, &stage));
     PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs, &stage,
                          pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
