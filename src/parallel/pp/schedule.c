@@ -406,21 +406,21 @@ typedef struct check_work {
     int64_t *busy;       /* per stage: compute time */
 } check_work;
 
-static pl_status broken(const pl_pp_schedule *s, int rank, int index, const char *fmt, ...)
+static pl_status broken(const pl_pp_schedule *s, int rank, int at, const char *fmt, ...)
     PL_PRINTF(4, 5);
 
 /* PL_ERR_INTERNAL "1f1b P=4 m=8 v=1: rank 2 action 5 (RECV_GRAD mb 1 chunk 0 from 3): ..." */
-static pl_status broken(const pl_pp_schedule *s, int rank, int index, const char *fmt, ...)
+static pl_status broken(const pl_pp_schedule *s, int rank, int at, const char *fmt, ...)
 {
-    char what[512], act[96] = "";
+    char what[768], act[112] = "";
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    if (index >= 0) {
+    if (at >= 0) {
         char buf[80];
-        snprintf(act, sizeof act, " action %d (%s)", index,
-                 pl_pp_action_format(&s->action[s->first[rank] + index], buf, sizeof buf));
+        snprintf(act, sizeof act, " action %d (%s)", at,
+                 pl_pp_action_format(&s->action[s->first[rank] + at], buf, sizeof buf));
     }
     if (rank >= 0)
         return pl_errorf(PL_ERR_INTERNAL, "%s schedule P=%d m=%d v=%d: rank %d%s: %s",
@@ -504,13 +504,13 @@ static pl_status check_stage_order(const pl_pp_schedule *s, int r, check_work *w
     int m = sp->micro_batches, v = sp->chunks, P = sp->stages, S = P * v, n;
     const pl_pp_action *list = pl_pp_schedule_list(s, r, &n);
     size_t cells = (size_t)PL_PP_NOPS * (size_t)v * (size_t)m;
+/* index of (op, chunk, mb) in count and pos */
+#define AT(op, c, mb) (((size_t)(op) * (size_t)v + (size_t)(c)) * (size_t)m + (size_t)(mb))
     memset(w->count, 0, sizeof(int) * cells);
     for (int i = 0; i < n; i++) {
-        size_t at = ((size_t)list[i].op * (size_t)v + (size_t)list[i].chunk) * (size_t)m + (size_t)list[i].mb;
-        w->count[at]++;
-        w->pos[at] = i;
+        w->count[AT(list[i].op, list[i].chunk, list[i].mb)]++;
+        w->pos[AT(list[i].op, list[i].chunk, list[i].mb)] = i;
     }
-#define AT(op, c, mb) (((size_t)(op) * (size_t)v + (size_t)(c)) * (size_t)m + (size_t)(mb))
     for (int c = 0; c < v; c++) {
         int vs = c * P + r;
         for (int mb = 0; mb < m; mb++) {
@@ -632,9 +632,13 @@ static void check_work_free(check_work *w)
     memset(w, 0, sizeof *w);
 }
 
+/* Validates sp first: the sizes below come from it. */
 static pl_status check_work_init(check_work *w, const pl_pp_spec *sp)
 {
     memset(w, 0, sizeof *w);
+    pl_status st = pl_pp_spec_validate(sp);
+    if (st != PL_OK)
+        return st;
     size_t T = (size_t)pl_pp_transfer_count(sp), P = (size_t)sp->stages;
     size_t cells = (size_t)PL_PP_NOPS * (size_t)sp->chunks * (size_t)sp->micro_batches;
     w->sends = pl_malloc(sizeof(int) * (2 * T + 2 * cells + P));
@@ -652,12 +656,11 @@ static pl_status check_work_init(check_work *w, const pl_pp_spec *sp)
     return PL_OK;
 }
 
-/* Rules 1-4, then the simulation into w (start as in simulate). */
+/* Rules 1-4, then the simulation into w (start as in simulate). w comes from
+ * check_work_init, which validated the spec. */
 static pl_status check_run(const pl_pp_schedule *s, check_work *w, int64_t *start, int *peak)
 {
-    pl_status st = pl_pp_spec_validate(&s->spec);
-    if (st != PL_OK)
-        return st;
+    pl_status st;
     if ((st = check_well_formed(s)) != PL_OK || (st = check_matching(s, w)) != PL_OK)
         return st;
     *peak = 0;
