@@ -40,11 +40,12 @@
  *                P >= 2, m a multiple of P; microbatch_group_size_per_vp_stage = P):
  *                warmup min(2(P-r-1) + (v-1)P, m*v) forwards over the virtual
  *                micro-batch table (groups of P micro-batches per chunk), then F, B
- *                pairs, then the remaining backwards with the chunks reversed
+ *                pairs, then the remaining backwards; backwards walk the same table
+ *                with the chunks reversed
  *   ZB_H1        zero-bubble H1 (Qi et al. 2023): 1F1B's order with every backward split
- *                into BWD_INPUT, sent upstream at once, and BWD_WEIGHT; stage r keeps
- *                its last r weight halves pending (W(k - r) follows BWD_INPUT(k)) and runs
- *                the rest at the end, filling 1F1B's cooldown bubble; v = 1
+ *                into BWD_INPUT, sent upstream at once, and BWD_WEIGHT; stage r keeps r
+ *                weight halves pending (W(k - r) follows BWD_INPUT(k)) and runs the last
+ *                r at the end, filling 1F1B's cooldown bubble; v = 1
  * See docs/pipeline.md for timelines, the bubble formulas and the checker's rules.
  *
  * What it is not: a runtime. Nothing here sends, computes or times anything real; the
@@ -132,8 +133,9 @@ int pl_pp_in_flight_bound(const pl_pp_spec *spec, int rank);
  * (3 * m * v per rank):
  *   NONE, GPIPE, 1F1B: (P-1) / m;  INTERLEAVED: (P-1) / (v*m);
  *   ZB_H1: (P - 1 + max(0, P - m)) / (3m)
- * (ZB_H1 under unit costs: P-1 idle units on every rank; with m < P the last micro-batch
- * starts its backward late, adding P - m). spec must be valid. */
+ * (ZB_H1 under unit costs: every rank idles P-1 units, a third of 1F1B's 3(P-1); with
+ * m < P the last stage alternates F and BWD_INPUT with nothing between, and the step
+ * grows by P - m). spec must be valid. */
 void pl_pp_bubble_formula(const pl_pp_spec *spec, int64_t *num, int64_t *den);
 
 /* Every stage's list, built once. */
@@ -160,7 +162,8 @@ static inline const pl_pp_action *pl_pp_schedule_list(const pl_pp_schedule *s, i
  * [0, pl_pp_transfer_count): direction (activation or gradient), micro-batch and the
  * virtual-stage boundary crossed (b between virtual stages b and b+1). The send and the
  * receive of one transfer have the same id. The action must be well formed (the
- * checker's first rule); returns -1 if it crosses no boundary. */
+ * checker's first rule); returns -1 for a computation or a transfer that crosses no
+ * boundary. */
 int pl_pp_transfer_id(const pl_pp_spec *spec, int rank, const pl_pp_action *a);
 int pl_pp_transfer_count(const pl_pp_spec *spec);
 
@@ -173,7 +176,8 @@ typedef struct pl_pp_stats {
 
 /* Checks every stage's list against the rules below, in this order, and stops at the
  * first broken one with PL_ERR_INTERNAL (a built schedule must always pass) and a
- * message naming the stage, the action's index and the action:
+ * message naming the stage, the action's index and the action (PL_ERR_ARG if s->spec
+ * itself is invalid):
  *  1 well formed: op, mb, chunk in range; a transfer crosses an existing boundary and
  *    names the stage on its other side as peer; computation has peer -1;
  *  2 matching: every transfer is sent exactly once and received exactly once;
@@ -194,7 +198,8 @@ pl_status pl_pp_schedule_check(const pl_pp_schedule *s, pl_pp_stats *stats, int6
 /* The simulated timeline as text, one row per stage and one cell per time unit: F, B
  * (two cells), I (BWD_INPUT), W (BWD_WEIGHT) followed by the micro-batch, and the chunk
  * as a letter (a = 0, b = 1, ...) when v > 1; "." is idle. Ends with the makespan and
- * the bubble. *out is pl_malloc'ed (pl_free it). Fails as check does on a deadlock. */
+ * the bubble. *out is pl_malloc'ed (pl_free it). Fails as check does on a broken
+ * schedule. */
 pl_status pl_pp_schedule_timeline(const pl_pp_schedule *s, char **out);
 
 #endif
