@@ -290,6 +290,7 @@ static pl_status setup_pipeline(pl_trainer *t, pl_model_stage *stage)
                          "%d is not implemented yet (stage 0 is)", t->zero_stage, P);
     const pl_pp_spec spec = {kind, P, (int)t->num_micro, 1};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
+    PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
     stage->inflight = pl_pp_in_flight_bound(&spec, r);
     t->pp_tied = !t->cfg.untie;
     t->pp_send_act = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_act);
