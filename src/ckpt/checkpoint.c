@@ -326,22 +326,42 @@ static pl_status write_zero_shard(const char *path, const pl_ckpt_zero *z)
     return pl_st_writer_finish(w, path);
 }
 
+/* Each rank's ZeRO shard, as every rank learns it (ZERO_FIELDS int64 per world rank:
+ * tp rank, pp rank, dp rank, offset, count, padded length): pipeline stages hold
+ * flat buffers of different lengths, so rank 0 cannot infer the others'. */
+enum { ZERO_FIELDS = 6 };
+static pl_status gather_zero(pl_comm *world, const pl_registry *reg, const pl_ckpt_zero *z,
+                             int64_t **out)
+{
+    int64_t *all = pl_calloc((size_t)world->size * ZERO_FIELDS, sizeof *all);
+    if (!all)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory listing the ZeRO shards");
+    const int64_t mine[ZERO_FIELDS] = {reg->tp_rank, reg->pp_rank, z->dp_rank,
+                                       z->lo,        z->count,     z->padded};
+    memcpy(all + (size_t)world->rank * ZERO_FIELDS, mine, sizeof mine);
+    pl_status st = pl_comm_allreduce_i64(world, all, world->size * ZERO_FIELDS, PL_COMM_SUM);
+    if (st)
+        pl_free(all);
+    *out = st ? NULL : all;
+    return st;
+}
+
 /* The manifest's "zero" object and the checksums of the optimizer shard files:
- * one entry per (tp, pp, dp) rank. Every model-parallel rank's flat buffer has
- * the same length while the layout has one pipeline stage (each TP split
- * divides evenly), so rank 0's ranges are every rank's. */
-static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, int tp, int pp,
-                               const pl_ckpt_zero *z, jbuild *jb)
+ * one entry per rank (shards: gather_zero's table, nranks rows). */
+static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, int pp,
+                               const pl_ckpt_zero *z, const int64_t *shards_of, int nranks,
+                               jbuild *jb)
 {
     char rel[128], path[PATH_MAX_ + 160], hash[17], sub[64];
     cJSON *zo = jobj(root, "zero", jb);
     jnum(zo, "stage", z->stage, jb);
     jnum(zo, "data_parallel_size", z->dp, jb);
-    jnum(zo, "padded_numel", (double)z->padded, jb);
+    jnum(zo, "padded_numel", (double)z->padded, jb); /* rank 0's; each entry has its own */
     cJSON *shards = zo ? cJSON_AddArrayToObject(zo, "shards") : NULL;
     jb->ok &= shards != NULL;
-    for (int i = 0; i < tp * pp * z->dp && jb->ok; i++) {
-        const int t = i / (pp * z->dp), p = i / z->dp % pp, r = i % z->dp;
+    for (int i = 0; i < nranks && jb->ok; i++) {
+        const int64_t *row = shards_of + (size_t)i * ZERO_FIELDS;
+        const int t = (int)row[0], p = (int)row[1], r = (int)row[2];
         rank_dir(sub, t, p, pp);
         optim_rel(rel, sizeof rel, sub, r);
         snprintf(path, sizeof path, "%s/%s", tmp, rel);
@@ -355,8 +375,9 @@ static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, int t
         jnum(e, "tp_rank", t, jb);
         jnum(e, "pp_rank", p, jb);
         jnum(e, "dp_rank", r, jb);
-        jnum(e, "offset", (double)(r * z->count), jb);
-        jnum(e, "count", (double)z->count, jb);
+        jnum(e, "offset", (double)row[3], jb);
+        jnum(e, "count", (double)row[4], jb);
+        jnum(e, "padded_numel", (double)row[5], jb);
     }
     return jb->ok ? PL_OK : pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
 }
@@ -396,6 +417,9 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
     }
     if ((st = consensus(world, st, "writing ZeRO optimizer shards")))
         return st;
+    int64_t *zero_rows = NULL;
+    if (buf->zero && (st = gather_zero(world, buf->reg, buf->zero, &zero_rows)))
+        return st;
     if (world->rank == 0) {
         cJSON *root = manifest_json(cfg, meta, buf->reg);
         char *text = NULL;
@@ -418,7 +442,7 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
                 }
             }
         if (!st && buf->zero)
-            st = manifest_zero(root, files, tmp, meta->tp, meta->pp, buf->zero, &jb);
+            st = manifest_zero(root, files, tmp, meta->pp, buf->zero, zero_rows, world->size, &jb);
         if (st)
             goto manifest_done;
         text = cJSON_Print(root);
@@ -445,6 +469,7 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
         cJSON_free(text);
         cJSON_Delete(root);
     }
+    pl_free(zero_rows);
     return consensus(world, st, "publishing the checkpoint");
 }
 
@@ -634,6 +659,8 @@ static pl_status load_zero_shard(const char *idir, const char *mpath, const cJSO
                          "of %d but the current world size is %d (ZeRO optimizer shards cannot be "
                          "resharded yet)", mpath, dp, z->dp);
     const cJSON *e = zero_entry(zo, tp_rank, pp_rank, z->dp_rank);
+    if (cJSON_HasObjectItem(e, "padded_numel")) /* each stage pads its own buffer */
+        padded = (int64_t)num(e, "padded_numel", &ok);
     const cJSON *file = cJSON_GetObjectItemCaseSensitive(e, "file");
     int64_t off = (int64_t)num(e, "offset", &ok), count = (int64_t)num(e, "count", &ok);
     if (!ok || !cJSON_IsString(file) || padded != z->padded || off != z->lo || count != z->count)

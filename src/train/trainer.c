@@ -128,7 +128,7 @@ static pl_status setup_state(pl_trainer *t)
     if (!starts)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
     starts[0] = 0;
-    for (int64_t l = 0; l < L; l++) {
+    for (int64_t l = 0; t->zero_stage >= 2 && l < L; l++) { /* stage 1 cuts no regions */
         pl_block_weights tmp;
         int64_t lo, hi;
         st = pl_model_layer_bind(&t->reg, &t->cfg.block, NULL, l, &tmp, &lo, &hi);
@@ -285,9 +285,9 @@ static pl_status setup_pipeline(pl_trainer *t, pl_model_stage *stage)
     if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b and "
                          "gpipe", pl_pp_kind_name(kind));
-    if (t->zero_stage > 0)
+    if (t->zero_stage > 1)
         return pl_errorf(PL_ERR_UNSUPPORTED, "ZeRO stage %d with --pipeline-model-parallel-size "
-                         "%d is not implemented yet (stage 0 is)", t->zero_stage, P);
+                         "%d is not implemented yet (stages 0 and 1 are)", t->zero_stage, P);
     const pl_pp_spec spec = {kind, P, (int)t->num_micro, 1};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
     PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
