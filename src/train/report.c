@@ -150,7 +150,8 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"all-gather\": %lld}, \"tp_calls\": {\"all-reduce\": %lld, "
                     "\"reduce-scatter\": %lld, \"all-gather\": %lld}, \"tp_comm_ms\": %.3f, "
                     "\"pp_wire_bytes\": {\"send/recv\": %lld, \"all-reduce\": %lld}, "
-                    "\"pp_calls\": {\"send/recv\": %lld, \"all-reduce\": %lld}}\n",
+                    "\"pp_calls\": {\"send/recv\": %lld, \"all-reduce\": %lld}, "
+                    "\"pp_wait_ms\": %.3f, \"pp_compute_ms\": %.3f}\n",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
                     r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->zero_stage,
@@ -175,7 +176,8 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)pp->kind[PL_COMM_SENDRECV].wire_bytes,
                     (long long)pp->kind[PL_COMM_ALLREDUCE].wire_bytes,
                     (long long)pp->kind[PL_COMM_SENDRECV].calls,
-                    (long long)pp->kind[PL_COMM_ALLREDUCE].calls);
+                    (long long)pp->kind[PL_COMM_ALLREDUCE].calls, 1e3 * t->pp_wait_step,
+                    1e3 * t->pp_compute_step);
             fflush(t->metrics);
         }
     }
@@ -312,10 +314,15 @@ void pl_train_bench_report(const pl_trainer *t)
                                                                 : "inline, compute thread",
                     1e3 * ov->busy / (double)n, (double)ov->ops / (double)n,
                     1e3 * ov->wait / (double)n);
+    if (t->grid.layout.pp > 1)
+        pl_log_info("  pipeline (stage 0): %.1f ms/step blocked on the other stages (%.1f%% of the "
+                    "step)", 1e3 * t->prof.pp_wait / (double)n, 100 * t->prof.pp_wait / t->prof.total);
     printf("{\"tokens_per_sec\": %.1f, \"tp_comm_ms\": %.3f, \"tp_comm_hidden_ms\": %.3f, "
-           "\"tp_overlap_wait_ms\": %.3f, \"act_bytes\": %lld,",
+           "\"tp_overlap_wait_ms\": %.3f, \"act_bytes\": %lld, \"pp_wait_ms\": %.3f, "
+           "\"pp\": %d, \"micro_batches\": %lld,",
            tokens_s, 1e3 * tp_s / (double)n, 1e3 * tp_hidden / (double)n,
-           1e3 * ov->wait / (double)n, (long long)pl_model_activation_bytes(m));
+           1e3 * ov->wait / (double)n, (long long)pl_model_activation_bytes(m),
+           1e3 * t->prof.pp_wait / (double)n, t->grid.layout.pp, (long long)t->num_micro);
     printf(" \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
            "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "
            "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"dp_comm_busy_ms\": %.3f, "

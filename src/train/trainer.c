@@ -621,6 +621,7 @@ static pl_status run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, 
     const pl_pp_action *list = pl_pp_schedule_list(&t->pp, r, &na);
     int loaded = 0;
     *loss_sum = 0;
+    t->pp_wait_step = t->pp_compute_step = 0;
     for (int i = 0; i < na; i++) {
         const pl_pp_action *a = &list[i];
         const int64_t k = pp_slot(t, a->mb);
@@ -632,12 +633,12 @@ static pl_status run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, 
         case PL_PP_RECV_ACT:
             PL_TRY(pl_comm_irecv_f32(pp, mb->x0, n, a->peer, tag, &req));
             PL_TRY(pl_comm_wait(&req));
-            t->prof.comm += pl_time_now() - t0;
+            t->pp_wait_step += pl_time_now() - t0;
             break;
         case PL_PP_RECV_GRAD:
             PL_TRY(pl_comm_irecv_f32(pp, mb->dout, n, a->peer, tag, &req));
             PL_TRY(pl_comm_wait(&req));
-            t->prof.comm += pl_time_now() - t0;
+            t->pp_wait_step += pl_time_now() - t0;
             break;
         case PL_PP_SEND_ACT:
             pl_model_use(m, k);
@@ -666,6 +667,7 @@ static pl_status run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, 
                 *loss_sum += micro_batch_loss(m, scale * ls) * scale;
             t->prof.data += t1 - t0;
             t->prof.compute += pl_time_now() - t1;
+            t->pp_compute_step += pl_time_now() - t1;
             break;
         }
         case PL_PP_BWD: {
@@ -674,6 +676,7 @@ static pl_status run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, 
             const int last = a->mb == M - 1;
             PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? grad_ready : NULL, t));
             t->prof.compute += pl_time_now() - t0;
+            t->pp_compute_step += pl_time_now() - t0;
             break;
         }
         default:
@@ -681,10 +684,14 @@ static pl_status run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, 
                              r, pl_pp_op_name(a->op));
         }
     }
+    double tw = pl_time_now();
     for (int64_t k = 0; k < m->stage.inflight; k++) {
         PL_TRY(pl_comm_wait(&t->pp_send_act[k]));
         PL_TRY(pl_comm_wait(&t->pp_send_grad[k]));
     }
+    t->pp_wait_step += pl_time_now() - tw;
+    t->prof.comm += t->pp_wait_step;
+    t->prof.pp_wait += t->pp_wait_step;
     PL_TRY(pp_tied_grads(t));
     if (t->zero_stage == 0) { /* the regions outside the layers are final now */
         if (m->stage.last && t->pp_tied)

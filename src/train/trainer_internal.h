@@ -63,6 +63,8 @@ typedef struct pl_trainer {
     int pp_tied;                             /* tied embeddings on two stages (embd group) */
     pl_comm_req *pp_send_act, *pp_send_grad; /* [inflight] */
     pl_comm_stats step_pp_comm;              /* PP bytes of the last step (this rank) */
+    double pp_wait_step, pp_compute_step;    /* the last step's seconds blocked on the
+                                              * neighbouring stages / in FWD and BWD */
     int64_t wire_sum[3];                     /* the same summed over DP ranks */
     int64_t early_all_ranks;                 /* comm_step.early summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
@@ -78,6 +80,7 @@ typedef struct pl_trainer {
     pl_loss_scaler scaler;                   /* --fp16 loss scale; static 1 otherwise */
     struct { /* seconds per phase, for plait bench (from the bench window's start) */
         double data, compute, comm, optim, total;
+        double pp_wait; /* pipelined: blocked in the stage's receives and final sends */
         int64_t steps;
     } prof;
     int64_t fault_nan_iter, fault_nan_rank;  /* PLAIT_FAULT_NAN_ITER / _RANK (tests) */
