@@ -10,8 +10,6 @@
 # world size and layout from plait's banner, and runs under a timeout.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
-PY=/usr/bin/python3
-CK="$ROOT/tests/scripts/ckpt_tensors.py"
 export OMP_NUM_THREADS=1 # up to 8 ranks share 2 cores
 kjv_dataset 2000 "$TMP/kjv"
 # N = micro-batch 2 x 32 = 64 rows, divisible by TP 8 (sequence parallelism); 8 heads.
@@ -50,8 +48,6 @@ same_losses() { # A B [TOL]
 # Final parameters within 1e-5 + 1e-4 |p| (zero.sh's bound and argument: ten Adam
 # steps of lr 1e-3 move a parameter at most ~1e-2; rounding changes a step by a
 # relative ~1e-4; a wrong shard is off by a whole step or more).
-same_params() { $PY "$CK" same "$TMP/$1/iter_0000010" "$TMP/$2/iter_0000010"; }
-replicas_equal() { $PY "$CK" replicas "$TMP/$1/iter_0000010"; }
 
 # TP bytes and calls of the last step, from rank 0's counters, against the count of
 # Megatron's communication points (parallel/tp/layers.h) for m micro-batches of

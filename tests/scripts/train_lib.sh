@@ -21,3 +21,12 @@ losses() { grep '"lm_loss"' "$1" | sed -E 's/.*"lm_loss": ([^,]*),.*/\1/'; }
 
 # field FILE ITERATION KEY: KEY's value in the metrics line of that iteration.
 field() { grep "\"iteration\": $2," "$1" | head -n 1 | sed -E "s/.*\"$3\": ([^,}]*).*/\1/"; }
+
+# The parallel suites' checkpoint checks (tests/scripts/ckpt_tensors.py, independent of
+# plait): iteration 10's parameters of run A equal run B's within 1e-5 + 1e-4 |p| (each
+# suite argues the bound), and the tensors replicated over TP (and shared k/v, and the
+# tied copy of a pipelined run) are bit-identical on every rank that holds them.
+PY=/usr/bin/python3
+CK="$ROOT/tests/scripts/ckpt_tensors.py"
+same_params() { $PY "$CK" same "$TMP/$1/iter_0000010" "$TMP/$2/iter_0000010"; }
+replicas_equal() { $PY "$CK" replicas "$TMP/$1/iter_0000010"; }

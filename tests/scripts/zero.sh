@@ -38,10 +38,7 @@ same_losses() {
 # rounding-level gradient differences change that move by a relative ~1e-4 at most
 # except where the gradient is ~0, where the direction is noise of size ~lr * 1e-2;
 # ten steps give ~1e-5. A wrong shard, a lost bucket or a missed weight decay moves
-# parameters by ~1e-3 (one whole lr step) or more, far outside.
-same_params() {
-    $PY "$ROOT/tests/scripts/ckpt_tensors.py" same "$TMP/$1/iter_0000010" "$TMP/$2/iter_0000010"
-}
+# parameters by ~1e-3 (one whole lr step) or more, far outside. (same_params: train_lib.sh)
 # Bytes per step, averaged over the DP ranks (ring collectives load ranks unevenly
 # per region; the mean is exact), equal the theory within 1%: P = elements padded to
 # a multiple of N, m micro-batches, L = elements of the layers (gathered twice at
