@@ -84,10 +84,6 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         return pl_errorf(PL_ERR_ARG,
                          "--ffn-hidden-size %lld is not divisible by --tensor-model-parallel-size %d",
                          (long long)c->ffn_hidden, r->tp_size);
-    if (c->num_layers % pp_size)
-        return pl_errorf(PL_ERR_ARG,
-                         "--num-layers %lld is not divisible by --pipeline-model-parallel-size %d",
-                         (long long)c->num_layers, pp_size);
     const int64_t C = c->hidden;
     const float std = (float)c->init_std;
     const int last = pp_size - 1;
@@ -103,12 +99,16 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         PL_TRY(pl_registry_add(r, &emb[i]));
     pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
     const int np = pl_block_param_names(&c->block, names);
-    int64_t per_stage = c->num_layers / pp_size;
+    int stage = 0;
+    int64_t l0, nl;
+    PL_TRY(pl_model_stage_layers(c, pp_size, stage, &l0, &nl));
     for (int64_t l = 0; l < c->num_layers; l++) {
+        while (l >= l0 + nl)
+            PL_TRY(pl_model_stage_layers(c, pp_size, ++stage, &l0, &nl));
         for (int k = 0; k < np; k++) {
             char name[PL_PARAM_NAME_MAX];
             snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k].suffix);
-            pl_param_spec s = layer_param(c, names[k].field, name, (int)(l / per_stage), (int)l,
+            pl_param_spec s = layer_param(c, names[k].field, name, stage, (int)l,
                                           r->tp_size);
             PL_TRY(pl_registry_add(r, &s));
         }
@@ -134,6 +134,44 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     return PL_OK;
 fail:
     return st;
+}
+
+pl_status pl_model_stage_layers(const pl_model_config *c, int pp_size, int stage, int64_t *l0,
+                                int64_t *nl)
+{
+    const int64_t L = c->num_layers, P = pp_size;
+    int64_t first = c->pp_first_layers, last = c->pp_last_layers;
+    if ((first || last) && P < 2)
+        return pl_errorf(PL_ERR_ARG, "--decoder-first-pipeline-num-layers and "
+                         "--decoder-last-pipeline-num-layers need --pipeline-model-parallel-size "
+                         "2 or more");
+    if (!first && !last && L % P)
+        return pl_errorf(PL_ERR_ARG, "--num-layers %lld is not divisible by "
+                         "--pipeline-model-parallel-size %d", (long long)L, pp_size);
+    /* the stages without a given count share what the given ones leave */
+    const int64_t given = (first > 0) + (last > 0), rest = L - first - last, others = P - given;
+    if (first < 0 || last < 0 || rest < 0 || (others > 0 && (rest % others || rest == 0)) ||
+        (others == 0 && rest != 0))
+        return pl_errorf(PL_ERR_ARG, "--num-layers %lld cannot be split over %d pipeline stages "
+                         "with --decoder-first-pipeline-num-layers %lld and "
+                         "--decoder-last-pipeline-num-layers %lld (the other stages share the "
+                         "rest evenly, at least one layer each)",
+                         (long long)L, pp_size, (long long)first, (long long)last);
+    const int64_t share = others ? rest / others : 0;
+    if (!first)
+        first = share;
+    if (!last)
+        last = share;
+    if (P == 1) {
+        *l0 = 0, *nl = L;
+    } else if (stage == 0) {
+        *l0 = 0, *nl = first;
+    } else if (stage == P - 1) {
+        *l0 = L - last, *nl = last;
+    } else {
+        *l0 = first + (stage - 1) * share, *nl = share;
+    }
+    return PL_OK;
 }
 
 int64_t pl_model_num_params(const pl_model_config *c)

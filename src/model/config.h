@@ -59,6 +59,9 @@ typedef struct pl_model_config {
      * (N x V floats) from forward to backward instead of recomputing them. */
     int keep_logits;
     int sequence_parallel;  /* Megatron's --sequence-parallel (with TP > 1) */
+    /* Pipeline stages' layers (Megatron's --decoder-first-pipeline-num-layers and
+     * --decoder-last-pipeline-num-layers): 0 = an even share */
+    int64_t pp_first_layers, pp_last_layers;
     pl_recompute recompute; /* zero: keep every activation backward needs */
 } pl_model_config;
 
@@ -70,6 +73,13 @@ int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t 
  * in r (stage of layer l: l / (L / pp)). Errors name the flag that makes a
  * split impossible (heads, groups or F not divisible by TP, layers by PP). */
 pl_status pl_model_register(pl_registry *r, const pl_model_config *cfg, int pp_size);
+
+/* The layers [*l0, *l0 + *nl) of pipeline stage `stage` of pp_size: the first and last
+ * stages' counts as cfg says (0: an even share), the stages between share the rest
+ * evenly. Errors name the flags when the layers cannot be split so, or a stage would
+ * be empty. */
+pl_status pl_model_stage_layers(const pl_model_config *cfg, int pp_size, int stage, int64_t *l0,
+                                int64_t *nl);
 
 /* The layer sizes of cfg. */
 pl_block_dims pl_model_block_dims(const pl_model_config *cfg);

@@ -84,6 +84,13 @@ static const pl_option train_options[] = {
      "its weight-gradient GEMM computes", NULL, 0},
     {"--pipeline_model_parallel_size", PL_OPT_INT, NULL, F(pipeline_model_parallel_size_a4s),
      "the pipeline-parallel size under A4SFramework's name", NULL, 0},
+    {"--decoder-first-pipeline-num-layers", PL_OPT_INT, "0",
+     F(decoder_first_pipeline_num_layers),
+     "layers of the first pipeline stage (0: an even share; the middle stages share the rest)",
+     NULL, 0},
+    {"--decoder-last-pipeline-num-layers", PL_OPT_INT, "0", F(decoder_last_pipeline_num_layers),
+     "layers of the last pipeline stage, which also holds the LM head (0: an even share)", NULL,
+     0},
     {"--pipeline-schedule", PL_OPT_CHOICE, NULL, F(pipeline_schedule),
      "pipeline schedule (plait's flag; default Megatron's: 1f1b with pipelining)",
      "1f1b|gpipe|none|interleaved|zb-h1", 0},
@@ -363,7 +370,8 @@ static pl_status resolve_pp_size(pl_train_args *a)
     if (pp < 1)
         return pl_errorf(PL_ERR_ARG, "plait train: --pipeline-model-parallel-size must be at "
                          "least 1, got %lld", (long long)pp);
-    if (pp > 1 && a->num_layers % pp)
+    const int uneven = a->decoder_first_pipeline_num_layers || a->decoder_last_pipeline_num_layers;
+    if (pp > 1 && !uneven && a->num_layers % pp) /* uneven splits: checked with the model */
         return pl_errorf(PL_ERR_ARG, "plait train: --num-layers %lld is not divisible by "
                          "--pipeline-model-parallel-size %lld", (long long)a->num_layers,
                          (long long)pp);

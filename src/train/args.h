@@ -29,6 +29,7 @@ typedef struct pl_train_args {
     int64_t model_parallel_size, tensor_model_parallel_size_a4s; /* aliases of the TP size */
     int64_t pipeline_model_parallel_size_a4s;                   /* alias of the PP size */
     const char *pipeline_schedule; /* NULL: Megatron's choice (parallel/pp/schedule.h) */
+    int64_t decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers; /* 0: even */
     int sequence_parallel;         /* Megatron's --sequence-parallel (needs TP > 1) */
     int tp_comm_overlap;           /* input-gradient TP reductions beside the weight GEMMs */
     /* activation recomputation: --recompute-activations sets granularity "selective" */

@@ -261,6 +261,8 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
     c->seq_length = a->seq_length;
     c->max_positions = a->max_position_embeddings;
     c->divisible_by = a->make_vocab_size_divisible_by;
+    c->pp_first_layers = a->decoder_first_pipeline_num_layers;
+    c->pp_last_layers = a->decoder_last_pipeline_num_layers;
     c->init_std = a->init_method_std;
     c->ln_eps = (float)a->layernorm_epsilon;
     c->rope = (pl_rope_config){a->rotary_base, a->rotary_percent, a->use_rope_scaling,
@@ -275,8 +277,9 @@ static pl_status setup_pipeline(pl_trainer *t, pl_model_stage *stage)
 {
     pl_status st = PL_OK;
     const int P = t->grid.layout.pp, r = t->grid.pp_rank;
-    const int64_t L = t->cfg.num_layers;
-    *stage = (pl_model_stage){r * (L / P), L / P, r == 0, r == P - 1, 1};
+    int64_t l0, nl;
+    PL_TRY(pl_model_stage_layers(&t->cfg, P, r, &l0, &nl));
+    *stage = (pl_model_stage){l0, nl, r == 0, r == P - 1, 1};
     if (P == 1)
         return PL_OK;
     pl_pp_kind kind = pl_pp_kind_default(P, 1);

@@ -68,6 +68,17 @@ layout_checks gpt g_single g_3d_z1 "8 2 2 2" --num-layers 4 --use-distributed-op
 layout_checks gpt g_single g_pp4_z1 "8 1 2 4" --num-layers 4 --zero-stage 1
 layout_checks gpt g_single g_pp2_full "2 1 1 2" --num-layers 4 --recompute-granularity full \
     --recompute-method uniform --recompute-num-layers 1
+# Uneven stages (Megatron's --decoder-first/last-pipeline-num-layers): 3 + 1 layers, and
+# 1 + 2 + 1 over three stages.
+layout_checks gpt g_single g_pp2_uneven "2 1 1 2" --num-layers 4 \
+    --decoder-first-pipeline-num-layers 3
+layout_checks gpt g_single g_pp3_uneven "3 1 1 3" --num-layers 4 \
+    --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 1
+check "uneven stages: layer 3 of 4 lives on the last of three stages" $PY -c "
+import json, sys
+m = json.load(open('$TMP/g_pp3_uneven/iter_0000010/manifest.json'))['tensors']
+stage = [m[f'decoder.layers.{l}.self_attention.linear_qkv.weight']['pipeline_stage'] for l in range(4)]
+print(stage); sys.exit(stage != [0, 1, 1, 2])"
 check "gpt: one process trains 10 iterations (8 layers)" run g8_single 1 1 1 --num-layers 8
 layout_checks gpt g8_single g8_pp8 "8 1 1 8" --num-layers 8
 
@@ -121,6 +132,11 @@ check_fails "layers not divisible by the stages are refused, naming both flags" 
     "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3" \
     timeout -k 5 60 mpirun.openmpi -n 3 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
     --pipeline-model-parallel-size 3
+check_fails "an impossible uneven split is refused, naming the flags" \
+    "--num-layers 4 cannot be split over 3 pipeline stages with --decoder-first-pipeline-num-layers 3" \
+    timeout -k 5 60 mpirun.openmpi -n 3 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
+    --pipeline-model-parallel-size 3 --decoder-first-pipeline-num-layers 3 \
+    --decoder-last-pipeline-num-layers 2
 check_fails "ZeRO 2 with pipelining is refused by name (not implemented yet)" \
     "ZeRO stage 2 with --pipeline-model-parallel-size 2 is not implemented yet" \
     timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
