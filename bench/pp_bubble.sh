@@ -6,9 +6,12 @@
 # a fraction of the step, beside the schedule's idle fraction for balanced stages,
 # (P-1)/(m+P-1), and rank 0's peak memory.
 #   bench/pp_bubble.sh [ITERS]     (default 6; the model is GPT-2 124M, T 256, micro-batch 2)
-# Stage 1 also holds the LM head (a third of GPT-2 124M's multiply-adds), so the stages
-# are not balanced: stage 0 waits for it, and its blocked time exceeds the formula by
-# that imbalance. The machine should be idle. Results: bench/results/pp_bubble_*.jsonl.
+#   FIRST=9 bench/pp_bubble.sh     (--decoder-first-pipeline-num-layers 9: stage 0 takes 9
+#                                   of the 12 layers, stage 1 three and the LM head)
+# With the even split stage 1 also holds the LM head (a third of GPT-2 124M's
+# multiply-adds), so the stages are not balanced: stage 0 waits for it, and its blocked
+# time exceeds the formula by that imbalance; FIRST=9 balances them within 7%. The
+# machine should be idle. Results: bench/results/pp_bubble_*.jsonl.
 set -u
 cd "$(dirname "$0")/.."
 PLAIT=${PLAIT:-build/plait}
@@ -20,7 +23,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 MODEL=(--num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 256
        --vocab-size 50257 --micro-batch-size 2 --hidden-dropout 0 --attention-dropout 0)
-results=bench/results/pp_bubble_$(date +%Y%m%d_%H%M%S).jsonl
+results=bench/results/pp_bubble${FIRST:+_first$FIRST}_$(date +%Y%m%d_%H%M%S).jsonl
 mkdir -p bench/results
 echo "machine: $(nproc) cores, $(uptime | sed 's/.*load/load/'); $(git rev-parse --short HEAD)"
 record() { # JSON LAYOUT M
@@ -41,7 +44,8 @@ for m in 2 4 8; do
         echo "== m $m: pp 2 x 1 thread, $s"
         OMP_NUM_THREADS=1 timeout 1800 mpirun.openmpi -n 2 --bind-to core -x OMP_NUM_THREADS \
             "$PLAIT" bench "${MODEL[@]}" --global-batch-size $gbs --train-iters "$ITERS" \
-            --pipeline-model-parallel-size 2 --pipeline-schedule $s >"$out/$s$m.json" \
+            --pipeline-model-parallel-size 2 --pipeline-schedule $s \
+            ${FIRST:+--decoder-first-pipeline-num-layers $FIRST} >"$out/$s$m.json" \
             2>"$out/$s$m.log" && record "$out/$s$m.json" "pp2_$s" $m
         grep -E "plait bench|pipeline" "$out/$s$m.log" | sed 's/^/   /'
     done
