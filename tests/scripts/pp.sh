@@ -79,6 +79,15 @@ import json, sys
 m = json.load(open('$TMP/g_pp3_uneven/iter_0000010/manifest.json'))['tensors']
 stage = [m[f'decoder.layers.{l}.self_attention.linear_qkv.weight']['pipeline_stage'] for l in range(4)]
 print(stage); sys.exit(stage != [0, 1, 1, 2])"
+if [ -x "$ROOT/build-mpich/plait" ]; then
+    check "gpt: MPICH pp 2 x tp 2 runs" bash -c "timeout -k 5 300 mpirun.mpich -n 4 \
+        '$ROOT/build-mpich/plait' train $(printf '%q ' "${COMMON[@]}") --num-layers 4 \
+        --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
+        --make-vocab-size-divisible-by 256 --metrics-file '$TMP/g_mpich.jsonl' > '$TMP/g_mpich.log' 2>&1"
+    check "gpt: MPICH pp 2 x tp 2 asserts its layout" layout_is g_mpich 4 2 1 2
+    check "gpt: MPICH pp 2 x tp 2: losses and validation equal one process's" \
+        same_losses g_single g_mpich
+fi
 check "gpt: one process trains 10 iterations (8 layers)" run g8_single 1 1 1 --num-layers 8
 layout_checks gpt g8_single g8_pp8 "8 1 1 8" --num-layers 8
 
