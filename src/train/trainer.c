@@ -6,7 +6,6 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/rng.h"
-#include "ckpt/checkpoint.h"
 #include "data/blended.h"
 #include "data/sampler.h"
 #include "data/tokenizer/tokenizer.h"
@@ -270,42 +269,6 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
     return PL_OK;
 }
 
-/* The layers of this rank's pipeline stage and, pipelined, the schedule (its
- * in-flight bound sizes the activation slots). This version runs 1F1B and GPipe
- * with ZeRO stage 0; the other combinations are refused by name. */
-static pl_status setup_pipeline(pl_trainer *t, pl_model_stage *stage)
-{
-    pl_status st = PL_OK;
-    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
-    int64_t l0, nl;
-    PL_TRY(pl_model_stage_layers(&t->cfg, P, r, &l0, &nl));
-    *stage = (pl_model_stage){l0, nl, r == 0, r == P - 1, 1};
-    if (P == 1)
-        return PL_OK;
-    pl_pp_kind kind = pl_pp_kind_default(P, 1);
-    if (t->a->pipeline_schedule)
-        PL_TRY(pl_pp_kind_parse(t->a->pipeline_schedule, &kind));
-    if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b and "
-                         "gpipe", pl_pp_kind_name(kind));
-    if (t->zero_stage > 1)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "ZeRO stage %d with --pipeline-model-parallel-size "
-                         "%d is not implemented yet (stages 0 and 1 are)", t->zero_stage, P);
-    const pl_pp_spec spec = {kind, P, (int)t->num_micro, 1};
-    PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
-    PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
-    stage->inflight = pl_pp_in_flight_bound(&spec, r);
-    t->pp_tied = !t->cfg.untie;
-    t->pp_send_act = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_act);
-    t->pp_send_grad = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_grad);
-    if (!t->pp_send_act || !t->pp_send_grad)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory");
-    for (int64_t k = 0; k < stage->inflight; k++)
-        t->pp_send_act[k] = t->pp_send_grad[k] = PL_COMM_REQ_NULL;
-fail:
-    return st;
-}
-
 static pl_status setup_model(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
@@ -335,7 +298,7 @@ static pl_status setup_model(pl_trainer *t)
     pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
     PL_TRY(pl_model_register(&t->reg, c, t->grid.layout.pp));
     pl_model_stage stage;
-    PL_TRY(setup_pipeline(t, &stage));
+    PL_TRY(pl_train_setup_pipeline(t, &stage));
     PL_TRY(setup_state(t));
     PL_TRY(pl_gemm_init(&t->gemm));
     setup_precision(t);
@@ -482,7 +445,7 @@ static pl_status setup_data(pl_trainer *t)
 
 /* Fills the model's tokens/targets/dloss with micro-batch `idx` (mbs global
  * sample indices) of split s; returns the number of loss tokens. */
-static pl_status load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
+pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
                                   int64_t *n_loss)
 {
     pl_model *m = &t->model;
@@ -521,7 +484,7 @@ static pl_status load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx,
 }
 
 /* Mean loss of the current micro-batch (dloss holds mask / count * scale). */
-static double micro_batch_loss(const pl_model *m, double scale)
+double pl_train_micro_batch_loss(const pl_model *m, double scale)
 {
     double sum = 0;
     for (int64_t n = 0; n < m->N; n++)
@@ -531,7 +494,7 @@ static double micro_batch_loss(const pl_model *m, double scale)
 
 /* ---- one iteration ------------------------------------------------------------ */
 
-static pl_status grad_ready(void *ctx, int64_t offset, int64_t count)
+pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count)
 {
     pl_trainer *t = ctx;
     /* The final norm's gradients are final before the last layer's backward starts:
@@ -585,127 +548,6 @@ fail:
     return st;
 }
 
-/* ---- pipelining -------------------------------------------------------------- */
-
-/* The slot micro-batch mb's activations use: every schedule here finishes its
- * backwards in forward order, so at most `inflight` consecutive micro-batches are
- * alive and mb modulo inflight never collides. */
-static int64_t pp_slot(const pl_trainer *t, int mb) { return mb % t->model.stage.inflight; }
-
-/* The tied word embeddings of the first stage and the output layer of the last
- * hold one tensor: their gradients are summed over the embedding group
- * (Megatron's _allreduce_word_embedding_grads), so both copies take the same step. */
-static pl_status pp_tied_grads(pl_trainer *t)
-{
-    if (!t->pp_tied || !(t->model.stage.first || t->model.stage.last))
-        return PL_OK;
-    float *g = t->model.stage.first ? t->model.dwte : t->model.dout_w;
-    return pl_comm_allreduce_f32(pl_grid_comm(&t->grid, PL_GRID_EMBD), g,
-                                 t->model.Vl * t->model.C, PL_COMM_SUM);
-}
-
-/* One step's forwards and backwards as this stage's schedule lists them, with
- * the activations and gradients exchanged with the neighbouring stages. Every
- * stage loads every micro-batch (the first needs its tokens, the last its
- * targets, all of them its samples' dropout keys). loss_sum: the last stage's
- * mean loss over the step's micro-batches (0 elsewhere). ZeRO stage 0: the DP
- * buckets of a layer are ready when its last micro-batch's backward ends; the
- * embeddings and the final norm's region (with a tied output layer) after the
- * embedding group's sum. */
-static pl_status run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
-                              double *loss_sum)
-{
-    pl_status st = PL_OK;
-    pl_model *m = &t->model;
-    pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
-    const int r = t->grid.pp_rank, M = (int)t->num_micro;
-    const int64_t n = m->blk.Nl * m->C; /* floats of a transfer */
-    int na;
-    const pl_pp_action *list = pl_pp_schedule_list(&t->pp, r, &na);
-    int loaded = 0;
-    *loss_sum = 0;
-    t->pp_wait_step = t->pp_compute_step = 0;
-    for (int i = 0; i < na; i++) {
-        const pl_pp_action *a = &list[i];
-        const int64_t k = pp_slot(t, a->mb);
-        pl_model_mb *mb = &m->mb[k];
-        const int tag = pl_pp_transfer_id(&t->pp.spec, r, a);
-        pl_comm_req req;
-        double t0 = pl_time_now();
-        switch (a->op) {
-        case PL_PP_RECV_ACT:
-            PL_TRY(pl_comm_irecv_f32(pp, mb->x0, n, a->peer, tag, &req));
-            PL_TRY(pl_comm_wait(&req));
-            t->pp_wait_step += pl_time_now() - t0;
-            break;
-        case PL_PP_RECV_GRAD:
-            PL_TRY(pl_comm_irecv_f32(pp, mb->dout, n, a->peer, tag, &req));
-            PL_TRY(pl_comm_wait(&req));
-            t->pp_wait_step += pl_time_now() - t0;
-            break;
-        case PL_PP_SEND_ACT:
-            pl_model_use(m, k);
-            PL_TRY(pl_comm_isend_f32(pp, pl_model_output(m), n, a->peer, tag, &t->pp_send_act[k]));
-            break;
-        case PL_PP_SEND_GRAD:
-            PL_TRY(pl_comm_isend_f32(pp, mb->dx0, n, a->peer, tag, &t->pp_send_grad[k]));
-            break;
-        case PL_PP_FWD: {
-            if (a->mb != loaded)
-                return pl_errorf(PL_ERR_INTERNAL, "pipeline stage %d: forward of micro-batch %d "
-                                 "out of order (next to load: %d)", r, a->mb, loaded);
-            if (!pl_sampler_next(sampler, t->batch_idx))
-                return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
-                                 (long long)t->iteration);
-            PL_TRY(pl_comm_wait(&t->pp_send_act[k])); /* the slot's last output has left */
-            pl_model_use(m, k);
-            int64_t n_loss;
-            PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
-            loaded++;
-            double t1 = pl_time_now();
-            m->training = 1;
-            m->iteration = t->iteration;
-            PL_TRY(pl_model_forward(m));
-            if (m->stage.last)
-                *loss_sum += micro_batch_loss(m, scale * ls) * scale;
-            t->prof.data += t1 - t0;
-            t->prof.compute += pl_time_now() - t1;
-            t->pp_compute_step += pl_time_now() - t1;
-            break;
-        }
-        case PL_PP_BWD: {
-            PL_TRY(pl_comm_wait(&t->pp_send_grad[k])); /* so has its last dx0 */
-            pl_model_use(m, k);
-            const int last = a->mb == M - 1;
-            PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? grad_ready : NULL, t));
-            t->prof.compute += pl_time_now() - t0;
-            t->pp_compute_step += pl_time_now() - t0;
-            break;
-        }
-        default:
-            return pl_errorf(PL_ERR_INTERNAL, "pipeline stage %d: %s is not run by this version",
-                             r, pl_pp_op_name(a->op));
-        }
-    }
-    double tw = pl_time_now();
-    for (int64_t k = 0; k < m->stage.inflight; k++) {
-        PL_TRY(pl_comm_wait(&t->pp_send_act[k]));
-        PL_TRY(pl_comm_wait(&t->pp_send_grad[k]));
-    }
-    t->pp_wait_step += pl_time_now() - tw;
-    t->prof.comm += t->pp_wait_step;
-    t->prof.pp_wait += t->pp_wait_step;
-    PL_TRY(pp_tied_grads(t));
-    if (t->zero_stage == 0) { /* the regions outside the layers are final now */
-        if (m->stage.last && t->pp_tied)
-            PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
-        if (m->stage.first)
-            PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
-    }
-fail:
-    return st;
-}
-
 static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
 {
     pl_status st = PL_OK;
@@ -724,19 +566,19 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     pl_comm *ppc = pl_grid_comm(&t->grid, PL_GRID_PP);
     pl_comm_stats before_pp = ppc->stats;
     if (t->grid.layout.pp > 1)
-        PL_TRY(run_pipeline(t, sampler, scale, ls, &loss_sum));
+        PL_TRY(pl_train_run_pipeline(t, sampler, scale, ls, &loss_sum));
     for (int64_t k = 0; t->grid.layout.pp == 1 && k < t->num_micro; k++) {
         if (!pl_sampler_next(sampler, t->batch_idx))
             return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
                              (long long)t->iteration);
         int64_t n_loss;
         double t0 = pl_time_now();
-        PL_TRY(load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
+        PL_TRY(pl_train_load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
         double t1 = pl_time_now();
         m->training = 1;
         m->iteration = t->iteration;
         PL_TRY(pl_model_forward(m));
-        loss_sum += micro_batch_loss(m, scale * ls) * scale;
+        loss_sum += pl_train_micro_batch_loss(m, scale * ls) * scale;
         int last = k == t->num_micro - 1;
         if (t->zero_stage >= 2) {
             /* every micro-batch's gradients go to their owners as backward makes them */
@@ -744,7 +586,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         } else if (t->zero_stage == 1) {
             PL_TRY(pl_model_backward(m, NULL, NULL));
         } else {
-            PL_TRY(pl_model_backward(m, last ? grad_ready : NULL, t));
+            PL_TRY(pl_model_backward(m, last ? pl_train_grad_ready : NULL, t));
             if (last) { /* the embeddings are final now (and, with no layers, the norm) */
                 if (t->cfg.num_layers == 0)
                     PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
@@ -861,7 +703,7 @@ static pl_status evaluate(pl_trainer *t, double *out)
             int64_t n_loss;
             pl_model *m = &t->model;
             pl_model_use(m, 0);
-            PL_TRY(load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
+            PL_TRY(pl_train_load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
             m->training = 0; /* Megatron evaluates in eval mode: no dropout */
             /* pipelined: forward only, each stage's output passed on */
             pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
@@ -872,7 +714,7 @@ static pl_status evaluate(pl_trainer *t, double *out)
             if (!m->stage.last)
                 PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, t->grid.pp_rank + 1, (int)k));
             if (m->stage.last) {
-                sum += micro_batch_loss(m, 1.0);
+                sum += pl_train_micro_batch_loss(m, 1.0);
                 batches++;
             }
         }
@@ -884,155 +726,6 @@ static pl_status evaluate(pl_trainer *t, double *out)
         PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_PP), agg, 2, PL_COMM_SUM));
     *out = agg[1] > 0 ? agg[0] / agg[1] : NAN;
 fail:
-    return st;
-}
-
-/* ---- checkpoints ------------------------------------------------------------- */
-
-static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
-{
-    memset(m, 0, sizeof *m);
-    m->iteration = t->iteration;
-    m->consumed_train_samples = t->consumed_train;
-    m->consumed_valid_samples = t->consumed_valid;
-    m->optimizer_steps = t->opt_steps;
-    m->schedule = t->sched;
-    m->beta1 = t->a->adam_beta1;
-    m->beta2 = t->a->adam_beta2;
-    m->eps = t->a->adam_eps;
-    m->weight_decay = t->a->weight_decay;
-    m->seed = (uint64_t)t->a->seed;
-    m->tp = t->grid.layout.tp;
-    m->pp = t->grid.layout.pp;
-    m->dp = t->grid.layout.dp;
-    m->tokenizer_type = t->a->tokenizer_type;
-    m->vocab_file = t->a->vocab_file;
-    m->merge_file = t->a->merge_file;
-    m->tokenizer_model = t->a->tokenizer_model;
-    m->vocab_extra_ids = t->a->vocab_extra_ids;
-    m->legacy_tokenizer = t->a->legacy_tokenizer;
-    m->has_loss_scaler = t->a->fp16;
-    m->loss_scale = t->scaler.scale;
-    m->growth_tracker = t->scaler.growth_tracker;
-    m->hysteresis_tracker = t->scaler.hysteresis_tracker;
-}
-
-static pl_ckpt_zero zero_shard(pl_trainer *t, int with_optim)
-{
-    pl_ckpt_zero z = {t->zero_stage, (int)t->dp, t->grid.dp_rank, t->zero.lo, t->zero.shard,
-                      t->zero.padded, with_optim ? t->exp_avg : NULL,
-                      with_optim ? t->exp_avg_sq : NULL};
-    return z;
-}
-
-/* ZeRO-3 holds only its shard: the full parameters are gathered into a buffer
- * that lives for the save or load only. */
-static pl_status full_params(pl_trainer *t, float **out)
-{
-    *out = t->params;
-    if (t->zero_stage != 3)
-        return PL_OK;
-    *out = pl_calloc((size_t)t->zero.padded, sizeof(float));
-    if (!*out)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory gathering the parameters for a checkpoint");
-    return PL_OK;
-}
-
-static pl_status save(pl_trainer *t)
-{
-    pl_ckpt_meta meta;
-    fill_meta(t, &meta);
-    pl_ckpt_zero zs = zero_shard(t, 1);
-    float *params;
-    pl_status st = full_params(t, &params);
-    if (st)
-        return st;
-    if (t->zero_stage == 3) {
-        memcpy(params + t->zero.lo, t->pshard, (size_t)t->zero.shard * sizeof(float));
-        st = pl_zero_allgather_all(&t->zero, params);
-    }
-    pl_ckpt_buffers buf = {&t->reg, params, t->zero_stage ? NULL : t->exp_avg,
-                           t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL};
-    double t0 = pl_time_now();
-    if (!st)
-        st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
-                          &t->cfg, &meta, &buf);
-    if (params != t->params)
-        pl_free(params);
-    if (!st && pl_train_is_root(t))
-        pl_log_info(" saved checkpoint at iteration %lld to %s (%.2f s)", (long long)t->iteration,
-                    t->a->save, pl_time_now() - t0);
-    return st;
-}
-
-/* The scheduler fields a resumed run must agree on, unless told otherwise
- * (Megatron's OptimizerParamScheduler._check_and_set). */
-static pl_status check_schedule(const pl_lr_schedule *run, const pl_lr_schedule *ck, const char *dir)
-{
-    struct {
-        const char *flag;
-        double a, b;
-    } f[] = {{"--lr", run->max_lr, ck->max_lr},
-             {"--min-lr", run->min_lr, ck->min_lr},
-             {"--lr-warmup-init", run->init_lr, ck->init_lr},
-             {"the warmup length (samples)", (double)run->warmup_steps, (double)ck->warmup_steps},
-             {"the decay length (samples)", (double)run->decay_steps, (double)ck->decay_steps},
-             {"--lr-decay-style", run->style, ck->style}};
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        if (f[i].a != f[i].b)
-            return pl_errorf(PL_ERR_ARG, "--load %s: %s is %g in this run and %g in the "
-                             "checkpoint (the schedule must match to resume)",
-                             dir, f[i].flag, f[i].a, f[i].b);
-    return PL_OK;
-}
-
-static pl_status load(pl_trainer *t)
-{
-    const pl_train_args *a = t->a;
-    int64_t it;
-    pl_status st = pl_ckpt_latest(a->load, &it);
-    if (st)
-        return st;
-    if (it < 0) {
-        if (pl_train_is_root(t))
-            pl_log_info("no checkpoint in %s: starting from scratch", a->load);
-        return PL_OK;
-    }
-    int weights_only = a->finetune || a->no_load_optim;
-    pl_ckpt_zero zs = zero_shard(t, !weights_only);
-    float *params;
-    if ((st = full_params(t, &params)))
-        return st;
-    pl_ckpt_buffers buf = {&t->reg, params, weights_only || t->zero_stage ? NULL : t->exp_avg,
-                           weights_only || t->zero_stage ? NULL : t->exp_avg_sq,
-                           t->zero_stage ? &zs : NULL};
-    pl_ckpt_meta meta;
-    char *strings = NULL;
-    st = pl_ckpt_load(a->load, it, &t->cfg, &buf, &meta, &strings);
-    if (!st && t->zero_stage == 3)
-        memcpy(t->pshard, params + t->zero.lo, (size_t)t->zero.shard * sizeof(float));
-    if (params != t->params)
-        pl_free(params);
-    if (st)
-        return st;
-    if (!a->finetune) {
-        st = check_schedule(&t->sched, &meta.schedule, a->load);
-        t->iteration = meta.iteration;
-        t->consumed_train = meta.consumed_train_samples;
-        t->consumed_valid = meta.consumed_valid_samples;
-        t->sched.num_steps = meta.schedule.num_steps;
-        if (!a->no_load_optim)
-            t->opt_steps = meta.optimizer_steps;
-        if (!a->no_load_optim && meta.has_loss_scaler && t->scaler.dynamic) {
-            t->scaler.scale = meta.loss_scale; /* Megatron's grad_scaler state */
-            t->scaler.growth_tracker = meta.growth_tracker;
-            t->scaler.hysteresis_tracker = meta.hysteresis_tracker;
-        }
-    }
-    pl_free(strings);
-    if (!st && pl_train_is_root(t))
-        pl_log_info("loaded checkpoint %s at iteration %lld (%lld samples consumed)", a->load,
-                    (long long)it, (long long)t->consumed_train);
     return st;
 }
 
@@ -1131,7 +824,7 @@ static pl_status run(pl_trainer *t)
     PL_TRY(setup_schedule(t));
     PL_TRY(setup_data(t));
     if (a->load)
-        PL_TRY(load(t));
+        PL_TRY(pl_train_load(t));
     PL_TRY(open_metrics(t));
     if (pl_train_is_root(t)) {
         pl_train_print_banner(t);
@@ -1175,7 +868,7 @@ static pl_status run(pl_trainer *t)
         }
         if (a->save && pl_train_args_given(a, "--save-interval") &&
             t->iteration % a->save_interval == 0) {
-            PL_TRY(save(t));
+            PL_TRY(pl_train_save(t));
             last_saved = t->iteration;
             t_window = pl_time_now();
         }
@@ -1188,7 +881,7 @@ static pl_status run(pl_trainer *t)
     }
     PL_TRY(pl_train_log_peak_memory(t));
     if (a->save && last_saved != t->iteration)
-        PL_TRY(save(t));
+        PL_TRY(pl_train_save(t));
     if (a->bench && pl_train_is_root(t))
         pl_train_bench_report(t);
 fail:

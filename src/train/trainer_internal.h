@@ -6,6 +6,7 @@
 #define PL_TRAIN_TRAINER_INTERNAL_H
 
 #include "data/blended.h"
+#include "data/sampler.h"
 #include "data/tokenizer/tokenizer.h"
 #include "model/model.h"
 #include "optim/loss_scale.h"
@@ -103,6 +104,25 @@ static inline int pl_train_is_root(const pl_trainer *t) { return t->grid.rank ==
  * architecture flags given (sizes, norms, positions, MLP, biases, tying,
  * dropout); the vocabulary is left to the caller. */
 pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c);
+
+/* trainer.c, for the step's parts in other files: micro-batch idx (mbs global
+ * sample indices) of split s into the model's current slot, with d loss scaled by
+ * scale (returns the loss tokens); the current micro-batch's mean loss; the DP
+ * buckets' grad-ready hook (ZeRO stage 0). */
+pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
+                                    int64_t *n_loss);
+double pl_train_micro_batch_loss(const pl_model *m, double scale);
+pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count);
+
+/* pipeline.c: this rank's stage (its layers and, pipelined, the schedule and the
+ * slots it keeps in flight), and one pipelined step's forwards and backwards. */
+pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage);
+pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
+                                double *loss_sum);
+
+/* checkpoints.c: save to --save; resume (or fine-tune) from --load. */
+pl_status pl_train_save(pl_trainer *t);
+pl_status pl_train_load(pl_trainer *t);
 
 void pl_train_print_banner(const pl_trainer *t);
 void pl_train_print_memory_plan(const pl_trainer *t);

@@ -1,0 +1,157 @@
+/* `plait train`'s checkpoints: what a save writes (parameters, Adam moments or
+ * ZeRO shards, the run's state) and what a load restores and checks
+ * (ckpt/checkpoint.h holds the format). */
+#include "train/trainer_internal.h"
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "ckpt/checkpoint.h"
+
+#include <string.h>
+
+static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
+{
+    memset(m, 0, sizeof *m);
+    m->iteration = t->iteration;
+    m->consumed_train_samples = t->consumed_train;
+    m->consumed_valid_samples = t->consumed_valid;
+    m->optimizer_steps = t->opt_steps;
+    m->schedule = t->sched;
+    m->beta1 = t->a->adam_beta1;
+    m->beta2 = t->a->adam_beta2;
+    m->eps = t->a->adam_eps;
+    m->weight_decay = t->a->weight_decay;
+    m->seed = (uint64_t)t->a->seed;
+    m->tp = t->grid.layout.tp;
+    m->pp = t->grid.layout.pp;
+    m->dp = t->grid.layout.dp;
+    m->tokenizer_type = t->a->tokenizer_type;
+    m->vocab_file = t->a->vocab_file;
+    m->merge_file = t->a->merge_file;
+    m->tokenizer_model = t->a->tokenizer_model;
+    m->vocab_extra_ids = t->a->vocab_extra_ids;
+    m->legacy_tokenizer = t->a->legacy_tokenizer;
+    m->has_loss_scaler = t->a->fp16;
+    m->loss_scale = t->scaler.scale;
+    m->growth_tracker = t->scaler.growth_tracker;
+    m->hysteresis_tracker = t->scaler.hysteresis_tracker;
+}
+
+static pl_ckpt_zero zero_shard(pl_trainer *t, int with_optim)
+{
+    pl_ckpt_zero z = {t->zero_stage, (int)t->dp, t->grid.dp_rank, t->zero.lo, t->zero.shard,
+                      t->zero.padded, with_optim ? t->exp_avg : NULL,
+                      with_optim ? t->exp_avg_sq : NULL};
+    return z;
+}
+
+/* ZeRO-3 holds only its shard: the full parameters are gathered into a buffer
+ * that lives for the save or load only. */
+static pl_status full_params(pl_trainer *t, float **out)
+{
+    *out = t->params;
+    if (t->zero_stage != 3)
+        return PL_OK;
+    *out = pl_calloc((size_t)t->zero.padded, sizeof(float));
+    if (!*out)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory gathering the parameters for a checkpoint");
+    return PL_OK;
+}
+
+pl_status pl_train_save(pl_trainer *t)
+{
+    pl_ckpt_meta meta;
+    fill_meta(t, &meta);
+    pl_ckpt_zero zs = zero_shard(t, 1);
+    float *params;
+    pl_status st = full_params(t, &params);
+    if (st)
+        return st;
+    if (t->zero_stage == 3) {
+        memcpy(params + t->zero.lo, t->pshard, (size_t)t->zero.shard * sizeof(float));
+        st = pl_zero_allgather_all(&t->zero, params);
+    }
+    pl_ckpt_buffers buf = {&t->reg, params, t->zero_stage ? NULL : t->exp_avg,
+                           t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL};
+    double t0 = pl_time_now();
+    if (!st)
+        st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
+                          &t->cfg, &meta, &buf);
+    if (params != t->params)
+        pl_free(params);
+    if (!st && pl_train_is_root(t))
+        pl_log_info(" saved checkpoint at iteration %lld to %s (%.2f s)", (long long)t->iteration,
+                    t->a->save, pl_time_now() - t0);
+    return st;
+}
+
+/* The scheduler fields a resumed run must agree on, unless told otherwise
+ * (Megatron's OptimizerParamScheduler._check_and_set). */
+static pl_status check_schedule(const pl_lr_schedule *run, const pl_lr_schedule *ck, const char *dir)
+{
+    struct {
+        const char *flag;
+        double a, b;
+    } f[] = {{"--lr", run->max_lr, ck->max_lr},
+             {"--min-lr", run->min_lr, ck->min_lr},
+             {"--lr-warmup-init", run->init_lr, ck->init_lr},
+             {"the warmup length (samples)", (double)run->warmup_steps, (double)ck->warmup_steps},
+             {"the decay length (samples)", (double)run->decay_steps, (double)ck->decay_steps},
+             {"--lr-decay-style", run->style, ck->style}};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].a != f[i].b)
+            return pl_errorf(PL_ERR_ARG, "--load %s: %s is %g in this run and %g in the "
+                             "checkpoint (the schedule must match to resume)",
+                             dir, f[i].flag, f[i].a, f[i].b);
+    return PL_OK;
+}
+
+pl_status pl_train_load(pl_trainer *t)
+{
+    const pl_train_args *a = t->a;
+    int64_t it;
+    pl_status st = pl_ckpt_latest(a->load, &it);
+    if (st)
+        return st;
+    if (it < 0) {
+        if (pl_train_is_root(t))
+            pl_log_info("no checkpoint in %s: starting from scratch", a->load);
+        return PL_OK;
+    }
+    int weights_only = a->finetune || a->no_load_optim;
+    pl_ckpt_zero zs = zero_shard(t, !weights_only);
+    float *params;
+    if ((st = full_params(t, &params)))
+        return st;
+    pl_ckpt_buffers buf = {&t->reg, params, weights_only || t->zero_stage ? NULL : t->exp_avg,
+                           weights_only || t->zero_stage ? NULL : t->exp_avg_sq,
+                           t->zero_stage ? &zs : NULL};
+    pl_ckpt_meta meta;
+    char *strings = NULL;
+    st = pl_ckpt_load(a->load, it, &t->cfg, &buf, &meta, &strings);
+    if (!st && t->zero_stage == 3)
+        memcpy(t->pshard, params + t->zero.lo, (size_t)t->zero.shard * sizeof(float));
+    if (params != t->params)
+        pl_free(params);
+    if (st)
+        return st;
+    if (!a->finetune) {
+        st = check_schedule(&t->sched, &meta.schedule, a->load);
+        t->iteration = meta.iteration;
+        t->consumed_train = meta.consumed_train_samples;
+        t->consumed_valid = meta.consumed_valid_samples;
+        t->sched.num_steps = meta.schedule.num_steps;
+        if (!a->no_load_optim)
+            t->opt_steps = meta.optimizer_steps;
+        if (!a->no_load_optim && meta.has_loss_scaler && t->scaler.dynamic) {
+            t->scaler.scale = meta.loss_scale; /* Megatron's grad_scaler state */
+            t->scaler.growth_tracker = meta.growth_tracker;
+            t->scaler.hysteresis_tracker = meta.hysteresis_tracker;
+        }
+    }
+    pl_free(strings);
+    if (!st && pl_train_is_root(t))
+        pl_log_info("loaded checkpoint %s at iteration %lld (%lld samples consumed)", a->load,
+                    (long long)it, (long long)t->consumed_train);
+    return st;
+}

@@ -1,0 +1,164 @@
+/* Pipelining in `plait train`: the layers and schedule of this rank's stage, and
+ * the one interpreter of the stage's actions (parallel/pp/schedule.h) that a
+ * pipelined training step runs in place of the micro-batch loop. */
+#include "train/trainer_internal.h"
+
+#include "base/alloc.h"
+#include "base/log.h"
+
+#include <string.h>
+
+/* The layers of this rank's pipeline stage and, pipelined, the schedule (its
+ * in-flight bound sizes the activation slots). This version runs 1F1B and GPipe
+ * with ZeRO stage 0; the other combinations are refused by name. */
+pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
+{
+    pl_status st = PL_OK;
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+    int64_t l0, nl;
+    PL_TRY(pl_model_stage_layers(&t->cfg, P, r, &l0, &nl));
+    *stage = (pl_model_stage){l0, nl, r == 0, r == P - 1, 1};
+    if (P == 1)
+        return PL_OK;
+    pl_pp_kind kind = pl_pp_kind_default(P, 1);
+    if (t->a->pipeline_schedule)
+        PL_TRY(pl_pp_kind_parse(t->a->pipeline_schedule, &kind));
+    if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b and "
+                         "gpipe", pl_pp_kind_name(kind));
+    if (t->zero_stage > 1)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "ZeRO stage %d with --pipeline-model-parallel-size "
+                         "%d is not implemented yet (stages 0 and 1 are)", t->zero_stage, P);
+    const pl_pp_spec spec = {kind, P, (int)t->num_micro, 1};
+    PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
+    PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
+    stage->inflight = pl_pp_in_flight_bound(&spec, r);
+    t->pp_tied = !t->cfg.untie;
+    t->pp_send_act = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_act);
+    t->pp_send_grad = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_grad);
+    if (!t->pp_send_act || !t->pp_send_grad)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    for (int64_t k = 0; k < stage->inflight; k++)
+        t->pp_send_act[k] = t->pp_send_grad[k] = PL_COMM_REQ_NULL;
+fail:
+    return st;
+}
+
+/* The slot micro-batch mb's activations use: every schedule here finishes its
+ * backwards in forward order, so at most `inflight` consecutive micro-batches are
+ * alive and mb modulo inflight never collides. */
+static int64_t pp_slot(const pl_trainer *t, int mb) { return mb % t->model.stage.inflight; }
+
+/* The tied word embeddings of the first stage and the output layer of the last
+ * hold one tensor: their gradients are summed over the embedding group
+ * (Megatron's _allreduce_word_embedding_grads), so both copies take the same step. */
+static pl_status pp_tied_grads(pl_trainer *t)
+{
+    if (!t->pp_tied || !(t->model.stage.first || t->model.stage.last))
+        return PL_OK;
+    float *g = t->model.stage.first ? t->model.dwte : t->model.dout_w;
+    return pl_comm_allreduce_f32(pl_grid_comm(&t->grid, PL_GRID_EMBD), g,
+                                 t->model.Vl * t->model.C, PL_COMM_SUM);
+}
+
+/* One step's forwards and backwards as this stage's schedule lists them, with
+ * the activations and gradients exchanged with the neighbouring stages. Every
+ * stage loads every micro-batch (the first needs its tokens, the last its
+ * targets, all of them its samples' dropout keys). loss_sum: the last stage's
+ * mean loss over the step's micro-batches (0 elsewhere). ZeRO stage 0: the DP
+ * buckets of a layer are ready when its last micro-batch's backward ends; the
+ * embeddings and the final norm's region (with a tied output layer) after the
+ * embedding group's sum. */
+pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
+                              double *loss_sum)
+{
+    pl_status st = PL_OK;
+    pl_model *m = &t->model;
+    pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
+    const int r = t->grid.pp_rank, M = (int)t->num_micro;
+    const int64_t n = m->blk.Nl * m->C; /* floats of a transfer */
+    int na;
+    const pl_pp_action *list = pl_pp_schedule_list(&t->pp, r, &na);
+    int loaded = 0;
+    *loss_sum = 0;
+    t->pp_wait_step = t->pp_compute_step = 0;
+    for (int i = 0; i < na; i++) {
+        const pl_pp_action *a = &list[i];
+        const int64_t k = pp_slot(t, a->mb);
+        pl_model_mb *mb = &m->mb[k];
+        const int tag = pl_pp_transfer_id(&t->pp.spec, r, a);
+        pl_comm_req req;
+        double t0 = pl_time_now();
+        switch (a->op) {
+        case PL_PP_RECV_ACT:
+            PL_TRY(pl_comm_irecv_f32(pp, mb->x0, n, a->peer, tag, &req));
+            PL_TRY(pl_comm_wait(&req));
+            t->pp_wait_step += pl_time_now() - t0;
+            break;
+        case PL_PP_RECV_GRAD:
+            PL_TRY(pl_comm_irecv_f32(pp, mb->dout, n, a->peer, tag, &req));
+            PL_TRY(pl_comm_wait(&req));
+            t->pp_wait_step += pl_time_now() - t0;
+            break;
+        case PL_PP_SEND_ACT:
+            pl_model_use(m, k);
+            PL_TRY(pl_comm_isend_f32(pp, pl_model_output(m), n, a->peer, tag, &t->pp_send_act[k]));
+            break;
+        case PL_PP_SEND_GRAD:
+            PL_TRY(pl_comm_isend_f32(pp, mb->dx0, n, a->peer, tag, &t->pp_send_grad[k]));
+            break;
+        case PL_PP_FWD: {
+            if (a->mb != loaded)
+                return pl_errorf(PL_ERR_INTERNAL, "pipeline stage %d: forward of micro-batch %d "
+                                 "out of order (next to load: %d)", r, a->mb, loaded);
+            if (!pl_sampler_next(sampler, t->batch_idx))
+                return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
+                                 (long long)t->iteration);
+            PL_TRY(pl_comm_wait(&t->pp_send_act[k])); /* the slot's last output has left */
+            pl_model_use(m, k);
+            int64_t n_loss;
+            PL_TRY(pl_train_load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
+            loaded++;
+            double t1 = pl_time_now();
+            m->training = 1;
+            m->iteration = t->iteration;
+            PL_TRY(pl_model_forward(m));
+            if (m->stage.last)
+                *loss_sum += pl_train_micro_batch_loss(m, scale * ls) * scale;
+            t->prof.data += t1 - t0;
+            t->prof.compute += pl_time_now() - t1;
+            t->pp_compute_step += pl_time_now() - t1;
+            break;
+        }
+        case PL_PP_BWD: {
+            PL_TRY(pl_comm_wait(&t->pp_send_grad[k])); /* so has its last dx0 */
+            pl_model_use(m, k);
+            const int last = a->mb == M - 1;
+            PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? pl_train_grad_ready : NULL, t));
+            t->prof.compute += pl_time_now() - t0;
+            t->pp_compute_step += pl_time_now() - t0;
+            break;
+        }
+        default:
+            return pl_errorf(PL_ERR_INTERNAL, "pipeline stage %d: %s is not run by this version",
+                             r, pl_pp_op_name(a->op));
+        }
+    }
+    double tw = pl_time_now();
+    for (int64_t k = 0; k < m->stage.inflight; k++) {
+        PL_TRY(pl_comm_wait(&t->pp_send_act[k]));
+        PL_TRY(pl_comm_wait(&t->pp_send_grad[k]));
+    }
+    t->pp_wait_step += pl_time_now() - tw;
+    t->prof.comm += t->pp_wait_step;
+    t->prof.pp_wait += t->pp_wait_step;
+    PL_TRY(pp_tied_grads(t));
+    if (t->zero_stage == 0) { /* the regions outside the layers are final now */
+        if (m->stage.last && t->pp_tied)
+            PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
+        if (m->stage.first)
+            PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
+    }
+fail:
+    return st;
+}
