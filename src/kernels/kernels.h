@@ -277,11 +277,13 @@ typedef struct pl_attn_shape {
     /* global number of query heads and this rank's first head (dropout index under tensor
      * parallelism); NHg = NH, h0 = 0 on one rank */
     int64_t NHg, h0;
+    int64_t Tk;        /* cross-attention: keys per sample (self-attention ignores it) */
 } pl_attn_shape;
 size_t pl_attention_workspace(const pl_attn_shape *s);
 /* PL_ASSERTs (on in release builds) the shape's invariants above; both twins
- * of both kernels call it first. O(B). */
-void pl_attention_check(const pl_attn_shape *s);
+ * of every attention kernel call it first (the cross kernels with cross = 1:
+ * then kv_len is bounded by Tk, and causal must be 0). O(B). */
+void pl_attention_check(const pl_attn_shape *s, int cross);
 PL_KERNEL(attention_fwd, float *out, float *lse, const float *qkv, const pl_attn_shape *s,
           float *workspace);
 /* dqkv (qkv's layout) += gradient from dout (B,T,NH,HS), with out and lse of
@@ -291,6 +293,22 @@ PL_KERNEL(attention_fwd, float *out, float *lse, const float *qkv, const pl_attn
  * j ascending, in one thread. */
 PL_KERNEL(attention_bwd, float *dqkv, const float *dout, const float *qkv, const float *out,
           const float *lse, const pl_attn_shape *s, float *workspace);
+
+/* ---- cross-attention ---------------------------------------------------------
+ * The decoder's attention to the encoder output: queries q (B,T,NH,HS) from
+ * the decoder, keys and values kv (B,Tk,G,2,HS) from the encoder, per group
+ * its k then its v (Megatron core's linear_kv rows, [k; v] per head). The
+ * shape as above with Tk keys per sample: causal = 0; kv_len masks the
+ * encoder's padding (1 <= kv_len[b] <= Tk); the dropout element (b,h,q,k) has
+ * index ((sample[b] NHg + h0 + h) T + q) Tk + k. out (B,T,NH,HS), lse (B,NH,T).
+ * The same tiles as self-attention (the two differ only in where q, k and v
+ * are read), so the same arithmetic; the workspace is pl_attention_workspace's.
+ * Backward: dq (q's layout) and dkv (kv's) are added into. */
+PL_KERNEL(attention_cross_fwd, float *out, float *lse, const float *q, const float *kv,
+          const pl_attn_shape *s, float *workspace);
+PL_KERNEL(attention_cross_bwd, float *dq, float *dkv, const float *dout, const float *q,
+          const float *kv, const float *out, const float *lse, const pl_attn_shape *s,
+          float *workspace);
 
 /* ---- attention decoding over a KV cache (generation) ------------------------
  * The attention of one new token: qkv (G, QG + 2, HS) is its QKV row in the

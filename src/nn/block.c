@@ -48,7 +48,7 @@ static pl_attn_shape attn_shape(const pl_block_ctx *c, int64_t layer)
     const pl_dropout_key *k = &c->drop;
     pl_attn_shape s = {c->B, c->T, c->NHl, c->Gl, c->dims.HS, c->spec.mask == PL_MASK_CAUSAL,
                        NULL, k->attention, k->seed, pl_block_dropout_stream(k->iteration, layer, 0),
-                       k->sample, c->dims.NH, (int64_t)c->tp_rank * c->NHl};
+                       k->sample, c->dims.NH, (int64_t)c->tp_rank * c->NHl, 0};
     return s;
 }
 

@@ -32,7 +32,7 @@
  * no dropout) performs the operations of the multi-head kernel this one
  * generalises, in the same order: same bits.
  *
- * Workspace (floats): the larger of the reference's 3T and
+ * Workspace (floats): the larger of the reference's 3 max(T, Tk) and
  * omp_get_max_threads() slots of attn_slot_floats(); the cpu kernels must run
  * with at most as many threads as when the workspace was sized. */
 #include "kernels/kernels.h"
@@ -65,7 +65,7 @@ size_t pl_attention_workspace(const pl_attn_shape *s)
 {
     PL_ASSERT(s->T >= 0 && s->HS >= 1 && s->G >= 1 && s->NH % s->G == 0);
     size_t cpu = (size_t)omp_get_max_threads() * attn_slot_floats(s);
-    size_t ref = 3 * (size_t)s->T;
+    size_t ref = 3 * (size_t)(s->T > s->Tk ? s->T : s->Tk);
     return cpu > ref ? cpu : ref;
 }
 
@@ -162,11 +162,21 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
  * copy (on its stack), shape included: the caller's struct, or one on the
  * calling thread's stack, may share a cache line with data another thread
  * writes, and the loops read these fields again after their float stores
- * (-fno-strict-aliasing). */
+ * (-fno-strict-aliasing).
+ *
+ * Where q, k and v live: self-attention reads all three from qkv
+ * (B,T,G,QG+2,HS); cross-attention reads q (B,T,NH,HS) and kv (B,Tk,G,2,HS).
+ * Query head j of group g of sample b at t = 0 is at b qb + g qg + j HS of
+ * the q buffer, its group's key at b kb + g kg + k0 of the kv buffer and the
+ * value HS after it; rows (consecutive t) are ldq and ldk apart. The two
+ * layouts differ only in these numbers, so self-attention's arithmetic (and
+ * its bits) is the same whichever way it is reached. */
 typedef struct attn_plan {
     pl_attn_shape s;
     int64_t QG;       /* query heads per KV group */
-    int64_t ld, ldo;  /* row strides (consecutive t) of qkv, G*(QG+2)*HS, and out, NH*HS */
+    int64_t Tk;       /* keys per sample: T, or the shape's Tk (cross-attention) */
+    int64_t ldq, qb, qg, ldk, kb, kg, k0;
+    int64_t ldo;      /* row stride of out, NH*HS */
     float scale;      /* 1/sqrt(HS) */
     int drop;         /* dropout > 0 */
     uint32_t thr;     /* a key is dropped when its word < thr */
@@ -174,12 +184,21 @@ typedef struct attn_plan {
     uint32_t key[2], stream[2]; /* Philox key (seed) and counter words 2, 3 (stream) */
 } attn_plan;
 
-static attn_plan plan_of(const pl_attn_shape *s)
+static attn_plan plan_of(const pl_attn_shape *s, int cross)
 {
     attn_plan a;
     a.s = *s;
     a.QG = s->NH / s->G;
-    a.ld = s->G * (a.QG + 2) * s->HS;
+    a.Tk = cross ? s->Tk : s->T;
+    if (cross) {
+        a.ldq = s->NH * s->HS, a.qb = s->T * a.ldq, a.qg = a.QG * s->HS;
+        a.ldk = s->G * 2 * s->HS, a.kb = a.Tk * a.ldk, a.kg = 2 * s->HS, a.k0 = 0;
+    } else {
+        a.ldq = a.ldk = s->G * (a.QG + 2) * s->HS;
+        a.qb = a.kb = s->T * a.ldq;
+        a.qg = a.kg = (a.QG + 2) * s->HS;
+        a.k0 = a.QG * s->HS;
+    }
     a.ldo = s->NH * s->HS;
     a.scale = 1.0f / sqrtf((float)s->HS);
     a.drop = s->dropout > 0.0f;
@@ -190,17 +209,18 @@ static attn_plan plan_of(const pl_attn_shape *s)
     return a;
 }
 
-/* Offset in qkv of group g's row at (b, t = 0): its query head j's q is at
- * + j*HS, its k at + QG*HS, its v at + (QG+1)*HS. */
-static int64_t group_at(const attn_plan *a, int64_t b, int64_t g)
+/* Offsets of group g of sample b at t = 0: its first query head's q (in the q
+ * buffer) and its key (in the kv buffer; the value is HS further). */
+static int64_t q_at(const attn_plan *a, int64_t b, int64_t g) { return b * a->qb + g * a->qg; }
+static int64_t k_at(const attn_plan *a, int64_t b, int64_t g)
 {
-    return (b * a->s.T * a->s.G + g) * (a->QG + 2) * a->s.HS;
+    return b * a->kb + g * a->kg + a->k0;
 }
 
 /* Keys of sample b that any query may see: keys 0 .. key_len - 1. */
-static int64_t key_len(const pl_attn_shape *s, int64_t b)
+static int64_t key_len(const attn_plan *a, int64_t b)
 {
-    return s->kv_len ? s->kv_len[b] : s->T;
+    return a->s.kv_len ? a->s.kv_len[b] : a->Tk;
 }
 
 /* Philox blocks per row of a tile: 64 keys starting anywhere in a block of 4. */
@@ -208,25 +228,25 @@ static int64_t key_len(const pl_attn_shape *s, int64_t b)
 
 /* z (nq, ATT_BK) = Z/(1-p) of keys [j0, j0+nk) for queries [i0, i0+nq) of
  * head h of sample b (the mask element's index is in kernels.h). Key c of row
- * r has index first + r T + c, the word ((first + r T) & 3) + c of the row's
- * ATT_NB Philox blocks from counter (first + r T) >> 2. The blocks of all
- * rows are computed in one loop over (row, block) pairs that vectorizes: the
- * rounds of pl_philox4x32, written out here (the tests compare the mask with
- * pl_rng_u32). */
+ * r has index first + r Tk + c (Tk = T but in cross-attention), the word
+ * ((first + r Tk) & 3) + c of the row's ATT_NB Philox blocks from counter
+ * (first + r Tk) >> 2. The blocks of all rows are computed in one loop over
+ * (row, block) pairs that vectorizes: the rounds of pl_philox4x32, written out
+ * here (the tests compare the mask with pl_rng_u32). */
 static void drop_tile(float *restrict z, const attn_plan *a, int64_t b, int64_t h, int64_t i0,
                       int64_t nq, int64_t j0, int64_t nk)
 {
     const pl_attn_shape *s = &a->s;
-    const uint64_t T = (uint64_t)s->T;
+    const uint64_t T = (uint64_t)s->T, Tk = (uint64_t)a->Tk;
     const uint64_t head = (uint64_t)s->sample[b] * (uint64_t)s->NHg + (uint64_t)(s->h0 + h);
-    const uint64_t first = (head * T + (uint64_t)i0) * T + (uint64_t)j0;
+    const uint64_t first = (head * T + (uint64_t)i0) * Tk + (uint64_t)j0;
     const uint32_t key0 = a->key[0], key1 = a->key[1], s0 = a->stream[0], s1 = a->stream[1];
     uint32_t words[ATT_BQ * ATT_NB * 4]; /* row r's blocks at r * ATT_NB * 4 */
     const int32_t npairs = (int32_t)nq * ATT_NB;
 #pragma omp simd
     for (int32_t pair = 0; pair < npairs; pair++) {
         const uint32_t r = (uint32_t)pair / ATT_NB, i = (uint32_t)pair % ATT_NB;
-        const uint64_t blk = ((first + r * T) >> 2) + i;
+        const uint64_t blk = ((first + r * Tk) >> 2) + i;
         uint32_t c0 = (uint32_t)blk, c1 = (uint32_t)(blk >> 32), c2 = s0, c3 = s1;
         uint32_t k0 = key0, k1 = key1;
         for (int round = 0; round < 10; round++) {
@@ -247,7 +267,7 @@ static void drop_tile(float *restrict z, const attn_plan *a, int64_t b, int64_t 
     const uint32_t thr = a->thr;
     const float keep = a->keep;
     for (int64_t r = 0; r < nq; r++) {
-        const uint32_t *w = words + r * ATT_NB * 4 + ((first + (uint64_t)r * T) & 3);
+        const uint32_t *w = words + r * ATT_NB * 4 + ((first + (uint64_t)r * Tk) & 3);
         float *zr = z + r * ATT_BK;
 #pragma omp simd
         for (int64_t c = 0; c < nk; c++)
@@ -256,28 +276,28 @@ static void drop_tile(float *restrict z, const attn_plan *a, int64_t b, int64_t 
 }
 
 /* One query tile [i0, i0+nq) of head h of sample b. */
-static void fwd_tile(float *out, float *lse, const float *qkv, const attn_plan *a, int64_t b,
-                     int64_t h, int64_t i0, float *slot)
+static void fwd_tile(float *out, float *lse, const float *qsrc, const float *kvsrc,
+                     const attn_plan *a, int64_t b, int64_t h, int64_t i0, float *slot)
 {
     const pl_attn_shape *s = &a->s;
-    const int64_t T = s->T, NH = s->NH, HS = s->HS, ld = a->ld;
+    const int64_t T = s->T, NH = s->NH, HS = s->HS, ldq = a->ldq, ldk = a->ldk;
     const int64_t nq = min64(T - i0, ATT_BQ);
     float *q = slot, *o = q + ATT_BQ * HS, *kt = o + ATT_BQ * HS, *sc = kt + ATT_BK * HS;
     float *mrow = sc + ATT_BQ * ATT_BK, *lrow = mrow + ATT_BQ, *z = lrow + ATT_BQ;
-    const float *gbase = qkv + group_at(a, b, h / a->QG); /* the group's rows at t = 0 */
-    const float *qbase = gbase + h % a->QG * HS, *kbase = gbase + a->QG * HS;
+    const int64_t g = h / a->QG;
+    const float *qbase = qsrc + q_at(a, b, g) + h % a->QG * HS, *kbase = kvsrc + k_at(a, b, g);
     const float *vbase = kbase + HS;
     const int causal = s->causal, drop = a->drop; /* locals: stores to floats may alias *s */
-    const int64_t L = key_len(s, b), kend = causal ? min64(i0 + nq, L) : L;
+    const int64_t L = key_len(a, b), kend = causal ? min64(i0 + nq, L) : L;
 
-    load_rows(q, qbase + i0 * ld, nq, HS, ld, a->scale);
+    load_rows(q, qbase + i0 * ldq, nq, HS, ldq, a->scale);
     zero(o, (size_t)(nq * HS));
     for (int64_t r = 0; r < nq; r++)
         mrow[r] = -INFINITY, lrow[r] = 0.0f;
 
     for (int64_t j0 = 0; j0 < kend; j0 += ATT_BK) {
         const int64_t nk = min64(L - j0, ATT_BK);
-        load_rows_t(kt, kbase + j0 * ld, nk, HS, ld);
+        load_rows_t(kt, kbase + j0 * ldk, nk, HS, ldk);
         zero(sc, (size_t)(nq * ATT_BK));
         tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, sc, ATT_BK);
         if (drop)
@@ -322,7 +342,7 @@ static void fwd_tile(float *out, float *lse, const float *qkv, const attn_plan *
                     sr[c] *= zr[c];
             }
         }
-        tile_mm(nq, HS, nk, sc, ATT_BK, 1, vbase + j0 * ld, ld, o, HS);
+        tile_mm(nq, HS, nk, sc, ATT_BK, 1, vbase + j0 * ldk, ldk, o, HS);
     }
     for (int64_t r = 0; r < nq; r++) {
         float *dst = out + (b * T + i0 + r) * a->ldo + h * HS;
@@ -334,43 +354,58 @@ static void fwd_tile(float *out, float *lse, const float *qkv, const attn_plan *
     }
 }
 
-void pl_cpu_attention_fwd(float *out, float *lse, const float *qkv, const pl_attn_shape *s,
-                          float *workspace)
+static void attention_fwd(float *out, float *lse, const float *q, const float *kv,
+                          const pl_attn_shape *s, int cross, float *workspace)
 {
-    PL_DISPATCH(attention_fwd, out, lse, qkv, s, workspace);
-    pl_attention_check(s);
+    pl_attention_check(s, cross);
     const int64_t BH = s->B * s->NH, NH = s->NH, nqt = (s->T + ATT_BQ - 1) / ATT_BQ;
     const int64_t items = BH * nqt;
     const size_t slot_n = attn_slot_floats(s);
 #pragma omp parallel if (items > 1)
     {
-        const attn_plan a = plan_of(s);
+        const attn_plan a = plan_of(s, cross);
         float *slot = workspace + (size_t)omp_get_thread_num() * slot_n;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++) {
             int64_t qt = nqt - 1 - it / BH; /* last (longest if causal) query tiles first */
             int64_t bh = it % BH;
-            fwd_tile(out, lse, qkv, &a, bh / NH, bh % NH, qt * ATT_BQ, slot);
+            fwd_tile(out, lse, q, kv, &a, bh / NH, bh % NH, qt * ATT_BQ, slot);
         }
     }
 }
 
+void pl_cpu_attention_fwd(float *out, float *lse, const float *qkv, const pl_attn_shape *s,
+                          float *workspace)
+{
+    PL_DISPATCH(attention_fwd, out, lse, qkv, s, workspace);
+    attention_fwd(out, lse, qkv, qkv, s, 0, workspace);
+}
+
+void pl_cpu_attention_cross_fwd(float *out, float *lse, const float *q, const float *kv,
+                                const pl_attn_shape *s, float *workspace)
+{
+    PL_DISPATCH(attention_cross_fwd, out, lse, q, kv, s, workspace);
+    attention_fwd(out, lse, q, kv, s, 1, workspace);
+}
+
 /* All of group g of sample b: its dk and dv rows, and the dq rows of its QG
  * query heads, are touched only here. */
-static void bwd_group(float *dqkv, const float *dout, const float *qkv, const float *out,
-                      const float *lse, const attn_plan *a, int64_t b, int64_t g, float *slot)
+static void bwd_group(float *dq, float *dkv, const float *dout, const float *qsrc,
+                      const float *kvsrc, const float *out, const float *lse, const attn_plan *a,
+                      int64_t b, int64_t g, float *slot)
 {
     const pl_attn_shape *s = &a->s;
-    const int64_t T = s->T, NH = s->NH, HS = s->HS, QG = a->QG, ld = a->ld, ldo = a->ldo;
+    const int64_t T = s->T, NH = s->NH, HS = s->HS, QG = a->QG, ldq = a->ldq, ldk = a->ldk;
+    const int64_t ldo = a->ldo;
     const float scale = a->scale;
     const int causal = s->causal, drop = a->drop; /* locals: stores to floats may alias *s */
     float *q = slot, *dy = q + ATT_BQ * HS, *kt = dy + ATT_BQ * HS, *vt = kt + ATT_BK * HS;
     float *k = vt + ATT_BK * HS, *dk = k + ATT_BK * HS, *dv = dk + ATT_BK * HS;
     float *p = dv + ATT_BK * HS, *dp = p + ATT_BQ * ATT_BK, *D = dp + ATT_BQ * ATT_BK;
     float *z = D + QG * T;
-    const float *gbase = qkv + group_at(a, b, g), *kbase = gbase + QG * HS, *vbase = kbase + HS;
-    float *dgbase = dqkv + group_at(a, b, g), *dkbase = dgbase + QG * HS;
-    const int64_t L = key_len(s, b);
+    const float *gbase = qsrc + q_at(a, b, g), *kbase = kvsrc + k_at(a, b, g), *vbase = kbase + HS;
+    float *dgbase = dq + q_at(a, b, g), *dkbase = dkv + k_at(a, b, g);
+    const int64_t L = key_len(a, b);
 
     for (int64_t j = 0; j < QG; j++) {
         const int64_t h = g * QG + j;
@@ -386,9 +421,9 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
     }
     for (int64_t j0 = 0; j0 < L; j0 += ATT_BK) {
         const int64_t nk = min64(L - j0, ATT_BK);
-        load_rows(k, kbase + j0 * ld, nk, HS, ld, 1.0f);
-        load_rows_t(kt, kbase + j0 * ld, nk, HS, ld);
-        load_rows_t(vt, vbase + j0 * ld, nk, HS, ld);
+        load_rows(k, kbase + j0 * ldk, nk, HS, ldk, 1.0f);
+        load_rows_t(kt, kbase + j0 * ldk, nk, HS, ldk);
+        load_rows_t(vt, vbase + j0 * ldk, nk, HS, ldk);
         zero(dk, (size_t)(nk * HS));
         zero(dv, (size_t)(nk * HS));
         for (int64_t j = 0; j < QG; j++) {
@@ -399,7 +434,7 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
             /* causal: query tiles from the one holding the diagonal of key tile j0 */
             for (int64_t i0 = causal ? (j0 / ATT_BQ) * ATT_BQ : 0; i0 < T; i0 += ATT_BQ) {
                 const int64_t nq = min64(T - i0, ATT_BQ);
-                load_rows(q, qbase + i0 * ld, nq, HS, ld, 1.0f);
+                load_rows(q, qbase + i0 * ldq, nq, HS, ldq, 1.0f);
                 load_rows(dy, dybase + i0 * ldo, nq, HS, ldo, 1.0f);
                 zero(p, (size_t)(nq * ATT_BK));
                 tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, p, ATT_BK);
@@ -445,11 +480,11 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
                 }
                 /* dk (nk, HS) += dS^T (nk, nq) . q_i (nq, HS); dq_i (nq, HS) += dS . k */
                 tile_mm(nk, HS, nq, dp, 1, ATT_BK, q, HS, dk, HS);
-                tile_mm(nq, HS, nk, dp, ATT_BK, 1, k, HS, dqbase + i0 * ld, ld);
+                tile_mm(nq, HS, nk, dp, ATT_BK, 1, k, HS, dqbase + i0 * ldq, ldq);
             }
         }
         for (int64_t r = 0; r < nk; r++) {
-            float *dkr = dkbase + (j0 + r) * ld, *dvr = dkr + HS;
+            float *dkr = dkbase + (j0 + r) * ldk, *dvr = dkr + HS;
 #pragma omp simd
             for (int64_t d = 0; d < HS; d++) {
                 dkr[d] += dk[r * HS + d];
@@ -459,19 +494,34 @@ static void bwd_group(float *dqkv, const float *dout, const float *qkv, const fl
     }
 }
 
-void pl_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-                          const float *lse, const pl_attn_shape *s, float *workspace)
+static void attention_bwd(float *dq, float *dkv, const float *dout, const float *q,
+                          const float *kv, const float *out, const float *lse,
+                          const pl_attn_shape *s, int cross, float *workspace)
 {
-    PL_DISPATCH(attention_bwd, dqkv, dout, qkv, out, lse, s, workspace);
-    pl_attention_check(s);
+    pl_attention_check(s, cross);
     const int64_t BG = s->B * s->G, G = s->G;
     const size_t slot_n = attn_slot_floats(s);
 #pragma omp parallel if (BG > 1)
     {
-        const attn_plan a = plan_of(s);
+        const attn_plan a = plan_of(s, cross);
         float *slot = workspace + (size_t)omp_get_thread_num() * slot_n;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t bg = 0; bg < BG; bg++)
-            bwd_group(dqkv, dout, qkv, out, lse, &a, bg / G, bg % G, slot);
+            bwd_group(dq, dkv, dout, q, kv, out, lse, &a, bg / G, bg % G, slot);
     }
+}
+
+void pl_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                          const float *lse, const pl_attn_shape *s, float *workspace)
+{
+    PL_DISPATCH(attention_bwd, dqkv, dout, qkv, out, lse, s, workspace);
+    attention_bwd(dqkv, dqkv, dout, qkv, qkv, out, lse, s, 0, workspace);
+}
+
+void pl_cpu_attention_cross_bwd(float *dq, float *dkv, const float *dout, const float *q,
+                                const float *kv, const float *out, const float *lse,
+                                const pl_attn_shape *s, float *workspace)
+{
+    PL_DISPATCH(attention_cross_bwd, dq, dkv, dout, q, kv, out, lse, s, workspace);
+    attention_bwd(dq, dkv, dout, q, kv, out, lse, s, 1, workspace);
 }

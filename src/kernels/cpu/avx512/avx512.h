@@ -42,6 +42,8 @@
 #define pl_attention_workspace pl_avx512_attention_workspace
 #define pl_cpu_attention_fwd pl_avx512_attention_fwd
 #define pl_cpu_attention_bwd pl_avx512_attention_bwd
+#define pl_cpu_attention_cross_fwd pl_avx512_attention_cross_fwd
+#define pl_cpu_attention_cross_bwd pl_avx512_attention_cross_bwd
 #define pl_lmhead_workspace pl_avx512_lmhead_workspace
 #define pl_lmhead_prepare pl_avx512_lmhead_prepare
 #define pl_cpu_lmhead_stats pl_avx512_lmhead_stats
