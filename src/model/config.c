@@ -20,9 +20,7 @@ pl_block_dims pl_model_block_dims(const pl_model_config *c)
     return d;
 }
 
-/* The split, weight decay, initialisation and global shape of each layer
- * parameter, by its place in pl_block_weights. */
-static pl_param_spec layer_param(const pl_model_config *c, size_t field, const char *name,
+pl_param_spec pl_model_layer_param(const pl_model_config *c, size_t field, const char *name,
                                  int stage, int layer, int tp)
 {
     const pl_block_dims d = pl_model_block_dims(c);
@@ -47,6 +45,14 @@ static pl_param_spec layer_param(const pl_model_config *c, size_t field, const c
         {offsetof(pl_block_weights, qkv_b), 1, QKV, 1, qkv_split, 0, PL_INIT_ZEROS, 0},
         {offsetof(pl_block_weights, proj_w), 2, C, A, PL_TP_COLS, 1, PL_INIT_NORMAL, out_std},
         {offsetof(pl_block_weights, proj_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, normx_w), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ONES, 0},
+        {offsetof(pl_block_weights, normx_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, xq_w), 2, A, C, PL_TP_ROWS, 1, PL_INIT_NORMAL, std},
+        {offsetof(pl_block_weights, xq_b), 1, A, 1, PL_TP_ROWS, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, xkv_w), 2, 2 * A, C, PL_TP_ROWS, 1, PL_INIT_NORMAL, std},
+        {offsetof(pl_block_weights, xkv_b), 1, 2 * A, 1, PL_TP_ROWS, 0, PL_INIT_ZEROS, 0},
+        {offsetof(pl_block_weights, xproj_w), 2, C, A, PL_TP_COLS, 1, PL_INIT_NORMAL, out_std},
+        {offsetof(pl_block_weights, xproj_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
         {offsetof(pl_block_weights, norm2_w), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ONES, 0},
         {offsetof(pl_block_weights, norm2_b), 1, C, 1, PL_TP_REPLICATED, 0, PL_INIT_ZEROS, 0},
         {offsetof(pl_block_weights, fc1_w), 2, F1, C, fc1_split, 1, PL_INIT_NORMAL, std},
@@ -108,8 +114,8 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         for (int k = 0; k < np; k++) {
             char name[PL_PARAM_NAME_MAX];
             snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k].suffix);
-            pl_param_spec s = layer_param(c, names[k].field, name, stage, (int)l,
-                                          r->tp_size);
+            pl_param_spec s = pl_model_layer_param(c, names[k].field, name, stage, (int)l,
+                                                   r->tp_size);
             PL_TRY(pl_registry_add(r, &s));
         }
     }

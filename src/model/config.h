@@ -69,6 +69,12 @@ typedef struct pl_model_config {
  * smallest multiple of divisible_by * tp that is >= vocab_size. */
 int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t tp);
 
+/* The split, weight decay, initialisation and global shape of the layer
+ * parameter at `field` (offsetof in pl_block_weights) of layer `layer`, named
+ * name, owned by pipeline stage `stage`, at TP size tp. */
+pl_param_spec pl_model_layer_param(const pl_model_config *c, size_t field, const char *name,
+                                   int stage, int layer, int tp);
+
 /* Registers every parameter of cfg for a rank of the TP/PP layout already set
  * in r (stage of layer l: l / (L / pp)). Errors name the flag that makes a
  * split impossible (heads, groups or F not divisible by TP, layers by PP). */

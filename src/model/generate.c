@@ -73,7 +73,7 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
     g->Vl = cfg->padded_vocab / tps;
     g->v0 = g->Vl * tpr;
     const pl_block_dims dims = pl_model_block_dims(cfg);
-    PL_TRY(pl_block_ctx_init(&g->blk, &cfg->block, &dims, cfg->ln_eps, 1, 1, g->tp, tpr, 0, gemm,
+    PL_TRY(pl_block_ctx_init(&g->blk, &cfg->block, &dims, cfg->ln_eps, 1, 1, 0, g->tp, tpr, 0, gemm,
                              &g->prof));
     g->blk.rope_rows = cfg->max_positions;
     const int64_t L = cfg->num_layers;

@@ -248,7 +248,7 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     m->tp = tp;
     m->gemm = gemm;
     const pl_block_dims dims = pl_model_block_dims(cfg);
-    PL_TRY(pl_block_ctx_init(&m->blk, &cfg->block, &dims, cfg->ln_eps, B, m->T, tp, reg->tp_rank,
+    PL_TRY(pl_block_ctx_init(&m->blk, &cfg->block, &dims, cfg->ln_eps, B, m->T, 0, tp, reg->tp_rank,
                              cfg->sequence_parallel, gemm, &m->prof));
     PL_TRY(pl_block_kv_comm(&m->kv_comm, tp, &dims));
     m->blk.kv = &m->kv_comm;

@@ -10,35 +10,53 @@
 
 int pl_block_param_names(const pl_block_spec *s, pl_block_param_name names[PL_BLOCK_MAX_PARAMS])
 {
-    static const pl_block_param_name all[PL_BLOCK_MAX_PARAMS] = {
-        {"input_layernorm.weight", offsetof(pl_block_weights, norm1_w)},
-        {"input_layernorm.bias", offsetof(pl_block_weights, norm1_b)},
-        {"self_attention.linear_qkv.weight", offsetof(pl_block_weights, qkv_w)},
-        {"self_attention.linear_qkv.bias", offsetof(pl_block_weights, qkv_b)},
-        {"self_attention.linear_proj.weight", offsetof(pl_block_weights, proj_w)},
-        {"self_attention.linear_proj.bias", offsetof(pl_block_weights, proj_b)},
-        {"pre_mlp_layernorm.weight", offsetof(pl_block_weights, norm2_w)},
-        {"pre_mlp_layernorm.bias", offsetof(pl_block_weights, norm2_b)},
-        {"mlp.linear_fc1.weight", offsetof(pl_block_weights, fc1_w)},
-        {"mlp.linear_fc1.bias", offsetof(pl_block_weights, fc1_b)},
-        {"mlp.linear_fc2.weight", offsetof(pl_block_weights, fc2_w)},
-        {"mlp.linear_fc2.bias", offsetof(pl_block_weights, fc2_b)},
+    /* in the flat layout's order: pre-norm name, post-norm name (NULL: the same) */
+    static const struct {
+        const char *pre, *post;
+        size_t field;
+        int norm_bias, linear_bias, cross;
+    } all[PL_BLOCK_MAX_PARAMS] = {
+#define W(f) offsetof(pl_block_weights, f)
+        {"input_layernorm.weight", "post_self_attn_layernorm.weight", W(norm1_w), 0, 0, 0},
+        {"input_layernorm.bias", "post_self_attn_layernorm.bias", W(norm1_b), 1, 0, 0},
+        {"self_attention.linear_qkv.weight", NULL, W(qkv_w), 0, 0, 0},
+        {"self_attention.linear_qkv.bias", NULL, W(qkv_b), 0, 1, 0},
+        {"self_attention.linear_proj.weight", NULL, W(proj_w), 0, 0, 0},
+        {"self_attention.linear_proj.bias", NULL, W(proj_b), 0, 1, 0},
+        {"pre_cross_attn_layernorm.weight", "post_cross_attn_layernorm.weight", W(normx_w), 0, 0, 1},
+        {"pre_cross_attn_layernorm.bias", "post_cross_attn_layernorm.bias", W(normx_b), 1, 0, 1},
+        {"cross_attention.linear_q.weight", NULL, W(xq_w), 0, 0, 1},
+        {"cross_attention.linear_q.bias", NULL, W(xq_b), 0, 1, 1},
+        {"cross_attention.linear_kv.weight", NULL, W(xkv_w), 0, 0, 1},
+        {"cross_attention.linear_kv.bias", NULL, W(xkv_b), 0, 1, 1},
+        {"cross_attention.linear_proj.weight", NULL, W(xproj_w), 0, 0, 1},
+        {"cross_attention.linear_proj.bias", NULL, W(xproj_b), 0, 1, 1},
+        {"pre_mlp_layernorm.weight", "post_mlp_layernorm.weight", W(norm2_w), 0, 0, 0},
+        {"pre_mlp_layernorm.bias", "post_mlp_layernorm.bias", W(norm2_b), 1, 0, 0},
+        {"mlp.linear_fc1.weight", NULL, W(fc1_w), 0, 0, 0},
+        {"mlp.linear_fc1.bias", NULL, W(fc1_b), 0, 1, 0},
+        {"mlp.linear_fc2.weight", NULL, W(fc2_w), 0, 0, 0},
+        {"mlp.linear_fc2.bias", NULL, W(fc2_b), 0, 1, 0},
+#undef W
     };
     int n = 0;
     for (int k = 0; k < PL_BLOCK_MAX_PARAMS; k++) {
-        int is_norm_bias = k == 1 || k == 7, is_linear_bias = k == 3 || k == 5 || k == 9 || k == 11;
-        if ((is_norm_bias && !s->norm_bias) || (is_linear_bias && !s->bias))
+        if ((all[k].norm_bias && !s->norm_bias) || (all[k].linear_bias && !s->bias) ||
+            (all[k].cross && !s->cross_attention))
             continue;
-        names[n++] = all[k];
+        names[n].suffix = s->post_norm && all[k].post ? all[k].post : all[k].pre;
+        names[n++].field = all[k].field;
     }
     return n;
 }
 
 uint64_t pl_block_dropout_stream(int64_t iteration, int64_t layer, int site)
 {
-    /* distinct for iterations < 2^40 and layers < 2^20; far from the FNV-1a
-     * name hashes that initialisation uses as streams */
-    return 0x64726f70ull << 32 ^ ((uint64_t)iteration << 22 | (uint64_t)layer << 2 | (uint64_t)site);
+    /* distinct for iterations < 2^40, layers < 2^20 and sites < 16 (sites 4 and up
+     * in bits 62-63 and the two lowest: sites 0-3 keep their streams); far from
+     * the FNV-1a name hashes that initialisation uses as streams */
+    return 0x64726f70ull << 32 ^ ((uint64_t)iteration << 22 | (uint64_t)layer << 2 |
+                                  (uint64_t)(site & 3)) ^ (uint64_t)(site >> 2) << 62;
 }
 
 /* The fused attention's shape on this rank: heads and groups of the rank, the
@@ -47,36 +65,50 @@ static pl_attn_shape attn_shape(const pl_block_ctx *c, int64_t layer)
 {
     const pl_dropout_key *k = &c->drop;
     pl_attn_shape s = {c->B, c->T, c->NHl, c->Gl, c->dims.HS, c->spec.mask == PL_MASK_CAUSAL,
-                       NULL, k->attention, k->seed, pl_block_dropout_stream(k->iteration, layer, 0),
-                       k->sample, c->dims.NH, (int64_t)c->tp_rank * c->NHl, 0};
+                       c->spec.mask == PL_MASK_PADDING ? c->pad_len : NULL, k->attention,
+                       k->seed, pl_block_dropout_stream(k->iteration, layer, 0), k->sample,
+                       c->dims.NH, (int64_t)c->tp_rank * c->NHl, 0};
+    return s;
+}
+
+/* Cross-attention's: multi-head, Tk keys, the encoder's padding. */
+static pl_attn_shape cross_shape(const pl_block_ctx *c, int64_t layer)
+{
+    const pl_dropout_key *k = &c->drop;
+    pl_attn_shape s = {c->B, c->T, c->NHl, c->NHl, c->dims.HS, 0, c->enc_len, k->attention,
+                       k->seed, pl_block_dropout_stream(k->iteration, layer, 4), k->sample,
+                       c->dims.NH, (int64_t)c->tp_rank * c->NHl, c->Tk};
     return s;
 }
 
 pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl_block_dims *d,
-                            float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank, int sp,
-                            pl_gemm *gemm, pl_step_prof *prof)
+                            float eps, int64_t B, int64_t T, int64_t Tk, pl_comm *tp, int tp_rank,
+                            int sp, pl_gemm *gemm, pl_step_prof *prof)
 {
     memset(c, 0, sizeof *c);
-    if (spec->post_norm || spec->cross_attention || spec->mask == PL_MASK_PADDING)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "transformer block: %s is not implemented yet",
-                         spec->post_norm ? "post-norm" : spec->cross_attention
-                                                             ? "cross-attention"
-                                                             : "a padding mask");
+    if (spec->cross_attention && (d->G != d->NH || Tk < 1))
+        return pl_errorf(PL_ERR_ARG, "cross-attention: multi-head only (query groups %lld, heads "
+                         "%lld; Megatron core refuses grouped-query cross-attention too) and at "
+                         "least one encoder position (%lld)", (long long)d->G, (long long)d->NH,
+                         (long long)Tk);
     const int tps = tp ? tp->size : 1;
     if (d->NH % tps || (d->G % tps && tps % d->G) || d->F % tps || d->NH % d->G)
         return pl_errorf(PL_ERR_ARG, "heads (%lld) and the MLP width (%lld) must divide by "
                          "--tensor-model-parallel-size %d, heads by query groups (%lld), and "
                          "groups by the TP size or the TP size by groups",
                          (long long)d->NH, (long long)d->F, tps, (long long)d->G);
-    if (sp && tps > 1 && (B * T) % tps)
-        return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x --seq-length (%lld) "
-                         "must divide by --tensor-model-parallel-size %d", (long long)(B * T), tps);
+    if (sp && tps > 1 && ((B * T) % tps || (spec->cross_attention && (B * Tk) % tps)))
+        return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x --seq-length (%lld, "
+                         "encoder %lld) must divide by --tensor-model-parallel-size %d",
+                         (long long)(B * T), (long long)(spec->cross_attention ? B * Tk : 0), tps);
     c->spec = *spec;
     c->dims = *d;
     c->eps = eps;
     c->B = B;
     c->T = T;
     c->N = B * T;
+    c->Tk = spec->cross_attention ? Tk : 0;
+    c->Nk = B * c->Tk;
     c->rope_rows = T;
     c->tp = tp;
     c->tp_size = tps;
@@ -126,6 +158,22 @@ void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int
         a->fc1 = pl_plan_take(p, N * c->F1l);
     if (own_res2)
         a->res2 = pl_plan_take(p, Nl * C);
+    if (c->spec.cross_attention) {
+        if (c->spec.norm == PL_NORM_LAYERNORM)
+            a->normx_mean = pl_plan_take(p, Nl);
+        a->normx_rstd = pl_plan_take(p, Nl);
+        a->xq = pl_plan_take(p, N * c->Al);
+        a->xkv = pl_plan_take(p, c->Nk * 2 * c->Al);
+        a->xattn = pl_plan_take(p, N * c->Al);
+        a->xlse = pl_plan_take(p, c->B * c->NHl * c->T);
+        a->resx = pl_plan_take(p, Nl * C);
+    }
+    if (c->spec.post_norm) {
+        a->pre1 = pl_plan_take(p, Nl * C);
+        a->pre2 = pl_plan_take(p, Nl * C);
+        if (c->spec.cross_attention)
+            a->prex = pl_plan_take(p, Nl * C);
+    }
 }
 
 /* dfc1 and dact are adjacent: under --bf16 backward's attention part widens the
@@ -144,8 +192,13 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *ro
     c->act = c->dfc1; /* forward's act(fc1); backward rebuilds it there before dfc1 */
     c->dact = pl_plan_take(p, nf);
     c->qkv_f32 = c->dfc1;
-    const pl_attn_shape s = attn_shape(c, 0);
-    c->attn_ws = pl_plan_take(p, (int64_t)pl_attention_workspace(&s));
+    const pl_attn_shape s = attn_shape(c, 0), xs = cross_shape(c, 0);
+    size_t ws = pl_attention_workspace(&s);
+    if (c->spec.cross_attention && pl_attention_workspace(&xs) > ws)
+        ws = pl_attention_workspace(&xs);
+    c->attn_ws = pl_plan_take(p, (int64_t)ws);
+    if (c->spec.cross_attention)
+        c->dxkv = pl_plan_take(p, c->Nk * 2 * c->Al);
     if (c->sp)
         c->dnorm_w = pl_plan_take(p, 2 * c->dims.C);
     if (c->kv_shared)
@@ -223,6 +276,10 @@ pl_status pl_block_prepare(pl_block_ctx *c)
         st = pl_nn_linear_prepare(c->gemm, N, C, c->F1l);
     if (!st)
         st = pl_nn_linear_prepare(c->gemm, N, c->Fl, C);
+    if (!st && c->spec.cross_attention) /* xq; xproj is proj's shape */
+        st = pl_nn_linear_prepare(c->gemm, N, C, c->Al);
+    if (!st && c->spec.cross_attention)
+        st = pl_nn_linear_prepare(c->gemm, c->Nk, C, 2 * c->Al);
     return st;
 }
 
@@ -401,17 +458,159 @@ static void attend(pl_block_ctx *c, float *out, float *lse, const float *qkv, in
     prof_add(&c->prof->attention, t0);
 }
 
+/* A norm of the block's (norm1, normx, norm2): its parameters and saved statistics. */
+typedef struct norm_site {
+    const float *w, *b;
+    float *mean, *rstd;
+} norm_site;
+
+/* The input of a branch, whole (N, C) for its column-parallel GEMM, into *in:
+ * pre-norm, the norm of this rank's rows h (gathered under sp); post-norm, h
+ * itself (copied to its rows of norm_out and gathered under sp). */
+static pl_status branch_input(pl_block_ctx *c, const float **in, const float *h, norm_site n)
+{
+    const int64_t C = c->dims.C;
+    *in = c->norm_out;
+    if (!c->spec.post_norm)
+        return pl_block_norm_fwd(c, c->norm_out, n.mean, n.rstd, h, n.w, n.b);
+    if (!c->sp) {
+        *in = h;
+        return PL_OK;
+    }
+    memcpy(c->norm_out + c->n0 * C, h, (size_t)(c->Nl * C) * sizeof(float));
+    return pl_tp_gather_rows(c->tp, c->norm_out, c->N, C);
+}
+
+/* The residual connection around a branch whose output rows (Nl, C) are in
+ * out: pre-norm out = h + drop(out); post-norm pre = h + drop(out), out =
+ * norm(pre). */
+static void branch_output(pl_block_ctx *c, float *out, float *pre, const float *h, norm_site n,
+                          int64_t layer, int site)
+{
+    const int64_t Nl = c->Nl, C = c->dims.C;
+    if (c->drop.hidden > 0)
+        pl_block_hidden_dropout(c, out, out, layer, site);
+    if (!c->spec.post_norm) {
+        pl_cpu_add(out, out, h, Nl * C);
+        return;
+    }
+    pl_cpu_add(pre, out, h, Nl * C);
+    pl_nn_norm_fwd(c->spec.norm, out, n.mean, n.rstd, pre, n.w, n.b, Nl, C, c->eps);
+}
+
+/* Post-norm: dres = d out on entry, d pre (the branch's output gradient and
+ * the residual's) on exit, through the norm (dnorm is scratch). Pre-norm: nothing. */
+static pl_status post_norm_bwd(pl_block_ctx *c, float *dres, float *dw, float *db, const float *pre,
+                               norm_site n)
+{
+    if (!c->spec.post_norm)
+        return PL_OK;
+    const size_t bytes = (size_t)(c->Nl * c->dims.C) * sizeof(float);
+    memset(c->dnorm, 0, bytes);
+    pl_status st = pl_block_norm_bwd(c, c->dnorm, dw, db, dres, pre, n.w, n.mean, n.rstd);
+    if (!st)
+        memcpy(dres, c->dnorm, bytes);
+    return st;
+}
+
+/* d h from the branch's input gradient, this rank's rows at dnorm[0, Nl C):
+ * pre-norm through the norm, post-norm directly; added into dres. */
+static pl_status branch_input_bwd(pl_block_ctx *c, float *dres, float *dw, float *db,
+                                  const float *h, norm_site n)
+{
+    if (c->spec.post_norm) {
+        pl_cpu_add(dres, dres, c->dnorm, c->Nl * c->dims.C);
+        return PL_OK;
+    }
+    return pl_block_norm_bwd(c, dres, dw, db, c->dnorm, h, n.w, n.mean, n.rstd);
+}
+
+/* Cross-attention's forward: resx from res1 and the encoder output. */
+static pl_status cross_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                           int64_t layer)
+{
+    pl_status st = PL_OK;
+    const int64_t C = c->dims.C;
+    const norm_site nx = {w->normx_w, w->normx_b, a->normx_mean, a->normx_rstd};
+    const float *in;
+    if (!c->enc)
+        return pl_errorf(PL_ERR_INTERNAL, "cross-attention without the encoder output");
+    PL_TRY(branch_input(c, &in, a->res1, nx));
+    PL_TRY(column_fwd(c, a->xq, in, w->xq_w, w->xq_b, C, c->Al));
+    double t0 = pl_time_now();
+    PL_TRY(pl_tp_column_linear_fwd(c->tp, c->gemm, a->xkv, c->enc, w->xkv_w, w->xkv_b, c->Nk, C,
+                                   2 * c->Al));
+    prof_add(&c->prof->linear, t0);
+    const pl_attn_shape s = cross_shape(c, layer);
+    t0 = pl_time_now();
+    pl_cpu_attention_cross_fwd(a->xattn, a->xlse, a->xq, a->xkv, &s, c->attn_ws);
+    prof_add(&c->prof->attention, t0);
+    PL_TRY(row_fwd(c, a->resx, a->xattn, w->xproj_w, w->xproj_b, c->Al, C));
+    branch_output(c, a->resx, a->prex, a->res1, nx, layer, 5);
+fail:
+    return st;
+}
+
+/* Its backward: dres = d resx on entry, d res1 on exit; the encoder output's
+ * gradient (this rank's partial sum) added into c->denc. */
+static pl_status cross_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
+                           const pl_block_acts *a, float *dres, int64_t layer)
+{
+    pl_status st = PL_OK;
+    const int64_t N = c->N, C = c->dims.C;
+    const norm_site nx = {w->normx_w, w->normx_b, a->normx_mean, a->normx_rstd};
+    if (!c->enc || !c->denc)
+        return pl_errorf(PL_ERR_INTERNAL, "cross-attention without the encoder output");
+    PL_TRY(post_norm_bwd(c, dres, g->normx_w, g->normx_b, a->prex, nx));
+    const float *dy, *in;
+    PL_TRY(branch_grad(c, dres, layer, 5, &dy));
+    memset(c->dattn, 0, (size_t)(N * c->Al) * sizeof(float));
+    PL_TRY(row_bwd(c, c->dattn, g->xproj_w, g->xproj_b, dy, a->xattn, w->xproj_w, c->Al, C));
+    float *dxq = c->dqkv; /* (N, A) of its (N, QKV) */
+    memset(dxq, 0, (size_t)(N * c->Al) * sizeof(float));
+    memset(c->dxkv, 0, (size_t)(c->Nk * 2 * c->Al) * sizeof(float));
+    const pl_attn_shape s = cross_shape(c, layer);
+    double t0 = pl_time_now();
+    pl_cpu_attention_cross_bwd(dxq, c->dxkv, c->dattn, a->xq, a->xkv, a->xattn, a->xlse, &s,
+                               c->attn_ws);
+    prof_add(&c->prof->attention, t0);
+    t0 = pl_time_now();
+    PL_TRY(pl_nn_linear_bwd(c->gemm, c->denc, g->xkv_w, g->xkv_b, c->dxkv, c->enc, w->xkv_w,
+                            c->Nk, C, 2 * c->Al));
+    prof_add(&c->prof->linear, t0);
+    PL_TRY(branch_input(c, &in, a->res1, nx));
+    memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
+    PL_TRY(column_bwd(c, c->dnorm, g->xq_w, g->xq_b, dxq, in, w->xq_w, C, c->Al));
+    PL_TRY(branch_input_bwd(c, dres, g->normx_w, g->normx_b, a->res1, nx));
+fail:
+    return st;
+}
+
+pl_status pl_block_enc_grad(pl_block_ctx *c, float *out, float *denc)
+{
+    const int64_t C = c->dims.C;
+    if (c->sp)
+        return pl_tp_reduce_rows(c->tp, 1, out, denc, c->Nk, C);
+    if (out != denc)
+        memcpy(out, denc, (size_t)(c->Nk * C) * sizeof(float));
+    return pl_tp_reduce_rows(c->tp, 0, out, out, c->Nk, C);
+}
+
 static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
                            const float *x, int64_t layer, const decode_step *dec)
 {
     pl_status st = PL_OK;
-    const int64_t N = c->N, Nl = c->Nl, C = c->dims.C;
+    const int64_t N = c->N, C = c->dims.C;
     /* --bf16: qkv, attn and fc1 come out in fp32 scratch and are saved in bf16 */
     float *qkv = a->qkv ? a->qkv : c->dqkv, *attn = a->attn ? a->attn : c->dattn;
     float *fc1 = a->fc1 ? a->fc1 : c->dact;
-    PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w,
-                             w->norm1_b));
-    PL_TRY(column_fwd(c, qkv, c->norm_out, w->qkv_w, w->qkv_b, C, c->QKVl));
+    const norm_site n1 = {w->norm1_w, w->norm1_b, a->norm1_mean, a->norm1_rstd};
+    const norm_site n2 = {w->norm2_w, w->norm2_b, a->norm2_mean, a->norm2_rstd};
+    const float *in, *h = c->spec.cross_attention ? a->resx : a->res1; /* the MLP's input */
+    if (c->spec.mask == PL_MASK_PADDING && !c->pad_len)
+        return pl_errorf(PL_ERR_INTERNAL, "a padding mask without the sample lengths");
+    PL_TRY(branch_input(c, &in, x, n1));
+    PL_TRY(column_fwd(c, qkv, in, w->qkv_w, w->qkv_b, C, c->QKVl));
     if (c->spec.pos == PL_POS_ROPE)
         pl_cpu_rope_fwd(qkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
                         c->dims.HS, c->rope_rot, dec ? dec->pos : 0);
@@ -421,19 +620,16 @@ static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     if (c->act_bf16)
         pl_cpu_round_bf16(a->attn_bf16, attn, N * c->Al);
     PL_TRY(row_fwd(c, a->res1, attn, w->proj_w, w->proj_b, c->Al, C));
-    if (c->drop.hidden > 0)
-        pl_block_hidden_dropout(c, a->res1, a->res1, layer, 1);
-    pl_cpu_add(a->res1, a->res1, x, Nl * C);
-    PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w,
-                             w->norm2_b));
-    PL_TRY(column_fwd(c, fc1, c->norm_out, w->fc1_w, w->fc1_b, C, c->F1l));
+    branch_output(c, a->res1, a->pre1, x, n1, layer, 1);
+    if (c->spec.cross_attention)
+        PL_TRY(cross_fwd(c, w, a, layer));
+    PL_TRY(branch_input(c, &in, h, n2));
+    PL_TRY(column_fwd(c, fc1, in, w->fc1_w, w->fc1_b, C, c->F1l));
     if (c->act_bf16)
         pl_cpu_f32_to_bf16(a->fc1_bf16, fc1, N, c->F1l, c->F1l);
     act_fwd(c, a);
     PL_TRY(row_fwd(c, a->res2, c->act, w->fc2_w, w->fc2_b, c->Fl, C));
-    if (c->drop.hidden > 0)
-        pl_block_hidden_dropout(c, a->res2, a->res2, layer, 2);
-    pl_cpu_add(a->res2, a->res2, a->res1, Nl * C);
+    branch_output(c, a->res2, a->pre2, h, n2, layer, 2);
 fail:
     return st;
 }
@@ -448,8 +644,10 @@ pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_b
                           const float *x, float *kc, float *vc, int64_t pos, float *scores,
                           int64_t layer)
 {
-    if (c->N != 1 || c->act_bf16 || c->sp)
-        return pl_errorf(PL_ERR_INTERNAL, "pl_block_decode needs a one-row fp32 context");
+    if (c->N != 1 || c->act_bf16 || c->sp || c->spec.cross_attention ||
+        c->spec.mask != PL_MASK_CAUSAL)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_decode needs a one-row fp32 context of a "
+                         "causal self-attention block");
     decode_step dec = {kc, vc, pos, scores};
     return block_fwd(c, w, a, x, layer, &dec);
 }
@@ -460,12 +658,16 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
 {
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
+    const norm_site n1 = {w->norm1_w, w->norm1_b, a->norm1_mean, a->norm1_rstd};
+    const norm_site n2 = {w->norm2_w, w->norm2_b, a->norm2_mean, a->norm2_rstd};
+    const float *in, *h = c->spec.cross_attention ? a->resx : a->res1; /* the MLP's input */
     if (c->kv_shared && !(c->kv && pl_comm_is_member(c->kv)))
         return pl_errorf(PL_ERR_INTERNAL, "pl_block_bwd: shared key/value groups need the "
                          "communicator of pl_block_kv_comm");
-    /* MLP branch: res2 = res1 + drop(fc2(act(fc1(norm2(res1))))); dres = d res2.
-     * The branch's gradient drop(dres), whole, goes through dnorm (free until
-     * fc1's backward). */
+    /* MLP branch: res2 = h + drop(fc2(act(fc1(norm2(h))))) (post-norm: the norm
+     * after); dres = d res2. The branch's gradient drop(dres), whole, goes
+     * through dnorm (free until fc1's backward). */
+    PL_TRY(post_norm_bwd(c, dres, g->norm2_w, g->norm2_b, a->pre2, n2));
     const float *dy;
     PL_TRY(branch_grad(c, dres, layer, 2, &dy));
     act_fwd(c, a);
@@ -473,14 +675,15 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     PL_TRY(row_bwd(c, c->dact, g->fc2_w, g->fc2_b, dy, c->act, w->fc2_w, c->Fl, C));
     memset(c->dfc1, 0, (size_t)(N * c->F1l) * sizeof(float)); /* c->act is spent */
     act_bwd(c, a);
-    PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm2_mean, a->norm2_rstd, a->res1, w->norm2_w,
-                             w->norm2_b));
+    PL_TRY(branch_input(c, &in, h, n2));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
-    PL_TRY(column_bwd(c, c->dnorm, g->fc1_w, g->fc1_b, c->dfc1, c->norm_out, w->fc1_w, C, c->F1l));
-    PL_TRY(pl_block_norm_bwd(c, dres, g->norm2_w, g->norm2_b, c->dnorm, a->res1, w->norm2_w,
-                             a->norm2_mean, a->norm2_rstd));
+    PL_TRY(column_bwd(c, c->dnorm, g->fc1_w, g->fc1_b, c->dfc1, in, w->fc1_w, C, c->F1l));
+    PL_TRY(branch_input_bwd(c, dres, g->norm2_w, g->norm2_b, h, n2));
+    if (c->spec.cross_attention)
+        PL_TRY(cross_bwd(c, w, g, a, dres, layer));
     /* attention branch: res1 = x + proj(attn(qkv(norm1(x)))); dres = d res1.
      * --bf16: qkv widened into dfc1 and dact, attn into norm_out (all dead here) */
+    PL_TRY(post_norm_bwd(c, dres, g->norm1_w, g->norm1_b, a->pre1, n1));
     const float *qkv = a->qkv, *attn = a->attn;
     if (c->act_bf16) {
         pl_cpu_widen_bf16(c->qkv_f32, a->qkv_bf16, N * c->QKVl);
@@ -502,16 +705,14 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     if (c->spec.pos == PL_POS_ROPE)
         pl_cpu_rope_bwd(c->dqkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
                         c->dims.HS, c->rope_rot, 0);
-    PL_TRY(pl_block_norm_fwd(c, c->norm_out, a->norm1_mean, a->norm1_rstd, x, w->norm1_w,
-                             w->norm1_b));
+    PL_TRY(branch_input(c, &in, x, n1));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
     if (c->kv_shared)
         kv_grad_begin(c, g);
-    PL_TRY(column_bwd(c, c->dnorm, g->qkv_w, g->qkv_b, c->dqkv, c->norm_out, w->qkv_w, C, c->QKVl));
+    PL_TRY(column_bwd(c, c->dnorm, g->qkv_w, g->qkv_b, c->dqkv, in, w->qkv_w, C, c->QKVl));
     if (c->kv_shared)
         PL_TRY(kv_grad_end(c, g));
-    PL_TRY(pl_block_norm_bwd(c, dres, g->norm1_w, g->norm1_b, c->dnorm, x, w->norm1_w,
-                             a->norm1_mean, a->norm1_rstd));
+    PL_TRY(branch_input_bwd(c, dres, g->norm1_w, g->norm1_b, x, n1));
 fail:
     return st;
 }

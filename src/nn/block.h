@@ -1,16 +1,28 @@
 /* One transformer layer, composed from a small spec: the block every model
- * family is made of (GPT-2, Llama; BERT, T5 and BART to come).
+ * family is made of (GPT-2, Llama, BERT; the encoder and decoder of T5 and BART).
  *
- *   pre-norm (GPT, Llama):
+ *   pre-norm (GPT, Llama, Megatron's BERT and T5):
  *     res1 = x    + drop(proj(attn(rope(qkv(norm1(x))))))
- *     res2 = res1 + drop(fc2(act(fc1(norm2(res1)))))
+ *     resx = res1 + drop(xproj(xattn(xq(normx(res1)), xkv(enc))))   cross-attention only
+ *     res2 = resx + drop(fc2(act(fc1(norm2(resx)))))                 (resx = res1 without)
+ *   post-norm (the original Transformer, Hugging Face's BERT and BART):
+ *     res1 = norm1(x    + drop(proj(attn(qkv(x)))))
+ *     resx = normx(res1 + drop(xproj(xattn(xq(res1), xkv(enc)))))
+ *     res2 = norm2(resx + drop(fc2(act(fc1(resx)))))
  *
  * norm is LayerNorm or RMSNorm, act GELU or SwiGLU (fc1 then has 2F rows:
  * [gate; up]), rope optional (learned positions live in the embedding),
  * attention multi-head or grouped-query (Megatron's QKV rows: per KV group its
- * query heads, then k, then v), causal or unmasked. Linear layers are column-
- * (qkv, fc1) and row-parallel (proj, fc2) over the tensor-parallel group; the
- * layer calls the communication points itself (parallel/tp/layers.h).
+ * query heads, then k, then v), causal, padded (each sample's keys beyond its
+ * length masked: pad_len) or unmasked. Cross-attention (a decoder's attention
+ * to the encoder output enc, Tk positions per sample) is multi-head, as
+ * Megatron core's CrossAttention: xq gives the queries, xkv per head [k; v]
+ * (its linear_kv), the encoder's padding (enc_len) masks its keys. Linear
+ * layers are column- (qkv, fc1, xq, xkv) and row-parallel (proj, fc2, xproj)
+ * over the tensor-parallel group; the layer calls the communication points
+ * itself (parallel/tp/layers.h). xkv's input gradient is left as this rank's
+ * partial sum in denc, for the caller to reduce once for all layers
+ * (pl_block_enc_grad).
  *
  * Memory: a block allocates nothing. pl_block_take_acts lays out one layer's
  * saved activations and pl_block_take_scratch the scratch that every layer of a
@@ -18,28 +30,33 @@
  * layers keep their own buffers (recompute). Rows are N = B*T (the micro-batch).
  * Under sequence parallelism (Megatron's --sequence-parallel) a rank holds
  * Nl = N/tp consecutive rows [n0, n0 + Nl) of the residual stream: the norms,
- * dropout and residual additions run on those rows; each norm's output is
- * written to its rows of an (N, C) buffer and all-gathered before the
- * column-parallel GEMM, and the row-parallel GEMM's partial sums are
- * reduce-scattered back to the rank's rows. The norms' weight gradients, summed
- * over a rank's rows only, are all-reduced over the TP group at once; the
- * row-parallel biases take their gradients from the gathered output gradient
- * and are whole on every rank without it.
+ * dropout and residual additions run on those rows; each branch's input (its
+ * norm's output, or post-norm the residual itself) is written to its rows of
+ * an (N, C) buffer and all-gathered before the column-parallel GEMM, and the
+ * row-parallel GEMM's partial sums are reduce-scattered back to the rank's
+ * rows. The norms' weight gradients, summed over a rank's rows only, are
+ * all-reduced over the TP group at once; the row-parallel biases take their
+ * gradients from the gathered output gradient and are whole on every rank
+ * without it. The encoder output enc is whole (N_enc = B*Tk rows) on every
+ * rank: gathered by the caller under sequence parallelism.
  *
  * What is saved: norm statistics, qkv (after RoPE), the attention output and its
- * log-sum-exp, res1, fc1 and res2; the norm outputs and act(fc1) are rebuilt in
- * backward from the same inputs by the same kernels (the same bits). Under a
- * bf16 GEMM context qkv, the attention output and fc1 are saved in bf16 (the
- * *_bf16 fields; the fp32 ones are NULL) and forward goes on with the rounded
- * values, so backward and any recomputation see exactly what forward used.
- * Dropout masks are drawn from the counter-based RNG (base/rng.h) keyed by
- * (seed, iteration, layer, site, global sample, position, global column): any
- * layout, and any recomputation, draws the same masks.
+ * log-sum-exp, res1, fc1 and res2; with cross-attention xq, xkv, its output and
+ * log-sum-exp and resx; post-norm also each norm's input (pre1, prex, pre2).
+ * The norm outputs and act(fc1) are rebuilt in backward from the same inputs by
+ * the same kernels (the same bits). Under a bf16 GEMM context qkv, the
+ * attention output and fc1 are saved in bf16 (the *_bf16 fields; the fp32 ones
+ * are NULL) and forward goes on with the rounded values, so backward and any
+ * recomputation see exactly what forward used (cross-attention's are kept in
+ * fp32). Dropout masks are drawn from the counter-based RNG (base/rng.h)
+ * keyed by (seed, iteration, layer, site, global sample, position, global
+ * column): any layout, and any recomputation, draws the same masks.
  *
  * Not here: embeddings, the final norm and heads (nn/embedding.h, nn/head.h),
- * which layers a rank holds and which it recomputes (model/model.h). Post-norm
- * blocks, padding masks and cross-attention are part of the spec but refused by
- * pl_block_ctx_init until the families that need them (BERT, T5, BART) land. */
+ * which layers a rank holds and which it recomputes (model/model.h).
+ * Generation (pl_block_decode) runs self-attention blocks; cross-attention's
+ * decoding (a cache of the encoder's keys and values) comes with the
+ * encoder-decoder families. */
 #ifndef PL_NN_BLOCK_H
 #define PL_NN_BLOCK_H
 
@@ -84,19 +101,24 @@ typedef struct pl_rope_config {
     int64_t original_max_positions;
 } pl_rope_config;
 
-/* One layer's parameters (views into the flat buffers; absent ones NULL). */
+/* One layer's parameters (views into the flat buffers; absent ones NULL).
+ * Post-norm, norm1, normx and norm2 follow their branches instead of leading
+ * them. */
 typedef struct pl_block_weights {
     float *norm1_w, *norm1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
+    float *normx_w, *normx_b, *xq_w, *xq_b, *xkv_w, *xkv_b, *xproj_w, *xproj_b;
     float *norm2_w, *norm2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
 } pl_block_weights;
 
 /* The parameters of a layer by Megatron core's name suffix
- * ("decoder.layers.N." + suffix) and where each goes in pl_block_weights. */
+ * ("decoder.layers.N." + suffix) and where each goes in pl_block_weights.
+ * Megatron core has no post-norm layer; its norms are named here
+ * post_self_attn_layernorm, post_cross_attn_layernorm and post_mlp_layernorm. */
 typedef struct pl_block_param_name {
     const char *suffix;
     size_t field; /* offsetof(pl_block_weights, ...) */
 } pl_block_param_name;
-enum { PL_BLOCK_MAX_PARAMS = 12 };
+enum { PL_BLOCK_MAX_PARAMS = 20 };
 /* The parameter table of a layer of spec s: fills names, returns the count. */
 int pl_block_param_names(const pl_block_spec *s, pl_block_param_name names[PL_BLOCK_MAX_PARAMS]);
 
@@ -108,9 +130,14 @@ typedef struct pl_block_acts {
     float *qkv;                     /* (N, QKV) after RoPE */
     float *attn, *lse;              /* (N, A), (B, NH/tp, T) */
     float *res1;                    /* (Nl, C) */
+    float *normx_mean, *normx_rstd; /* cross-attention: (Nl), (Nl) */
+    float *xq, *xkv;                /* (N, A), (N_enc, 2A) */
+    float *xattn, *xlse;            /* (N, A), (B, NH/tp, T) */
+    float *resx;                    /* (Nl, C) */
     float *norm2_mean, *norm2_rstd;
     float *fc1;                     /* (N, F1) */
     float *res2;                    /* (Nl, C) the layer's output */
+    float *pre1, *prex, *pre2;      /* post-norm: (Nl, C) each norm's input */
     uint16_t *qkv_bf16, *attn_bf16, *fc1_bf16; /* --bf16: the same, in bf16 */
 } pl_block_acts;
 
@@ -144,6 +171,13 @@ typedef struct pl_block_ctx {
     pl_comm *kv;             /* kv_shared: the ranks sharing this rank's group (set by the
                               * caller from pl_block_kv_comm before a backward) */
     int64_t Nl, n0;          /* this rank's residual-stream rows: [n0, n0 + Nl) of N */
+    int64_t Tk, Nk;          /* cross-attention: encoder positions per sample, B * Tk */
+    /* per micro-batch, set by the caller before a forward or backward: */
+    const int32_t *pad_len;  /* mask PADDING: (B) sample lengths; keys from there are masked */
+    const float *enc;        /* cross-attention: (Nk, C) the encoder output, whole */
+    float *denc;             /* cross-attention: (Nk, C) its gradient's partial sum on this
+                              * rank, added into (pl_block_enc_grad reduces it) */
+    const int32_t *enc_len;  /* cross-attention: (B) encoder lengths, or NULL: no padding */
     pl_comm *tp;
     pl_commq *tpq;           /* --tp-comm-overlap: the TP queue (NULL: reductions inline) */
     pl_commq_op tp_op;       /* the one reduction in flight on it */
@@ -161,6 +195,7 @@ typedef struct pl_block_ctx {
     float *dact;             /* (N, Fl); forward's fp32 fc1 under bf16 */
     float *qkv_f32;          /* --bf16: backward widens the saved qkv here (dfc1 and dact) */
     float *attn_ws;
+    float *dxkv;             /* cross-attention: (Nk, 2A) */
     float *rope_cos, *rope_sin; /* (rope_rows, rot/2) */
     int64_t rope_rot;
     int64_t rope_rows;       /* positions the tables cover: T (set a larger value before
@@ -169,11 +204,11 @@ typedef struct pl_block_ctx {
 
 /* Sets up c for micro-batches of B x T rows on a tensor-parallel group tp
  * (sequence-parallel with sp) with a GEMM context whose precision decides
- * act_bf16. Errors: sizes that do not divide by the TP size, spec features not
- * implemented yet (named). */
+ * act_bf16; with cross-attention, Tk encoder positions per sample. Errors:
+ * sizes that do not divide by the TP size, cross-attention with query groups. */
 pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl_block_dims *d,
-                            float eps, int64_t B, int64_t T, pl_comm *tp, int tp_rank, int sp,
-                            pl_gemm *gemm, pl_step_prof *prof);
+                            float eps, int64_t B, int64_t T, int64_t Tk, pl_comm *tp, int tp_rank,
+                            int sp, pl_gemm *gemm, pl_step_prof *prof);
 /* The communicator of the ranks that share this rank's key/value group when
  * there are fewer groups than TP ranks (collective over tp); otherwise *kv
  * is left a non-member. Free with pl_comm_free. */
@@ -195,7 +230,7 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *ro
 /* Creates the GEMM primitives of every linear layer (both directions). */
 pl_status pl_block_prepare(pl_block_ctx *c);
 
-/* Layer `layer`'s forward from x (N, C) into a (res2 is the output). */
+/* Layer `layer`'s forward from x (Nl, C) into a (res2 is the output). */
 pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
                        const float *x, int64_t layer);
 /* Generation (a context of B = T = 1, fp32): layer `layer`'s forward of the
@@ -206,12 +241,17 @@ pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
 pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
                           const float *x, float *kc, float *vc, int64_t pos, float *scores,
                           int64_t layer);
-/* Layer `layer`'s backward: dres (N, C) holds d res2 on entry and d x on exit;
- * parameter gradients are added into g. selective: the attention output and lse
- * are rebuilt from qkv first (selective recompute). */
+/* Layer `layer`'s backward: dres (Nl, C) holds d res2 on entry and d x on exit;
+ * parameter gradients are added into g (cross-attention: the encoder output's
+ * into c->denc). selective: the attention output and lse are rebuilt from qkv
+ * first (selective recompute). */
 pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
                        const pl_block_acts *a, const float *x, float *dres, int selective,
                        int64_t layer);
+/* The encoder output's gradient once every cross-attention layer has added
+ * its part to denc (Nk, C): summed over the TP group into out, all rows, or
+ * under sp this rank's Nk/tp rows (denc is then spent). */
+pl_status pl_block_enc_grad(pl_block_ctx *c, float *out, float *denc);
 
 /* A norm of this rank's rows x (Nl, C) written to the same rows of out (N, C),
  * then (sp) all-gathered: out holds every row. The stack's final norm uses it. */
@@ -227,7 +267,8 @@ void pl_block_hidden_dropout(const pl_block_ctx *c, float *out, const float *inp
 
 /* The dropout stream of (iteration, layer, site). Sites: 0 attention
  * probabilities, 1 after the attention projection, 2 after fc2, 3 the
- * embeddings' output. */
+ * embeddings' output, 4 cross-attention probabilities, 5 after its
+ * projection. */
 uint64_t pl_block_dropout_stream(int64_t iteration, int64_t layer, int site);
 
 #endif

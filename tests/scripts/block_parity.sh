@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One transformer layer (src/nn/block.c) of every spec the families use, against
+# PyTorch (float64, from the definitions: tests/scripts/block_parity.py): pre- and
+# post-norm, causal / padding / no mask, LayerNorm and RMSNorm, cross-attention to an
+# encoder output with its padding, dropout with plait's masks; output, input gradient,
+# encoder output gradient and every parameter gradient. Then tensor parallelism (2 and
+# 4 ranks, with and without sequence parallelism, Open MPI and MPICH) gives one
+# process's tensors within fp32 rounding. Every MPI run asserts its world size from
+# the tool's own line.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/train_lib.sh"
+export OMP_NUM_THREADS=1
+BP=$ROOT/build/testtools/block_parity
+PYBP=(/usr/bin/python3 "$ROOT/tests/scripts/block_parity.py")
+
+# name::flags: the layers of GPT/Llama (pre, causal), Megatron's BERT and T5 encoder
+# (pre, padding), Hugging Face's BERT and BART encoder (post, padding), the T5 and
+# MegaMolBART decoder (pre, causal, cross) and BART's decoder (post, cross), with
+# dropout and RMSNorm in some.
+CASES=("pre_causal::--mask causal"
+       "post_causal::--post-norm --mask causal"
+       "pre_padding_rms::--mask padding --rms"
+       "post_padding_dropout::--post-norm --mask padding --dropout 0.1"
+       "pre_cross::--mask causal --cross 20"
+       "post_cross_dropout::--post-norm --mask causal --cross 20 --dropout 0.2"
+       "none_cross_rms::--mask none --cross 9 --rms")
+FILES=()
+for c in "${CASES[@]}"; do
+    name=${c%%::*}; flags=${c#*::}
+    # shellcheck disable=SC2086
+    check "$name: one process writes the layer" timeout -k 5 60 "$BP" "$TMP/$name.st" $flags
+    FILES+=("$TMP/$name.st")
+done
+OMP_NUM_THREADS=2 timeout -k 5 300 "${PYBP[@]}" torch "${FILES[@]}" | tee "$TMP/py.out"
+read -r p f < <(sed -nE 's/^block_parity: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
+_pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
+
+# tensor parallelism: NAME RUNNER NP TOOL FLAGS... against the one-process file of NAME
+n_tp=0
+tp_case() {
+    local name=$1 runner=$2 np=$3 tool=$4; shift 4
+    n_tp=$((n_tp + 1))
+    local out="$TMP/tp$n_tp.st"
+    check "$name: $runner tp $np $* runs at world $np" bash -c \
+        "timeout -k 5 120 $runner -n $np '$tool' '$out' $* | grep -q 'wrote .* (tp $np'"
+    "${PYBP[@]}" same "$TMP/$name.st" "$out" >"$TMP/same.out" 2>&1
+    local sp sf
+    read -r sp sf < <(sed -nE 's/^block_parity: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/same.out")
+    grep -E '^not ok|^ok .*every tensor' "$TMP/same.out" | sed "s|$TMP/||g"
+    _pass=$((_pass + ${sp:-0})); _fail=$((_fail + ${sf:-1}))
+}
+tp_case post_cross_dropout mpirun.openmpi 2 "$BP" --post-norm --mask causal --cross 20 --dropout 0.2
+tp_case post_cross_dropout mpirun.openmpi 2 "$BP" --post-norm --mask causal --cross 20 --dropout 0.2 --sp
+tp_case post_cross_dropout mpirun.openmpi 4 "$BP" --post-norm --mask causal --cross 20 --dropout 0.2 --sp
+tp_case pre_cross mpirun.openmpi 2 "$BP" --mask causal --cross 20 --sp
+tp_case post_padding_dropout mpirun.openmpi 2 "$BP" --post-norm --mask padding --dropout 0.1 --sp
+tp_case pre_padding_rms mpirun.openmpi 4 "$BP" --mask padding --rms
+if [ -x "$ROOT/build-mpich/testtools/block_parity" ]; then
+    tp_case post_cross_dropout mpirun.mpich 2 "$ROOT/build-mpich/testtools/block_parity" \
+        --post-norm --mask causal --cross 20 --dropout 0.2 --sp
+fi
+summary block_parity
