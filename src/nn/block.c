@@ -168,6 +168,17 @@ void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int
         a->xlse = pl_plan_take(p, c->B * c->NHl * c->T);
         a->resx = pl_plan_take(p, Nl * C);
     }
+    if (c->split_bwd) {
+        a->w_dy1 = pl_plan_take(p, N * C);
+        a->w_dqkv = pl_plan_take(p, N * c->QKVl);
+        a->w_dy2 = pl_plan_take(p, N * C);
+        a->w_dfc1 = pl_plan_take(p, N * c->F1l);
+        if (c->spec.cross_attention) {
+            a->w_dyx = pl_plan_take(p, N * C);
+            a->w_dxq = pl_plan_take(p, N * c->Al);
+            a->w_dxkv = pl_plan_take(p, c->Nk * 2 * c->Al);
+        }
+    }
     if (c->spec.post_norm) {
         a->pre1 = pl_plan_take(p, Nl * C);
         a->pre2 = pl_plan_take(p, Nl * C);
@@ -327,9 +338,16 @@ static pl_status column_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, co
                             const float *x, const float *w, int64_t IC, int64_t OCl)
 {
     double t0 = pl_time_now();
-    pl_status st = pl_tp_column_linear_bwd_overlap(c->tp, c->sp, c->tpq, &c->tp_op,
-                                                   &c->prof->tp_overlap, c->gemm, dx, dw, db, dy,
-                                                   x, w, c->N, IC, OCl);
+    pl_status st;
+    if (!dx) /* a split backward's weight half: no input gradient, nothing to reduce */
+        st = pl_nn_linear_bwd(c->gemm, NULL, dw, db, dy, x, w, c->N, IC, OCl);
+    else if (!dw) /* its input half */
+        st = pl_tp_column_linear_bwd(c->tp, c->sp, c->gemm, dx, NULL, NULL, dy, x, w, c->N, IC,
+                                     OCl);
+    else
+        st = pl_tp_column_linear_bwd_overlap(c->tp, c->sp, c->tpq, &c->tp_op,
+                                             &c->prof->tp_overlap, c->gemm, dx, dw, db, dy, x, w,
+                                             c->N, IC, OCl);
     prof_add(&c->prof->linear, t0);
     return st;
 }
@@ -551,10 +569,22 @@ fail:
     return st;
 }
 
+/* The input half of a split backward (lg's linear fields NULL: it adds no
+ * linear gradient) keeps a linear layer's output gradient dy (n floats) for
+ * the weight half; a whole backward keeps nothing. */
+static void stash(const pl_block_weights *lg, float *keep, const float *dy, int64_t n)
+{
+    if (!lg->fc2_w)
+        memcpy(keep, dy, (size_t)n * sizeof(float));
+}
+
 /* Its backward: dres = d resx on entry, d res1 on exit; the encoder output's
- * gradient (this rank's partial sum) added into c->denc. */
+ * gradient (this rank's partial sum) added into c->denc. g: the norms'
+ * gradients; lg: the linear layers' (NULL fields in a split backward's input
+ * half, which stashes their output gradients in a instead). */
 static pl_status cross_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
-                           const pl_block_acts *a, float *dres, int64_t layer)
+                           const pl_block_weights *lg, const pl_block_acts *a, float *dres,
+                           int64_t layer)
 {
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
@@ -564,8 +594,9 @@ static pl_status cross_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(post_norm_bwd(c, dres, g->normx_w, g->normx_b, a->prex, nx));
     const float *dy, *in;
     PL_TRY(branch_grad(c, dres, layer, 5, &dy));
+    stash(lg, a->w_dyx, dy, N * C);
     memset(c->dattn, 0, (size_t)(N * c->Al) * sizeof(float));
-    PL_TRY(row_bwd(c, c->dattn, g->xproj_w, g->xproj_b, dy, a->xattn, w->xproj_w, c->Al, C));
+    PL_TRY(row_bwd(c, c->dattn, lg->xproj_w, lg->xproj_b, dy, a->xattn, w->xproj_w, c->Al, C));
     float *dxq = c->dqkv; /* (N, A) of its (N, QKV) */
     memset(dxq, 0, (size_t)(N * c->Al) * sizeof(float));
     memset(c->dxkv, 0, (size_t)(c->Nk * 2 * c->Al) * sizeof(float));
@@ -574,13 +605,15 @@ static pl_status cross_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     pl_cpu_attention_cross_bwd(dxq, c->dxkv, c->dattn, a->xq, a->xkv, a->xattn, a->xlse, &s,
                                c->attn_ws);
     prof_add(&c->prof->attention, t0);
+    stash(lg, a->w_dxq, dxq, N * c->Al);
+    stash(lg, a->w_dxkv, c->dxkv, c->Nk * 2 * c->Al);
     t0 = pl_time_now();
-    PL_TRY(pl_nn_linear_bwd(c->gemm, c->denc, g->xkv_w, g->xkv_b, c->dxkv, c->enc, w->xkv_w,
+    PL_TRY(pl_nn_linear_bwd(c->gemm, c->denc, lg->xkv_w, lg->xkv_b, c->dxkv, c->enc, w->xkv_w,
                             c->Nk, C, 2 * c->Al));
     prof_add(&c->prof->linear, t0);
     PL_TRY(branch_input(c, &in, a->res1, nx));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
-    PL_TRY(column_bwd(c, c->dnorm, g->xq_w, g->xq_b, dxq, in, w->xq_w, C, c->Al));
+    PL_TRY(column_bwd(c, c->dnorm, lg->xq_w, lg->xq_b, dxq, in, w->xq_w, C, c->Al));
     PL_TRY(branch_input_bwd(c, dres, g->normx_w, g->normx_b, a->res1, nx));
 fail:
     return st;
@@ -652,9 +685,10 @@ pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_b
     return block_fwd(c, w, a, x, layer, &dec);
 }
 
-pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
-                       const pl_block_acts *a, const float *x, float *dres, int selective,
-                       int64_t layer)
+/* The backward, whole (lg = g) or its input half (lg's linear fields NULL). */
+static pl_status block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
+                           const pl_block_weights *lg, const pl_block_acts *a, const float *x,
+                           float *dres, int selective, int64_t layer)
 {
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
@@ -670,17 +704,19 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
     PL_TRY(post_norm_bwd(c, dres, g->norm2_w, g->norm2_b, a->pre2, n2));
     const float *dy;
     PL_TRY(branch_grad(c, dres, layer, 2, &dy));
+    stash(lg, a->w_dy2, dy, N * C);
     act_fwd(c, a);
     memset(c->dact, 0, (size_t)(N * c->Fl) * sizeof(float));
-    PL_TRY(row_bwd(c, c->dact, g->fc2_w, g->fc2_b, dy, c->act, w->fc2_w, c->Fl, C));
+    PL_TRY(row_bwd(c, c->dact, lg->fc2_w, lg->fc2_b, dy, c->act, w->fc2_w, c->Fl, C));
     memset(c->dfc1, 0, (size_t)(N * c->F1l) * sizeof(float)); /* c->act is spent */
     act_bwd(c, a);
+    stash(lg, a->w_dfc1, c->dfc1, N * c->F1l);
     PL_TRY(branch_input(c, &in, h, n2));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
-    PL_TRY(column_bwd(c, c->dnorm, g->fc1_w, g->fc1_b, c->dfc1, in, w->fc1_w, C, c->F1l));
+    PL_TRY(column_bwd(c, c->dnorm, lg->fc1_w, lg->fc1_b, c->dfc1, in, w->fc1_w, C, c->F1l));
     PL_TRY(branch_input_bwd(c, dres, g->norm2_w, g->norm2_b, h, n2));
     if (c->spec.cross_attention)
-        PL_TRY(cross_bwd(c, w, g, a, dres, layer));
+        PL_TRY(cross_bwd(c, w, g, lg, a, dres, layer));
     /* attention branch: res1 = x + proj(attn(qkv(norm1(x)))); dres = d res1.
      * --bf16: qkv widened into dfc1 and dact, attn into norm_out (all dead here) */
     PL_TRY(post_norm_bwd(c, dres, g->norm1_w, g->norm1_b, a->pre1, n1));
@@ -698,21 +734,93 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
         attn = c->norm_out;
     }
     PL_TRY(branch_grad(c, dres, layer, 1, &dy));
+    stash(lg, a->w_dy1, dy, N * C);
     memset(c->dattn, 0, (size_t)(N * c->Al) * sizeof(float));
-    PL_TRY(row_bwd(c, c->dattn, g->proj_w, g->proj_b, dy, attn, w->proj_w, c->Al, C));
+    PL_TRY(row_bwd(c, c->dattn, lg->proj_w, lg->proj_b, dy, attn, w->proj_w, c->Al, C));
     memset(c->dqkv, 0, (size_t)(N * c->QKVl) * sizeof(float));
     attention_bwd(c, c->dqkv, c->dattn, qkv, attn, a->lse, layer);
     if (c->spec.pos == PL_POS_ROPE)
         pl_cpu_rope_bwd(c->dqkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
                         c->dims.HS, c->rope_rot, 0);
+    stash(lg, a->w_dqkv, c->dqkv, N * c->QKVl);
     PL_TRY(branch_input(c, &in, x, n1));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
-    if (c->kv_shared)
+    if (c->kv_shared && lg->qkv_w)
         kv_grad_begin(c, g);
-    PL_TRY(column_bwd(c, c->dnorm, g->qkv_w, g->qkv_b, c->dqkv, in, w->qkv_w, C, c->QKVl));
-    if (c->kv_shared)
+    PL_TRY(column_bwd(c, c->dnorm, lg->qkv_w, lg->qkv_b, c->dqkv, in, w->qkv_w, C, c->QKVl));
+    if (c->kv_shared && lg->qkv_w)
         PL_TRY(kv_grad_end(c, g));
     PL_TRY(branch_input_bwd(c, dres, g->norm1_w, g->norm1_b, x, n1));
+fail:
+    return st;
+}
+
+pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
+                       const pl_block_acts *a, const float *x, float *dres, int selective,
+                       int64_t layer)
+{
+    return block_bwd(c, w, g, g, a, x, dres, selective, layer);
+}
+
+pl_status pl_block_bwd_input(pl_block_ctx *c, const pl_block_weights *w,
+                             const pl_block_weights *g, const pl_block_acts *a, const float *x,
+                             float *dres, int64_t layer)
+{
+    if (!a->w_dy1)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_bwd_input: the activations were planned "
+                         "without the split backward's gradients (split_bwd)");
+    pl_block_weights lg = *g; /* the norms' gradients here; the linear layers' later */
+    lg.qkv_w = lg.qkv_b = lg.proj_w = lg.proj_b = NULL;
+    lg.xq_w = lg.xq_b = lg.xkv_w = lg.xkv_b = lg.xproj_w = lg.xproj_b = NULL;
+    lg.fc1_w = lg.fc1_b = lg.fc2_w = lg.fc2_b = NULL;
+    return block_bwd(c, w, g, &lg, a, x, dres, 0, layer);
+}
+
+/* The weight half: each linear layer's weight (and bias) gradient from its
+ * stashed output gradient and its input, rebuilt as the whole backward
+ * rebuilds it (the same kernels on the same saved values: the same bits). */
+pl_status pl_block_bwd_weight(pl_block_ctx *c, const pl_block_weights *w,
+                              const pl_block_weights *g, const pl_block_acts *a, const float *x,
+                              int64_t layer)
+{
+    pl_status st = PL_OK;
+    const int64_t N = c->N, C = c->dims.C;
+    (void)layer;
+    const norm_site n1 = {w->norm1_w, w->norm1_b, a->norm1_mean, a->norm1_rstd};
+    const norm_site n2 = {w->norm2_w, w->norm2_b, a->norm2_mean, a->norm2_rstd};
+    const norm_site nx = {w->normx_w, w->normx_b, a->normx_mean, a->normx_rstd};
+    const float *in, *h = c->spec.cross_attention ? a->resx : a->res1;
+    if (!a->w_dy1)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_bwd_weight without pl_block_bwd_input");
+    if (c->kv_shared && !(c->kv && pl_comm_is_member(c->kv)))
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_bwd_weight: shared key/value groups need "
+                         "the communicator of pl_block_kv_comm");
+    act_fwd(c, a);
+    PL_TRY(row_bwd(c, NULL, g->fc2_w, g->fc2_b, a->w_dy2, c->act, w->fc2_w, c->Fl, C));
+    PL_TRY(branch_input(c, &in, h, n2));
+    PL_TRY(column_bwd(c, NULL, g->fc1_w, g->fc1_b, a->w_dfc1, in, w->fc1_w, C, c->F1l));
+    if (c->spec.cross_attention) {
+        PL_TRY(row_bwd(c, NULL, g->xproj_w, g->xproj_b, a->w_dyx, a->xattn, w->xproj_w, c->Al,
+                       C));
+        double t0 = pl_time_now();
+        PL_TRY(pl_nn_linear_bwd(c->gemm, NULL, g->xkv_w, g->xkv_b, a->w_dxkv, c->enc, w->xkv_w,
+                                c->Nk, C, 2 * c->Al));
+        prof_add(&c->prof->linear, t0);
+        PL_TRY(branch_input(c, &in, a->res1, nx));
+        PL_TRY(column_bwd(c, NULL, g->xq_w, g->xq_b, a->w_dxq, in, w->xq_w, C, c->Al));
+    }
+    const float *attn = a->attn;
+    if (c->act_bf16) {
+        pl_cpu_widen_bf16(c->dattn, a->attn_bf16, N * c->Al);
+        attn = c->dattn;
+    }
+    PL_TRY(row_bwd(c, NULL, g->proj_w, g->proj_b, a->w_dy1, attn, w->proj_w, c->Al, C));
+    PL_TRY(branch_input(c, &in, x, n1));
+    if (c->kv_shared)
+        kv_grad_begin(c, g);
+    PL_TRY(column_bwd(c, NULL, g->qkv_w, g->qkv_b, a->w_dqkv, in, w->qkv_w, C, c->QKVl));
+    if (c->kv_shared)
+        PL_TRY(kv_grad_end(c, g));
 fail:
     return st;
 }

@@ -138,6 +138,10 @@ typedef struct pl_block_acts {
     float *fc1;                     /* (N, F1) */
     float *res2;                    /* (Nl, C) the layer's output */
     float *pre1, *prex, *pre2;      /* post-norm: (Nl, C) each norm's input */
+    /* split backward (c->split_bwd): the linear layers' output gradients, kept from the
+     * input half to the weight half: proj's and fc2's (N, C), qkv's (N, QKV), fc1's
+     * (N, F1); cross-attention's xproj's (N, C), xq's (N, A), xkv's (N_enc, 2A) */
+    float *w_dy1, *w_dqkv, *w_dy2, *w_dfc1, *w_dyx, *w_dxq, *w_dxkv;
     uint16_t *qkv_bf16, *attn_bf16, *fc1_bf16; /* --bf16: the same, in bf16 */
 } pl_block_acts;
 
@@ -183,6 +187,8 @@ typedef struct pl_block_ctx {
     pl_commq_op tp_op;       /* the one reduction in flight on it */
     pl_gemm *gemm;
     int act_bf16;            /* qkv, attention output and fc1 saved in bf16 */
+    int split_bwd;           /* zero-bubble schedules: plan the stash of pl_block_bwd_input
+                              * (set before pl_block_take_acts) */
     pl_step_prof *prof;
     pl_dropout_key drop;
     /* scratch (pl_block_take_scratch) */
@@ -248,6 +254,19 @@ pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_b
 pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
                        const pl_block_acts *a, const float *x, float *dres, int selective,
                        int64_t layer);
+/* The backward in two halves (zero-bubble pipeline schedules; the activations
+ * planned with c->split_bwd). The input half: dres as pl_block_bwd, the norms'
+ * gradients added into g, the linear layers' output gradients kept in a. The
+ * weight half, any time later while a is untouched (and, with cross-attention,
+ * c->enc the same): the linear layers' weight and bias gradients added into g.
+ * The two together add exactly what pl_block_bwd adds, bit for bit. No
+ * selective recompute (its attention output lives in shared scratch). */
+pl_status pl_block_bwd_input(pl_block_ctx *c, const pl_block_weights *w,
+                             const pl_block_weights *g, const pl_block_acts *a, const float *x,
+                             float *dres, int64_t layer);
+pl_status pl_block_bwd_weight(pl_block_ctx *c, const pl_block_weights *w,
+                              const pl_block_weights *g, const pl_block_acts *a, const float *x,
+                              int64_t layer);
 /* The encoder output's gradient once every cross-attention layer has added
  * its part to denc (Nk, C): summed over the TP group into out, all rows, or
  * under sp this rank's Nk/tp rows (denc is then spent). */

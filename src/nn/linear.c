@@ -17,7 +17,7 @@ pl_status pl_nn_linear_bwd(pl_gemm *g, float *dx, float *dw, float *db, const fl
     pl_status st = PL_OK;
     if (dx) /* dx (N,IC) += dy (N,OC) . W (OC,IC) */
         st = pl_gemm_run(g, 0, 0, N, IC, OC, dy, OC, w, IC, 1.0f, dx, IC);
-    if (st == PL_OK) /* dW (OC,IC) += dy^T (OC,N) . x (N,IC) */
+    if (st == PL_OK && dw) /* dW (OC,IC) += dy^T (OC,N) . x (N,IC) */
         st = pl_gemm_run(g, 1, 0, OC, IC, N, dy, OC, x, IC, 1.0f, dw, IC);
     if (st == PL_OK && db)
         pl_cpu_bias_bwd(db, dy, N, OC);

@@ -1,7 +1,8 @@
 /* Linear layer y = x W^T + b over one rank's slice of W.
  *   x (N, IC), W (OC, IC) row-major as Megatron stores it, b (OC) or NULL, y (N, OC).
  * Backward adds into dx (N, IC), dW (OC, IC), db (OC); dx may be NULL when the
- * input needs no gradient. The tensor-parallel wrappers (column- and
+ * input needs no gradient, dW and db when only the input's is wanted (the
+ * input-gradient half of a split backward). The tensor-parallel wrappers (column- and
  * row-parallel) in src/parallel/tp/ add the communication around these. */
 #ifndef PL_NN_LINEAR_H
 #define PL_NN_LINEAR_H

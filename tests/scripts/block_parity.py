@@ -13,7 +13,8 @@
 The reference is written from the definitions, not from plait's code: pre-norm
 (x + f(norm(x))) or post-norm (norm(x + f(x))) residual branches; LayerNorm with the
 biased variance or RMSNorm (x / sqrt(mean(x^2) + eps), times the gain, plus the bias);
-self-attention from Megatron's per-head [q, k, v] rows, causal, padded (keys at or past
+self-attention from Megatron's QKV rows (per key/value group its query heads, then k, then
+v; per head [q, k, v] for multi-head), causal, padded (keys at or past
 a sample's length masked) or unmasked; cross-attention with queries from the layer
 and per-head [k, v] rows from the encoder output (Megatron core's linear_q and
 linear_kv), the encoder's padding masking its keys; GELU (tanh form) MLP; dropout as
@@ -132,8 +133,13 @@ def layer(t, cfg, P, placement=None, masks=True, enc_len=True):
 
     def self_attn(h):
         qkv = h @ P["self_attention.linear_qkv.weight"].T + P["self_attention.linear_qkv.bias"]
-        qkv = qkv.view(B, T, NH, 3, HS).permute(3, 0, 2, 1, 4)  # per head [q, k, v]
-        o = attend(qkv[0], qkv[1], qkv[2], allowed, drop.get("attention_probs"))
+        G = cfg.get("groups", NH)
+        QG = NH // G
+        qkv = qkv.view(B, T, G, QG + 2, HS)  # per group: its QG query heads, k, v
+        q = qkv[:, :, :, :QG].reshape(B, T, NH, HS).transpose(1, 2)
+        k = qkv[:, :, :, QG].repeat_interleave(QG, dim=2).transpose(1, 2)
+        v = qkv[:, :, :, QG + 1].repeat_interleave(QG, dim=2).transpose(1, 2)
+        o = attend(q, k, v, allowed, drop.get("attention_probs"))
         o = o.permute(0, 2, 1, 3).reshape(N, C)
         return o @ P["self_attention.linear_proj.weight"].T + P["self_attention.linear_proj.bias"]
 

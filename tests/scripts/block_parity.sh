@@ -5,8 +5,9 @@
 # encoder output with its padding, dropout with plait's masks; output, input gradient,
 # encoder output gradient and every parameter gradient. Then tensor parallelism (2 and
 # 4 ranks, with and without sequence parallelism, Open MPI and MPICH) gives one
-# process's tensors within fp32 rounding. Every MPI run asserts its world size from
-# the tool's own line.
+# process's tensors within fp32 rounding, and the backward split in its input and
+# weight halves (zero-bubble schedules) the whole backward's bytes. Every MPI run
+# asserts its world size from the tool's own line.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -23,7 +24,9 @@ CASES=("pre_causal::--mask causal"
        "post_padding_dropout::--post-norm --mask padding --dropout 0.1"
        "pre_cross::--mask causal --cross 20"
        "post_cross_dropout::--post-norm --mask causal --cross 20 --dropout 0.2"
-       "none_cross_rms::--mask none --cross 9 --rms")
+       "none_cross_rms::--mask none --cross 9 --rms"
+       "gqa::--groups 2"
+       "mqa_padding::--groups 1 --mask padding")
 FILES=()
 for c in "${CASES[@]}"; do
     name=${c%%::*}; flags=${c#*::}
@@ -55,8 +58,28 @@ tp_case post_cross_dropout mpirun.openmpi 4 "$BP" --post-norm --mask causal --cr
 tp_case pre_cross mpirun.openmpi 2 "$BP" --mask causal --cross 20 --sp
 tp_case post_padding_dropout mpirun.openmpi 2 "$BP" --post-norm --mask padding --dropout 0.1 --sp
 tp_case pre_padding_rms mpirun.openmpi 4 "$BP" --mask padding --rms
+tp_case mqa_padding mpirun.openmpi 2 "$BP" --groups 1 --mask padding --sp  # k, v shared by 2 ranks
 if [ -x "$ROOT/build-mpich/testtools/block_parity" ]; then
     tp_case post_cross_dropout mpirun.mpich 2 "$ROOT/build-mpich/testtools/block_parity" \
         --post-norm --mask causal --cross 20 --dropout 0.2 --sp
 fi
+
+# The backward in two halves (zero-bubble schedules: pl_block_bwd_input, then
+# pl_block_bwd_weight) writes the bytes of the whole backward.
+split_same() { # RUNNER NP FLAGS...
+    local runner=$1 np=$2; shift 2
+    local pre=(); [ "$np" -gt 1 ] && pre=("$runner" -n "$np")
+    timeout -k 5 120 "${pre[@]}" "$BP" "$TMP/whole.st" "$@" >/dev/null &&
+        timeout -k 5 120 "${pre[@]}" "$BP" "$TMP/halves.st" "$@" --split | grep -q "(tp $np" &&
+        cmp "$TMP/whole.st" "$TMP/halves.st"
+}
+check "split backward = whole backward, bit for bit: pre-norm" split_same - 1 --mask causal
+check "split backward, bit for bit: post-norm, cross-attention, dropout" split_same - 1 \
+    --post-norm --mask causal --cross 20 --dropout 0.2
+check "split backward, bit for bit: grouped-query, bf16, dropout" split_same - 1 --groups 2 \
+    --bf16 --dropout 0.1
+check "split backward, bit for bit: tp 4, sp, multi-query (shared k, v)" split_same \
+    mpirun.openmpi 4 --groups 1 --sp
+check "split backward, bit for bit: tp 4, sp, post-norm, cross-attention, dropout" split_same \
+    mpirun.openmpi 4 --post-norm --mask causal --cross 20 --dropout 0.2 --sp
 summary block_parity

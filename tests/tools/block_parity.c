@@ -3,7 +3,8 @@
  * check against PyTorch, and for two runs to be compared with each other.
  *
  * usage: [mpirun -n P] block_parity OUT.safetensors [--post-norm] [--mask causal|padding|none]
- *                                   [--cross TK] [--rms] [--dropout P] [--sp]
+ *                                   [--cross TK] [--rms] [--dropout P] [--sp] [--groups G]
+ *                                   [--split] [--bf16]
  *
  * The layer: hidden 32, 4 heads, MLP 64, GELU, LayerNorm (RMSNorm with --rms),
  * biases, B = 2 samples of T = 24 positions; --cross TK: a decoder layer with
@@ -19,7 +20,12 @@
  * gradient and the encoder output are keyed by global index too, so every
  * layout computes the same function of the same numbers. With --dropout P
  * (hidden and attention) the masks are written as well, computed here from
- * kernels.h's formulas (layer 0, iteration 3, samples 5 and 9). */
+ * kernels.h's formulas (layer 0, iteration 3, samples 5 and 9). --groups G:
+ * grouped-query self-attention (G key/value groups; fewer than P: shared).
+ * --split: the backward in its two halves (pl_block_bwd_input, then
+ * pl_block_bwd_weight), which must write the same bytes as the whole one.
+ * --bf16: the GEMMs in bf16 and qkv, attention output and fc1 saved in bf16
+ * (for the split's bit-identity; the PyTorch reference is fp32's). */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "ckpt/safetensors.h"
@@ -57,16 +63,21 @@ static float *filled(int64_t n, const char *what)
 }
 
 /* global (ndim, shape) tensor of p from every rank's local values: summed on
- * rank 0 by global index (a replicated tensor from TP rank 0 only) */
+ * rank 0 by global index (a replicated tensor from TP rank 0 only, shared key
+ * and value rows from their first sharer) */
 static pl_status gather_param(pl_comm *tp, const pl_param *p, const float *local, float *global)
 {
     const int64_t n = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
     memset(global, 0, (size_t)n * sizeof(float));
     if (p->split != PL_TP_REPLICATED || tp->rank == 0) {
         const int64_t rows = p->local_shape[0], cols = p->ndim == 2 ? p->local_shape[1] : 1;
-        for (int64_t r = 0; r < rows; r++)
+        for (int64_t r = 0; r < rows; r++) {
+            /* shared key/value rows: from the group's first sharer only */
+            if (p->split == PL_TP_QKV_SHARED_KV && r >= p->q_rows && p->kv_replica)
+                continue;
             for (int64_t k = 0; k < cols; k++)
                 global[pl_param_global_index(p, r, k)] = local[r * cols + k];
+        }
     }
     if (tp->size == 1)
         return PL_OK;
@@ -84,7 +95,7 @@ static pl_status gather_rows(pl_comm *tp, int sp, float *full, const float *mine
 }
 
 typedef struct opts {
-    int post, cross_tk, rms, sp;
+    int post, cross_tk, rms, sp, groups, split, bf16;
     pl_mask_kind mask;
     float dropout;
 } opts;
@@ -100,6 +111,12 @@ static int parse(int argc, char **argv, opts *o)
             o->rms = 1;
         else if (strcmp(argv[i], "--sp") == 0)
             o->sp = 1;
+        else if (strcmp(argv[i], "--split") == 0)
+            o->split = 1;
+        else if (strcmp(argv[i], "--bf16") == 0)
+            o->bf16 = 1;
+        else if (strcmp(argv[i], "--groups") == 0 && i + 1 < argc)
+            o->groups = atoi(argv[++i]);
         else if (strcmp(argv[i], "--cross") == 0 && i + 1 < argc)
             o->cross_tk = atoi(argv[++i]);
         else if (strcmp(argv[i], "--dropout") == 0 && i + 1 < argc)
@@ -115,7 +132,10 @@ static int parse(int argc, char **argv, opts *o)
         } else
             return 0;
     }
-    return argc >= 2 && o->cross_tk >= 0 && o->dropout >= 0 && o->dropout < 1;
+    if (!o->groups)
+        o->groups = NH;
+    return argc >= 2 && o->cross_tk >= 0 && o->dropout >= 0 && o->dropout < 1 &&
+           o->groups >= 1 && NH % o->groups == 0;
 }
 
 /* The dropout masks of layer 0 (scale where kept, 0 where dropped): hidden
@@ -153,7 +173,7 @@ static pl_status run(const opts *o, pl_comm *tp, const char *out)
 {
     pl_status st = PL_OK;
     const int64_t Tk = o->cross_tk, N = B * T, Nk = B * Tk;
-    pl_model_config cfg = {.num_layers = 1, .hidden = C, .heads = NH, .query_groups = NH,
+    pl_model_config cfg = {.num_layers = 1, .hidden = C, .heads = NH, .query_groups = o->groups,
                            .ffn_hidden = F, .seq_length = T, .init_std = 0.2, .ln_eps = 1e-5f};
     cfg.block = (pl_block_spec){o->rms ? PL_NORM_RMSNORM : PL_NORM_LAYERNORM, PL_ACT_GELU,
                                 PL_POS_LEARNED, o->mask, Tk > 0, 1, 1, o->post};
@@ -184,10 +204,16 @@ static pl_status run(const opts *o, pl_comm *tp, const char *out)
     }
     pl_gemm *gemm = NULL;
     pl_step_prof prof = {0};
+    pl_comm kv = {0};
     PL_TRY(pl_gemm_init(&gemm));
+    if (o->bf16)
+        pl_gemm_set_precision(gemm, PL_GEMM_BF16);
     pl_block_ctx c;
     PL_TRY(pl_block_ctx_init(&c, &cfg.block, &dims, cfg.ln_eps, B, T, Tk, tp, tp->rank, o->sp,
                              gemm, &prof));
+    PL_TRY(pl_block_kv_comm(&kv, tp, &dims));
+    c.kv = &kv;
+    c.split_bwd = o->split;
     int32_t pad_len[B] = {T, T - 7}, enc_len[B] = {(int32_t)Tk, (int32_t)Tk - 5};
     c.pad_len = pad_len;
     c.enc_len = Tk > 5 ? enc_len : NULL;
@@ -217,7 +243,12 @@ static pl_status run(const opts *o, pl_comm *tp, const char *out)
     c.denc = denc;
     PL_TRY(pl_block_fwd(&c, &w, &a, x + c.n0 * C, 0));
     PL_TRY(gather_rows(tp, o->sp, y, a.res2, N));
-    PL_TRY(pl_block_bwd(&c, &w, &g, &a, x + c.n0 * C, dres, 0, 0));
+    if (o->split) {
+        PL_TRY(pl_block_bwd_input(&c, &w, &g, &a, x + c.n0 * C, dres, 0));
+        PL_TRY(pl_block_bwd_weight(&c, &w, &g, &a, x + c.n0 * C, 0));
+    } else {
+        PL_TRY(pl_block_bwd(&c, &w, &g, &a, x + c.n0 * C, dres, 0, 0));
+    }
     PL_TRY(gather_rows(tp, o->sp, dx, dres, N));
     if (Tk) {
         PL_TRY(pl_block_enc_grad(&c, denc_out, denc));
@@ -272,11 +303,12 @@ static pl_status run(const opts *o, pl_comm *tp, const char *out)
         char meta[512];
         snprintf(meta, sizeof meta,
                  "{\"post_norm\": %d, \"norm\": \"%s\", \"mask\": \"%s\", \"cross\": %lld, "
-                 "\"heads\": %d, \"eps\": 1e-5, \"dropout\": %g, \"tp\": %d, \"sp\": %d}",
+                 "\"heads\": %d, \"groups\": %d, \"eps\": 1e-5, \"dropout\": %g, \"tp\": %d, "
+                 "\"sp\": %d}",
                  o->post, o->rms ? "rmsnorm" : "layernorm",
                  o->mask == PL_MASK_CAUSAL ? "causal" : o->mask == PL_MASK_PADDING ? "padding"
                                                                                    : "none",
-                 (long long)Tk, NH, (double)o->dropout, tp->size, o->sp);
+                 (long long)Tk, NH, o->groups, (double)o->dropout, tp->size, o->sp);
         pl_st_writer_meta(wr, "config", meta);
         PL_TRY(pl_st_writer_finish(wr, out));
         wr = NULL;
