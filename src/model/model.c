@@ -235,7 +235,7 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->reg = reg;
-    m->stage = stage ? *stage : (pl_model_stage){0, cfg->num_layers, 1, 1, 1};
+    m->stage = stage ? *stage : (pl_model_stage){0, cfg->num_layers, 1, 1, 1, 0};
     const pl_model_stage *sg = &m->stage;
     if (sg->l0 < 0 || sg->nl < 1 || sg->l0 + sg->nl > cfg->num_layers || sg->inflight < 1)
         return pl_errorf(PL_ERR_INTERNAL, "pl_model_init: layers [%lld, +%lld) of %lld, %lld in "
@@ -252,6 +252,12 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
                              cfg->sequence_parallel, gemm, &m->prof));
     PL_TRY(pl_block_kv_comm(&m->kv_comm, tp, &dims));
     m->blk.kv = &m->kv_comm;
+    m->blk.split_bwd = sg->split_bwd;
+    if (sg->split_bwd && cfg->recompute.granularity != PL_RECOMPUTE_NONE)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "a zero-bubble schedule (the backward in two "
+                         "halves) with activation recomputation: the recomputed layers' buffers "
+                         "are shared by the micro-batches, and a weight half runs after the next "
+                         "micro-batch's; drop --recompute-* or choose another schedule");
     m->Vl = cfg->padded_vocab / reg->tp_size;
     m->v0 = m->Vl * reg->tp_rank;
     /* Kept logits need the whole vocabulary slice in one chunk (kernels.h). */
@@ -428,7 +434,9 @@ fail:
     return st;
 }
 
-pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
+/* The backward of the current micro-batch, whole (split = 0) or its input
+ * half (split = 1: each layer's pl_block_bwd_input, no layer is final yet). */
+static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, int split)
 {
     pl_status st = PL_OK;
     const int64_t B = m->B, T = m->T, N = m->N, Nl = m->blk.Nl, C = m->C;
@@ -465,6 +473,11 @@ pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
         }
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, j, 1));
+        if (split) {
+            PL_TRY(pl_block_bwd_input(&m->blk, &m->w[j], &m->g[j], &m->acts[j], layer_input(m, j),
+                                      m->dres, l0 + j));
+            continue;
+        }
         PL_TRY(pl_block_bwd(&m->blk, &m->w[j], &m->g[j], &m->acts[j], layer_input(m, j), m->dres,
                             selective, l0 + j));
         if (ready)
@@ -482,6 +495,39 @@ pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
         PL_TRY(pl_tp_gather_rows(m->tp, dx0, N, C));
     }
     pl_tp_embedding_bwd(m->dwte, m->dwpe, dx0, m->tokens, B, T, C, m->v0, m->Vl);
+fail:
+    return st;
+}
+
+pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx)
+{
+    return model_backward(m, ready, ctx, 0);
+}
+
+pl_status pl_model_backward_input(pl_model *m)
+{
+    if (!m->stage.split_bwd)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_model_backward_input: the stage was not planned "
+                         "for a split backward");
+    return model_backward(m, NULL, NULL, 1);
+}
+
+pl_status pl_model_backward_weight(pl_model *m, pl_grad_ready_fn ready, void *ctx)
+{
+    pl_status st = PL_OK;
+    const int64_t L = m->stage.nl, l0 = m->stage.l0;
+    if (!m->stage.split_bwd)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_model_backward_weight: the stage was not planned "
+                         "for a split backward");
+    set_dropout(m);
+    for (int64_t j = L - 1; j >= 0; j--) {
+        if (m->fetch)
+            PL_TRY(m->fetch(m->fetch_ctx, j, 1));
+        PL_TRY(pl_block_bwd_weight(&m->blk, &m->w[j], &m->g[j], &m->acts[j], layer_input(m, j),
+                                   l0 + j));
+        if (ready)
+            PL_TRY(ready(ctx, m->layer_offset[j], m->layer_count[j]));
+    }
 fail:
     return st;
 }

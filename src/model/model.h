@@ -54,6 +54,7 @@ typedef struct pl_model_stage {
     int64_t l0, nl;   /* layers [l0, l0 + nl) of the model */
     int first, last;  /* holds the embedding / the final norm and LM head */
     int64_t inflight; /* micro-batches whose activations are kept at once (>= 1) */
+    int split_bwd;    /* zero-bubble schedules: backwards in two halves (no recompute) */
 } pl_model_stage;
 
 /* One micro-batch in flight: its batch, its saved activations and what it
@@ -162,5 +163,14 @@ pl_status pl_model_forward(pl_model *m);
  * mb.dx0 on a stage that is not the first. ready, when not NULL, is told each
  * layer's range as soon as it is final; its error stops the backward. */
 pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx);
+
+/* The same backward in two halves (a stage planned with split_bwd; zero-bubble
+ * schedules). The input half: everything the previous stage waits for (mb.dx0),
+ * the embedding's and LM head's gradients and the norms'; no layer is final.
+ * The weight half, later, with the micro-batch's slot current again: the
+ * layers' linear weight gradients, each layer's range told to ready as it is
+ * final. Together: pl_model_backward's gradients, bit for bit. */
+pl_status pl_model_backward_input(pl_model *m);
+pl_status pl_model_backward_weight(pl_model *m, pl_grad_ready_fn ready, void *ctx);
 
 #endif

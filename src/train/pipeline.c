@@ -17,7 +17,7 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
     const int P = t->grid.layout.pp, r = t->grid.pp_rank;
     int64_t l0, nl;
     PL_TRY(pl_model_stage_layers(&t->cfg, P, r, &l0, &nl));
-    *stage = (pl_model_stage){l0, nl, r == 0, r == P - 1, 1};
+    *stage = (pl_model_stage){l0, nl, r == 0, r == P - 1, 1, 0};
     if (P == 1)
         return PL_OK;
     pl_pp_kind kind = pl_pp_kind_default(P, 1);
