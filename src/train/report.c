@@ -216,13 +216,19 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
     pl_log_info("peak resident memory (VmHWM) per rank: max %.1f MiB, min %.1f MiB",
                 (double)mx[0] / 1024, (double)-mx[1] / 1024);
     if (t->metrics) {
+        /* rank 0's stage: its flat buffer, and each layer's region (stages 2-3) */
+        const int64_t nl = t->zero.nregions ? t->model.stage.nl : 0;
         int64_t layers = 0;
-        for (int i = 1; i + 1 < t->zero.nregions; i++)
-            layers += t->zero.regions[i].hi - t->zero.regions[i].lo;
+        for (int64_t j = 0; j < nl; j++)
+            layers += t->zero.regions[t->zr_l0 + j].hi - t->zero.regions[t->zr_l0 + j].lo;
         fprintf(t->metrics, "{\"zero_partition\": {\"numel\": %lld, \"padded\": %lld, "
-                "\"layer_elems\": %lld, \"micro_batches\": %lld}}\n", (long long)t->reg.numel,
-                (long long)(t->zero_stage ? t->zero.padded : t->reg.numel), (long long)layers,
-                (long long)t->num_micro);
+                "\"layer_elems\": %lld, \"micro_batches\": %lld, \"layer_regions\": [",
+                (long long)t->reg.numel, (long long)(t->zero_stage ? t->zero.padded : t->reg.numel),
+                (long long)layers, (long long)t->num_micro);
+        for (int64_t j = 0; j < nl; j++)
+            fprintf(t->metrics, "%s%lld", j ? ", " : "",
+                    (long long)(t->zero.regions[t->zr_l0 + j].hi - t->zero.regions[t->zr_l0 + j].lo));
+        fprintf(t->metrics, "]}}\n");
         fprintf(t->metrics, "{\"iteration\": %lld, \"zero_stage\": %d, \"dp\": %lld, "
                 "\"vmhwm_kib_max\": %lld, \"vmhwm_kib_min\": %lld, \"state_bytes\": %lld, "
                 "\"work_bytes\": %lld, \"act_bytes\": %lld, \"act_bytes_kept\": %lld}\n",
