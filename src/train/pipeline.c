@@ -33,7 +33,8 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
     t->pp_tied = !t->cfg.untie;
     t->pp_send_act = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_act);
     t->pp_send_grad = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_grad);
-    if (!t->pp_send_act || !t->pp_send_grad)
+    t->pp_dp_wire = pl_calloc(3 * (size_t)P, sizeof *t->pp_dp_wire);
+    if (!t->pp_send_act || !t->pp_send_grad || !t->pp_dp_wire)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
     for (int64_t k = 0; k < stage->inflight; k++)
         t->pp_send_act[k] = t->pp_send_grad[k] = PL_COMM_REQ_NULL;

@@ -151,7 +151,7 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"reduce-scatter\": %lld, \"all-gather\": %lld}, \"tp_comm_ms\": %.3f, "
                     "\"pp_wire_bytes\": {\"send/recv\": %lld, \"all-reduce\": %lld}, "
                     "\"pp_calls\": {\"send/recv\": %lld, \"all-reduce\": %lld}, "
-                    "\"pp_wait_ms\": %.3f, \"pp_compute_ms\": %.3f}\n",
+                    "\"pp_wait_ms\": %.3f, \"pp_compute_ms\": %.3f",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
                     r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->zero_stage,
@@ -178,6 +178,17 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)pp->kind[PL_COMM_SENDRECV].calls,
                     (long long)pp->kind[PL_COMM_ALLREDUCE].calls, 1e3 * t->pp_wait_step,
                     1e3 * t->pp_compute_step);
+            if (t->pp_dp_wire) { /* pipelined: each stage's DP bytes, as dp_wire_bytes_mean */
+                fprintf(t->metrics, ", \"dp_wire_bytes_mean_stages\": [");
+                for (int k = 0; k < t->grid.layout.pp; k++) {
+                    const int64_t *w = t->pp_dp_wire + 3 * k;
+                    fprintf(t->metrics, "%s[%.1f, %.1f, %.1f]", k ? ", " : "",
+                            (double)w[0] / (double)t->dp, (double)w[1] / (double)t->dp,
+                            (double)w[2] / (double)t->dp);
+                }
+                fprintf(t->metrics, "]");
+            }
+            fprintf(t->metrics, "}\n");
             fflush(t->metrics);
         }
     }

@@ -694,6 +694,14 @@ stats:
     PL_TRY(pl_comm_allreduce_i64(dpc, sums, 4, PL_COMM_SUM));
     memcpy(t->wire_sum, sums, sizeof t->wire_sum);
     t->early_all_ranks = sums[3];
+    if (t->pp_dp_wire) { /* every stage's, to rank 0's model-parallel group */
+        const int P = t->grid.layout.pp;
+        memset(t->pp_dp_wire, 0, 3 * (size_t)P * sizeof *t->pp_dp_wire);
+        if (t->grid.tp_rank == 0)
+            memcpy(t->pp_dp_wire + 3 * t->grid.pp_rank, sums, 3 * sizeof *sums);
+        PL_TRY(pl_comm_allreduce_i64(pl_grid_comm(&t->grid, PL_GRID_MP), t->pp_dp_wire, 3 * P,
+                                     PL_COMM_SUM));
+    }
 fail:
     return st;
 }
@@ -757,6 +765,7 @@ static void trainer_free(pl_trainer *t)
     pl_pp_schedule_free(&t->pp);
     pl_free(t->pp_send_act);
     pl_free(t->pp_send_grad);
+    pl_free(t->pp_dp_wire);
     pl_zero_free(&t->zero);
     if (t->model_up)
         pl_model_free(&t->model);

@@ -74,6 +74,8 @@ typedef struct pl_trainer {
     double pp_wait_step, pp_compute_step;    /* the last step's seconds blocked on the
                                               * neighbouring stages / in FWD and BWD */
     int64_t wire_sum[3];                     /* the same summed over DP ranks */
+    int64_t *pp_dp_wire;                     /* pipelined, [3 P]: wire_sum of every stage
+                                              * (its TP rank 0's DP group) */
     int64_t early_all_ranks;                 /* comm_step.early summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
     pl_lr_schedule sched;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Pipeline parallelism in `plait train` (first part of the pipeline issue): P = 2, 4 and 8
 # stages under the 1F1B and GPipe schedules, combined with TP 2 (and sequence
-# parallelism), DP 2 and ZeRO 0-1 (2-3: pp_zero.sh), 8 ranks in 3D, with dropout on, for GPT (tied embeddings: the
-# last stage's copy summed over the embedding group) and Llama (untied): the same losses
+# parallelism), DP 2 and ZeRO 0-1 (stages 2-3: pp_zero.sh), 8 ranks in 3D, with dropout
+# on, for GPT (tied embeddings: the last stage's copy summed over the embedding group)
+# and Llama (untied): the same losses
 # over 10 iterations and validation as one process, the same final parameters (assembled
 # from the mp_rank_XX_YYY shards by tests/scripts/ckpt_tensors.py, which also checks the
 # tied copy equals the embeddings bit for bit); the bytes each step sends between stages

@@ -101,8 +101,10 @@ ok = len(steps) == 4
 for s in steps:
     got = tuple(s['dp_wire_bytes_mean'][k] for k in ('all-reduce', 'reduce-scatter', 'all-gather'))
     ok &= all(abs(g - w) <= 0.5 for g, w in zip(got, want))
+    ok &= s['dp_wire_bytes_mean_stages'][0] == list(got)  # every stage's, rank 0's first
 print(f'stage {stage} {kind}: measured {got}, theory {want} (P {P}, L {L}, m {m}'
       + (f', layer gathers {G / sizes[0]:.0f} of {2 * m * nl} without reuse)' if sizes else ')'))
+print(f'  every stage (all-reduce, reduce-scatter, all-gather): {s["dp_wire_bytes_mean_stages"]}')
 sys.exit(0 if ok else 1)
 PYEOF
 }
