@@ -9,8 +9,8 @@
 #include <string.h>
 
 /* The layers of this rank's pipeline stage and, pipelined, the schedule (its
- * in-flight bound sizes the activation slots). This version runs 1F1B and GPipe
- * with ZeRO stage 0; the other combinations are refused by name. */
+ * in-flight bound sizes the activation slots). This version runs 1F1B and GPipe,
+ * with any ZeRO stage; the other schedules are refused by name. */
 pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
 {
     pl_status st = PL_OK;
@@ -26,9 +26,6 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
     if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b and "
                          "gpipe", pl_pp_kind_name(kind));
-    if (t->zero_stage > 1)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "ZeRO stage %d with --pipeline-model-parallel-size "
-                         "%d is not implemented yet (stages 0 and 1 are)", t->zero_stage, P);
     const pl_pp_spec spec = {kind, P, (int)t->num_micro, 1};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
     PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
@@ -36,7 +33,8 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
     t->pp_tied = !t->cfg.untie;
     t->pp_send_act = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_act);
     t->pp_send_grad = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_grad);
-    if (!t->pp_send_act || !t->pp_send_grad)
+    t->pp_dp_wire = pl_calloc(3 * (size_t)P, sizeof *t->pp_dp_wire);
+    if (!t->pp_send_act || !t->pp_send_grad || !t->pp_dp_wire)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
     for (int64_t k = 0; k < stage->inflight; k++)
         t->pp_send_act[k] = t->pp_send_grad[k] = PL_COMM_REQ_NULL;
@@ -68,7 +66,12 @@ static pl_status pp_tied_grads(pl_trainer *t)
  * mean loss over the step's micro-batches (0 elsewhere). ZeRO stage 0: the DP
  * buckets of a layer are ready when its last micro-batch's backward ends; the
  * embeddings and the final norm's region (with a tied output layer) after the
- * embedding group's sum. */
+ * embedding group's sum. Stage 1: one reduce-scatter after the step (the caller's).
+ * Stages 2-3 (zero_hooks.c): each layer's gradients reduce-scattered at the end of
+ * every micro-batch's backward through it, as without pipelining; the embeddings'
+ * and the final norm's accumulate over the step and are reduce-scattered once, after
+ * the embedding group's sum (the tied copies' shards do not align: each stage pads
+ * and partitions its own flat buffer). */
 pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
                               double *loss_sum)
 {
@@ -134,7 +137,11 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             PL_TRY(pl_comm_wait(&t->pp_send_grad[k])); /* so has its last dx0 */
             pl_model_use(m, k);
             const int last = a->mb == M - 1;
-            PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? pl_train_grad_ready : NULL, t));
+            if (t->zero_stage >= 2)
+                PL_TRY(pl_train_zero_pp_backward(t));
+            else
+                PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? pl_train_grad_ready : NULL,
+                                         t));
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;
             break;
@@ -152,7 +159,11 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
     t->pp_wait_step += pl_time_now() - tw;
     t->prof.comm += t->pp_wait_step;
     t->prof.pp_wait += t->pp_wait_step;
+    if (t->zero_stage >= 2)
+        t->zq_compute_end = tw; /* queued work done by now ran beside compute */
     PL_TRY(pp_tied_grads(t));
+    if (t->zero_stage >= 2)
+        PL_TRY(pl_train_zero_pp_finish(t));
     if (t->zero_stage == 0) { /* the regions outside the layers are final now */
         if (m->stage.last && t->pp_tied)
             PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));

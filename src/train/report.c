@@ -151,7 +151,7 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"reduce-scatter\": %lld, \"all-gather\": %lld}, \"tp_comm_ms\": %.3f, "
                     "\"pp_wire_bytes\": {\"send/recv\": %lld, \"all-reduce\": %lld}, "
                     "\"pp_calls\": {\"send/recv\": %lld, \"all-reduce\": %lld}, "
-                    "\"pp_wait_ms\": %.3f, \"pp_compute_ms\": %.3f}\n",
+                    "\"pp_wait_ms\": %.3f, \"pp_compute_ms\": %.3f",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
                     r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->zero_stage,
@@ -178,6 +178,17 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     (long long)pp->kind[PL_COMM_SENDRECV].calls,
                     (long long)pp->kind[PL_COMM_ALLREDUCE].calls, 1e3 * t->pp_wait_step,
                     1e3 * t->pp_compute_step);
+            if (t->pp_dp_wire) { /* pipelined: each stage's DP bytes, as dp_wire_bytes_mean */
+                fprintf(t->metrics, ", \"dp_wire_bytes_mean_stages\": [");
+                for (int k = 0; k < t->grid.layout.pp; k++) {
+                    const int64_t *w = t->pp_dp_wire + 3 * k;
+                    fprintf(t->metrics, "%s[%.1f, %.1f, %.1f]", k ? ", " : "",
+                            (double)w[0] / (double)t->dp, (double)w[1] / (double)t->dp,
+                            (double)w[2] / (double)t->dp);
+                }
+                fprintf(t->metrics, "]");
+            }
+            fprintf(t->metrics, "}\n");
             fflush(t->metrics);
         }
     }
@@ -216,13 +227,19 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
     pl_log_info("peak resident memory (VmHWM) per rank: max %.1f MiB, min %.1f MiB",
                 (double)mx[0] / 1024, (double)-mx[1] / 1024);
     if (t->metrics) {
+        /* rank 0's stage: its flat buffer, and each layer's region (stages 2-3) */
+        const int64_t nl = t->zero.nregions ? t->model.stage.nl : 0;
         int64_t layers = 0;
-        for (int i = 1; i + 1 < t->zero.nregions; i++)
-            layers += t->zero.regions[i].hi - t->zero.regions[i].lo;
+        for (int64_t j = 0; j < nl; j++)
+            layers += t->zero.regions[t->zr_l0 + j].hi - t->zero.regions[t->zr_l0 + j].lo;
         fprintf(t->metrics, "{\"zero_partition\": {\"numel\": %lld, \"padded\": %lld, "
-                "\"layer_elems\": %lld, \"micro_batches\": %lld}}\n", (long long)t->reg.numel,
-                (long long)(t->zero_stage ? t->zero.padded : t->reg.numel), (long long)layers,
-                (long long)t->num_micro);
+                "\"layer_elems\": %lld, \"micro_batches\": %lld, \"layer_regions\": [",
+                (long long)t->reg.numel, (long long)(t->zero_stage ? t->zero.padded : t->reg.numel),
+                (long long)layers, (long long)t->num_micro);
+        for (int64_t j = 0; j < nl; j++)
+            fprintf(t->metrics, "%s%lld", j ? ", " : "",
+                    (long long)(t->zero.regions[t->zr_l0 + j].hi - t->zero.regions[t->zr_l0 + j].lo));
+        fprintf(t->metrics, "]}}\n");
         fprintf(t->metrics, "{\"iteration\": %lld, \"zero_stage\": %d, \"dp\": %lld, "
                 "\"vmhwm_kib_max\": %lld, \"vmhwm_kib_min\": %lld, \"state_bytes\": %lld, "
                 "\"work_bytes\": %lld, \"act_bytes\": %lld, \"act_bytes_kept\": %lld}\n",

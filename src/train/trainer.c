@@ -96,8 +96,9 @@ static pl_status measure_gemm_peak(pl_gemm *g, float *scratch, size_t scratch_fl
  *            forward and again before its backward) plus, with --zero3-prefetch, a
  *            second slot the next layer's gather lands in while this one computes,
  *            and the stage-2 gradient scratch
- * (P = n padded to a multiple of dp, S = P / dp.) */
-static pl_status setup_state(pl_trainer *t)
+ * (P = n padded to a multiple of dp, S = P / dp.) Pipelined, each stage plans its own
+ * flat buffer; the embeddings and the final norm exist only on the stages holding them. */
+static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
 {
     pl_status st = PL_OK;
     const int64_t n = t->reg.numel;
@@ -119,38 +120,47 @@ static pl_status setup_state(pl_trainer *t)
         t->state_bytes[2] = 2 * (size_t)n * sizeof(float);
         return PL_OK;
     }
-    /* Regions: embeddings, each layer, the final norm (the units forward needs and
-     * backward finishes). Layers are registered between the two. */
+    /* Regions (stages 2-3): the embeddings, each layer, the final norm with the output
+     * layer: the units forward needs and backward finishes, each on the pipeline stage
+     * that holds it (the first stage the embeddings, the last the final norm). On a
+     * stage without the final norm the last layer's region takes the padding. */
     const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
-    const int64_t L = t->cfg.num_layers;
+    const int regions = t->zero_stage >= 2;
+    const int64_t L = regions ? stage->nl : 0;
+    t->zr_emb = regions && stage->first ? 0 : -1;
+    t->zr_l0 = regions && stage->first ? 1 : 0;
+    t->zr_tail = regions && stage->last ? t->zr_l0 + (int)L : -1;
+    int nst = 0;
     int64_t *starts = pl_malloc((size_t)(L + 2) * sizeof *starts);
     if (!starts)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
-    starts[0] = 0;
-    for (int64_t l = 0; t->zero_stage >= 2 && l < L; l++) { /* stage 1 cuts no regions */
+    if (t->zr_emb >= 0)
+        starts[nst++] = 0;
+    for (int64_t l = 0; l < L; l++) {
         pl_block_weights tmp;
         int64_t lo, hi;
-        st = pl_model_layer_bind(&t->reg, &t->cfg.block, NULL, l, &tmp, &lo, &hi);
+        st = pl_model_layer_bind(&t->reg, &t->cfg.block, NULL, stage->l0 + l, &tmp, &lo, &hi);
         if (st) {
             pl_free(starts);
             return st;
         }
-        starts[l + 1] = lo;
+        starts[nst++] = lo;
     }
-    starts[L + 1] = lnw->offset;
-    st = pl_zero_init(&t->zero, pl_grid_comm(&t->grid, PL_GRID_DP), t->zero_stage, n, starts,
-                      t->zero_stage >= 2 ? (int)(L + 2) : 0);
+    if (t->zr_tail >= 0)
+        starts[nst++] = lnw->offset;
+    st = pl_zero_init(&t->zero, pl_grid_comm(&t->grid, PL_GRID_DP), t->zero_stage, n, starts, nst);
     pl_free(starts);
     if (st)
         return st;
     pl_zero *z = &t->zero;
     const int64_t P = z->padded, S = z->shard;
     int64_t own_max = 0;
-    if (t->zero_stage >= 2) {
-        t->nl_count = (z->regions[0].hi - z->regions[0].lo) + (P - lnw->offset);
-        for (int i = 1; i <= L; i++) {
-            int64_t c = z->regions[i].hi - z->regions[i].lo;
-            t->work_count = c > t->work_count ? c : t->work_count;
+    if (regions) {
+        t->nl_emb = t->zr_emb >= 0 ? z->regions[t->zr_emb].hi : 0;
+        t->nl_count = t->nl_emb + (t->zr_tail >= 0 ? P - lnw->offset : 0);
+        for (int64_t l = 0; l < L; l++) {
+            const pl_zero_region *g = &z->regions[t->zr_l0 + l];
+            t->work_count = g->hi - g->lo > t->work_count ? g->hi - g->lo : t->work_count;
         }
         for (int i = 0; i < z->nregions; i++)
             own_max = z->regions[i].own_count > own_max ? z->regions[i].own_count : own_max;
@@ -299,7 +309,7 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(pl_model_register(&t->reg, c, t->grid.layout.pp));
     pl_model_stage stage;
     PL_TRY(pl_train_setup_pipeline(t, &stage));
-    PL_TRY(setup_state(t));
+    PL_TRY(setup_state(t, &stage));
     PL_TRY(pl_gemm_init(&t->gemm));
     setup_precision(t);
     PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs, &stage,
@@ -561,6 +571,8 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     memset(&t->comm_step, 0, sizeof t->comm_step);
     memset(&t->zq_overlap, 0, sizeof t->zq_overlap);
     t->zq_compute_end = INFINITY; /* queued work waited for now ran beside compute */
+    if (t->zero_stage >= 2)
+        PL_TRY(pl_train_zero_begin(t));
     /* d objective / d loss of each micro-batch, times the fp16 loss scale */
     double scale = 1.0 / (double)t->num_micro, loss_sum = 0, ls = t->scaler.scale;
     pl_comm *ppc = pl_grid_comm(&t->grid, PL_GRID_PP);
@@ -682,6 +694,14 @@ stats:
     PL_TRY(pl_comm_allreduce_i64(dpc, sums, 4, PL_COMM_SUM));
     memcpy(t->wire_sum, sums, sizeof t->wire_sum);
     t->early_all_ranks = sums[3];
+    if (t->pp_dp_wire) { /* every stage's, to rank 0's model-parallel group */
+        const int P = t->grid.layout.pp;
+        memset(t->pp_dp_wire, 0, 3 * (size_t)P * sizeof *t->pp_dp_wire);
+        if (t->grid.tp_rank == 0)
+            memcpy(t->pp_dp_wire + 3 * t->grid.pp_rank, sums, 3 * sizeof *sums);
+        PL_TRY(pl_comm_allreduce_i64(pl_grid_comm(&t->grid, PL_GRID_MP), t->pp_dp_wire, 3 * P,
+                                     PL_COMM_SUM));
+    }
 fail:
     return st;
 }
@@ -693,6 +713,8 @@ static pl_status evaluate(pl_trainer *t, double *out)
     double sum = 0;
     int64_t batches = 0;
     pl_sampler s;
+    if (t->zero_stage >= 2)
+        PL_TRY(pl_train_zero_begin(t)); /* pipelined stage 3: this step's parameters */
     for (int64_t it = 0; it < t->a->eval_iters; it++) {
         if (t->consumed_valid + t->gbs > len)
             break;
@@ -743,6 +765,7 @@ static void trainer_free(pl_trainer *t)
     pl_pp_schedule_free(&t->pp);
     pl_free(t->pp_send_act);
     pl_free(t->pp_send_grad);
+    pl_free(t->pp_dp_wire);
     pl_zero_free(&t->zero);
     if (t->model_up)
         pl_model_free(&t->model);

@@ -40,16 +40,23 @@ typedef struct pl_trainer {
     pl_zero zero;
     float *gshard;                           /* stages 2-3: reduced gradients of the shard */
     float *pshard;                           /* stage 3: the shard's fp32 parameters */
-    float *pnl, *gnl;                        /* stage 3 / 2-3: embeddings + final norm */
+    float *pnl, *gnl;                        /* stage 3 / 2-3: embeddings + final norm
+                                              * (pipelined: the gradients accumulate over
+                                              * the step, reduced once) */
     float *pwork, *gwork;                    /* stage 3 / 2-3: one layer's working buffer */
     float *gtmp;                             /* stages 2-3: one region's reduced part */
     int64_t nl_count, work_count;
+    int64_t nl_emb;                          /* floats of pnl / gnl before the final norm's */
+    int zr_emb, zr_l0, zr_tail;              /* stages 2-3: the regions of the embeddings
+                                              * (-1: not on this stage), of the stage's first
+                                              * layer, of the final norm + output layer (-1) */
     /* stages 2-3: the DP collectives run on a queue (parallel/commq.h), in a fixed order */
     pl_commq *zq;
     pl_commq_op zq_gather[2];                /* per parameter slot (layer parity) */
     pl_commq_op zq_rs[4];                    /* reduce-scatters: 2 layer slots, norm, embeddings */
     pl_commq_op zq_nl;                       /* stage 3: embeddings / final norm gathers */
     int64_t zq_gather_layer[2];              /* layer whose gather is in flight, or -1 */
+    int64_t zq_slot_layer[2];                /* pipelined: the layer a slot holds this step */
     int zq_rs_posted[4];
     double zq_compute_end;                   /* end of the last backward (INFINITY: computing) */
     pl_commq_overlap zq_overlap;             /* this step's queued operations */
@@ -67,6 +74,8 @@ typedef struct pl_trainer {
     double pp_wait_step, pp_compute_step;    /* the last step's seconds blocked on the
                                               * neighbouring stages / in FWD and BWD */
     int64_t wire_sum[3];                     /* the same summed over DP ranks */
+    int64_t *pp_dp_wire;                     /* pipelined, [3 P]: wire_sum of every stage
+                                              * (its TP rank 0's DP group) */
     int64_t early_all_ranks;                 /* comm_step.early summed over DP ranks */
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
     pl_lr_schedule sched;
@@ -138,6 +147,17 @@ void pl_train_bench_reset(pl_trainer *t);
 float *pl_train_zero_locate(void *ctx, int64_t off, int grad);
 pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward);
 pl_status pl_train_zero_backward(pl_trainer *t, int last);
+/* Pipelined (zero_hooks.c, docs/pipeline.md): at the start of a step or an evaluation
+ * (the parameters have moved), pl_train_zero_begin forgets which layer each parameter
+ * slot holds, zeroes the gradients outside the layers and, at stage 3, gathers the
+ * embeddings / final norm + output layer this stage holds, once for every micro-batch;
+ * pl_train_zero_pp_backward is one micro-batch's backward (each layer's gradients
+ * reduce-scattered as it ends); pl_train_zero_pp_finish, after the embedding group's
+ * sum, reduce-scatters the regions outside the layers and waits for every queued
+ * operation. Not pipelined, pl_train_zero_begin does nothing. */
+pl_status pl_train_zero_begin(pl_trainer *t);
+pl_status pl_train_zero_pp_backward(pl_trainer *t);
+pl_status pl_train_zero_pp_finish(pl_trainer *t);
 /* After a step's DP communication: fills t->comm_step (from the buckets, or the ZeRO
  * queue's operations) and adds it to t->comm_total. */
 void pl_train_comm_step_done(pl_trainer *t);

@@ -3,7 +3,15 @@
  * fetch and grad-ready hooks queue on the communication queue (parallel/commq.h):
  * stage 3's parameter gathers (the next layer's in flight while this one computes),
  * stages 2-3's gradient reduce-scatters (each layer's in flight while the next layer's
- * backward runs). Every rank queues the same collectives in the same order. */
+ * backward runs). Every rank queues the same collectives in the same order.
+ *
+ * Pipelined (docs/pipeline.md), the stage's schedule interleaves the micro-batches'
+ * forwards and backwards: layers work as without pipelining, action by action, except
+ * that a parameter slot keeps its layer for the rest of the step (the parameters move
+ * only at the optimizer step), so a pass that starts where the last one ended gathers
+ * nothing again; the regions outside the layers are gathered once per step and their
+ * gradients, accumulated over the micro-batches, summed over the embedding group
+ * (tied embeddings) and reduce-scattered once. */
 #include "train/trainer_internal.h"
 
 #include "base/log.h"
@@ -11,12 +19,14 @@
 #include <math.h>
 #include <string.h>
 
-/* The working-buffer slot of layer l: gradients alternate between two slots (one is
- * reduce-scattered while the next layer's backward fills the other), and so do
+static int pipelined(const pl_trainer *t) { return t->grid.layout.pp > 1; }
+
+/* The working-buffer slot of the stage's layer j: gradients alternate between two slots
+ * (one is reduce-scattered while the next layer's backward fills the other), and so do
  * stage 3's parameters when prefetching. */
-static int zero_slot(const pl_trainer *t, int64_t l, int grad)
+static int zero_slot(const pl_trainer *t, int64_t j, int grad)
 {
-    return (grad || t->a->zero3_prefetch) ? (int)(l & 1) : 0;
+    return (grad || t->a->zero3_prefetch) ? (int)(j & 1) : 0;
 }
 
 /* Runs op on the ZeRO queue and waits for it, or (wait = 0) leaves it in flight. The
@@ -43,35 +53,73 @@ static pl_status zq_wait(pl_trainer *t, pl_commq_op *op)
     return st;
 }
 
-/* Queues the gather of layer l's parameters (stage 3) into its slot. */
-static pl_status zero_gather_post(pl_trainer *t, int64_t l, int wait)
+/* Waits for the gather in flight into parameter slot s, if any (an operation
+ * belongs to the queue until waited for, so a slot's next gather waits first). */
+static pl_status zero_gather_settle(pl_trainer *t, int s)
+{
+    if (t->zq_gather_layer[s] < 0)
+        return PL_OK;
+    t->zq_gather_layer[s] = -1;
+    return zq_wait(t, &t->zq_gather[s]);
+}
+
+/* Queues the gather of the stage's layer j's parameters (stage 3) into its slot. */
+static pl_status zero_gather_post(pl_trainer *t, int64_t j, int wait)
 {
     pl_zero *z = &t->zero;
-    const pl_zero_region *g = &z->regions[l + 1];
-    int s = zero_slot(t, l, 0);
+    const pl_zero_region *g = &z->regions[t->zr_l0 + j];
+    int s = zero_slot(t, j, 0);
+    pl_status st = zero_gather_settle(t, s);
+    if (st)
+        return st;
     pl_commq_op *op = &t->zq_gather[s];
     *op = (pl_commq_op){.kind = PL_COMMQ_ALLGATHER, .comm = z->comm, .buf = t->pwork + s * t->work_count,
                         .send = t->pshard + (g->own_lo - z->lo), .counts = g->counts,
                         .displs = g->displs};
-    t->zq_gather_layer[s] = wait ? -1 : l;
+    t->zq_gather_layer[s] = wait ? -1 : j;
+    t->zq_slot_layer[s] = j;
     return zq_post(t, op, wait);
 }
 
-/* Layer l's parameters are in its slot: waits for a prefetched gather, or gathers now. */
-static pl_status zero_gather(pl_trainer *t, int64_t l)
+/* 1 if layer j's parameters are in (or on their way to) its slot and, pipelined, may
+ * be used again: the slot keeps them until the step ends. */
+static int zero_slot_holds(const pl_trainer *t, int64_t j)
 {
-    int s = zero_slot(t, l, 0);
-    if (t->zq_gather_layer[s] == l) {
-        t->zq_gather_layer[s] = -1;
-        return zq_wait(t, &t->zq_gather[s]);
+    int s = zero_slot(t, j, 0);
+    return t->zq_gather_layer[s] == j || (pipelined(t) && t->zq_slot_layer[s] == j);
+}
+
+/* Layer j's parameters are in its slot: waits for a prefetched gather, keeps what the
+ * slot holds (pipelined), or gathers now. */
+static pl_status zero_gather(pl_trainer *t, int64_t j)
+{
+    int s = zero_slot(t, j, 0);
+    if (t->zq_gather_layer[s] == j)
+        return zero_gather_settle(t, s);
+    pl_status st = zero_gather_settle(t, s); /* a gather nobody used: finish it */
+    if (st || (pipelined(t) && t->zq_slot_layer[s] == j))
+        return st;
+    return zero_gather_post(t, j, 1);
+}
+
+/* Stage 3: the embeddings and the final norm + output layer this stage holds, into pnl. */
+static pl_status zero_gather_top(pl_trainer *t)
+{
+    pl_zero *z = &t->zero;
+    pl_status st = PL_OK;
+    const int idx[2] = {t->zr_emb, t->zr_tail};
+    float *dst[2] = {t->pnl, t->pnl + t->nl_emb};
+    for (int k = 0; k < 2 && !st; k++) {
+        if (idx[k] < 0)
+            continue;
+        const pl_zero_region *g = &z->regions[idx[k]];
+        pl_commq_op *op = &t->zq_nl;
+        *op = (pl_commq_op){.kind = PL_COMMQ_ALLGATHER, .comm = z->comm, .buf = dst[k],
+                            .send = t->pshard + (g->own_lo - z->lo), .counts = g->counts,
+                            .displs = g->displs};
+        st = zq_post(t, op, 1);
     }
-    if (t->zq_gather_layer[s] >= 0) { /* a gather nobody used: not expected, but finish it */
-        t->zq_gather_layer[s] = -1;
-        pl_status st = zq_wait(t, &t->zq_gather[s]);
-        if (st)
-            return st;
-    }
-    return zero_gather_post(t, l, 1);
+    return st;
 }
 
 /* Waits for the gradient reduce-scatter in flight from slot s, if any. */
@@ -91,41 +139,34 @@ float *pl_train_zero_locate(void *ctx, int64_t off, int grad)
     int i = pl_zero_region_of(z, off);
     const pl_zero_region *g = &z->regions[i];
     float *nl = grad ? t->gnl : t->pnl, *work = grad ? t->gwork : t->pwork;
-    if (i == 0)
+    PL_ASSERT(i >= 0);
+    if (i == t->zr_emb)
         return nl + off;
-    if (i == z->nregions - 1)
-        return nl + (z->regions[0].hi - z->regions[0].lo) + (off - g->lo);
-    return work + zero_slot(t, i - 1, grad) * t->work_count + (off - g->lo);
+    if (i == t->zr_tail)
+        return nl + t->nl_emb + (off - g->lo);
+    return work + zero_slot(t, i - t->zr_l0, grad) * t->work_count + (off - g->lo);
 }
 
-/* The fetch hook: before a layer's backward its gradient scratch is zeroed; at
- * stage 3 every layer's parameters are gathered before its forward and again
- * before its backward, and the embeddings and final norm before the forward. */
+/* The fetch hook, for the stage's layer `layer` (or -1: the embedding): before a
+ * layer's backward its gradient scratch is zeroed; at stage 3 every layer's
+ * parameters are in its slot before its forward and again before its backward, and
+ * (not pipelined) the embeddings and final norm are gathered before the forward. */
 pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward)
 {
     pl_trainer *t = ctx;
     pl_zero *z = &t->zero;
     pl_status st = PL_OK;
-    const int64_t L = t->cfg.num_layers;
+    const int64_t L = t->model.stage.nl;
     if (layer < 0) {
         if (t->zero_stage == 3) {
-            int last = z->nregions - 1;
-            int64_t emb = z->regions[0].hi;
-            pl_commq_op *op = &t->zq_nl;
-            *op = (pl_commq_op){.kind = PL_COMMQ_ALLGATHER, .comm = z->comm, .buf = t->pnl,
-                                .send = t->pshard + (z->regions[0].own_lo - z->lo),
-                                .counts = z->regions[0].counts, .displs = z->regions[0].displs};
-            PL_TRY(zq_post(t, op, 1));
-            *op = (pl_commq_op){.kind = PL_COMMQ_ALLGATHER, .comm = z->comm, .buf = t->pnl + emb,
-                                .send = t->pshard + (z->regions[last].own_lo - z->lo),
-                                .counts = z->regions[last].counts, .displs = z->regions[last].displs};
-            PL_TRY(zq_post(t, op, 1));
-            if (t->a->zero3_prefetch && L > 0)
+            if (!pipelined(t)) /* pipelined: once per step, in pl_train_zero_begin */
+                PL_TRY(zero_gather_top(t));
+            if (t->a->zero3_prefetch && L > 0 && !zero_slot_holds(t, 0))
                 PL_TRY(zero_gather_post(t, 0, 0));
         }
         return PL_OK;
     }
-    const pl_zero_region *g = &z->regions[layer + 1];
+    const pl_zero_region *g = &z->regions[t->zr_l0 + layer];
     if (backward) { /* this layer's gradient slot: its last reduce-scatter must be done */
         int s = zero_slot(t, layer, 1);
         PL_TRY(zero_rs_wait(t, s));
@@ -135,7 +176,7 @@ pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward)
         PL_TRY(zero_gather(t, layer));
         /* the next layer in this pass, into the other slot (its last user is done) */
         int64_t next = backward ? layer - 1 : layer + 1;
-        if (t->a->zero3_prefetch && next >= 0 && next < L)
+        if (t->a->zero3_prefetch && next >= 0 && next < L && !zero_slot_holds(t, next))
             PL_TRY(zero_gather_post(t, next, 0));
     }
 fail:
@@ -163,11 +204,12 @@ static pl_status zero_grad_ready(void *ctx, int64_t offset, int64_t count)
     pl_trainer *t = ctx;
     (void)count;
     pl_zero *z = &t->zero;
-    int i = pl_zero_region_of(z, offset), last = z->nregions - 1;
-    int s = zero_slot(t, i - 1, 1);
-    /* the final norm's gradients are final once the last layer's backward begins */
-    if (i == last - 1) {
-        pl_status st = zero_reduce_region(t, last, t->gnl + z->regions[0].hi, 2);
+    int i = pl_zero_region_of(z, offset);
+    int s = zero_slot(t, i - t->zr_l0, 1);
+    /* the final norm's gradients are final once the last layer's backward begins
+     * (pipelined: once the step's last micro-batch's has) */
+    if (!pipelined(t) && t->zr_tail >= 0 && i == t->zr_tail - 1) {
+        pl_status st = zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2);
         if (st)
             return st;
     }
@@ -184,11 +226,47 @@ pl_status pl_train_zero_backward(pl_trainer *t, int last)
     PL_TRY(pl_model_backward(&t->model, zero_grad_ready, t));
     t->zq_compute_end = pl_time_now();
     if (t->cfg.num_layers == 0)
-        PL_TRY(zero_reduce_region(t, t->zero.nregions - 1, t->gnl + t->zero.regions[0].hi, 2));
-    PL_TRY(zero_reduce_region(t, 0, t->gnl, 3));
+        PL_TRY(zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2));
+    PL_TRY(zero_reduce_region(t, t->zr_emb, t->gnl, 3));
     if (last)
         for (int s = 0; s < 4; s++)
             PL_TRY(zero_rs_wait(t, s));
+    t->zq_compute_end = INFINITY;
+fail:
+    return st;
+}
+
+pl_status pl_train_zero_begin(pl_trainer *t)
+{
+    pl_status st = PL_OK;
+    if (!pipelined(t))
+        return PL_OK;
+    for (int s = 0; s < 2; s++) {
+        PL_TRY(zero_gather_settle(t, s));
+        t->zq_slot_layer[s] = -1;
+    }
+    if (t->gnl)
+        memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
+    if (t->zero_stage == 3)
+        PL_TRY(zero_gather_top(t));
+fail:
+    return st;
+}
+
+pl_status pl_train_zero_pp_backward(pl_trainer *t)
+{
+    return pl_model_backward(&t->model, zero_grad_ready, t);
+}
+
+pl_status pl_train_zero_pp_finish(pl_trainer *t)
+{
+    pl_status st = PL_OK;
+    if (t->zr_tail >= 0)
+        PL_TRY(zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2));
+    if (t->zr_emb >= 0)
+        PL_TRY(zero_reduce_region(t, t->zr_emb, t->gnl, 3));
+    for (int s = 0; s < 4; s++)
+        PL_TRY(zero_rs_wait(t, s));
     t->zq_compute_end = INFINITY;
 fail:
     return st;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Pipeline parallelism in `plait train` (first part of the pipeline issue): P = 2, 4 and 8
 # stages under the 1F1B and GPipe schedules, combined with TP 2 (and sequence
-# parallelism), DP 2 and ZeRO 0-1, 8 ranks in 3D, with dropout on, for GPT (tied embeddings: the
-# last stage's copy summed over the embedding group) and Llama (untied): the same losses
+# parallelism), DP 2 and ZeRO 0-1 (stages 2-3: pp_zero.sh), 8 ranks in 3D, with dropout
+# on, for GPT (tied embeddings: the last stage's copy summed over the embedding group)
+# and Llama (untied): the same losses
 # over 10 iterations and validation as one process, the same final parameters (assembled
 # from the mp_rank_XX_YYY shards by tests/scripts/ckpt_tensors.py, which also checks the
 # tied copy equals the embeddings bit for bit); the bytes each step sends between stages
@@ -146,10 +147,6 @@ check_fails "an impossible uneven split is refused, naming the flags" \
     timeout -k 5 60 mpirun.openmpi -n 3 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
     --pipeline-model-parallel-size 3 --decoder-first-pipeline-num-layers 3 \
     --decoder-last-pipeline-num-layers 2
-check_fails "ZeRO 2 with pipelining is refused by name (not implemented yet)" \
-    "ZeRO stage 2 with --pipeline-model-parallel-size 2 is not implemented yet" \
-    timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
-    --pipeline-model-parallel-size 2 --zero-stage 2
 check_fails "the interleaved schedule is refused by name (not run by this version yet)" \
     "--pipeline-schedule interleaved: this version runs 1f1b and gpipe" \
     timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
