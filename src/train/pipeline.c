@@ -8,9 +8,33 @@
 
 #include <string.h>
 
+/* Micro-batches whose activations stage r holds at once under schedule s: from the
+ * first action naming a micro-batch (its activation's receive, or its forward) to
+ * the end of its backward (BWD, or BWD_WEIGHT when split). Every schedule here ends
+ * those in forward order, so the live micro-batches are consecutive. */
+static int64_t activations_alive(const pl_pp_schedule *s, int r)
+{
+    int na;
+    const pl_pp_action *list = pl_pp_schedule_list(s, r, &na);
+    int64_t live = 0, most = 1;
+    int started = -1; /* the last micro-batch whose life has begun */
+    for (int i = 0; i < na; i++) {
+        const pl_pp_action *a = &list[i];
+        if ((a->op == PL_PP_RECV_ACT || a->op == PL_PP_FWD) && a->mb > started) {
+            started = a->mb;
+            if (++live > most)
+                most = live;
+        } else if (a->op == PL_PP_BWD || a->op == PL_PP_BWD_WEIGHT) {
+            live--;
+        }
+    }
+    return most;
+}
+
 /* The layers of this rank's pipeline stage and, pipelined, the schedule (its
- * in-flight bound sizes the activation slots). This version runs 1F1B and GPipe,
- * with any ZeRO stage; the other schedules are refused by name. */
+ * in-flight bound sizes the activation slots). This version runs 1F1B, GPipe and
+ * ZB-H1 (each backward in its input and weight halves), 1F1B and GPipe with any
+ * ZeRO stage, ZB-H1 with stages 0 and 1; the others are refused by name. */
 pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
 {
     pl_status st = PL_OK;
@@ -23,13 +47,18 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
     pl_pp_kind kind = pl_pp_kind_default(P, 1);
     if (t->a->pipeline_schedule)
         PL_TRY(pl_pp_kind_parse(t->a->pipeline_schedule, &kind));
-    if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b and "
-                         "gpipe", pl_pp_kind_name(kind));
+    if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE && kind != PL_PP_ZB_H1)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b, "
+                         "gpipe and zb-h1", pl_pp_kind_name(kind));
+    if (kind == PL_PP_ZB_H1 && t->zero_stage > 1)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule zb-h1 with ZeRO stage %d: this "
+                         "version runs it with stages 0 and 1 (1f1b and gpipe take every stage)",
+                         t->zero_stage);
     const pl_pp_spec spec = {kind, P, (int)t->num_micro, 1};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
     PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
-    stage->inflight = pl_pp_in_flight_bound(&spec, r);
+    stage->inflight = activations_alive(&t->pp, r);
+    stage->split_bwd = kind == PL_PP_ZB_H1;
     t->pp_tied = !t->cfg.untie;
     t->pp_send_act = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_act);
     t->pp_send_grad = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_grad);
@@ -43,8 +72,9 @@ fail:
 }
 
 /* The slot micro-batch mb's activations use: every schedule here finishes its
- * backwards in forward order, so at most `inflight` consecutive micro-batches are
- * alive and mb modulo inflight never collides. */
+ * backwards (with ZB-H1, their weight halves) in forward order, so at most
+ * `inflight` consecutive micro-batches are alive (activations_alive) and mb
+ * modulo inflight never collides. */
 static int64_t pp_slot(const pl_trainer *t, int mb) { return mb % t->model.stage.inflight; }
 
 /* The tied word embeddings of the first stage and the output layer of the last
@@ -142,6 +172,22 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             else
                 PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? pl_train_grad_ready : NULL,
                                          t));
+            t->prof.compute += pl_time_now() - t0;
+            t->pp_compute_step += pl_time_now() - t0;
+            break;
+        }
+        case PL_PP_BWD_INPUT: /* what the previous stage waits for; the weights later */
+            PL_TRY(pl_comm_wait(&t->pp_send_grad[k]));
+            pl_model_use(m, k);
+            PL_TRY(pl_model_backward_input(m));
+            t->prof.compute += pl_time_now() - t0;
+            t->pp_compute_step += pl_time_now() - t0;
+            break;
+        case PL_PP_BWD_WEIGHT: {
+            pl_model_use(m, k);
+            const int last = a->mb == M - 1; /* weight halves run in micro-batch order */
+            PL_TRY(pl_model_backward_weight(m, last && t->zero_stage == 0 ? pl_train_grad_ready
+                                                                          : NULL, t));
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;
             break;

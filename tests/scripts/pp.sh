@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Pipeline parallelism in `plait train` (first part of the pipeline issue): P = 2, 4 and 8
-# stages under the 1F1B and GPipe schedules, combined with TP 2 (and sequence
+# Pipeline parallelism in `plait train`: P = 2, 4 and 8 stages under the 1F1B, GPipe and
+# ZB-H1 (zero-bubble: split backwards, bit for bit 1F1B's) schedules, combined with TP 2 (and sequence
 # parallelism), DP 2 and ZeRO 0-1 (stages 2-3: pp_zero.sh), 8 ranks in 3D, with dropout
 # on, for GPT (tied embeddings: the last stage's copy summed over the embedding group)
 # and Llama (untied): the same losses
@@ -89,12 +89,37 @@ if [ -x "$ROOT/build-mpich/plait" ]; then
     check "gpt: MPICH pp 2 x tp 2: losses and validation equal one process's" \
         same_losses g_single g_mpich
 fi
+# ZB-H1: every backward in its input and weight halves, the weight halves filling the
+# cooldown; the gradients are summed in the same order as 1F1B's, so the same bytes.
+layout_checks gpt g_single g_pp4_zb "4 1 1 4" --num-layers 4 --pipeline-schedule zb-h1
+layout_checks gpt g_single g_3d_zb "8 2 2 2" --num-layers 4 --pipeline-schedule zb-h1 \
+    --use-distributed-optimizer --sequence-parallel
+same_ckpt_bytes() { # A B: every rank's file of iteration 10 byte for byte
+    local f n=0
+    for f in "$TMP/$1"/iter_0000010/mp_rank_*/model_optim.safetensors; do
+        cmp -s "$f" "$TMP/$2/${f#"$TMP/$1/"}" || return 1
+        n=$((n + 1))
+    done
+    [ "$n" -gt 0 ] && diff <(losses "$TMP/$1.jsonl") <(losses "$TMP/$2.jsonl") >/dev/null
+}
+check "zb-h1 at pp 4 gives 1f1b's losses and checkpoint bit for bit" same_ckpt_bytes g_pp4 g_pp4_zb
+check "zb-h1 in 3D with ZeRO 1 gives 1f1b's bit for bit" same_ckpt_bytes g_3d_z1 g_3d_zb
+check_fails "zb-h1 with activation recomputation is refused, saying why" \
+    "zero-bubble schedule .* with activation recomputation" \
+    timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
+    --pipeline-model-parallel-size 2 --pipeline-schedule zb-h1 --recompute-activations
+check_fails "zb-h1 with ZeRO 2 is refused by name" "zb-h1 with ZeRO stage 2" \
+    timeout -k 5 60 mpirun.openmpi -n 4 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
+    --pipeline-model-parallel-size 2 --pipeline-schedule zb-h1 --zero-stage 2
+
 check "gpt: one process trains 10 iterations (8 layers)" run g8_single 1 1 1 --num-layers 8
 layout_checks gpt g8_single g8_pp8 "8 1 1 8" --num-layers 8
 
 check "llama: one process trains 10 iterations" run l_single 1 1 1 --num-layers 4 "${LLAMA[@]}"
 layout_checks llama l_single l_pp2 "2 1 1 2" --num-layers 4 "${LLAMA[@]}"
 layout_checks llama l_single l_pp2_tp2 "4 2 1 2" --num-layers 4 "${LLAMA[@]}" --sequence-parallel
+layout_checks llama l_single l_pp2_zb "2 1 1 2" --num-layers 4 "${LLAMA[@]}" \
+    --pipeline-schedule zb-h1
 
 # Bytes between stages per step, from rank 0 (the first stage): m micro-batches, each
 # sending its activation (N/tp x C floats, here 64 x 64) and receiving its gradient:
@@ -148,7 +173,7 @@ check_fails "an impossible uneven split is refused, naming the flags" \
     --pipeline-model-parallel-size 3 --decoder-first-pipeline-num-layers 3 \
     --decoder-last-pipeline-num-layers 2
 check_fails "the interleaved schedule is refused by name (not run by this version yet)" \
-    "--pipeline-schedule interleaved: this version runs 1f1b and gpipe" \
+    "--pipeline-schedule interleaved: this version runs 1f1b, gpipe and zb-h1" \
     timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
     --pipeline-model-parallel-size 2 --pipeline-schedule interleaved
 check_fails "--pipeline_model_parallel_size (A4SFramework) conflicting with the Megatron flag is refused" \
