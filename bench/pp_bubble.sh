@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Pipeline bubble on one machine: P = 2 stages x 1 thread (one core each) under 1F1B and
-# GPipe, for m = 2, 4, 8 micro-batches per step, against one rank x 2 threads at the same
+# Pipeline bubble on one machine: P = 2 stages x 1 thread (one core each) under 1F1B,
+# GPipe and ZB-H1, for m = 2, 4, 8 micro-batches per step, against one rank x 2 threads at the same
 # global batch (plait bench, synthetic tokens). Per run: tokens/s, the efficiency against
 # one rank, stage 0's time blocked on the other stage (receives and the final sends) as
 # a fraction of the step, beside the schedule's idle fraction for balanced stages,
@@ -40,7 +40,7 @@ for m in 2 4 8; do
     OMP_NUM_THREADS=2 timeout 1800 "$PLAIT" bench "${MODEL[@]}" --global-batch-size $gbs \
         --train-iters "$ITERS" >"$out/one$m.json" 2>"$out/one$m.log" && record "$out/one$m.json" one $m
     grep "plait bench" "$out/one$m.log" | sed 's/^/   /'
-    for s in 1f1b gpipe; do
+    for s in 1f1b gpipe zb-h1; do
         echo "== m $m: pp 2 x 1 thread, $s"
         OMP_NUM_THREADS=1 timeout 1800 mpirun.openmpi -n 2 --bind-to core -x OMP_NUM_THREADS \
             "$PLAIT" bench "${MODEL[@]}" --global-batch-size $gbs --train-iters "$ITERS" \
