@@ -105,12 +105,12 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         PL_TRY(pl_registry_add(r, &emb[i]));
     pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
     const int np = pl_block_param_names(&c->block, names);
-    int stage = 0;
     int64_t l0, nl;
-    PL_TRY(pl_model_stage_layers(c, pp_size, stage, &l0, &nl));
+    for (int s = 0; s < pp_size; s++) /* every stage's (and chunk's) split is possible */
+        for (int k = 0; k < (c->pp_chunks > 1 ? c->pp_chunks : 1); k++)
+            PL_TRY(pl_model_chunk_layers(c, pp_size, s, k, &l0, &nl));
     for (int64_t l = 0; l < c->num_layers; l++) {
-        while (l >= l0 + nl)
-            PL_TRY(pl_model_stage_layers(c, pp_size, ++stage, &l0, &nl));
+        const int stage = pl_model_layer_stage(c, pp_size, l);
         for (int k = 0; k < np; k++) {
             char name[PL_PARAM_NAME_MAX];
             snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k].suffix);
@@ -178,6 +178,46 @@ pl_status pl_model_stage_layers(const pl_model_config *c, int pp_size, int stage
         *l0 = first + (stage - 1) * share, *nl = share;
     }
     return PL_OK;
+}
+
+pl_status pl_model_chunk_layers(const pl_model_config *c, int pp_size, int stage, int chunk,
+                                int64_t *l0, int64_t *nl)
+{
+    const int64_t v = c->pp_chunks > 1 ? c->pp_chunks : 1, P = pp_size, L = c->num_layers;
+    if (v == 1)
+        return chunk == 0 ? pl_model_stage_layers(c, pp_size, stage, l0, nl)
+                          : pl_errorf(PL_ERR_INTERNAL, "chunk %d of a stage with one", chunk);
+    if (P < 2)
+        return pl_errorf(PL_ERR_ARG, "--virtual-pipeline-model-parallel-size %lld needs "
+                         "--pipeline-model-parallel-size 2 or more", (long long)v);
+    if (c->pp_first_layers || c->pp_last_layers)
+        return pl_errorf(PL_ERR_ARG, "--virtual-pipeline-model-parallel-size with "
+                         "--decoder-first/last-pipeline-num-layers: uneven stages are not "
+                         "split into chunks (Megatron refuses the combination too)");
+    if (L % (P * v))
+        return pl_errorf(PL_ERR_ARG, "--num-layers %lld is not divisible by "
+                         "--pipeline-model-parallel-size %d x --virtual-pipeline-model-parallel-"
+                         "size %lld (every model chunk holds the same number of layers)",
+                         (long long)L, pp_size, (long long)v);
+    if (stage < 0 || stage >= P || chunk < 0 || chunk >= v)
+        return pl_errorf(PL_ERR_INTERNAL, "chunk %d of stage %d", chunk, stage);
+    const int64_t per = L / (P * v);
+    *l0 = ((int64_t)chunk * P + stage) * per;
+    *nl = per;
+    return PL_OK;
+}
+
+int pl_model_layer_stage(const pl_model_config *c, int pp_size, int64_t l)
+{
+    const int64_t v = c->pp_chunks > 1 ? c->pp_chunks : 1;
+    if (v > 1)
+        return (int)(l / (c->num_layers / ((int64_t)pp_size * v)) % pp_size);
+    for (int s = 0; s < pp_size; s++) {
+        int64_t l0, nl;
+        if (pl_model_stage_layers(c, pp_size, s, &l0, &nl) == PL_OK && l < l0 + nl)
+            return s;
+    }
+    return pp_size - 1;
 }
 
 int64_t pl_model_num_params(const pl_model_config *c)

@@ -62,6 +62,9 @@ typedef struct pl_model_config {
     /* Pipeline stages' layers (Megatron's --decoder-first-pipeline-num-layers and
      * --decoder-last-pipeline-num-layers): 0 = an even share */
     int64_t pp_first_layers, pp_last_layers;
+    /* Model chunks per pipeline rank (Megatron's --virtual-pipeline-model-parallel-size;
+     * 0 or 1: one): chunk k of rank r is virtual stage k P + r of P v */
+    int64_t pp_chunks;
     pl_recompute recompute; /* zero: keep every activation backward needs */
 } pl_model_config;
 
@@ -86,6 +89,16 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *cfg, int pp_s
  * be empty. */
 pl_status pl_model_stage_layers(const pl_model_config *cfg, int pp_size, int stage, int64_t *l0,
                                 int64_t *nl);
+
+/* With model chunks (cfg->pp_chunks = v > 1, Megatron's interleaving): the layers
+ * [*l0, *l0 + *nl) of chunk k of pipeline rank `stage`, virtual stage s = k P + stage,
+ * which holds layers [s L/(P v), (s+1) L/(P v)). With v <= 1, chunk 0 is the stage's
+ * layers. Errors name the flags when L does not divide by P v, or with uneven stages. */
+pl_status pl_model_chunk_layers(const pl_model_config *cfg, int pp_size, int stage, int chunk,
+                                int64_t *l0, int64_t *nl);
+
+/* The pipeline rank that holds layer l. */
+int pl_model_layer_stage(const pl_model_config *cfg, int pp_size, int64_t l);
 
 /* The layer sizes of cfg. */
 pl_block_dims pl_model_block_dims(const pl_model_config *cfg);

@@ -1,6 +1,8 @@
 /* model/registry: TP slicing, flat-buffer layout, layout-independent init. */
 #include "base/alloc.h"
+#include "model/config.h"
 #include "model/registry.h"
+#include "model/spec.h"
 #include "test.h"
 
 static void add_demo(pl_registry *r, int stages)
@@ -119,8 +121,49 @@ TEST(shared_key_value_groups_map_each_rank_to_its_heads_and_its_groups_k_v)
     pl_registry_free(&r);
 }
 
+/* Megatron's interleaving: chunk k of rank r is virtual stage k P + r. 8 layers, P 2,
+ * v 2: rank 0 holds layers 0-1 and 4-5, rank 1 layers 2-3 and 6-7; the registry puts
+ * each layer's parameters on its rank. */
+TEST(model_chunks_hold_the_layers_of_their_virtual_stage)
+{
+    pl_model_config c = {.num_layers = 8, .hidden = 16, .heads = 2, .query_groups = 2,
+                         .ffn_hidden = 32, .seq_length = 8, .max_positions = 8,
+                         .vocab_size = 50, .divisible_by = 8, .init_std = 0.02, .pp_chunks = 2};
+    pl_family_apply(&c, PL_FAMILY_GPT);
+    c.padded_vocab = pl_model_padded_vocab(c.vocab_size, 8, 1);
+    const int64_t want[2][2] = {{0, 4}, {2, 6}};
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 2; k++) {
+            int64_t l0 = -1, nl = -1;
+            CHECK_OK(pl_model_chunk_layers(&c, 2, r, k, &l0, &nl));
+            CHECK(l0 == want[r][k] && nl == 2, "rank %d chunk %d: [%lld, +%lld)", r, k,
+                  (long long)l0, (long long)nl);
+        }
+    for (int64_t l = 0; l < 8; l++)
+        CHECK(pl_model_layer_stage(&c, 2, l) == (int)(l / 2 % 2), "layer %lld", (long long)l);
+    pl_registry reg;
+    pl_registry_init(&reg, 1, 0, 1);
+    CHECK_OK(pl_model_register(&reg, &c, 2));
+    const pl_param *p5 = pl_registry_find(&reg, "decoder.layers.5.mlp.linear_fc1.weight");
+    const pl_param *p6 = pl_registry_find(&reg, "decoder.layers.6.mlp.linear_fc1.weight");
+    CHECK(p5 && p5->stage == 0 && p5->offset == -1, "layer 5 on rank 0, not here (rank 1)");
+    CHECK(p6 && p6->stage == 1 && p6->offset >= 0, "layer 6 here, on rank 1");
+    pl_registry_free(&reg);
+    c.num_layers = 6;
+    int64_t l0, nl;
+    pl_status st = pl_model_chunk_layers(&c, 2, 0, 0, &l0, &nl);
+    CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "--num-layers 6") &&
+              strstr(pl_error_msg(), "--virtual-pipeline-model-parallel-size 2"),
+          "%s", pl_error_msg());
+    c.num_layers = 8;
+    c.pp_first_layers = 3;
+    st = pl_model_chunk_layers(&c, 2, 0, 0, &l0, &nl);
+    CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "--decoder-first"), "%s", pl_error_msg());
+}
+
 int main(void)
 {
+    RUN(model_chunks_hold_the_layers_of_their_virtual_stage);
     RUN(shared_key_value_groups_map_each_rank_to_its_heads_and_its_groups_k_v);
     RUN(tp_slices_draw_the_same_global_values_as_one_rank);
     RUN(layout_offsets_splits_and_stages);
