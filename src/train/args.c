@@ -96,6 +96,16 @@ static const pl_option train_options[] = {
      "1f1b|gpipe|none|interleaved|zb-h1", 0},
     {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pipeline_model_parallel_size),
      "pipeline-parallel group size", NULL, 0},
+    {"--num-layers-per-virtual-pipeline-stage", PL_OPT_INT, "0",
+     F(num_layers_per_virtual_pipeline_stage),
+     "interleaved pipelining: layers per model chunk (each rank holds L / P / this chunks)",
+     NULL, 0},
+    {"--num-virtual-stages-per-pipeline-rank", PL_OPT_INT, "0",
+     F(num_virtual_stages_per_pipeline_rank),
+     "interleaved pipelining: model chunks per pipeline rank", NULL, 0},
+    {"--virtual-pipeline-model-parallel-size", PL_OPT_INT, "0",
+     F(virtual_pipeline_model_parallel_size),
+     "the same, under older Megatron's name", NULL, 0},
     {"--zero-stage", PL_OPT_INT, "0", F(zero_stage),
      "ZeRO stage: 0 DDP, 1 optimizer state, 2 + gradients, 3 + parameters sharded over DP", NULL, 0},
     {"--use-distributed-optimizer", PL_OPT_BOOL, NULL, F(use_distributed_optimizer),
@@ -375,6 +385,41 @@ static pl_status resolve_pp_size(pl_train_args *a)
         return pl_errorf(PL_ERR_ARG, "plait train: --num-layers %lld is not divisible by "
                          "--pipeline-model-parallel-size %lld", (long long)a->num_layers,
                          (long long)pp);
+    /* interleaving (Megatron's arguments.py): at most one of the three flags */
+    static const char *const vflags[] = {"--num-layers-per-virtual-pipeline-stage",
+                                         "--num-virtual-stages-per-pipeline-rank",
+                                         "--virtual-pipeline-model-parallel-size"};
+    const int64_t vals[] = {a->num_layers_per_virtual_pipeline_stage,
+                            a->num_virtual_stages_per_pipeline_rank,
+                            a->virtual_pipeline_model_parallel_size};
+    int given = -1;
+    for (int i = 0; i < 3; i++) {
+        if (!pl_train_args_given(a, vflags[i]))
+            continue;
+        if (given >= 0)
+            return pl_errorf(PL_ERR_ARG, "plait train: %s and %s cannot be set together",
+                             vflags[given], vflags[i]);
+        if (vals[i] < 1)
+            return pl_errorf(PL_ERR_ARG, "plait train: %s must be at least 1, got %lld",
+                             vflags[i], (long long)vals[i]);
+        given = i;
+    }
+    a->pp_chunks = 1;
+    if (given == 0) {
+        if (uneven)
+            return pl_errorf(PL_ERR_ARG, "plait train: --num-layers-per-virtual-pipeline-stage "
+                             "with --decoder-first/last-pipeline-num-layers (Megatron asks for "
+                             "--num-virtual-stages-per-pipeline-rank there; plait does not "
+                             "interleave uneven stages)");
+        const int64_t per_stage = a->num_layers / pp;
+        if (per_stage % vals[0])
+            return pl_errorf(PL_ERR_ARG, "plait train: the %lld layers of a pipeline stage are "
+                             "not divisible by --num-layers-per-virtual-pipeline-stage %lld",
+                             (long long)per_stage, (long long)vals[0]);
+        a->pp_chunks = per_stage / vals[0];
+    } else if (given > 0) {
+        a->pp_chunks = vals[given];
+    }
     return PL_OK;
 }
 

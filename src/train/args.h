@@ -30,6 +30,10 @@ typedef struct pl_train_args {
     int64_t pipeline_model_parallel_size_a4s;                   /* alias of the PP size */
     const char *pipeline_schedule; /* NULL: Megatron's choice (parallel/pp/schedule.h) */
     int64_t decoder_first_pipeline_num_layers, decoder_last_pipeline_num_layers; /* 0: even */
+    /* interleaving: layers per model chunk, or chunks per rank (current Megatron's, and the
+     * older --virtual-pipeline-model-parallel-size); resolved into pp_chunks (1: none) */
+    int64_t num_layers_per_virtual_pipeline_stage, num_virtual_stages_per_pipeline_rank;
+    int64_t virtual_pipeline_model_parallel_size, pp_chunks;
     int sequence_parallel;         /* Megatron's --sequence-parallel (needs TP > 1) */
     int tp_comm_overlap;           /* input-gradient TP reductions beside the weight GEMMs */
     /* activation recomputation: --recompute-activations sets granularity "selective" */

@@ -12,7 +12,7 @@
  * first action naming a micro-batch (its activation's receive, or its forward) to
  * the end of its backward (BWD, or BWD_WEIGHT when split). Every schedule here ends
  * those in forward order, so the live micro-batches are consecutive. */
-static int64_t activations_alive(const pl_pp_schedule *s, int r)
+static int64_t activations_alive(const pl_pp_schedule *s, int r, int chunk)
 {
     int na;
     const pl_pp_action *list = pl_pp_schedule_list(s, r, &na);
@@ -20,6 +20,8 @@ static int64_t activations_alive(const pl_pp_schedule *s, int r)
     int started = -1; /* the last micro-batch whose life has begun */
     for (int i = 0; i < na; i++) {
         const pl_pp_action *a = &list[i];
+        if (a->chunk != chunk)
+            continue;
         if ((a->op == PL_PP_RECV_ACT || a->op == PL_PP_FWD) && a->mb > started) {
             started = a->mb;
             if (++live > most)
@@ -31,60 +33,123 @@ static int64_t activations_alive(const pl_pp_schedule *s, int r)
     return most;
 }
 
-/* The layers of this rank's pipeline stage and, pipelined, the schedule (its
- * in-flight bound sizes the activation slots). This version runs 1F1B, GPipe and
- * ZB-H1 (each backward in its input and weight halves), 1F1B and GPipe with any
- * ZeRO stage, ZB-H1 with stages 0 and 1; the others are refused by name. */
+/* Chunk k's stage: its layers, whether it holds the embedding or the head, its
+ * slots, and (ZB-H1) the split backward. */
+static pl_status chunk_stage(pl_trainer *t, int k, pl_model_stage *stage)
+{
+    pl_status st = PL_OK;
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank, v = t->nchunks;
+    int64_t l0, nl;
+    PL_TRY(pl_model_chunk_layers(&t->cfg, P, r, k, &l0, &nl));
+    *stage = (pl_model_stage){l0, nl, r == 0 && k == 0, r == P - 1 && k == v - 1, 1, 0};
+    if (P > 1) {
+        stage->inflight = activations_alive(&t->pp, r, k);
+        stage->split_bwd = t->pp.spec.kind == PL_PP_ZB_H1;
+    }
+fail:
+    return st;
+}
+
+/* The layers of this rank's pipeline stage (its first model chunk) and, pipelined,
+ * the schedule (its in-flight bounds size the activation slots). This version runs
+ * 1F1B, GPipe, ZB-H1 (each backward in its input and weight halves) and interleaved
+ * 1F1B (model chunks); 1F1B and GPipe with any ZeRO stage, ZB-H1 and interleaved with
+ * stages 0 and 1; the others are refused by name. */
 pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
 {
     pl_status st = PL_OK;
-    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
-    int64_t l0, nl;
-    PL_TRY(pl_model_stage_layers(&t->cfg, P, r, &l0, &nl));
-    *stage = (pl_model_stage){l0, nl, r == 0, r == P - 1, 1, 0};
+    const int P = t->grid.layout.pp;
+    const int v = t->cfg.pp_chunks > 1 ? (int)t->cfg.pp_chunks : 1;
+    t->nchunks = v;
     if (P == 1)
-        return PL_OK;
-    pl_pp_kind kind = pl_pp_kind_default(P, 1);
+        return chunk_stage(t, 0, stage);
+    pl_pp_kind kind = pl_pp_kind_default(P, v);
     if (t->a->pipeline_schedule)
         PL_TRY(pl_pp_kind_parse(t->a->pipeline_schedule, &kind));
-    if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE && kind != PL_PP_ZB_H1)
+    if (kind == PL_PP_INTERLEAVED && v == 1)
+        return pl_errorf(PL_ERR_ARG, "--pipeline-schedule interleaved needs model chunks: "
+                         "--num-layers-per-virtual-pipeline-stage or "
+                         "--num-virtual-stages-per-pipeline-rank");
+    if (v > 1 && kind != PL_PP_INTERLEAVED)
+        return pl_errorf(PL_ERR_ARG, "--pipeline-schedule %s with %d model chunks per rank: "
+                         "chunks run under the interleaved schedule", pl_pp_kind_name(kind), v);
+    if (kind != PL_PP_1F1B && kind != PL_PP_GPIPE && kind != PL_PP_ZB_H1 &&
+        kind != PL_PP_INTERLEAVED)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b, "
-                         "gpipe and zb-h1", pl_pp_kind_name(kind));
-    if (kind == PL_PP_ZB_H1 && t->zero_stage > 1)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule zb-h1 with ZeRO stage %d: this "
+                         "gpipe, zb-h1 and interleaved", pl_pp_kind_name(kind));
+    if ((kind == PL_PP_ZB_H1 || kind == PL_PP_INTERLEAVED) && t->zero_stage > 1)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s with ZeRO stage %d: this "
                          "version runs it with stages 0 and 1 (1f1b and gpipe take every stage)",
-                         t->zero_stage);
-    const pl_pp_spec spec = {kind, P, (int)t->num_micro, 1};
+                         pl_pp_kind_name(kind), t->zero_stage);
+    const pl_pp_spec spec = {kind, P, (int)t->num_micro, v};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
     PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
-    stage->inflight = activations_alive(&t->pp, r);
-    stage->split_bwd = kind == PL_PP_ZB_H1;
+    PL_TRY(chunk_stage(t, 0, stage));
+    t->pp_slots = 1;
+    for (int k = 0; k < v; k++) {
+        const int64_t n = activations_alive(&t->pp, t->grid.pp_rank, k);
+        if (n > t->pp_slots)
+            t->pp_slots = n;
+    }
     t->pp_tied = !t->cfg.untie;
-    t->pp_send_act = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_act);
-    t->pp_send_grad = pl_calloc((size_t)stage->inflight, sizeof *t->pp_send_grad);
+    const size_t nreq = (size_t)(v * t->pp_slots);
+    t->pp_send_act = pl_calloc(nreq, sizeof *t->pp_send_act);
+    t->pp_send_grad = pl_calloc(nreq, sizeof *t->pp_send_grad);
     t->pp_dp_wire = pl_calloc(3 * (size_t)P, sizeof *t->pp_dp_wire);
     if (!t->pp_send_act || !t->pp_send_grad || !t->pp_dp_wire)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
-    for (int64_t k = 0; k < stage->inflight; k++)
+    for (size_t k = 0; k < nreq; k++)
         t->pp_send_act[k] = t->pp_send_grad[k] = PL_COMM_REQ_NULL;
 fail:
     return st;
+}
+
+pl_status pl_train_setup_chunks(pl_trainer *t)
+{
+    pl_status st = PL_OK;
+    if (t->nchunks <= 1)
+        return PL_OK;
+    t->chunk_more = pl_calloc((size_t)(t->nchunks - 1), sizeof *t->chunk_more);
+    if (!t->chunk_more)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory for the model chunks");
+    for (int k = 1; k < t->nchunks; k++) {
+        pl_model_stage stage;
+        PL_TRY(chunk_stage(t, k, &stage));
+        pl_model *m = pl_train_chunk(t, k);
+        PL_TRY(pl_model_init(m, &t->cfg, &t->reg, t->params, t->grads, t->mbs, &stage,
+                             t->model.tp, t->gemm));
+        t->chunks_up = k;
+        m->seed = t->model.seed;
+        m->blk.tpq = t->model.blk.tpq;
+    }
+fail:
+    return st;
+}
+
+void pl_train_free_chunks(pl_trainer *t)
+{
+    for (int k = 1; k <= t->chunks_up; k++)
+        pl_model_free(pl_train_chunk(t, k));
+    pl_free(t->chunk_more);
+    t->chunk_more = NULL;
+    t->chunks_up = 0;
 }
 
 /* The slot micro-batch mb's activations use: every schedule here finishes its
  * backwards (with ZB-H1, their weight halves) in forward order, so at most
  * `inflight` consecutive micro-batches are alive (activations_alive) and mb
  * modulo inflight never collides. */
-static int64_t pp_slot(const pl_trainer *t, int mb) { return mb % t->model.stage.inflight; }
+static int64_t pp_slot(const pl_model *m, int mb) { return mb % m->stage.inflight; }
 
 /* The tied word embeddings of the first stage and the output layer of the last
  * hold one tensor: their gradients are summed over the embedding group
  * (Megatron's _allreduce_word_embedding_grads), so both copies take the same step. */
 static pl_status pp_tied_grads(pl_trainer *t)
 {
-    if (!t->pp_tied || !(t->model.stage.first || t->model.stage.last))
+    const pl_model *head = pl_train_head(t);
+    if (!t->pp_tied || !(t->model.stage.first || head->stage.last))
         return PL_OK;
-    float *g = t->model.stage.first ? t->model.dwte : t->model.dout_w;
+    float *g = t->model.stage.first ? t->model.dwte : head->dout_w;
     return pl_comm_allreduce_f32(pl_grid_comm(&t->grid, PL_GRID_EMBD), g,
                                  t->model.Vl * t->model.C, PL_COMM_SUM);
 }
@@ -106,10 +171,9 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
                               double *loss_sum)
 {
     pl_status st = PL_OK;
-    pl_model *m = &t->model;
     pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
     const int r = t->grid.pp_rank, M = (int)t->num_micro;
-    const int64_t n = m->blk.Nl * m->C; /* floats of a transfer */
+    const int64_t n = t->model.blk.Nl * t->model.C; /* floats of a transfer */
     int na;
     const pl_pp_action *list = pl_pp_schedule_list(&t->pp, r, &na);
     int loaded = 0;
@@ -117,7 +181,8 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
     t->pp_wait_step = t->pp_compute_step = 0;
     for (int i = 0; i < na; i++) {
         const pl_pp_action *a = &list[i];
-        const int64_t k = pp_slot(t, a->mb);
+        pl_model *m = pl_train_chunk(t, a->chunk);
+        const int64_t k = pp_slot(m, a->mb), req_k = a->chunk * t->pp_slots + k;
         pl_model_mb *mb = &m->mb[k];
         const int tag = pl_pp_transfer_id(&t->pp.spec, r, a);
         pl_comm_req req;
@@ -135,23 +200,30 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             break;
         case PL_PP_SEND_ACT:
             pl_model_use(m, k);
-            PL_TRY(pl_comm_isend_f32(pp, pl_model_output(m), n, a->peer, tag, &t->pp_send_act[k]));
+            PL_TRY(pl_comm_isend_f32(pp, pl_model_output(m), n, a->peer, tag,
+                                     &t->pp_send_act[req_k]));
             break;
         case PL_PP_SEND_GRAD:
-            PL_TRY(pl_comm_isend_f32(pp, mb->dx0, n, a->peer, tag, &t->pp_send_grad[k]));
+            PL_TRY(pl_comm_isend_f32(pp, mb->dx0, n, a->peer, tag, &t->pp_send_grad[req_k]));
             break;
         case PL_PP_FWD: {
-            if (a->mb != loaded)
-                return pl_errorf(PL_ERR_INTERNAL, "pipeline stage %d: forward of micro-batch %d "
-                                 "out of order (next to load: %d)", r, a->mb, loaded);
-            if (!pl_sampler_next(sampler, t->batch_idx))
-                return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
-                                 (long long)t->iteration);
-            PL_TRY(pl_comm_wait(&t->pp_send_act[k])); /* the slot's last output has left */
+            PL_TRY(pl_comm_wait(&t->pp_send_act[req_k])); /* the slot's last output has left */
             pl_model_use(m, k);
-            int64_t n_loss;
-            PL_TRY(pl_train_load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls, &n_loss));
-            loaded++;
+            if (a->chunk > 0) { /* chunk 0's slot holds the batch until its backward, the last */
+                pl_model_use(&t->model, pp_slot(&t->model, a->mb));
+                pl_train_copy_batch(&t->model, m);
+            } else {
+                if (a->mb != loaded)
+                    return pl_errorf(PL_ERR_INTERNAL, "pipeline stage %d: forward of micro-batch "
+                                     "%d out of order (next to load: %d)", r, a->mb, loaded);
+                if (!pl_sampler_next(sampler, t->batch_idx))
+                    return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration "
+                                     "%lld", (long long)t->iteration);
+                int64_t n_loss;
+                PL_TRY(pl_train_load_micro_batch(t, PL_SPLIT_TRAIN, t->batch_idx, scale * ls,
+                                                 &n_loss));
+                loaded++;
+            }
             double t1 = pl_time_now();
             m->training = 1;
             m->iteration = t->iteration;
@@ -164,7 +236,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             break;
         }
         case PL_PP_BWD: {
-            PL_TRY(pl_comm_wait(&t->pp_send_grad[k])); /* so has its last dx0 */
+            PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k])); /* so has its last dx0 */
             pl_model_use(m, k);
             const int last = a->mb == M - 1;
             if (t->zero_stage >= 2)
@@ -177,7 +249,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             break;
         }
         case PL_PP_BWD_INPUT: /* what the previous stage waits for; the weights later */
-            PL_TRY(pl_comm_wait(&t->pp_send_grad[k]));
+            PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k]));
             pl_model_use(m, k);
             PL_TRY(pl_model_backward_input(m));
             t->prof.compute += pl_time_now() - t0;
@@ -198,7 +270,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
         }
     }
     double tw = pl_time_now();
-    for (int64_t k = 0; k < m->stage.inflight; k++) {
+    for (int64_t k = 0; k < t->nchunks * t->pp_slots; k++) {
         PL_TRY(pl_comm_wait(&t->pp_send_act[k]));
         PL_TRY(pl_comm_wait(&t->pp_send_grad[k]));
     }
@@ -211,9 +283,9 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_pp_finish(t));
     if (t->zero_stage == 0) { /* the regions outside the layers are final now */
-        if (m->stage.last && t->pp_tied)
+        if (pl_train_head(t)->stage.last && t->pp_tied)
             PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
-        if (m->stage.first)
+        if (t->model.stage.first)
             PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
     }
 fail:

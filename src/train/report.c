@@ -13,10 +13,22 @@
 
 /* ---- reporting -------------------------------------------------------------- */
 
+/* Activation and scratch bytes of every model chunk of this rank, as planned, or
+ * (kept) with every activation kept. */
+static size_t act_bytes(const pl_trainer *t, int kept)
+{
+    size_t n = 0;
+    for (int k = 0; k < (t->nchunks > 1 ? t->nchunks : 1); k++) {
+        const pl_model *m = k ? &t->chunk_more[k - 1] : &t->model;
+        n += kept ? pl_model_activation_bytes_kept(m) : pl_model_activation_bytes(m);
+    }
+    return n;
+}
+
 void pl_train_print_memory_plan(const pl_trainer *t)
 {
     const double MiB = 1 << 20;
-    double act = (double)pl_model_activation_bytes(&t->model);
+    double act = (double)act_bytes(t, 0);
     double p = (double)t->state_bytes[0], g = (double)t->state_bytes[1];
     double o = (double)t->state_bytes[2], w = (double)t->work_bytes;
     double cv = (double)pl_gemm_convert_bytes(t->gemm); /* bf16/fp16 GEMM operands */
@@ -33,7 +45,7 @@ void pl_train_print_memory_plan(const pl_trainer *t)
                 "(the difference is padding to a multiple of dp)",
                 formula[t->zero_stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
     char rc[64];
-    double kept = (double)pl_model_activation_bytes_kept(&t->model);
+    double kept = (double)act_bytes(t, 1);
     pl_log_info("activations (micro-batch %lld, recompute %s): %.1f MiB planned; %.1f MiB "
                 "without recompute, so recompute saves %.1f MiB",
                 (long long)t->mbs, pl_recompute_name(&t->cfg.recompute, rc, sizeof rc),
@@ -246,8 +258,7 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
                 (long long)t->iteration, t->zero_stage, (long long)t->dp,
                 (long long)mx[0], (long long)-mx[1],
                 (long long)(t->state_bytes[0] + t->state_bytes[1] + t->state_bytes[2]),
-                (long long)t->work_bytes, (long long)pl_model_activation_bytes(&t->model),
-                (long long)pl_model_activation_bytes_kept(&t->model));
+                (long long)t->work_bytes, (long long)act_bytes(t, 0), (long long)act_bytes(t, 1));
         fflush(t->metrics);
     }
     return PL_OK;
@@ -258,7 +269,8 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
 void pl_train_bench_reset(pl_trainer *t)
 {
     memset(&t->prof, 0, sizeof t->prof);
-    memset(&t->model.prof, 0, sizeof t->model.prof);
+    for (int k = 0; k < (t->nchunks > 1 ? t->nchunks : 1); k++)
+        memset(&pl_train_chunk(t, k)->prof, 0, sizeof t->model.prof);
     if (t->buckets)
         pl_dp_buckets_stats_reset(t->buckets);
     memset(&t->comm_total, 0, sizeof t->comm_total);
@@ -276,15 +288,21 @@ void pl_train_bench_report(const pl_trainer *t)
     double step = t->prof.total / (double)n;
     double tokens_s = (double)(t->gbs * t->cfg.seq_length) / step;
     double mfu = tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak;
-    const pl_model *m = &t->model;
-    double other = t->prof.compute - m->prof.linear - m->prof.attention - m->prof.lmhead;
+    pl_step_prof sum = t->model.prof; /* every model chunk's kernels */
+    for (int k = 1; k < t->nchunks; k++) {
+        const pl_step_prof *c = &t->chunk_more[k - 1].prof;
+        sum.linear += c->linear, sum.attention += c->attention, sum.lmhead += c->lmhead;
+        sum.tp_overlap.busy += c->tp_overlap.busy, sum.tp_overlap.wait += c->tp_overlap.wait;
+        sum.tp_overlap.ops += c->tp_overlap.ops;
+    }
+    double other = t->prof.compute - sum.linear - sum.attention - sum.lmhead;
     double idle = t->prof.total - t->prof.compute - t->prof.data - t->prof.comm - t->prof.optim;
     struct {
         const char *name;
         double s;
-    } parts[] = {{"GEMM (linear layers)", m->prof.linear},
-                 {"LM head + cross-entropy", m->prof.lmhead},
-                 {"attention", m->prof.attention},
+    } parts[] = {{"GEMM (linear layers)", sum.linear},
+                 {"LM head + cross-entropy", sum.lmhead},
+                 {"attention", sum.attention},
                  {"other kernels", other},
                  {"optimizer", t->prof.optim},
                  {"communication", t->prof.comm},
@@ -318,7 +336,7 @@ void pl_train_bench_report(const pl_trainer *t)
     double tp_s = 0;
     for (int k = 0; k < PL_COMM_NKINDS; k++)
         tp_s += t->tp_total.kind[k].seconds;
-    const pl_tp_overlap *ov = &m->prof.tp_overlap;
+    const pl_tp_overlap *ov = &sum.tp_overlap;
     double tp_hidden = ov->busy > ov->wait ? ov->busy - ov->wait : 0;
     if (t->grid.layout.tp > 1)
         pl_log_info("  TP collectives: %.1f ms/step inside MPI (in the rows above); %s",
@@ -338,7 +356,7 @@ void pl_train_bench_report(const pl_trainer *t)
            "\"tp_overlap_wait_ms\": %.3f, \"act_bytes\": %lld, \"pp_wait_ms\": %.3f, "
            "\"pp\": %d, \"micro_batches\": %lld,",
            tokens_s, 1e3 * tp_s / (double)n, 1e3 * tp_hidden / (double)n,
-           1e3 * ov->wait / (double)n, (long long)pl_model_activation_bytes(m),
+           1e3 * ov->wait / (double)n, (long long)act_bytes(t, 0),
            1e3 * t->prof.pp_wait / (double)n, t->grid.layout.pp, (long long)t->num_micro);
     printf(" \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
            "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "

@@ -271,6 +271,7 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
     c->max_positions = a->max_position_embeddings;
     c->divisible_by = a->make_vocab_size_divisible_by;
     c->pp_first_layers = a->decoder_first_pipeline_num_layers;
+    c->pp_chunks = a->pp_chunks;
     c->pp_last_layers = a->decoder_last_pipeline_num_layers;
     c->init_std = a->init_method_std;
     c->ln_eps = (float)a->layernorm_epsilon;
@@ -320,6 +321,7 @@ static pl_status setup_model(pl_trainer *t)
         PL_TRY(pl_commq_init(&t->tpq, pl_commq_default_mode()));
         t->model.blk.tpq = t->tpq;
     }
+    PL_TRY(pl_train_setup_chunks(t));
     if (t->zero_stage >= 2) {
         if (t->zero_stage == 3)
             PL_TRY(pl_model_rebind(&t->model, 0, pl_train_zero_locate, t));
@@ -332,8 +334,9 @@ static pl_status setup_model(pl_trainer *t)
     /* DP buckets in backward order: final norm, layers L-1..0, embeddings (each
      * on the stage that holds it). */
     const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
-    t->lnf_offset = stage.last ? lnw->offset : -1;
-    t->lnf_count = stage.last ? t->reg.numel - lnw->offset : 0;
+    const int has_lnf = lnw->offset >= 0; /* the last stage (its last chunk) */
+    t->lnf_offset = has_lnf ? lnw->offset : -1;
+    t->lnf_count = has_lnf ? t->reg.numel - lnw->offset : 0;
     t->emb_count = stage.first ? t->model.layer_offset[0] : 0;
     if (t->zero_stage > 0)
         goto skip_buckets;
@@ -510,8 +513,8 @@ pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count)
     /* The final norm's gradients are final before the last layer's backward starts:
      * marked with that layer, so the first bucket (which holds them) need not wait
      * for the end. */
-    if (t->lnf_offset >= 0 && !t->pp_tied &&
-        offset == t->model.layer_offset[t->model.stage.nl - 1]) {
+    const pl_model *head = pl_train_head(t);
+    if (t->lnf_offset >= 0 && !t->pp_tied && offset == head->layer_offset[head->stage.nl - 1]) {
         pl_status st = pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count);
         if (st)
             return st;
@@ -706,6 +709,14 @@ fail:
     return st;
 }
 
+void pl_train_copy_batch(const pl_model *from, pl_model *to)
+{
+    memcpy(to->tokens, from->tokens, (size_t)to->N * sizeof *to->tokens);
+    memcpy(to->targets, from->targets, (size_t)to->N * sizeof *to->targets);
+    memcpy(to->dloss, from->dloss, (size_t)to->N * sizeof *to->dloss);
+    memcpy(to->sample, from->sample, (size_t)to->B * sizeof *to->sample);
+}
+
 static pl_status evaluate(pl_trainer *t, double *out)
 {
     pl_status st = PL_OK;
@@ -723,21 +734,30 @@ static pl_status evaluate(pl_trainer *t, double *out)
             if (!pl_sampler_next(&s, t->batch_idx))
                 break;
             int64_t n_loss;
-            pl_model *m = &t->model;
-            pl_model_use(m, 0);
+            pl_model_use(&t->model, 0);
             PL_TRY(pl_train_load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
-            m->training = 0; /* Megatron evaluates in eval mode: no dropout */
-            /* pipelined: forward only, each stage's output passed on */
+            /* pipelined: forward only, each virtual stage's output passed to the next
+             * (chunk c of the last rank feeds chunk c + 1 of the first) */
             pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
-            const int64_t n = m->blk.Nl * m->C;
-            if (!m->stage.first)
-                PL_TRY(pl_comm_recv_f32(pp, m->x0, n, t->grid.pp_rank - 1, (int)k));
-            PL_TRY(pl_model_forward(m));
-            if (!m->stage.last)
-                PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, t->grid.pp_rank + 1, (int)k));
-            if (m->stage.last) {
-                sum += pl_train_micro_batch_loss(m, 1.0);
-                batches++;
+            const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+            for (int c = 0; c < t->nchunks; c++) {
+                pl_model *m = pl_train_chunk(t, c);
+                const int64_t n = m->blk.Nl * m->C;
+                const int tag = (int)(k * t->nchunks + c);
+                pl_model_use(m, 0);
+                if (c > 0)
+                    pl_train_copy_batch(&t->model, m);
+                m->training = 0; /* Megatron evaluates in eval mode: no dropout */
+                if (!m->stage.first)
+                    PL_TRY(pl_comm_recv_f32(pp, m->x0, n, (r + P - 1) % P, tag));
+                PL_TRY(pl_model_forward(m));
+                if (!m->stage.last)
+                    PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, (r + 1) % P,
+                                            r == P - 1 ? tag + 1 : tag));
+                if (m->stage.last) {
+                    sum += pl_train_micro_batch_loss(m, 1.0);
+                    batches++;
+                }
             }
         }
         t->consumed_valid += t->gbs;
@@ -767,6 +787,7 @@ static void trainer_free(pl_trainer *t)
     pl_free(t->pp_send_grad);
     pl_free(t->pp_dp_wire);
     pl_zero_free(&t->zero);
+    pl_train_free_chunks(t);
     if (t->model_up)
         pl_model_free(&t->model);
     pl_gemm_free(t->gemm);

@@ -32,8 +32,10 @@ typedef struct pl_trainer {
     float *mem;                              /* one block: params, grads, m, v */
     float *params, *grads, *exp_avg, *exp_avg_sq;
     pl_gemm *gemm;
-    pl_model model;
+    pl_model model;                          /* this rank's model (interleaved: chunk 0) */
     int model_up;
+    pl_model *chunk_more;                    /* interleaved: chunks 1..nchunks-1 */
+    int nchunks, chunks_up;                  /* model chunks (1 unless interleaved) */
     pl_dp_buckets *buckets;                  /* stage 0 */
     /* ZeRO (stage >= 1): see the memory plan in setup_zero_memory */
     int zero_stage;
@@ -69,7 +71,9 @@ typedef struct pl_trainer {
     /* pipelining (PP > 1): the schedule, and each slot's sends in flight */
     pl_pp_schedule pp;
     int pp_tied;                             /* tied embeddings on two stages (embd group) */
-    pl_comm_req *pp_send_act, *pp_send_grad; /* [inflight] */
+    pl_comm_req *pp_send_act, *pp_send_grad; /* [nchunks x pp_slots]: chunk k's slot j at
+                                              * k pp_slots + j */
+    int64_t pp_slots;                        /* the chunks' largest in-flight bound */
     pl_comm_stats step_pp_comm;              /* PP bytes of the last step (this rank) */
     double pp_wait_step, pp_compute_step;    /* the last step's seconds blocked on the
                                               * neighbouring stages / in FWD and BWD */
@@ -109,6 +113,14 @@ enum { PL_BENCH_WARMUP = 2 }; /* iterations plait bench leaves out of its figure
 
 static inline int pl_train_is_root(const pl_trainer *t) { return t->grid.rank == 0; }
 
+/* Model chunk k of this rank (0: t->model). */
+static inline pl_model *pl_train_chunk(pl_trainer *t, int k)
+{
+    return k ? &t->chunk_more[k - 1] : &t->model;
+}
+/* The chunk that holds the final norm and LM head on the last stage: the last one. */
+static inline pl_model *pl_train_head(pl_trainer *t) { return pl_train_chunk(t, t->nchunks - 1); }
+
 /* The model configuration of the flags: the --model family's row, then the
  * architecture flags given (sizes, norms, positions, MLP, biases, tying,
  * dropout); the vocabulary is left to the caller. */
@@ -121,11 +133,17 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c);
 pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
                                     int64_t *n_loss);
 double pl_train_micro_batch_loss(const pl_model *m, double scale);
+/* Interleaved: the batch of from's current slot (tokens, targets, d loss, samples)
+ * into to's, another model chunk's. */
+void pl_train_copy_batch(const pl_model *from, pl_model *to);
 pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count);
 
 /* pipeline.c: this rank's stage (its layers and, pipelined, the schedule and the
  * slots it keeps in flight), and one pipelined step's forwards and backwards. */
 pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage);
+/* Interleaved: model chunks 1..v-1 beside t->model, on the same flat buffers. */
+pl_status pl_train_setup_chunks(pl_trainer *t);
+void pl_train_free_chunks(pl_trainer *t);
 pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
                                 double *loss_sum);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Pipeline parallelism in `plait train`: P = 2, 4 and 8 stages under the 1F1B, GPipe and
-# ZB-H1 (zero-bubble: split backwards, bit for bit 1F1B's) schedules, combined with TP 2 (and sequence
+# Pipeline parallelism in `plait train`: P = 2, 4 and 8 stages under the 1F1B, GPipe,
+# ZB-H1 (zero-bubble: split backwards, bit for bit 1F1B's) and interleaved (v = 2 and 4
+# model chunks per rank) schedules, combined with TP 2 (and sequence
 # parallelism), DP 2 and ZeRO 0-1 (stages 2-3: pp_zero.sh), 8 ranks in 3D, with dropout
 # on, for GPT (tied embeddings: the last stage's copy summed over the embedding group)
 # and Llama (untied): the same losses
@@ -114,24 +115,45 @@ check_fails "zb-h1 with ZeRO 2 is refused by name" "zb-h1 with ZeRO stage 2" \
 
 check "gpt: one process trains 10 iterations (8 layers)" run g8_single 1 1 1 --num-layers 8
 layout_checks gpt g8_single g8_pp8 "8 1 1 8" --num-layers 8
+# Interleaved 1F1B (Megatron's virtual pipeline): chunk k of rank r holds virtual stage
+# k P + r; activations go round the ranks v times.
+layout_checks gpt g8_single g8_pp2_v2 "2 1 1 2" --num-layers 8 \
+    --num-layers-per-virtual-pipeline-stage 2
+layout_checks gpt g8_single g8_pp2_v4 "2 1 1 2" --num-layers 8 \
+    --num-virtual-stages-per-pipeline-rank 4
+layout_checks gpt g8_single g8_pp4_v2 "4 1 1 4" --num-layers 8 \
+    --virtual-pipeline-model-parallel-size 2
+layout_checks gpt g8_single g8_3d_v2 "8 2 2 2" --num-layers 8 \
+    --num-layers-per-virtual-pipeline-stage 2 --sequence-parallel --use-distributed-optimizer
+check "interleaved: layer 5 of 8 lives on rank 0 (virtual stage 2 of 4)" $PY -c "
+import json, sys
+m = json.load(open('$TMP/g8_pp2_v2/iter_0000010/manifest.json'))['tensors']
+stage = [m[f'decoder.layers.{l}.self_attention.linear_qkv.weight']['pipeline_stage'] for l in range(8)]
+print(stage); sys.exit(stage != [0, 0, 1, 1, 0, 0, 1, 1])"
 
 check "llama: one process trains 10 iterations" run l_single 1 1 1 --num-layers 4 "${LLAMA[@]}"
 layout_checks llama l_single l_pp2 "2 1 1 2" --num-layers 4 "${LLAMA[@]}"
 layout_checks llama l_single l_pp2_tp2 "4 2 1 2" --num-layers 4 "${LLAMA[@]}" --sequence-parallel
 layout_checks llama l_single l_pp2_zb "2 1 1 2" --num-layers 4 "${LLAMA[@]}" \
     --pipeline-schedule zb-h1
+layout_checks llama l_single l_pp2_v2 "2 1 1 2" --num-layers 4 "${LLAMA[@]}" \
+    --num-virtual-stages-per-pipeline-rank 2
 
 # Bytes between stages per step, from rank 0 (the first stage): m micro-batches, each
 # sending its activation (N/tp x C floats, here 64 x 64) and receiving its gradient:
 # 2m calls, wire m * 4 N C bytes; the loss and skip flag summed over the stages once (16
 # bytes, 2 (P-1)/P of it on the wire).
-pp_bytes_match() { # NAME P MICRO_BATCHES ROWS
-    $PY - "$TMP/$1.jsonl" "$2" "$3" "$4" <<'PYEOF'
+# Interleaved (v chunks): rank 0 sends v activations and v - 1 gradients per micro-batch
+# and receives v - 1 activations (from the last rank) and v gradients: (4v - 2) m calls,
+# (2v - 1) m sends of N/tp x C floats on the wire.
+pp_bytes_match() { # NAME P MICRO_BATCHES ROWS [V]
+    $PY - "$TMP/$1.jsonl" "$2" "$3" "$4" "${5:-1}" <<'PYEOF'
 import json, sys
-path, P, m, rows = sys.argv[1], *map(int, sys.argv[2:])
+path, P, m, rows, v = sys.argv[1], *map(int, sys.argv[2:])
 last = [json.loads(l) for l in open(path) if '"iteration": 10,' in l and 'pp_calls' in l][-1]
 C = 64
-want = {'send/recv': (2 * m, m * 4 * rows * C), 'all-reduce': (1, 16 * 2 * (P - 1) / P)}
+want = {'send/recv': ((4 * v - 2) * m, (2 * v - 1) * m * 4 * rows * C),
+        'all-reduce': (1, 16 * 2 * (P - 1) / P)}
 ok = True
 for k, (calls, wire) in want.items():
     got_c, got_b = last['pp_calls'][k], last['pp_wire_bytes'][k]
@@ -144,6 +166,10 @@ check "pp 2: bytes between stages per step equal the theory" pp_bytes_match g_pp
 check "pp 4: bytes between stages per step equal the theory" pp_bytes_match g_pp4 4 4 64
 check "pp 2 x tp 2, sp: N/tp rows cross the stages" pp_bytes_match g_pp2_tp2_sp 2 4 32
 check "pp 2 x dp 2: bytes between stages per step equal the theory" pp_bytes_match g_pp2_dp2 2 2 64
+check "pp 2, 2 chunks per rank: bytes between stages per step equal the theory" \
+    pp_bytes_match g8_pp2_v2 2 4 64 2
+check "pp 4, 2 chunks per rank: bytes between stages per step equal the theory" \
+    pp_bytes_match g8_pp4_v2 4 4 64 2
 pp_bytes_match g_pp2 2 4 64 | sed 's/^/    /'
 check "a pp 2 x tp 2 checkpoint has Megatron's mp_rank_XX_YYY directories" test -f \
     "$TMP/g_pp2_tp2_sp/iter_0000010/mp_rank_01_001/model_optim.safetensors"
@@ -163,6 +189,19 @@ check "3D ZeRO 1: losses after resuming equal the uninterrupted run's, bit for b
     diff <(losses "$TMP/g_3d_z1.jsonl" | tail -n 5) <(losses "$TMP/resume.jsonl")
 check "3D ZeRO 1: final parameters after resuming equal, bit for bit" \
     $PY "$CK" same "$TMP/resume/iter_0000010" "$TMP/g_3d_z1/iter_0000010" 0 0
+rm -rf "$TMP/resume_v"; mkdir -p "$TMP/resume_v"
+cp -r "$TMP/g8_3d_v2/iter_0000005" "$TMP/resume_v/"
+echo 5 > "$TMP/resume_v/latest_checkpointed_iteration.txt"
+check "interleaved 3D, ZeRO 1: resumed from iteration 5" \
+    timeout -k 5 300 mpirun.openmpi -n 8 "$PLAIT" train "${COMMON[@]}" --num-layers 8 \
+    --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel \
+    --num-layers-per-virtual-pipeline-stage 2 --use-distributed-optimizer \
+    --make-vocab-size-divisible-by 256 --load "$TMP/resume_v" --save "$TMP/resume_v" \
+    --metrics-file "$TMP/resume_v.jsonl"
+check "interleaved 3D: losses after resuming equal the uninterrupted run's, bit for bit" \
+    diff <(losses "$TMP/g8_3d_v2.jsonl" | tail -n 5) <(losses "$TMP/resume_v.jsonl")
+check "interleaved 3D: final parameters after resuming equal, bit for bit" \
+    $PY "$CK" same "$TMP/resume_v/iter_0000010" "$TMP/g8_3d_v2/iter_0000010" 0 0
 check_fails "layers not divisible by the stages are refused, naming both flags" \
     "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3" \
     timeout -k 5 60 mpirun.openmpi -n 3 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
@@ -172,10 +211,24 @@ check_fails "an impossible uneven split is refused, naming the flags" \
     timeout -k 5 60 mpirun.openmpi -n 3 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
     --pipeline-model-parallel-size 3 --decoder-first-pipeline-num-layers 3 \
     --decoder-last-pipeline-num-layers 2
-check_fails "the interleaved schedule is refused by name (not run by this version yet)" \
-    "--pipeline-schedule interleaved: this version runs 1f1b, gpipe and zb-h1" \
+check_fails "the interleaved schedule without model chunks is refused, naming the flags" \
+    "interleaved needs model chunks: --num-layers-per-virtual-pipeline-stage" \
     timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
     --pipeline-model-parallel-size 2 --pipeline-schedule interleaved
+check_fails "model chunks under 1f1b are refused" "1f1b with 2 model chunks per rank" \
+    timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
+    --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 \
+    --pipeline-schedule 1f1b
+check_fails "layers per chunk that do not divide a stage's are refused" \
+    "the 4 layers of a pipeline stage are not divisible by --num-layers-per-virtual-pipeline-stage 3" \
+    timeout -k 5 60 "$PLAIT" train "${COMMON[@]}" --num-layers 8 \
+    --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 3
+check_fails "two interleaving flags at once are refused" "cannot be set together" \
+    timeout -k 5 60 "$PLAIT" train "${COMMON[@]}" --num-layers 8 --pipeline-model-parallel-size 2 \
+    --num-layers-per-virtual-pipeline-stage 2 --virtual-pipeline-model-parallel-size 2
+check_fails "interleaving with ZeRO 2 is refused by name" "interleaved with ZeRO stage 2" \
+    timeout -k 5 60 mpirun.openmpi -n 4 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
+    --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 --zero-stage 2
 check_fails "--pipeline_model_parallel_size (A4SFramework) conflicting with the Megatron flag is refused" \
     "--pipeline-model-parallel-size 2 conflicts with --pipeline_model_parallel_size 4" \
     timeout -k 5 60 "$PLAIT" train "${COMMON[@]}" --num-layers 4 --pipeline-model-parallel-size 2 \
