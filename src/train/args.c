@@ -202,7 +202,8 @@ static const pl_option train_options[] = {
 
 const pl_command_spec pl_train_cmd = {
     "train", "Train a GPT or Llama with Megatron-LM's flags (pretrain_gpt.py).", train_options,
-    (int)(sizeof train_options / sizeof *train_options)};
+    (int)(sizeof train_options / sizeof *train_options),
+    0 /* pretrain_gpt.py: argparse with allow_abbrev=False */};
 
 int pl_train_args_given(const pl_train_args *a, const char *name)
 {
