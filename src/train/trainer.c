@@ -827,6 +827,11 @@ static pl_status run(pl_trainer *t)
         PL_TRY(pl_train_load(t));
     PL_TRY(open_metrics(t));
     if (pl_train_is_root(t)) {
+        for (const char *p = a->notes; p && *p;) { /* one line per legacy flag or DeepSpeed key */
+            const char *nl = strchr(p, '\n');
+            pl_log_info("note: %.*s", (int)(nl - p), p);
+            p = nl + 1;
+        }
         pl_train_print_banner(t);
         pl_train_print_memory_plan(t);
     }
