@@ -8,7 +8,9 @@
  * (_configure_basic_optimizer), runtime/lr_schedules.py, docs/_pages/config-json.md.
  *
  * DeepSpeed's value semantics, followed here:
- * - duplicate keys anywhere are an error ("Duplicate keys in DeepSpeed config");
+ * - a duplicate key takes its last value, as Megatron-DeepSpeed reads the file with
+ *   Python's json (DeepSpeed's own loader, given the path, refuses duplicates); a
+ *   note names it;
  * - "enabled" and the other switches read by get_scalar_param are tested with
  *   Python truth: 1 and "true" are on, and so is the string "false" (non-empty);
  *   0, "", null, [] and {} are off. A switch that is not a JSON boolean gets a note
@@ -642,24 +644,36 @@ static const top_key top_keys[] = {
     {"use_data_before_expert_parallel_", "not applied"},
 };
 
-/* DeepSpeed loads its JSON with dict_raise_error_on_duplicate_keys at every level. */
-static pl_status no_duplicates(const ds_ctx *c, const cJSON *obj, const char *where)
+/* Duplicate keys, at every level: the last value wins, as Megatron-DeepSpeed's
+ * _create_ds_config_dict loads the file with Python's json and hands DeepSpeed a
+ * dict (DeepSpeed's own loader, given a path, would refuse them with
+ * dict_raise_error_on_duplicate_keys); a note names each. */
+static pl_status last_duplicate_wins(ds_ctx *c, cJSON *obj, const char *where)
 {
-    for (const cJSON *e = obj ? obj->child : NULL; e; e = e->next) {
+    cJSON *e = obj ? obj->child : NULL;
+    while (e) {
+        cJSON *next = e->next;
+        int dup = 0;
         if (cJSON_IsObject(obj))
-            for (const cJSON *f = e->next; f; f = f->next)
-                if (strcmp(e->string, f->string) == 0)
-                    return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: Duplicate keys in "
-                                     "DeepSpeed config: ['%s']%s%s (DeepSpeed refuses them)",
-                                     c->cfg, e->string, *where ? " in " : "", where);
-        if (cJSON_IsObject(e) || cJSON_IsArray(e)) {
+            for (const cJSON *f = e->next; f && !dup; f = f->next)
+                dup = strcmp(e->string, f->string) == 0;
+        if (dup) {
+            pl_status st = pl_train_args_note(c->a, "%s%s%s: given more than once; the last value "
+                                              "wins (Megatron-DeepSpeed reads the file with "
+                                              "Python's json; DeepSpeed's own loader would refuse "
+                                              "it)", where, *where ? "." : "", e->string);
+            cJSON_Delete(cJSON_DetachItemViaPointer(obj, e));
+            if (st)
+                return st;
+        } else if (cJSON_IsObject(e) || cJSON_IsArray(e)) {
             char inner[256];
             snprintf(inner, sizeof inner, "%s%s%s", where, *where ? "." : "",
                      cJSON_IsObject(obj) ? e->string : "[]");
-            pl_status st = no_duplicates(c, e, inner);
+            pl_status st = last_duplicate_wins(c, e, inner);
             if (st)
                 return st;
         }
+        e = next;
     }
     return PL_OK;
 }
@@ -681,7 +695,7 @@ pl_status pl_ds_config_apply(pl_train_args *a)
     a->ds_json = root;
     ds_ctx c = {a, a->deepspeed_config, 0};
     const char *cfg = c.cfg;
-    PL_TRY(no_duplicates(&c, root, ""));
+    PL_TRY(last_duplicate_wins(&c, root, ""));
     PL_TRY(precision(&c, root));
     int on;
     PL_TRY(ds_switch(&c, root, "elasticity", "elasticity", &on));

@@ -15,7 +15,8 @@
  * (activation_checkpointing, offload_optimizer, overlap_comm, wall_clock_breakdown,
  * ...) are accepted with one note each saying what plait does; what cannot be
  * honoured (another optimizer or scheduler type, warmup_type "log", elasticity,
- * an unknown zero_optimization key, duplicate keys) is refused by name. */
+ * an unknown zero_optimization key) is refused by name; a duplicate key takes its
+ * last value, with a note. */
 #ifndef PL_TRAIN_DS_CONFIG_H
 #define PL_TRAIN_DS_CONFIG_H
 
