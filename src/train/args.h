@@ -28,7 +28,11 @@ typedef struct pl_train_legacy_args {
     int fp32_allreduce, attention_softmax_in_fp32, apply_query_key_layer_scaling;
     int scaled_upper_triang_masked_softmax_fusion, scaled_masked_softmax_fusion;
     int bias_gelu_fusion, bias_dropout_fusion, mmap_warmup, cpu_optimizer;
+    int no_pipeline_parallel, no_async_tp_allreduce, no_query_key_layer_scaling;
+    int log_timers_tb, log_batch_size_tb, log_validation_ppl_tb, log_optimizer_states_tb;
+    int64_t tensorboard_queue_size, num_key_value_heads;
     const char *data_impl, *distributed_backend, *ddp_impl, *tensorboard_dir;
+    const char *wandb_project, *wandb_exp_name, *wandb_save_dir;
 } pl_train_legacy_args;
 
 typedef struct pl_train_args {

@@ -132,6 +132,20 @@ static const legacy_note switch_notes[] = {
     {LN(bias_dropout_fusion), "--bias-dropout-fusion: a CUDA fusion; no effect on CPU"},
     {LN(mmap_warmup), "--mmap-warmup: the data files are memory-mapped and read on demand"},
     {LN(cpu_optimizer), "--cpu-optimizer: the optimizer always runs on the CPU"},
+    {LN(no_pipeline_parallel),
+     "--no-pipeline-parallel: no DeepSpeed pipeline engine in plait; pipelining is "
+     "--pipeline-model-parallel-size"},
+    {LN(no_async_tp_allreduce),
+     "--no-async-tensor-model-parallel-allreduce: TP all-reduces overlap only with "
+     "--tp-comm-overlap"},
+    {LN(no_query_key_layer_scaling),
+     "--no-query-key-layer-scaling: plait never scales attention scores by the layer number"},
+    {LN(log_timers_tb), "--log-timers-to-tensorboard: TensorBoard files are not written yet"},
+    {LN(log_batch_size_tb), "--log-batch-size-to-tensorboard: TensorBoard files are not written yet"},
+    {LN(log_validation_ppl_tb),
+     "--log-validation-ppl-to-tensorboard: TensorBoard files are not written yet"},
+    {LN(log_optimizer_states_tb),
+     "--log-optimizer-states-to-tensorboard: TensorBoard files are not written yet"},
 };
 #undef LN
 
@@ -168,6 +182,12 @@ static pl_status value_notes(pl_train_args *a)
         PL_TRY(pl_train_args_note(a, "--zero-allgather-bucket-size %lld: not read; ZeRO-3 gathers "
                                   "one layer's parameters at a time",
                                   (long long)l->zero_allgather_bucket_size));
+    if (pl_train_args_given(a, "--tensorboard-queue-size"))
+        PL_TRY(pl_train_args_note(a, "--tensorboard-queue-size %lld: TensorBoard files are not "
+                                  "written yet", (long long)l->tensorboard_queue_size));
+    if (l->wandb_project || l->wandb_exp_name || l->wandb_save_dir)
+        PL_TRY(pl_train_args_note(a, "--wandb-*: nothing is sent to Weights & Biases; the "
+                                  "scalars go to --metrics-file (JSON lines)"));
     if (l->data_impl && (strcmp(l->data_impl, "lazy") == 0 || strcmp(l->data_impl, "cached") == 0))
         return pl_errorf(PL_ERR_UNSUPPORTED, "plait train: --data-impl %s: plait reads only the "
                          "mmap format (MMIDIDX .idx/.bin, what preprocess_data.py writes by "
@@ -204,6 +224,11 @@ pl_status pl_train_args_legacy(pl_train_args *a)
         snprintf(text, sizeof text, "%lld",
                  (long long)(l->pipe_parallel_size ? l->pipe_parallel_size : 1));
         PL_TRY(map_flag(a, "--pipe-parallel-size", "--pipeline-model-parallel-size", text));
+    }
+    if (pl_train_args_given(a, "--num-key-value-heads")) { /* Megatron-DeepSpeed's GQA flag */
+        snprintf(text, sizeof text, "%lld", (long long)l->num_key_value_heads);
+        PL_TRY(map_flag(a, "--num-key-value-heads", "--group-query-attention", "1"));
+        PL_TRY(map_flag(a, "--num-key-value-heads", "--num-query-groups", text));
     }
     PL_TRY(map_recompute(a));
     for (size_t i = 0; i < sizeof switch_notes / sizeof *switch_notes; i++)

@@ -199,20 +199,27 @@ TEST(legacy_flags_map_onto_megatrons_current_ones)
     CHECK_OK(parse(&a, BASE " --checkpoint-activations"));
     CHECK(a.recompute_num_layers == 1, "--checkpoint-num-layers defaults to 1 (Megatron v1)");
     pl_train_args_free(&a);
+    CHECK_OK(parse(&a, BASE " --num-key-value-heads 2"));
+    CHECK(a.group_query_attention && a.num_query_groups == 2,
+          "Megatron-DeepSpeed's --num-key-value-heads is GQA with that many groups");
+    pl_train_args_free(&a);
     /* a GPU or launcher matter: accepted with exactly one note each */
     CHECK_OK(parse(&a, BASE " --distributed-backend nccl --DDP-impl local --use-flash-attn "
                             "--partition-activations --checkpoint-in-cpu --contigious-checkpointing "
                             "--synchronize-each-layer --profile-backward --zero-reduce-scatter "
                             "--zero-contigious-gradients --zero-reduce-bucket-size 50000000 "
                             "--zero-allgather-bucket-size 5000000000 --tensorboard-dir tb "
-                            "--local_rank 0 --deepspeed-activation-checkpointing"));
+                            "--local_rank 0 --deepspeed-activation-checkpointing "
+                            "--no-pipeline-parallel --log-timers-to-tensorboard "
+                            "--wandb-project p --wandb-exp-name e"));
     static const char *const flags[] = {
         "--distributed-backend nccl", "--DDP-impl local", "--use-flash-attn:",
         "--partition-activations", "--checkpoint-in-cpu", "--contigious-checkpointing",
         "--synchronize-each-layer", "--profile-backward", "--zero-reduce-scatter",
         "--zero-contigious-gradients", "--zero-reduce-bucket-size 50000000",
         "--zero-allgather-bucket-size 5000000000", "--tensorboard-dir tb", "--local_rank 0",
-        "--deepspeed-activation-checkpointing"};
+        "--deepspeed-activation-checkpointing", "--no-pipeline-parallel",
+        "--log-timers-to-tensorboard", "--wandb-*"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         CHECK(notes_with(&a, flags[i]) == 1, "one note for %s in:\n%s", flags[i],
               a.notes ? a.notes : "");
