@@ -312,9 +312,13 @@ static pl_status scheduler(ds_ctx *c, const cJSON *sch)
             PL_TRY(ds_set(c, "--min-lr", v, "scheduler.params.warmup_min_lr"));
     }
     int64_t n = 0;
-    PL_TRY(ds_count(c, p, "warmup_num_steps", "scheduler.params.warmup_num_steps", &n));
-    if (n)
-        PL_TRY(ds_set(c, "--lr-warmup-iters", (double)n, "scheduler.params.warmup_num_steps"));
+    PL_TRY(ds_number(c, p, "warmup_num_steps", "scheduler.params.warmup_num_steps", &v, &has));
+    if (has) {
+        if (v < 0 || v > 2147483647.0 || v != floor(v))
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: scheduler.params.warmup_num_steps "
+                             "must be a whole number >= 0, got %g", cfg, v);
+        PL_TRY(ds_set(c, "--lr-warmup-iters", v, "scheduler.params.warmup_num_steps"));
+    }
     if (decay) {
         n = 0;
         PL_TRY(ds_count(c, p, "total_num_steps", "scheduler.params.total_num_steps", &n));
