@@ -69,6 +69,11 @@ typedef struct pl_train_args {
     /* DeepSpeed batch keys (-1 when absent), resolved against the DP size at start */
     int64_t ds_train_batch, ds_micro_batch, ds_grad_accum;
     void *ds_json;                 /* the parsed DeepSpeed config; owns its strings */
+    struct {                       /* its scheduler, as DeepSpeed runs it (optim/schedule.h) */
+        int style;                 /* a PL_LR_DS_* style; 0: none */
+        int64_t warmup, total;     /* optimizer steps: max(2, warmup_num_steps), total_num_steps */
+        double init_lr, max_lr, min_lr;
+    } ds_sched;
     char ds_values[24][40];        /* values the DeepSpeed config set, as flag text */
     /* mixed precision (Megatron's flags; docs/precision.md) */
     int bf16, fp16;

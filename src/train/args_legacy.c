@@ -17,7 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Sets `flag` to `text` as if given, unless it was given with another value. */
+/* Sets the scalar `flag` to `text` as if given, unless it was given with another
+ * value (compared after parsing text with the flag's own type). */
 static pl_status map_flag(pl_train_args *a, const char *legacy, const char *flag, const char *text)
 {
     if (pl_train_args_given(a, flag)) {
@@ -175,9 +176,8 @@ static pl_status value_notes(pl_train_args *a)
     if (pl_train_args_given(a, "--zero-reduce-bucket-size"))
         PL_TRY(pl_train_args_note(a, "--zero-reduce-bucket-size %lld: not read (DeepSpeed reads "
                                   "zero_optimization.reduce_bucket_size from its JSON; plait's "
-                                  "bucket is --ddp-bucket-size %lld elements)",
-                                  (long long)l->zero_reduce_bucket_size,
-                                  (long long)a->ddp_bucket_size));
+                                  "bucket is --ddp-bucket-size, or that JSON key at stage 0)",
+                                  (long long)l->zero_reduce_bucket_size));
     if (pl_train_args_given(a, "--zero-allgather-bucket-size"))
         PL_TRY(pl_train_args_note(a, "--zero-allgather-bucket-size %lld: not read; ZeRO-3 gathers "
                                   "one layer's parameters at a time",

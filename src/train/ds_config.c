@@ -27,6 +27,7 @@
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/json.h"
+#include "optim/schedule.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -39,6 +40,7 @@ typedef struct ds_ctx {
     pl_train_args *a;
     const char *cfg;
     int nvals;
+    int lr_from_optimizer; /* --lr was set by optimizer.params.lr */
 } ds_ctx;
 
 /* What happens when a key's flag was also given with another value. */
@@ -229,8 +231,10 @@ static pl_status optimizer(ds_ctx *c, const cJSON *opt)
         snprintf(path, sizeof path, "optimizer.params.%s", k);
         if (strcmp(k, "lr") == 0) {
             PL_TRY(ds_number(c, p, k, path, &v, &has));
-            if (has)
+            if (has) {
+                c->lr_from_optimizer = !pl_train_args_given(c->a, "--lr");
                 PL_TRY(ds_set(c, "--lr", v, path));
+            }
         } else if (strcmp(k, "eps") == 0) {
             PL_TRY(ds_number(c, p, k, path, &v, &has));
             if (has)
@@ -274,68 +278,119 @@ fail:
     return st;
 }
 
+/* A scheduler param: the JSON number, or DeepSpeed's default when absent. */
+static pl_status sched_param(ds_ctx *c, const cJSON *p, const char *key, double def, double *v)
+{
+    char path[96];
+    int has;
+    snprintf(path, sizeof path, "scheduler.params.%s", key);
+    pl_status st = ds_number(c, p, key, path, v, &has);
+    if (!st && !has)
+        *v = def;
+    return st;
+}
+
+/* DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR (runtime/lr_schedules.py),
+ * run as DeepSpeed runs them: counted in optimizer steps, the first step at the
+ * start value (optim/schedule.h). They replace Megatron's schedule, so its flags
+ * may not be given too. */
 static pl_status scheduler(ds_ctx *c, const cJSON *sch)
 {
     pl_train_args *a = c->a;
     const char *cfg = c->cfg;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(sch, "type");
     const char *t = cJSON_IsString(type) ? type->valuestring : "?";
-    int decay = strcmp(t, "WarmupDecayLR") == 0;
-    if (!decay && strcmp(t, "WarmupLR") != 0)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: scheduler type \"%s\" does not "
-                         "map onto Megatron's schedule (WarmupLR and WarmupDecayLR do)", cfg, t);
+    const int warm = strcmp(t, "WarmupLR") == 0, decay = strcmp(t, "WarmupDecayLR") == 0,
+              cosine = strcmp(t, "WarmupCosineLR") == 0;
+    if (!warm && !decay && !cosine)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: scheduler type \"%s\" is not "
+                         "implemented (WarmupLR, WarmupDecayLR and WarmupCosineLR are)", cfg, t);
+    static const char *const megatron[] = {"--lr-decay-style", "--lr-warmup-iters",
+                                           "--lr-warmup-samples", "--lr-warmup-fraction",
+                                           "--lr-warmup-init", "--lr-decay-iters",
+                                           "--lr-decay-samples", "--min-lr"};
+    for (size_t i = 0; i < sizeof megatron / sizeof *megatron; i++)
+        if (pl_train_args_given(a, megatron[i]))
+            return pl_errorf(PL_ERR_ARG, "plait train: %s (command line, --config or a legacy "
+                             "flag such as --warmup) conflicts with the scheduler %s of "
+                             "--deepspeed_config %s, which sets the whole schedule", megatron[i],
+                             t, cfg);
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(sch, "params");
-    const cJSON *wt = cJSON_GetObjectItemCaseSensitive(p, "warmup_type");
-    /* DeepSpeed's default warmup_type is "log", which Megatron has no form of. */
-    if (!cJSON_IsString(wt) || strcmp(wt->valuestring, "linear") != 0)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: scheduler.params.warmup_type "
-                         "\"%s\" does not map onto Megatron's schedule (only \"linear\"; "
-                         "DeepSpeed's default is \"log\")",
-                         cfg, cJSON_IsString(wt) ? wt->valuestring : "log");
-    double v;
-    int has;
     pl_status st = PL_OK;
-    const char *style = decay ? "linear" : "constant";
-    if (pl_train_args_given(a, "--lr-decay-style") && strcmp(a->lr_decay_style, style) != 0)
-        return pl_errorf(PL_ERR_ARG, "plait train: --lr-decay-style %s conflicts with scheduler "
-                         "type %s (decay style %s) in --deepspeed_config %s",
-                         a->lr_decay_style, t, style, cfg);
-    const char *vals[1] = {style};
-    PL_TRY(pl_options_set(&pl_train_cmd, a, "--lr-decay-style", vals, 1, a->given));
-    PL_TRY(ds_number(c, p, "warmup_max_lr", "scheduler.params.warmup_max_lr", &v, &has));
-    if (has)
-        PL_TRY(ds_set(c, "--lr", v, "scheduler.params.warmup_max_lr"));
-    PL_TRY(ds_number(c, p, "warmup_min_lr", "scheduler.params.warmup_min_lr", &v, &has));
-    if (has) {
-        PL_TRY(ds_set(c, "--lr-warmup-init", v, "scheduler.params.warmup_min_lr"));
-        if (decay)
-            PL_TRY(ds_set(c, "--min-lr", v, "scheduler.params.warmup_min_lr"));
+    const cJSON *wt = cJSON_GetObjectItemCaseSensitive(p, "warmup_type");
+    int log_warmup = 1; /* DeepSpeed's default, and what it falls back to for an unknown type */
+    if (cJSON_IsString(wt) && strcmp(wt->valuestring, "linear") == 0)
+        log_warmup = 0;
+    else if (wt && !(cJSON_IsString(wt) && strcmp(wt->valuestring, "log") == 0))
+        PL_TRY(note(c, "scheduler.params.warmup_type", "not \"log\" or \"linear\": DeepSpeed "
+                                                       "warns and warms up by log, as plait does"));
+    double wsteps, total = 0;
+    PL_TRY(sched_param(c, p, "warmup_num_steps", 1000, &wsteps));
+    if (wsteps < 0 || wsteps != floor(wsteps) || wsteps > 2147483647.0)
+        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: scheduler.params.warmup_num_steps "
+                         "must be a whole number >= 0, got %g", cfg, wsteps);
+    a->ds_sched.warmup = wsteps < 2 ? 2 : (int64_t)wsteps; /* max(2, warmup_num_steps) */
+    if (decay || cosine) {
+        /* a positional argument of DeepSpeed's class: required */
+        const cJSON *tn = cJSON_GetObjectItemCaseSensitive(p, "total_num_steps");
+        if (!tn)
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: %s needs "
+                             "scheduler.params.total_num_steps", cfg, t);
+        PL_TRY(sched_param(c, p, "total_num_steps", 0, &total));
+        if (total < 1 || total != floor(total) || total > 2147483647.0)
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: scheduler.params.total_num_steps "
+                             "must be a positive integer, got %g", cfg, total);
+        if (cosine && total <= (double)a->ds_sched.warmup) /* DeepSpeed divides by T - W */
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: WarmupCosineLR needs "
+                             "total_num_steps (%g) > warmup_num_steps (%lld)", cfg, total,
+                             (long long)a->ds_sched.warmup);
     }
-    int64_t n = 0;
-    PL_TRY(ds_number(c, p, "warmup_num_steps", "scheduler.params.warmup_num_steps", &v, &has));
-    if (has) {
-        if (v < 0 || v > 2147483647.0 || v != floor(v))
-            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: scheduler.params.warmup_num_steps "
-                             "must be a whole number >= 0, got %g", cfg, v);
-        PL_TRY(ds_set(c, "--lr-warmup-iters", v, "scheduler.params.warmup_num_steps"));
+    a->ds_sched.total = (int64_t)total;
+    static const char *const keys_warm[] = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
+                                            "warmup_type", "total_num_steps"};
+    static const char *const keys_cos[] = {"warmup_min_ratio", "cos_min_ratio", "warmup_num_steps",
+                                           "warmup_type", "total_num_steps"};
+    const char *const *known = cosine ? keys_cos : keys_warm;
+    if (cosine) {
+        /* ratios of the optimizer's lr (optimizer.params.lr or --lr) */
+        double wmr, cmr;
+        PL_TRY(sched_param(c, p, "warmup_min_ratio", 0.0, &wmr));
+        PL_TRY(sched_param(c, p, "cos_min_ratio", 0.0001, &cmr));
+        a->ds_sched.style = log_warmup ? PL_LR_DS_WARMUP_COSINE_LOG : PL_LR_DS_WARMUP_COSINE_LINEAR;
+        a->ds_sched.init_lr = wmr;              /* ratios until the lr is known (trainer) */
+        a->ds_sched.min_lr = cmr;
+        a->ds_sched.max_lr = 1.0;
+    } else {
+        double lo, hi;
+        PL_TRY(sched_param(c, p, "warmup_min_lr", 0.0, &lo));
+        PL_TRY(sched_param(c, p, "warmup_max_lr", 0.001, &hi));
+        /* DeepSpeed's scheduler writes its rates into the optimizer, so warmup_max_lr is
+         * the peak whatever optimizer.params.lr says; a --lr flag must agree */
+        if (c->lr_from_optimizer && a->lr != hi) {
+            PL_TRY(pl_train_args_note(a, "optimizer.params.lr %g: the scheduler's warmup_max_lr "
+                                      "%g is the peak (DeepSpeed's %s sets the optimizer's lr)",
+                                      a->lr, hi, t));
+            char text[40];
+            snprintf(text, sizeof text, "%.17g", hi);
+            const char *vals[1] = {text};
+            PL_TRY(pl_options_set(&pl_train_cmd, a, "--lr", vals, 1, a->given));
+        } else {
+            PL_TRY(ds_set(c, "--lr", hi, "scheduler.params.warmup_max_lr"));
+        }
+        a->ds_sched.style = warm ? (log_warmup ? PL_LR_DS_WARMUP_LOG : PL_LR_DS_WARMUP_LINEAR)
+                                 : (log_warmup ? PL_LR_DS_WARMUP_DECAY_LOG
+                                               : PL_LR_DS_WARMUP_DECAY_LINEAR);
+        a->ds_sched.init_lr = lo;
+        a->ds_sched.max_lr = hi;
+        a->ds_sched.min_lr = lo;
     }
-    if (decay) {
-        n = 0;
-        PL_TRY(ds_count(c, p, "total_num_steps", "scheduler.params.total_num_steps", &n));
-        if (!n)
-            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: WarmupDecayLR needs "
-                             "scheduler.params.total_num_steps", cfg);
-        PL_TRY(ds_set(c, "--lr-decay-iters", (double)n, "scheduler.params.total_num_steps"));
-    }
-    static const char *const known[] = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
-                                        "warmup_type", "total_num_steps"};
     for (const cJSON *e = p ? p->child : NULL; e; e = e->next) {
         size_t i = 0;
-        while (i < sizeof known / sizeof *known && strcmp(known[i], e->string) != 0)
+        while (i < 5 && strcmp(known[i], e->string) != 0)
             i++;
-        if (i == sizeof known / sizeof *known)
-            PL_TRY(pl_train_args_note(a, "scheduler.params.%s: not applied (the schedule is "
-                                      "Megatron's, from the keys above)", e->string));
+        if (i == 5)
+            PL_TRY(pl_train_args_note(a, "scheduler.params.%s: not a parameter of DeepSpeed's "
+                                      "%s; ignored", e->string, t));
     }
 fail:
     return st;
@@ -697,7 +752,7 @@ pl_status pl_ds_config_apply(pl_train_args *a)
                          a->deepspeed_config);
     }
     a->ds_json = root;
-    ds_ctx c = {a, a->deepspeed_config, 0};
+    ds_ctx c = {a, a->deepspeed_config, 0, 0};
     const char *cfg = c.cfg;
     PL_TRY(last_duplicate_wins(&c, root, ""));
     PL_TRY(precision(&c, root));

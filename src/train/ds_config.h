@@ -7,14 +7,14 @@
  * reads only the JSON; without, a different --zero-stage is an error),
  * zero_optimization.reduce_bucket_size (= --ddp-bucket-size at stage 0),
  * gradient_clipping, steps_per_print (= --log-interval unless that is given),
- * optimizer Adam/AdamW (lr, betas, eps, weight_decay), scheduler WarmupLR (linear
- * warmup then constant) and WarmupDecayLR (linear warmup then linear decay to
- * warmup_min_lr at total_num_steps), bf16/fp16 and fp16's loss scaler.
+ * optimizer Adam/AdamW (lr, betas, eps, weight_decay), scheduler WarmupLR,
+ * WarmupDecayLR and WarmupCosineLR with DeepSpeed's formulas (a->ds_sched, run by
+ * optim/schedule.c's PL_LR_DS_* styles), bf16/fp16 and fp16's loss scaler.
  * A key whose flag was also given (command line or --config) with another value is
  * an error naming both, except where noted above. Keys with no CPU meaning
  * (activation_checkpointing, offload_optimizer, overlap_comm, wall_clock_breakdown,
  * ...) are accepted with one note each saying what plait does; what cannot be
- * honoured (another optimizer or scheduler type, warmup_type "log", elasticity,
+ * honoured (another optimizer or scheduler type, elasticity,
  * an unknown zero_optimization key) is refused by name; a duplicate key takes its
  * last value, with a note. */
 #ifndef PL_TRAIN_DS_CONFIG_H

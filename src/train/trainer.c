@@ -373,6 +373,20 @@ static pl_status setup_schedule(pl_trainer *t)
     s->min_lr = a->min_lr;
     s->init_lr = a->lr_warmup_init;
     s->style = (pl_lr_style)pl_lr_style_parse(a->lr_decay_style);
+    if (a->ds_sched.style) { /* a DeepSpeed config's scheduler, in optimizer steps */
+        const double ratio = a->ds_sched.style == PL_LR_DS_WARMUP_COSINE_LOG ||
+                                     a->ds_sched.style == PL_LR_DS_WARMUP_COSINE_LINEAR
+                                 ? a->lr /* WarmupCosineLR: ratios of the optimizer's lr */
+                                 : 1.0;
+        s->style = (pl_lr_style)a->ds_sched.style;
+        s->init_lr = a->ds_sched.init_lr * ratio;
+        s->max_lr = a->ds_sched.max_lr * ratio;
+        s->min_lr = a->ds_sched.min_lr * ratio;
+        s->step_samples = t->gbs;
+        s->warmup_steps = a->ds_sched.warmup * t->gbs;
+        s->decay_steps = a->ds_sched.total * t->gbs;
+        return PL_OK;
+    }
     if (pl_train_args_given(a, "--train-iters")) {
         int64_t decay_iters = pl_train_args_given(a, "--lr-decay-iters") ? a->lr_decay_iters
                                                                          : a->train_iters;

@@ -145,7 +145,34 @@ check "... world 4 = tp 2 x dp 1 x pp 2 under ZeRO stage 1 (A4S runs ThreeD on Z
     grep -qE "world 4 = tp 2 x dp 1 x pp 2" "$TMP/a4s.log"
 check "... ZeRO stage 1" grep -qE "ZeRO stage 1" "$TMP/a4s.log"
 
-# 5. Refusals that name the flag.
+# 5. A DeepSpeed scheduler as DeepSpeed runs it: WarmupLR with its default log warmup,
+# counted in optimizer steps, the first step at warmup_min_lr (lr_schedules.py).
+cat > "$TMP/ds_warmup.json" <<'JSON'
+{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
+ "optimizer": {"type": "AdamW", "params": {"lr": 0.5, "weight_decay": 0.01}},
+ "scheduler": {"type": "WarmupLR",
+               "params": {"warmup_min_lr": 1e-4, "warmup_max_lr": 1e-3, "warmup_num_steps": 4}}}
+JSON
+check "a DeepSpeed WarmupLR config runs (mpirun -n 2)" timeout -k 5 40 mpirun.openmpi -n 2 \
+    -x OMP_NUM_THREADS "$PLAIT" train --num-layers 2 --hidden-size 64 --num-attention-heads 4 \
+    --seq-length 32 --train-iters 6 --mock-data --vocab-size 512 --log-interval 1 \
+    --eval-iters 0 --deepspeed --deepspeed_config "$TMP/ds_warmup.json" \
+    --metrics-file "$TMP/warmup.jsonl"
+cp "$TMP/check.out" "$TMP/warmup.log"
+check "... optimizer.params.lr 0.5 gives way to warmup_max_lr, said once" \
+    test "$(grep -c "^note: optimizer.params.lr 0.5: the scheduler's warmup_max_lr" "$TMP/warmup.log")" = 1
+check "... lr of iterations 1-6 = warmup_min_lr + delta log(k+1)/log(W), k = iteration - 2" \
+    /usr/bin/python3 -c '
+import json, math, sys
+lrs = [json.loads(x)["lr"] for x in open(sys.argv[1]) if "\"lr\"" in x]
+lo, hi, W = 1e-4, 1e-3, 4
+want = [lo if k < 0 else lo + (hi - lo) * (math.log(k + 1) / math.log(W) if k < W else 1.0)
+        for k in range(-1, 5)]
+print(lrs, want)
+sys.exit(not (len(lrs) == 6 and all(abs(a - b) <= 1e-12 for a, b in zip(lrs, want))))' \
+    "$TMP/warmup.jsonl"
+
+# 6. Refusals that name the flag.
 check_fails "--data-impl lazy is refused by name" "--data-impl lazy: plait reads only the mmap format" \
     timeout 10 "$PLAIT" train "${gpt_options[@]}" --data-impl lazy
 summary first_day

@@ -1,6 +1,7 @@
 /* train/args: Megatron's defaults, --config presets (the command line wins),
  * and errors that name the flag. */
 #include "base/fileio.h"
+#include "optim/schedule.h"
 #include "test.h"
 #include "train/args.h"
 
@@ -367,6 +368,43 @@ TEST(deepspeed_config_values_read_as_deepspeed_reads_them)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pl_status st = parse_ds(&a, cases[i].json, "");
         CHECK(st != PL_OK && strstr(pl_error_msg(), cases[i].needle), "case %zu: '%s'", i,
+              pl_error_msg());
+        if (st == PL_OK)
+            pl_train_args_free(&a);
+    }
+    /* schedulers as DeepSpeed defines them: defaults, max(2, warmup), the peak */
+    CHECK_OK(parse_ds(&a, "{\"scheduler\": {\"type\": \"WarmupLR\"}}", ""));
+    CHECK(a.ds_sched.style == PL_LR_DS_WARMUP_LOG && a.ds_sched.warmup == 1000 &&
+              a.ds_sched.init_lr == 0 && a.ds_sched.max_lr == 0.001,
+          "WarmupLR's defaults: log warmup over 1000 steps from 0 to 0.001");
+    pl_train_args_free(&a);
+    CHECK_OK(parse_ds(&a, "{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 1e-3}}, "
+                          "\"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {"
+                          "\"warmup_num_steps\": 1, \"warmup_type\": \"linear\", "
+                          "\"warmup_max_lr\": 1e-3, \"total_num_steps\": 50, \"foo\": 1}}}",
+                      ""));
+    CHECK(a.ds_sched.style == PL_LR_DS_WARMUP_DECAY_LINEAR && a.ds_sched.warmup == 2 &&
+              a.ds_sched.total == 50,
+          "WarmupDecayLR linear, warmup max(2, 1)");
+    CHECK(notes_with(&a, "scheduler.params.foo: not a parameter of DeepSpeed's WarmupDecayLR") == 1,
+          "unknown scheduler params are named");
+    pl_train_args_free(&a);
+    struct {
+        const char *json, *extra, *needle;
+    } sch[] = {
+        {"{\"scheduler\": {\"type\": \"OneCycle\"}}", "", "scheduler type \"OneCycle\" is not implemented"},
+        {"{\"scheduler\": {\"type\": \"WarmupCosineLR\"}}", "", "WarmupCosineLR needs scheduler.params.total_num_steps"},
+        {"{\"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"total_num_steps\": 5, "
+         "\"warmup_num_steps\": 5}}}", "", "needs total_num_steps (5) > warmup_num_steps (5)"},
+        {"{\"scheduler\": {\"type\": \"WarmupLR\"}}", "--warmup 0.1",
+         "--lr-warmup-fraction (command line, --config or a legacy flag such as --warmup) conflicts "
+         "with the scheduler WarmupLR"},
+        {"{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_max_lr\": 0.5}}}", "",
+         "--lr 0.001 (command line or --config) conflicts with scheduler.params.warmup_max_lr 0.5"},
+    };
+    for (size_t i = 0; i < sizeof sch / sizeof *sch; i++) {
+        pl_status st = parse_ds(&a, sch[i].json, sch[i].extra);
+        CHECK(st != PL_OK && strstr(pl_error_msg(), sch[i].needle), "scheduler case %zu: '%s'", i,
               pl_error_msg());
         if (st == PL_OK)
             pl_train_args_free(&a);
