@@ -172,6 +172,16 @@ print(lrs, want)
 sys.exit(not (len(lrs) == 6 and all(abs(a - b) <= 1e-12 for a, b in zip(lrs, want))))' \
     "$TMP/warmup.jsonl"
 
+WARM=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --train-iters 6
+      --mock-data --vocab-size 512 --log-interval 1 --eval-iters 0 --deepspeed
+      --deepspeed_config "$TMP/ds_warmup.json" --save "$TMP/ck_warm")
+check "... stopped at iteration 3 and resumed" sh -c '"$@" --exit-interval 3 >/dev/null 2>&1 &&
+    "$@" --load "$0" --metrics-file "$0.resumed.jsonl"' "$TMP/ck_warm" timeout -k 5 40 "$PLAIT" \
+    train "${WARM[@]}"
+check "... the resumed iterations 4-6 run at the uninterrupted run's learning rates" \
+    test "$(grep -o '"lr": [^,]*' "$TMP/ck_warm.resumed.jsonl" | tr '\n' ' ')" = \
+    "$(grep -o '"lr": [^,]*' "$TMP/warmup.jsonl" | tail -n 3 | tr '\n' ' ')"
+
 # 6. Refusals that name the flag.
 check_fails "--data-impl lazy is refused by name" "--data-impl lazy: plait reads only the mmap format" \
     timeout 10 "$PLAIT" train "${gpt_options[@]}" --data-impl lazy
