@@ -71,8 +71,12 @@ typedef struct pl_train_args {
     void *ds_json;                 /* the parsed DeepSpeed config; owns its strings */
     struct {                       /* its scheduler, as DeepSpeed runs it (optim/schedule.h) */
         int style;                 /* a PL_LR_DS_* style; 0: none */
-        int64_t warmup, total;     /* optimizer steps: max(2, warmup_num_steps), total_num_steps */
+        int64_t warmup, total;     /* optimizer steps: max(2, warmup_num_steps), total_num_steps;
+                                      OneCycle: the first half, the whole cycle */
         double init_lr, max_lr, min_lr;
+        double decay_lr_rate, decay_mom_rate, min_mom, max_mom; /* OneCycle */
+        int64_t decay_step_size;
+        int cycle_momentum;
     } ds_sched;
     char ds_values[24][40];        /* values the DeepSpeed config set, as flag text */
     /* mixed precision (Megatron's flags; docs/precision.md) */

@@ -290,6 +290,117 @@ static pl_status sched_param(ds_ctx *c, const cJSON *p, const char *key, double 
     return st;
 }
 
+/* Sets --lr to the schedule's peak, which DeepSpeed's scheduler writes into the
+ * optimizer whatever optimizer.params.lr says (that gives way with a note); a --lr
+ * flag must agree. */
+static pl_status sched_peak(ds_ctx *c, double peak, const char *key, const char *type)
+{
+    pl_train_args *a = c->a;
+    if (c->lr_from_optimizer && a->lr != peak) {
+        pl_status st = pl_train_args_note(a, "optimizer.params.lr %g: the scheduler's %s %g is "
+                                          "the peak (DeepSpeed's %s sets the optimizer's lr)",
+                                          a->lr, key + strlen("scheduler.params."), peak, type);
+        if (st)
+            return st;
+        char text[40];
+        snprintf(text, sizeof text, "%.17g", peak);
+        const char *vals[1] = {text};
+        return pl_options_set(&pl_train_cmd, a, "--lr", vals, 1, a->given);
+    }
+    return ds_set(c, "--lr", peak, key);
+}
+
+/* Notes each param of p not in known[0..n). */
+static pl_status unknown_params(ds_ctx *c, const cJSON *p, const char *const *known, size_t n,
+                                const char *type)
+{
+    for (const cJSON *e = p ? p->child : NULL; e; e = e->next) {
+        size_t i = 0;
+        while (i < n && strcmp(known[i], e->string) != 0)
+            i++;
+        if (i == n) {
+            pl_status st = pl_train_args_note(c->a, "scheduler.params.%s: not a parameter of "
+                                              "DeepSpeed's %s; ignored", e->string, type);
+            if (st)
+                return st;
+        }
+    }
+    return PL_OK;
+}
+
+/* A whole number of steps >= lo (DeepSpeed's defaults when absent). */
+static pl_status sched_steps(ds_ctx *c, const cJSON *p, const char *key, double def, double lo,
+                             double *v)
+{
+    pl_status st = sched_param(c, p, key, def, v);
+    if (!st && (*v < lo || *v != floor(*v) || *v > 2147483647.0))
+        st = pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: scheduler.params.%s must be a whole "
+                       "number >= %g, got %g", c->cfg, key, lo, *v);
+    return st;
+}
+
+/* DeepSpeed's OneCycle (lr_schedules.py): cycle_min_lr and cycle_max_lr are required
+ * (positional in DeepSpeed); the rest take DeepSpeed's defaults. The stair counts
+ * are stored but never used by DeepSpeed's formulas, so they change nothing here. */
+static pl_status onecycle_params(ds_ctx *c, const cJSON *p)
+{
+    pl_train_args *a = c->a;
+    const char *cfg = c->cfg;
+    pl_status st = PL_OK;
+    double lo, hi, first, second, dstep;
+    if (!cJSON_GetObjectItemCaseSensitive(p, "cycle_min_lr") ||
+        !cJSON_GetObjectItemCaseSensitive(p, "cycle_max_lr"))
+        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: OneCycle needs "
+                         "scheduler.params.cycle_min_lr and cycle_max_lr", cfg);
+    PL_TRY(sched_param(c, p, "cycle_min_lr", 0, &lo));
+    PL_TRY(sched_param(c, p, "cycle_max_lr", 0, &hi));
+    PL_TRY(sched_steps(c, p, "cycle_first_step_size", 2000, 1, &first));
+    const cJSON *s2 = cJSON_GetObjectItemCaseSensitive(p, "cycle_second_step_size");
+    if (s2 && !cJSON_IsNull(s2))
+        PL_TRY(sched_steps(c, p, "cycle_second_step_size", first, 1, &second));
+    else
+        second = first;
+    PL_TRY(sched_steps(c, p, "decay_step_size", 0, 0, &dstep));
+    PL_TRY(sched_param(c, p, "decay_lr_rate", 0, &a->ds_sched.decay_lr_rate));
+    PL_TRY(sched_param(c, p, "decay_mom_rate", 0, &a->ds_sched.decay_mom_rate));
+    PL_TRY(sched_param(c, p, "cycle_min_mom", 0.8, &a->ds_sched.min_mom));
+    PL_TRY(sched_param(c, p, "cycle_max_mom", 0.9, &a->ds_sched.max_mom));
+    if (lo < 0 || hi < 0)
+        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: OneCycle's cycle_min_lr and "
+                         "cycle_max_lr must be >= 0", cfg);
+    a->ds_sched.cycle_momentum = 1;
+    if (cJSON_GetObjectItemCaseSensitive(p, "cycle_momentum"))
+        PL_TRY(ds_switch(c, p, "cycle_momentum", "scheduler.params.cycle_momentum",
+                         &a->ds_sched.cycle_momentum));
+    if (a->ds_sched.cycle_momentum) {
+        const double m0 = a->ds_sched.min_mom, m1 = a->ds_sched.max_mom;
+        if (m0 < 0 || m0 >= 1 || m1 < 0 || m1 >= 1)
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: OneCycle's cycle_min_mom and "
+                             "cycle_max_mom are Adam's beta1 and must be in [0, 1)", cfg);
+        for (int k = 0; k < 2; k++) {
+            static const char *const flag[2] = {"--adam-beta1", "--adam-beta2"};
+            if (pl_train_args_given(a, flag[k]))
+                PL_TRY(pl_train_args_note(a, "%s: OneCycle's cycle_momentum sets Adam's betas to "
+                                          "(cycle momentum, 0.99) every step, as DeepSpeed does",
+                                          flag[k]));
+        }
+    }
+    a->ds_sched.style = PL_LR_DS_ONECYCLE;
+    a->ds_sched.min_lr = a->ds_sched.init_lr = lo;
+    a->ds_sched.max_lr = hi;
+    a->ds_sched.warmup = (int64_t)first;
+    a->ds_sched.total = (int64_t)(first + second);
+    a->ds_sched.decay_step_size = (int64_t)dstep;
+    PL_TRY(sched_peak(c, hi, "scheduler.params.cycle_max_lr", "OneCycle"));
+    static const char *const known[] = {
+        "cycle_min_lr", "cycle_max_lr", "decay_lr_rate", "cycle_first_step_size",
+        "cycle_second_step_size", "cycle_first_stair_count", "cycle_second_stair_count",
+        "decay_step_size", "cycle_momentum", "cycle_min_mom", "cycle_max_mom", "decay_mom_rate"};
+    PL_TRY(unknown_params(c, p, known, sizeof known / sizeof *known, "OneCycle"));
+fail:
+    return st;
+}
+
 /* DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR (runtime/lr_schedules.py),
  * run as DeepSpeed runs them: counted in optimizer steps, the first step at the
  * start value (optim/schedule.h). They replace Megatron's schedule, so its flags
@@ -301,10 +412,11 @@ static pl_status scheduler(ds_ctx *c, const cJSON *sch)
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(sch, "type");
     const char *t = cJSON_IsString(type) ? type->valuestring : "?";
     const int warm = strcmp(t, "WarmupLR") == 0, decay = strcmp(t, "WarmupDecayLR") == 0,
-              cosine = strcmp(t, "WarmupCosineLR") == 0;
-    if (!warm && !decay && !cosine)
+              cosine = strcmp(t, "WarmupCosineLR") == 0, onecycle = strcmp(t, "OneCycle") == 0;
+    if (!warm && !decay && !cosine && !onecycle)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: scheduler type \"%s\" is not "
-                         "implemented (WarmupLR, WarmupDecayLR and WarmupCosineLR are)", cfg, t);
+                         "implemented (WarmupLR, WarmupDecayLR, WarmupCosineLR and OneCycle are)",
+                         cfg, t);
     static const char *const megatron[] = {"--lr-decay-style", "--lr-warmup-iters",
                                            "--lr-warmup-samples", "--lr-warmup-fraction",
                                            "--lr-warmup-init", "--lr-decay-iters",
@@ -317,6 +429,8 @@ static pl_status scheduler(ds_ctx *c, const cJSON *sch)
                              t, cfg);
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(sch, "params");
     pl_status st = PL_OK;
+    if (onecycle)
+        return onecycle_params(c, p);
     const cJSON *wt = cJSON_GetObjectItemCaseSensitive(p, "warmup_type");
     int log_warmup = 1; /* DeepSpeed's default, and what it falls back to for an unknown type */
     if (cJSON_IsString(wt) && strcmp(wt->valuestring, "linear") == 0)
@@ -366,17 +480,7 @@ static pl_status scheduler(ds_ctx *c, const cJSON *sch)
         PL_TRY(sched_param(c, p, "warmup_max_lr", 0.001, &hi));
         /* DeepSpeed's scheduler writes its rates into the optimizer, so warmup_max_lr is
          * the peak whatever optimizer.params.lr says; a --lr flag must agree */
-        if (c->lr_from_optimizer && a->lr != hi) {
-            PL_TRY(pl_train_args_note(a, "optimizer.params.lr %g: the scheduler's warmup_max_lr "
-                                      "%g is the peak (DeepSpeed's %s sets the optimizer's lr)",
-                                      a->lr, hi, t));
-            char text[40];
-            snprintf(text, sizeof text, "%.17g", hi);
-            const char *vals[1] = {text};
-            PL_TRY(pl_options_set(&pl_train_cmd, a, "--lr", vals, 1, a->given));
-        } else {
-            PL_TRY(ds_set(c, "--lr", hi, "scheduler.params.warmup_max_lr"));
-        }
+        PL_TRY(sched_peak(c, hi, "scheduler.params.warmup_max_lr", t));
         a->ds_sched.style = warm ? (log_warmup ? PL_LR_DS_WARMUP_LOG : PL_LR_DS_WARMUP_LINEAR)
                                  : (log_warmup ? PL_LR_DS_WARMUP_DECAY_LOG
                                                : PL_LR_DS_WARMUP_DECAY_LINEAR);
@@ -384,14 +488,7 @@ static pl_status scheduler(ds_ctx *c, const cJSON *sch)
         a->ds_sched.max_lr = hi;
         a->ds_sched.min_lr = lo;
     }
-    for (const cJSON *e = p ? p->child : NULL; e; e = e->next) {
-        size_t i = 0;
-        while (i < 5 && strcmp(known[i], e->string) != 0)
-            i++;
-        if (i == 5)
-            PL_TRY(pl_train_args_note(a, "scheduler.params.%s: not a parameter of DeepSpeed's "
-                                      "%s; ignored", e->string, t));
-    }
+    PL_TRY(unknown_params(c, p, known, 5, t));
 fail:
     return st;
 }

@@ -8,8 +8,9 @@
  * zero_optimization.reduce_bucket_size (= --ddp-bucket-size at stage 0),
  * gradient_clipping, steps_per_print (= --log-interval unless that is given),
  * optimizer Adam/AdamW (lr, betas, eps, weight_decay), scheduler WarmupLR,
- * WarmupDecayLR and WarmupCosineLR with DeepSpeed's formulas (a->ds_sched, run by
- * optim/schedule.c's PL_LR_DS_* styles), bf16/fp16 and fp16's loss scaler.
+ * WarmupDecayLR, WarmupCosineLR and OneCycle (with its momentum cycling) with
+ * DeepSpeed's formulas (a->ds_sched, run by optim/schedule.c's PL_LR_DS_* styles),
+ * bf16/fp16 and fp16's loss scaler.
  * A key whose flag was also given (command line or --config) with another value is
  * an error naming both, except where noted above. Keys with no CPU meaning
  * (activation_checkpointing, offload_optimizer, overlap_comm, wall_clock_breakdown,

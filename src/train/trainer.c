@@ -385,6 +385,12 @@ static pl_status setup_schedule(pl_trainer *t)
         s->step_samples = t->gbs;
         s->warmup_steps = a->ds_sched.warmup * t->gbs;
         s->decay_steps = a->ds_sched.total * t->gbs;
+        s->decay_lr_rate = a->ds_sched.decay_lr_rate;
+        s->decay_mom_rate = a->ds_sched.decay_mom_rate;
+        s->min_mom = a->ds_sched.min_mom;
+        s->max_mom = a->ds_sched.max_mom;
+        s->decay_step_size = a->ds_sched.decay_step_size;
+        s->cycle_momentum = a->ds_sched.cycle_momentum;
         return PL_OK;
     }
     if (pl_train_args_given(a, "--train-iters")) {
@@ -672,6 +678,10 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     t->skipped_in_row = 0;
     pl_adamw_hparams hp = {t->a->adam_beta1, t->a->adam_beta2, t->a->adam_eps,
                            t->a->weight_decay, t->a->clip_grad};
+    if (pl_lr_schedule_betas(&t->sched, &hp.beta1, &hp.beta2) && !(hp.beta1 >= 0 && hp.beta1 < 1))
+        return pl_errorf(PL_ERR_ARG, "iteration %lld: OneCycle's momentum decay "
+                         "(decay_mom_rate) took Adam's beta1 to %g, outside [0, 1)",
+                         (long long)t->iteration, hp.beta1);
     t->opt_steps++;
     double to = pl_time_now();
     if (t->zero_stage == 0)

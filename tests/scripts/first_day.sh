@@ -182,6 +182,43 @@ check "... the resumed iterations 4-6 run at the uninterrupted run's learning ra
     test "$(grep -o '"lr": [^,]*' "$TMP/ck_warm.resumed.jsonl" | tr '\n' ' ')" = \
     "$(grep -o '"lr": [^,]*' "$TMP/warmup.jsonl" | tail -n 3 | tr '\n' ' ')"
 
+# OneCycle: the lr along DeepSpeed's cycle, and Adam's beta1 cycled with it. Adam's first
+# step does not depend on the betas (bias correction makes it g / |g|), so the second loss
+# agrees to fp32 rounding (1e-6) and the later ones differ by far more (1e-5).
+onecycle() { # NAME CYCLE_MOMENTUM
+    cat > "$TMP/$1.json" <<JSON
+{"train_micro_batch_size_per_gpu": 2,
+ "scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 1e-4, "cycle_max_lr": 1e-3,
+  "cycle_first_step_size": 2, "cycle_second_step_size": 3, "decay_step_size": 1,
+  "decay_lr_rate": 0.5, "cycle_momentum": $2}}}
+JSON
+    timeout -k 5 40 "$PLAIT" train --num-layers 2 --hidden-size 64 --num-attention-heads 4 \
+        --seq-length 32 --train-iters 7 --mock-data --vocab-size 512 --log-interval 1 \
+        --eval-iters 0 --deepspeed_config "$TMP/$1.json" --metrics-file "$TMP/$1.jsonl"
+}
+check "a DeepSpeed OneCycle config runs (cycle_momentum true)" onecycle oc true
+check "... and with cycle_momentum false" onecycle ocf false
+check "... lr of iterations 1-7 = OneCycle's cycle, then min / (1 + 0.5 d)" /usr/bin/python3 -c '
+import json, math, sys
+lrs = [json.loads(x)["lr"] for x in open(sys.argv[1]) if "\"lr\"" in x]
+lo, hi, first, total = 1e-4, 1e-3, 2, 5
+def lr(k):
+    if k < 0: return lo
+    if k < total:
+        bi = k + 1; cycle = math.floor(1 + bi / total); x = 1 + bi / total - cycle; r = first / total
+        return lo + (hi - lo) * (x / r if x <= r else (x - 1) / (r - 1))
+    return lo / (1 + 0.5 * (k - total + 1))
+want = [lr(k) for k in range(-1, 6)]
+print(lrs, want)
+sys.exit(not (len(lrs) == 7 and all(abs(a - b) <= 1e-12 for a, b in zip(lrs, want))))' "$TMP/oc.jsonl"
+check "... cycle_momentum changes Adam's betas: same first two losses, then different ones" \
+    /usr/bin/python3 -c '
+import json, sys
+a, b = ([json.loads(x)["lm_loss"] for x in open(f) if "\"lm_loss\"" in x] for f in sys.argv[1:])
+print(a, b)
+sys.exit(not (a[0] == b[0] and abs(a[1] - b[1]) <= 1e-6 and
+              max(abs(x - y) for x, y in zip(a[2:], b[2:])) > 1e-5))' "$TMP/oc.jsonl" "$TMP/ocf.jsonl"
+
 # 6. Refusals that name the flag.
 check_fails "--data-impl lazy is refused by name" "--data-impl lazy: plait reads only the mmap format" \
     timeout 10 "$PLAIT" train "${gpt_options[@]}" --data-impl lazy

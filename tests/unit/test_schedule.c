@@ -79,9 +79,49 @@ TEST(deepspeed_schedulers_match_lr_schedules_py)
           "names round-trip (the checkpoint manifest records them)");
 }
 
+/* OneCycle at hand-computed points: cycle 4 + 6 steps between 1e-4 and 1e-3, then
+ * min / (1 + 0.5 d / 2); momentum 0.8..0.9 inversely, then 0.9 (1 + 0.01 d / 2). */
+static double oc_at(int64_t steps, double *b1, double *b2)
+{
+    pl_lr_schedule s = {.max_lr = 1e-3, .min_lr = 1e-4, .init_lr = 1e-4, .warmup_steps = 4 * 3,
+                        .decay_steps = 10 * 3, .style = PL_LR_DS_ONECYCLE, .step_samples = 3,
+                        .decay_lr_rate = 0.5, .decay_mom_rate = 0.01, .min_mom = 0.8,
+                        .max_mom = 0.9, .decay_step_size = 2, .cycle_momentum = 1};
+    pl_lr_schedule_step(&s, 3 * steps);
+    *b1 = *b2 = -1;
+    CHECK(pl_lr_schedule_betas(&s, b1, b2) == 1, "OneCycle sets the betas");
+    return pl_lr_schedule_lr(&s);
+}
+
+TEST(deepspeed_onecycle_matches_lr_schedules_py)
+{
+    static const struct {
+        int64_t steps;
+        double lr, beta1;
+    } pts[] = {
+        {0, 1e-4, 0.8},        /* before the first step: cycle_min_lr, cycle_min_mom */
+        {1, 3.25e-4, 0.875},   /* k 0: x = 1/10, scale 0.25 */
+        {4, 1e-3, 0.8},        /* k 3: x = 0.4 = the first half's end */
+        {7, 5.5e-4, 0.85},     /* k 6: x = 0.7, scale (0.7 - 1) / (0.4 - 1) */
+        {10, 1e-4, 0.9},       /* k 9: the next cycle's x = 0 */
+        {11, 8e-5, 0.9045},    /* k 10: 1 step past, interval 0.5 */
+        {14, 5e-5, 0.918},     /* k 13: 4 steps past, interval 2 */
+    };
+    for (size_t i = 0; i < sizeof pts / sizeof *pts; i++) {
+        double b1, b2;
+        double lr = oc_at(pts[i].steps, &b1, &b2);
+        CHECK(NEAR(lr, pts[i].lr) && NEAR(b1, pts[i].beta1) && b2 == 0.99,
+              "steps %lld: lr %g beta1 %g beta2 %g", (long long)pts[i].steps, lr, b1, b2);
+    }
+    pl_lr_schedule w = {.style = PL_LR_DS_WARMUP_LOG, .step_samples = 1, .warmup_steps = 2};
+    double b1 = 0.5, b2 = 0.5;
+    CHECK(pl_lr_schedule_betas(&w, &b1, &b2) == 0 && b1 == 0.5, "other schedules leave the betas");
+}
+
 int main(void)
 {
     RUN(warmup_then_decay_match_megatron_formulas);
     RUN(deepspeed_schedulers_match_lr_schedules_py);
+    RUN(deepspeed_onecycle_matches_lr_schedules_py);
     return test_summary("schedule");
 }

@@ -389,10 +389,23 @@ TEST(deepspeed_config_values_read_as_deepspeed_reads_them)
     CHECK(notes_with(&a, "scheduler.params.foo: not a parameter of DeepSpeed's WarmupDecayLR") == 1,
           "unknown scheduler params are named");
     pl_train_args_free(&a);
+    CHECK_OK(parse_ds(&a, "{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": "
+                          "1e-4, \"cycle_max_lr\": 1e-3, \"cycle_first_step_size\": 4}}}",
+                      "--adam-beta1 0.95"));
+    CHECK(a.ds_sched.style == PL_LR_DS_ONECYCLE && a.ds_sched.warmup == 4 && a.ds_sched.total == 8 &&
+              a.ds_sched.cycle_momentum == 1 && a.ds_sched.min_mom == 0.8 &&
+              a.ds_sched.max_mom == 0.9,
+          "OneCycle's defaults: second half = first, momentum cycling 0.8..0.9");
+    CHECK(notes_with(&a, "--adam-beta1: OneCycle's cycle_momentum sets Adam's betas") == 1,
+          "a beta flag overridden by the cycle is named");
+    pl_train_args_free(&a);
     struct {
         const char *json, *extra, *needle;
     } sch[] = {
-        {"{\"scheduler\": {\"type\": \"OneCycle\"}}", "", "scheduler type \"OneCycle\" is not implemented"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\"}}", "", "scheduler type \"LRRangeTest\" is not implemented"},
+        {"{\"scheduler\": {\"type\": \"OneCycle\"}}", "", "OneCycle needs scheduler.params.cycle_min_lr and cycle_max_lr"},
+        {"{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": 1e-4, "
+         "\"cycle_max_lr\": 1e-3, \"cycle_max_mom\": 1.5}}}", "", "must be in [0, 1)"},
         {"{\"scheduler\": {\"type\": \"WarmupCosineLR\"}}", "", "WarmupCosineLR needs scheduler.params.total_num_steps"},
         {"{\"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"total_num_steps\": 5, "
          "\"warmup_num_steps\": 5}}}", "", "needs total_num_steps (5) > warmup_num_steps (5)"},
