@@ -23,35 +23,20 @@
  *   unknown key is an error.
  * Every key is either applied or named in a note saying why not. */
 #include "train/ds_config.h"
+#include "train/ds_config_internal.h"
 
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/json.h"
-#include "optim/schedule.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
-
-typedef struct ds_ctx {
-    pl_train_args *a;
-    const char *cfg;
-    int nvals;
-    int lr_from_optimizer; /* --lr was set by optimizer.params.lr */
-} ds_ctx;
-
-/* What happens when a key's flag was also given with another value. */
-typedef enum {
-    DS_CONFLICT_ERROR, /* an error naming both */
-    DS_FLAG_WINS,      /* the flag's value, with a note (Megatron's own settings) */
-    DS_JSON_WINS,      /* the key's value, with a note (--deepspeed: the engine reads the JSON) */
-} ds_policy;
 
 /* Sets flag to value (from key of the config) as the policy says. */
-static pl_status ds_set_policy(ds_ctx *c, const char *flag, double value, const char *key,
+pl_status pl_ds_set_policy(ds_ctx *c, const char *flag, double value, const char *key,
                                ds_policy policy)
 {
     pl_train_args *a = c->a;
@@ -91,12 +76,12 @@ static pl_status ds_set_policy(ds_ctx *c, const char *flag, double value, const 
     return pl_options_set(&pl_train_cmd, a, flag, vals, 1, a->given);
 }
 
-static pl_status ds_set(ds_ctx *c, const char *flag, double value, const char *key)
+pl_status pl_ds_set(ds_ctx *c, const char *flag, double value, const char *key)
 {
-    return ds_set_policy(c, flag, value, key, DS_CONFLICT_ERROR);
+    return pl_ds_set_policy(c, flag, value, key, DS_CONFLICT_ERROR);
 }
 
-static pl_status note(ds_ctx *c, const char *key, const char *why)
+pl_status pl_ds_note(ds_ctx *c, const char *key, const char *why)
 {
     return pl_train_args_note(c->a, "%s: %s", key, why);
 }
@@ -119,7 +104,7 @@ static int py_truth(const cJSON *x)
 
 /* A switch read by get_scalar_param: *on = Python truth; a note when it is not a
  * JSON boolean, since "false" as a string is true to DeepSpeed. */
-static pl_status ds_switch(ds_ctx *c, const cJSON *obj, const char *key, const char *path, int *on)
+pl_status pl_ds_switch(ds_ctx *c, const cJSON *obj, const char *key, const char *path, int *on)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
     *on = py_truth(x);
@@ -137,7 +122,7 @@ static pl_status ds_switch(ds_ctx *c, const cJSON *obj, const char *key, const c
 
 /* A number read by get_scalar_param and used in arithmetic: must be a JSON number
  * (not a string or boolean). Returns 1 with *v when present, 0 when absent. */
-static pl_status ds_number(ds_ctx *c, const cJSON *obj, const char *key, const char *path,
+pl_status pl_ds_number(ds_ctx *c, const cJSON *obj, const char *key, const char *path,
                            double *v, int *present)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -157,12 +142,12 @@ static pl_status ds_number(ds_ctx *c, const cJSON *obj, const char *key, const c
 }
 
 /* A positive integer key (batch sizes, steps): a JSON number, whole, 1..2^31-1. */
-static pl_status ds_count(ds_ctx *c, const cJSON *obj, const char *key, const char *path,
+pl_status pl_ds_count(ds_ctx *c, const cJSON *obj, const char *key, const char *path,
                           int64_t *out)
 {
     double v;
     int present;
-    pl_status st = ds_number(c, obj, key, path, &v, &present);
+    pl_status st = pl_ds_number(c, obj, key, path, &v, &present);
     if (st || !present)
         return st;
     if (v < 1 || v > 2147483647.0 || v != floor(v))
@@ -205,293 +190,7 @@ static pl_status ds_pyd_int(ds_ctx *c, const cJSON *obj, const char *key, const 
     return PL_OK;
 }
 
-/* ---- the blocks ---------------------------------------------------------------- */
-
-static pl_status optimizer(ds_ctx *c, const cJSON *opt)
-{
-    const char *cfg = c->cfg;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(opt, "type");
-    /* engine.py lower-cases the names of DeepSpeed's own optimizers */
-    if (!cJSON_IsString(type) || (strcasecmp(type->valuestring, "AdamW") != 0 &&
-                                  strcasecmp(type->valuestring, "Adam") != 0))
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: optimizer type \"%s\" is not "
-                         "supported (Adam and AdamW only)", cfg,
-                         cJSON_IsString(type) ? type->valuestring : "?");
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(opt, "params");
-    double v;
-    int has;
-    pl_status st = PL_OK;
-    for (const cJSON *e = opt->child; e; e = e->next)
-        if (strcmp(e->string, "type") != 0 && strcmp(e->string, "params") != 0)
-            PL_TRY(pl_train_args_note(c->a, "optimizer.%s: not a DeepSpeed optimizer key; "
-                                      "ignored", e->string));
-    for (const cJSON *e = p ? p->child : NULL; e; e = e->next) {
-        const char *k = e->string;
-        char path[96];
-        snprintf(path, sizeof path, "optimizer.params.%s", k);
-        if (strcmp(k, "lr") == 0) {
-            PL_TRY(ds_number(c, p, k, path, &v, &has));
-            if (has) {
-                c->lr_from_optimizer = !pl_train_args_given(c->a, "--lr");
-                PL_TRY(ds_set(c, "--lr", v, path));
-            }
-        } else if (strcmp(k, "eps") == 0) {
-            PL_TRY(ds_number(c, p, k, path, &v, &has));
-            if (has)
-                PL_TRY(ds_set(c, "--adam-eps", v, path));
-        } else if (strcmp(k, "weight_decay") == 0) {
-            PL_TRY(ds_number(c, p, k, path, &v, &has));
-            if (has)
-                PL_TRY(ds_set(c, "--weight-decay", v, path));
-        } else if (strcmp(k, "betas") == 0) {
-            if (cJSON_GetArraySize(e) != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(e, 0)) ||
-                !cJSON_IsNumber(cJSON_GetArrayItem(e, 1)))
-                return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: optimizer.params.betas must "
-                                 "be two numbers", cfg);
-            PL_TRY(ds_set(c, "--adam-beta1", cJSON_GetArrayItem(e, 0)->valuedouble,
-                          "optimizer.params.betas[0]"));
-            PL_TRY(ds_set(c, "--adam-beta2", cJSON_GetArrayItem(e, 1)->valuedouble,
-                          "optimizer.params.betas[1]"));
-        } else if (strcmp(k, "max_grad_norm") == 0) {
-            PL_TRY(note(c, path, "ignored; DeepSpeed refuses it when it builds the optimizer "
-                                 "(engine.py: use gradient_clipping), and gradient clipping is "
-                                 "--clip-grad / gradient_clipping"));
-        } else if (strcmp(k, "adam_w_mode") == 0 || strcmp(k, "bias_correction") == 0) {
-            int on;
-            PL_TRY(ds_switch(c, p, k, path, &on));
-            if (!on)
-                return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: %s false is not "
-                                 "supported (plait's Adam has decoupled weight decay and bias "
-                                 "correction)", cfg, path);
-        } else if (strcmp(k, "amsgrad") == 0) {
-            int on;
-            PL_TRY(ds_switch(c, p, k, path, &on));
-            if (on)
-                return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: %s is not supported",
-                                 cfg, path);
-        } else {
-            PL_TRY(note(c, path, "not applied (plait's Adam takes lr, betas, eps and "
-                                 "weight_decay)"));
-        }
-    }
-fail:
-    return st;
-}
-
-/* A scheduler param: the JSON number, or DeepSpeed's default when absent. */
-static pl_status sched_param(ds_ctx *c, const cJSON *p, const char *key, double def, double *v)
-{
-    char path[96];
-    int has;
-    snprintf(path, sizeof path, "scheduler.params.%s", key);
-    pl_status st = ds_number(c, p, key, path, v, &has);
-    if (!st && !has)
-        *v = def;
-    return st;
-}
-
-/* Sets --lr to the schedule's peak, which DeepSpeed's scheduler writes into the
- * optimizer whatever optimizer.params.lr says (that gives way with a note); a --lr
- * flag must agree. */
-static pl_status sched_peak(ds_ctx *c, double peak, const char *key, const char *type)
-{
-    pl_train_args *a = c->a;
-    if (c->lr_from_optimizer && a->lr != peak) {
-        pl_status st = pl_train_args_note(a, "optimizer.params.lr %g: the scheduler's %s %g is "
-                                          "the peak (DeepSpeed's %s sets the optimizer's lr)",
-                                          a->lr, key + strlen("scheduler.params."), peak, type);
-        if (st)
-            return st;
-        char text[40];
-        snprintf(text, sizeof text, "%.17g", peak);
-        const char *vals[1] = {text};
-        return pl_options_set(&pl_train_cmd, a, "--lr", vals, 1, a->given);
-    }
-    return ds_set(c, "--lr", peak, key);
-}
-
-/* Notes each param of p not in known[0..n). */
-static pl_status unknown_params(ds_ctx *c, const cJSON *p, const char *const *known, size_t n,
-                                const char *type)
-{
-    for (const cJSON *e = p ? p->child : NULL; e; e = e->next) {
-        size_t i = 0;
-        while (i < n && strcmp(known[i], e->string) != 0)
-            i++;
-        if (i == n) {
-            pl_status st = pl_train_args_note(c->a, "scheduler.params.%s: not a parameter of "
-                                              "DeepSpeed's %s; ignored", e->string, type);
-            if (st)
-                return st;
-        }
-    }
-    return PL_OK;
-}
-
-/* A whole number of steps >= lo (DeepSpeed's defaults when absent). */
-static pl_status sched_steps(ds_ctx *c, const cJSON *p, const char *key, double def, double lo,
-                             double *v)
-{
-    pl_status st = sched_param(c, p, key, def, v);
-    if (!st && (*v < lo || *v != floor(*v) || *v > 2147483647.0))
-        st = pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: scheduler.params.%s must be a whole "
-                       "number >= %g, got %g", c->cfg, key, lo, *v);
-    return st;
-}
-
-/* DeepSpeed's OneCycle (lr_schedules.py): cycle_min_lr and cycle_max_lr are required
- * (positional in DeepSpeed); the rest take DeepSpeed's defaults. The stair counts
- * are stored but never used by DeepSpeed's formulas, so they change nothing here. */
-static pl_status onecycle_params(ds_ctx *c, const cJSON *p)
-{
-    pl_train_args *a = c->a;
-    const char *cfg = c->cfg;
-    pl_status st = PL_OK;
-    double lo, hi, first, second, dstep;
-    if (!cJSON_GetObjectItemCaseSensitive(p, "cycle_min_lr") ||
-        !cJSON_GetObjectItemCaseSensitive(p, "cycle_max_lr"))
-        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: OneCycle needs "
-                         "scheduler.params.cycle_min_lr and cycle_max_lr", cfg);
-    PL_TRY(sched_param(c, p, "cycle_min_lr", 0, &lo));
-    PL_TRY(sched_param(c, p, "cycle_max_lr", 0, &hi));
-    PL_TRY(sched_steps(c, p, "cycle_first_step_size", 2000, 1, &first));
-    const cJSON *s2 = cJSON_GetObjectItemCaseSensitive(p, "cycle_second_step_size");
-    if (s2 && !cJSON_IsNull(s2))
-        PL_TRY(sched_steps(c, p, "cycle_second_step_size", first, 1, &second));
-    else
-        second = first;
-    PL_TRY(sched_steps(c, p, "decay_step_size", 0, 0, &dstep));
-    PL_TRY(sched_param(c, p, "decay_lr_rate", 0, &a->ds_sched.decay_lr_rate));
-    PL_TRY(sched_param(c, p, "decay_mom_rate", 0, &a->ds_sched.decay_mom_rate));
-    PL_TRY(sched_param(c, p, "cycle_min_mom", 0.8, &a->ds_sched.min_mom));
-    PL_TRY(sched_param(c, p, "cycle_max_mom", 0.9, &a->ds_sched.max_mom));
-    if (lo < 0 || hi < 0)
-        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: OneCycle's cycle_min_lr and "
-                         "cycle_max_lr must be >= 0", cfg);
-    a->ds_sched.cycle_momentum = 1;
-    if (cJSON_GetObjectItemCaseSensitive(p, "cycle_momentum"))
-        PL_TRY(ds_switch(c, p, "cycle_momentum", "scheduler.params.cycle_momentum",
-                         &a->ds_sched.cycle_momentum));
-    if (a->ds_sched.cycle_momentum) {
-        const double m0 = a->ds_sched.min_mom, m1 = a->ds_sched.max_mom;
-        if (m0 < 0 || m0 >= 1 || m1 < 0 || m1 >= 1)
-            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: OneCycle's cycle_min_mom and "
-                             "cycle_max_mom are Adam's beta1 and must be in [0, 1)", cfg);
-        for (int k = 0; k < 2; k++) {
-            static const char *const flag[2] = {"--adam-beta1", "--adam-beta2"};
-            if (pl_train_args_given(a, flag[k]))
-                PL_TRY(pl_train_args_note(a, "%s: OneCycle's cycle_momentum sets Adam's betas to "
-                                          "(cycle momentum, 0.99) every step, as DeepSpeed does",
-                                          flag[k]));
-        }
-    }
-    a->ds_sched.style = PL_LR_DS_ONECYCLE;
-    a->ds_sched.min_lr = a->ds_sched.init_lr = lo;
-    a->ds_sched.max_lr = hi;
-    a->ds_sched.warmup = (int64_t)first;
-    a->ds_sched.total = (int64_t)(first + second);
-    a->ds_sched.decay_step_size = (int64_t)dstep;
-    PL_TRY(sched_peak(c, hi, "scheduler.params.cycle_max_lr", "OneCycle"));
-    static const char *const known[] = {
-        "cycle_min_lr", "cycle_max_lr", "decay_lr_rate", "cycle_first_step_size",
-        "cycle_second_step_size", "cycle_first_stair_count", "cycle_second_stair_count",
-        "decay_step_size", "cycle_momentum", "cycle_min_mom", "cycle_max_mom", "decay_mom_rate"};
-    PL_TRY(unknown_params(c, p, known, sizeof known / sizeof *known, "OneCycle"));
-fail:
-    return st;
-}
-
-/* DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR (runtime/lr_schedules.py),
- * run as DeepSpeed runs them: counted in optimizer steps, the first step at the
- * start value (optim/schedule.h). They replace Megatron's schedule, so its flags
- * may not be given too. */
-static pl_status scheduler(ds_ctx *c, const cJSON *sch)
-{
-    pl_train_args *a = c->a;
-    const char *cfg = c->cfg;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(sch, "type");
-    const char *t = cJSON_IsString(type) ? type->valuestring : "?";
-    const int warm = strcmp(t, "WarmupLR") == 0, decay = strcmp(t, "WarmupDecayLR") == 0,
-              cosine = strcmp(t, "WarmupCosineLR") == 0, onecycle = strcmp(t, "OneCycle") == 0;
-    if (!warm && !decay && !cosine && !onecycle)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: scheduler type \"%s\" is not "
-                         "implemented (WarmupLR, WarmupDecayLR, WarmupCosineLR and OneCycle are)",
-                         cfg, t);
-    static const char *const megatron[] = {"--lr-decay-style", "--lr-warmup-iters",
-                                           "--lr-warmup-samples", "--lr-warmup-fraction",
-                                           "--lr-warmup-init", "--lr-decay-iters",
-                                           "--lr-decay-samples", "--min-lr"};
-    for (size_t i = 0; i < sizeof megatron / sizeof *megatron; i++)
-        if (pl_train_args_given(a, megatron[i]))
-            return pl_errorf(PL_ERR_ARG, "plait train: %s (command line, --config or a legacy "
-                             "flag such as --warmup) conflicts with the scheduler %s of "
-                             "--deepspeed_config %s, which sets the whole schedule", megatron[i],
-                             t, cfg);
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(sch, "params");
-    pl_status st = PL_OK;
-    if (onecycle)
-        return onecycle_params(c, p);
-    const cJSON *wt = cJSON_GetObjectItemCaseSensitive(p, "warmup_type");
-    int log_warmup = 1; /* DeepSpeed's default, and what it falls back to for an unknown type */
-    if (cJSON_IsString(wt) && strcmp(wt->valuestring, "linear") == 0)
-        log_warmup = 0;
-    else if (wt && !(cJSON_IsString(wt) && strcmp(wt->valuestring, "log") == 0))
-        PL_TRY(note(c, "scheduler.params.warmup_type", "not \"log\" or \"linear\": DeepSpeed "
-                                                       "warns and warms up by log, as plait does"));
-    double wsteps, total = 0;
-    PL_TRY(sched_param(c, p, "warmup_num_steps", 1000, &wsteps));
-    if (wsteps < 0 || wsteps != floor(wsteps) || wsteps > 2147483647.0)
-        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: scheduler.params.warmup_num_steps "
-                         "must be a whole number >= 0, got %g", cfg, wsteps);
-    a->ds_sched.warmup = wsteps < 2 ? 2 : (int64_t)wsteps; /* max(2, warmup_num_steps) */
-    if (decay || cosine) {
-        /* a positional argument of DeepSpeed's class: required */
-        const cJSON *tn = cJSON_GetObjectItemCaseSensitive(p, "total_num_steps");
-        if (!tn)
-            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: %s needs "
-                             "scheduler.params.total_num_steps", cfg, t);
-        PL_TRY(sched_param(c, p, "total_num_steps", 0, &total));
-        if (total < 1 || total != floor(total) || total > 2147483647.0)
-            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: scheduler.params.total_num_steps "
-                             "must be a positive integer, got %g", cfg, total);
-        if (cosine && total <= (double)a->ds_sched.warmup) /* DeepSpeed divides by T - W */
-            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: WarmupCosineLR needs "
-                             "total_num_steps (%g) > warmup_num_steps (%lld)", cfg, total,
-                             (long long)a->ds_sched.warmup);
-    }
-    a->ds_sched.total = (int64_t)total;
-    static const char *const keys_warm[] = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps",
-                                            "warmup_type", "total_num_steps"};
-    static const char *const keys_cos[] = {"warmup_min_ratio", "cos_min_ratio", "warmup_num_steps",
-                                           "warmup_type", "total_num_steps"};
-    const char *const *known = cosine ? keys_cos : keys_warm;
-    if (cosine) {
-        /* ratios of the optimizer's lr (optimizer.params.lr or --lr) */
-        double wmr, cmr;
-        PL_TRY(sched_param(c, p, "warmup_min_ratio", 0.0, &wmr));
-        PL_TRY(sched_param(c, p, "cos_min_ratio", 0.0001, &cmr));
-        a->ds_sched.style = log_warmup ? PL_LR_DS_WARMUP_COSINE_LOG : PL_LR_DS_WARMUP_COSINE_LINEAR;
-        a->ds_sched.init_lr = wmr;              /* ratios until the lr is known (trainer) */
-        a->ds_sched.min_lr = cmr;
-        a->ds_sched.max_lr = 1.0;
-    } else {
-        double lo, hi;
-        PL_TRY(sched_param(c, p, "warmup_min_lr", 0.0, &lo));
-        PL_TRY(sched_param(c, p, "warmup_max_lr", 0.001, &hi));
-        /* DeepSpeed's scheduler writes its rates into the optimizer, so warmup_max_lr is
-         * the peak whatever optimizer.params.lr says; a --lr flag must agree */
-        PL_TRY(sched_peak(c, hi, "scheduler.params.warmup_max_lr", t));
-        a->ds_sched.style = warm ? (log_warmup ? PL_LR_DS_WARMUP_LOG : PL_LR_DS_WARMUP_LINEAR)
-                                 : (log_warmup ? PL_LR_DS_WARMUP_DECAY_LOG
-                                               : PL_LR_DS_WARMUP_DECAY_LINEAR);
-        a->ds_sched.init_lr = lo;
-        a->ds_sched.max_lr = hi;
-        a->ds_sched.min_lr = lo;
-    }
-    PL_TRY(unknown_params(c, p, known, 5, t));
-fail:
-    return st;
-}
+/* ---- the blocks (the optimizer and scheduler: ds_sched.c) ------------------- */
 
 /* The bf16 and fp16 blocks (DeepSpeed's runtime/config.py): "enabled" (Python
  * truth) selects --bf16 / --fp16; fp16's loss_scale (0 = dynamic),
@@ -520,7 +219,7 @@ static pl_status precision(ds_ctx *c, const cJSON *root)
                              names[k]);
         char path[32];
         snprintf(path, sizeof path, "%s.enabled", names[k]);
-        PL_TRY(ds_switch(c, blk[k], "enabled", path, &on[k]));
+        PL_TRY(pl_ds_switch(c, blk[k], "enabled", path, &on[k]));
     }
     if (on[0] && on[1])
         return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: bf16.enabled and fp16.enabled are both "
@@ -540,41 +239,41 @@ static pl_status precision(ds_ctx *c, const cJSON *root)
                                       "updates fp32 master weights)", bf_name, e->string));
     if (!on[1]) {
         if (blk[1] && blk[1]->child && (blk[1]->child->next || strcmp(blk[1]->child->string, "enabled")))
-            PL_TRY(note(c, "fp16", "not enabled, so its other keys are not read (as DeepSpeed)"));
+            PL_TRY(pl_ds_note(c, "fp16", "not enabled, so its other keys are not read (as DeepSpeed)"));
         return st;
     }
     const cJSON *f = blk[1];
     double v;
     int has;
-    PL_TRY(ds_number(c, f, "loss_scale", "fp16.loss_scale", &v, &has));
+    PL_TRY(pl_ds_number(c, f, "loss_scale", "fp16.loss_scale", &v, &has));
     if (has && v != 0) {
-        PL_TRY(ds_set(c, "--loss-scale", v, "fp16.loss_scale"));
+        PL_TRY(pl_ds_set(c, "--loss-scale", v, "fp16.loss_scale"));
     } else if (has && pl_train_args_given(a, "--loss-scale")) {
         return pl_errorf(PL_ERR_ARG, "plait train: --loss-scale %g (command line or --config) "
                          "conflicts with fp16.loss_scale 0 (dynamic) in --deepspeed_config %s",
                          a->loss_scale, cfg);
     }
-    PL_TRY(ds_number(c, f, "initial_scale_power", "fp16.initial_scale_power", &v, &has));
+    PL_TRY(pl_ds_number(c, f, "initial_scale_power", "fp16.initial_scale_power", &v, &has));
     if (has) {
         if (v != floor(v) || v < 0 || v > 126)
             return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: fp16.initial_scale_power must be "
                              "an integer in 0..126", cfg);
-        PL_TRY(ds_set(c, "--initial-loss-scale", ldexp(1.0, (int)v), "fp16.initial_scale_power"));
+        PL_TRY(pl_ds_set(c, "--initial-loss-scale", ldexp(1.0, (int)v), "fp16.initial_scale_power"));
     } else if (!pl_train_args_given(a, "--initial-loss-scale")) {
-        PL_TRY(ds_set(c, "--initial-loss-scale", 65536.0,
+        PL_TRY(pl_ds_set(c, "--initial-loss-scale", 65536.0,
                       "fp16.initial_scale_power (DeepSpeed's default 16)"));
     }
     int64_t n = 0;
-    PL_TRY(ds_count(c, f, "loss_scale_window", "fp16.loss_scale_window", &n));
+    PL_TRY(pl_ds_count(c, f, "loss_scale_window", "fp16.loss_scale_window", &n));
     if (n)
-        PL_TRY(ds_set(c, "--loss-scale-window", (double)n, "fp16.loss_scale_window"));
+        PL_TRY(pl_ds_set(c, "--loss-scale-window", (double)n, "fp16.loss_scale_window"));
     n = 0;
-    PL_TRY(ds_count(c, f, "hysteresis", "fp16.hysteresis", &n));
+    PL_TRY(pl_ds_count(c, f, "hysteresis", "fp16.hysteresis", &n));
     if (n)
-        PL_TRY(ds_set(c, "--hysteresis", (double)n, "fp16.hysteresis"));
-    PL_TRY(ds_number(c, f, "min_loss_scale", "fp16.min_loss_scale", &v, &has));
+        PL_TRY(pl_ds_set(c, "--hysteresis", (double)n, "fp16.hysteresis"));
+    PL_TRY(pl_ds_number(c, f, "min_loss_scale", "fp16.min_loss_scale", &v, &has));
     if (has)
-        PL_TRY(ds_set(c, "--min-loss-scale", v, "fp16.min_loss_scale"));
+        PL_TRY(pl_ds_set(c, "--min-loss-scale", v, "fp16.min_loss_scale"));
     static const char *const known[] = {"enabled", "loss_scale", "initial_scale_power",
                                         "loss_scale_window", "hysteresis", "min_loss_scale"};
     for (const cJSON *e = f->child; e; e = e->next) {
@@ -677,9 +376,9 @@ static pl_status zero_block(ds_ctx *c, const cJSON *zo)
     int has;
     pl_status st = PL_OK;
     if (cJSON_IsBool(zo)) { /* the deprecated form: true = stage 1 (read_zero_config_deprecated) */
-        PL_TRY(note(c, "zero_optimization", "a boolean is DeepSpeed's deprecated form: true means "
+        PL_TRY(pl_ds_note(c, "zero_optimization", "a boolean is DeepSpeed's deprecated form: true means "
                                             "stage 1, false stage 0"));
-        return ds_set_policy(c, "--zero-stage", cJSON_IsTrue(zo) ? 1 : 0, "zero_optimization",
+        return pl_ds_set_policy(c, "--zero-stage", cJSON_IsTrue(zo) ? 1 : 0, "zero_optimization",
                              a->legacy.deepspeed ? DS_JSON_WINS : DS_CONFLICT_ERROR);
     }
     if (!cJSON_IsObject(zo))
@@ -693,7 +392,7 @@ static pl_status zero_block(ds_ctx *c, const cJSON *zo)
                              "0, 1, 2 or 3", c->cfg);
         stage = (int64_t)v;
     }
-    PL_TRY(ds_set_policy(c, "--zero-stage", (double)stage, "zero_optimization.stage",
+    PL_TRY(pl_ds_set_policy(c, "--zero-stage", (double)stage, "zero_optimization.stage",
                          a->legacy.deepspeed ? DS_JSON_WINS : DS_CONFLICT_ERROR));
     for (const cJSON *e = zo->child; e; e = e->next) {
         const char *k = e->string;
@@ -715,10 +414,10 @@ static pl_status zero_block(ds_ctx *c, const cJSON *zo)
             if (v < 0)
                 return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: %s must be >= 0", c->cfg, path);
             if (stage > 0)
-                PL_TRY(note(c, path, "not applied at ZeRO stage >= 1, which reduce-scatters one "
+                PL_TRY(pl_ds_note(c, path, "not applied at ZeRO stage >= 1, which reduce-scatters one "
                                      "layer's gradients at a time"));
             else /* elements per bucket, as plait's --ddp-bucket-size */
-                PL_TRY(ds_set_policy(c, "--ddp-bucket-size", v, path, DS_FLAG_WINS));
+                PL_TRY(pl_ds_set_policy(c, "--ddp-bucket-size", v, path, DS_FLAG_WINS));
             continue;
         }
         if (strncmp(k, "offload_", 8) == 0 || strncmp(k, "cpu_offload", 11) == 0) {
@@ -727,7 +426,7 @@ static pl_status zero_block(ds_ctx *c, const cJSON *zo)
                 continue;
             }
         }
-        PL_TRY(note(c, path, zero_keys[i].why));
+        PL_TRY(pl_ds_note(c, path, zero_keys[i].why));
     }
 fail:
     return st;
@@ -854,51 +553,51 @@ pl_status pl_ds_config_apply(pl_train_args *a)
     PL_TRY(last_duplicate_wins(&c, root, ""));
     PL_TRY(precision(&c, root));
     int on;
-    PL_TRY(ds_switch(&c, root, "elasticity", "elasticity", &on));
+    PL_TRY(pl_ds_switch(&c, root, "elasticity", "elasticity", &on));
     if (on) {
         const cJSON *el = cJSON_GetObjectItemCaseSensitive(root, "elasticity");
-        PL_TRY(ds_switch(&c, el, "enabled", "elasticity.enabled", &on));
+        PL_TRY(pl_ds_switch(&c, el, "enabled", "elasticity.enabled", &on));
         if (on)
             return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: elasticity.enabled is not "
                              "supported (it would choose the batch sizes)", cfg);
     }
-    PL_TRY(ds_count(&c, root, "train_batch_size", "train_batch_size", &a->ds_train_batch));
-    PL_TRY(ds_count(&c, root, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu",
+    PL_TRY(pl_ds_count(&c, root, "train_batch_size", "train_batch_size", &a->ds_train_batch));
+    PL_TRY(pl_ds_count(&c, root, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu",
                     &a->ds_micro_batch));
-    PL_TRY(ds_count(&c, root, "gradient_accumulation_steps", "gradient_accumulation_steps",
+    PL_TRY(pl_ds_count(&c, root, "gradient_accumulation_steps", "gradient_accumulation_steps",
                     &a->ds_grad_accum));
     if (a->ds_micro_batch > 0)
-        PL_TRY(ds_set(&c, "--micro-batch-size", (double)a->ds_micro_batch,
+        PL_TRY(pl_ds_set(&c, "--micro-batch-size", (double)a->ds_micro_batch,
                       "train_micro_batch_size_per_gpu"));
     if (a->ds_train_batch > 0)
-        PL_TRY(ds_set(&c, "--global-batch-size", (double)a->ds_train_batch, "train_batch_size"));
+        PL_TRY(pl_ds_set(&c, "--global-batch-size", (double)a->ds_train_batch, "train_batch_size"));
     const cJSON *zo = cJSON_GetObjectItemCaseSensitive(root, "zero_optimization");
     if (zo)
         PL_TRY(zero_block(&c, zo));
     double v;
     int has;
-    PL_TRY(ds_number(&c, root, "gradient_clipping", "gradient_clipping", &v, &has));
+    PL_TRY(pl_ds_number(&c, root, "gradient_clipping", "gradient_clipping", &v, &has));
     if (has) {
         if (v < 0)
             return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: gradient_clipping must be >= 0",
                              cfg);
-        PL_TRY(ds_set(&c, "--clip-grad", v, "gradient_clipping"));
+        PL_TRY(pl_ds_set(&c, "--clip-grad", v, "gradient_clipping"));
     }
     int64_t spp = 0;
-    PL_TRY(ds_count(&c, root, "steps_per_print", "steps_per_print", &spp));
+    PL_TRY(pl_ds_count(&c, root, "steps_per_print", "steps_per_print", &spp));
     if (spp) /* Megatron-DeepSpeed prints both; plait has one progress line */
-        PL_TRY(ds_set_policy(&c, "--log-interval", (double)spp, "steps_per_print", DS_FLAG_WINS));
-    PL_TRY(ds_switch(&c, root, "wall_clock_breakdown", "wall_clock_breakdown", &on));
+        PL_TRY(pl_ds_set_policy(&c, "--log-interval", (double)spp, "steps_per_print", DS_FLAG_WINS));
+    PL_TRY(pl_ds_switch(&c, root, "wall_clock_breakdown", "wall_clock_breakdown", &on));
     if (on)
-        PL_TRY(note(&c, "wall_clock_breakdown", "each progress line has ms per iteration and the "
+        PL_TRY(pl_ds_note(&c, "wall_clock_breakdown", "each progress line has ms per iteration and the "
                                                 "metrics the DP/TP communication times; plait bench "
                                                 "prints the full step breakdown"));
     const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "optimizer");
     if (opt)
-        PL_TRY(optimizer(&c, opt));
+        PL_TRY(pl_ds_optimizer(&c, opt));
     const cJSON *sch = cJSON_GetObjectItemCaseSensitive(root, "scheduler");
     if (sch)
-        PL_TRY(scheduler(&c, sch));
+        PL_TRY(pl_ds_scheduler(&c, sch));
     for (const cJSON *e = root->child; e; e = e->next) {
         size_t i = 0;
         while (i < sizeof top_keys / sizeof *top_keys && strcmp(top_keys[i].key, e->string) != 0)
@@ -907,7 +606,7 @@ pl_status pl_ds_config_apply(pl_train_args *a)
             PL_TRY(pl_train_args_note(a, "%s: not a DeepSpeed key; ignored (as DeepSpeed ignores "
                                       "it)", e->string));
         else if (top_keys[i].why)
-            PL_TRY(note(&c, e->string, top_keys[i].why));
+            PL_TRY(pl_ds_note(&c, e->string, top_keys[i].why));
     }
 fail:
     return st;
