@@ -574,6 +574,10 @@ pl_status pl_ds_config_apply(pl_train_args *a)
     const cJSON *zo = cJSON_GetObjectItemCaseSensitive(root, "zero_optimization");
     if (zo)
         PL_TRY(zero_block(&c, zo));
+    else if (a->legacy.deepspeed && pl_train_args_given(a, "--zero-stage") && a->zero_stage != 0)
+        PL_TRY(pl_ds_set_policy(&c, "--zero-stage", 0,
+                                "zero_optimization.stage (absent: DeepSpeed's default)",
+                                DS_JSON_WINS));
     double v;
     int has;
     PL_TRY(pl_ds_number(&c, root, "gradient_clipping", "gradient_clipping", &v, &has));

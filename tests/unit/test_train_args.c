@@ -347,6 +347,14 @@ TEST(deepspeed_config_values_read_as_deepspeed_reads_them)
     CHECK(a.zero_stage == 2 && notes_with(&a, "zero_optimization.stage 2 overrides --zero-stage 0"),
           "JSON wins under --deepspeed");
     pl_train_args_free(&a);
+    CHECK_OK(parse_ds(&a, "{\"train_batch_size\": 8}", "--deepspeed --zero-stage 1"));
+    CHECK(a.zero_stage == 0 && notes_with(&a, "(absent: DeepSpeed's default) 0 overrides "
+                                              "--zero-stage 1"),
+          "no zero_optimization block: the engine runs stage 0, said in a note");
+    pl_train_args_free(&a);
+    CHECK_OK(parse_ds(&a, "{\"train_batch_size\": 8}", "--zero-stage 1"));
+    CHECK(a.zero_stage == 1, "without --deepspeed the flag stands");
+    pl_train_args_free(&a);
     struct {
         const char *json, *needle;
     } cases[] = {
