@@ -44,7 +44,7 @@ static const pl_option gen_options[] = {
 };
 static const pl_command_spec gen_cmd = {"generate", "Generate text from a checkpoint (KV-cached; "
                                         "under mpirun with the checkpoint's TP size as ranks).",
-                                        gen_options, (int)(sizeof gen_options / sizeof *gen_options)};
+                                        gen_options, (int)(sizeof gen_options / sizeof *gen_options), 0};
 
 /* The processes generating together: MPI and a grid whose one TP group is the
  * whole world when a launcher started this process, nothing otherwise. */

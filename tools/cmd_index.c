@@ -78,7 +78,7 @@ static const pl_option index_table[] = {
 static const pl_command_spec index_cmd = {
     "data index",
     "Build or reuse the GPT document/sample/shuffle indices Megatron-LM builds for these flags",
-    index_table, (int)(sizeof index_table / sizeof *index_table)};
+    index_table, (int)(sizeof index_table / sizeof *index_table), 0};
 
 static void print_gpt(const pl_gpt_dataset *g, const char *pad)
 {

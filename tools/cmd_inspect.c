@@ -43,7 +43,7 @@ static const pl_command_spec spec = {
     "data inspect",
     "Print counts, dtype, length statistics and one document of the dataset PREFIX "
     "(usage: plait data inspect PREFIX [options]).",
-    table, (int)(sizeof table / sizeof *table)};
+    table, (int)(sizeof table / sizeof *table), 0};
 
 static int cmp_i64(const void *a, const void *b)
 {

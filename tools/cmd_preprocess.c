@@ -54,6 +54,9 @@ static const pl_option table[] = {
     {"--tokenizer-type", PL_OPT_CHOICE, NULL, O(tokenizer_type), "tokenizer",
      pl_tokenizer_types, 0},
     {"--vocab-file", PL_OPT_STRING, NULL, O(vocab_file), "vocabulary file", NULL, 0},
+    {"--vocab", PL_OPT_STRING, NULL, O(vocab_file),
+     "= --vocab-file: the abbreviation Megatron v1-v2's preprocess_data.py accepted, where it was "
+     "the only --vocab flag", NULL, 0},
     {"--merge-file", PL_OPT_STRING, NULL, O(merge_file), "BPE merges (GPT2BPETokenizer)", NULL, 0},
     {"--tokenizer-model", PL_OPT_STRING, NULL, O(tokenizer_model),
      "HuggingFaceTokenizer: directory with tokenizer.json (or the file); SentencePieceTokenizer, "
@@ -90,7 +93,8 @@ static const pl_option table[] = {
 
 static const pl_command_spec spec = {
     "preprocess", "Tokenize text into Megatron .bin/.idx datasets (tools/preprocess_data.py).",
-    table, (int)(sizeof table / sizeof *table)};
+    table, (int)(sizeof table / sizeof *table),
+    1 /* tools/preprocess_data.py's argparse allows abbreviations (--vocab) */};
 
 static volatile sig_atomic_t interrupted;
 

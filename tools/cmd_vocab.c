@@ -49,6 +49,7 @@ static const pl_command_spec vocab_cmd = {
     "--chem-tokens-start, then the tokens found, most frequent first.",
     vocab_options,
     (int)(sizeof vocab_options / sizeof *vocab_options),
+    0,
 };
 
 static int ends_with_csv(const char *path)

@@ -101,6 +101,96 @@ static const pl_option *find(const pl_command_spec *cmd, const char *name, size_
     return NULL;
 }
 
+/* Levenshtein distance of a[0..na) and b, capped at 64 characters of a. */
+static size_t edit_distance(const char *a, size_t na, const char *b)
+{
+    size_t nb = strlen(b), row[65];
+    if (na > 64 || nb > 64)
+        return (size_t)-1;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+/* The error for a flag that names no option: the flags it is a prefix of (for a
+ * command that takes no abbreviations), else the nearest name by edit distance
+ * when it is close (at most a third of the name's letters, and at least 2). */
+static pl_status unknown_flag(const pl_command_spec *cmd, const char *arg, size_t len)
+{
+    char hint[160] = "";
+    int n_prefix = 0;
+    for (int i = 0; i < cmd->n_options && !cmd->allow_abbrev; i++)
+        if (strncmp(cmd->options[i].name, arg, len) == 0 && n_prefix++ == 0)
+            snprintf(hint, sizeof hint, "%s", cmd->options[i].name);
+    if (n_prefix != 1) {
+        size_t best = (size_t)-1;
+        const char *name = NULL;
+        for (int i = 0; i < cmd->n_options; i++) {
+            size_t d = edit_distance(arg, len, cmd->options[i].name);
+            if (d < best) {
+                best = d;
+                name = cmd->options[i].name;
+            }
+        }
+        size_t limit = len > 2 ? (len - 2) / 3 : 0;
+        hint[0] = 0;
+        if (name && best <= (limit < 2 ? 2 : limit))
+            snprintf(hint, sizeof hint, "%s", name);
+    }
+    if (hint[0])
+        return pl_errorf(PL_ERR_ARG, "plait %s: unknown flag '%.*s' (did you mean %s?)", cmd->name,
+                         (int)len, arg, hint);
+    return pl_errorf(PL_ERR_ARG, "plait %s: unknown flag '%.*s' (see plait %s --help)", cmd->name,
+                     (int)len, arg, cmd->name);
+}
+
+/* The option arg[0..len) names: its exact name, or, with allow_abbrev, the one
+ * option it is a prefix of (argparse's rule). Sets *o or returns the error. */
+static pl_status lookup(const pl_command_spec *cmd, const char *arg, size_t len,
+                        const pl_option **o)
+{
+    *o = find(cmd, arg, len);
+    if (*o)
+        return PL_OK;
+    if (cmd->allow_abbrev) {
+        char list[512] = "";
+        size_t used = 0;
+        int n = 0;
+        for (int i = 0; i < cmd->n_options; i++) {
+            const char *name = cmd->options[i].name;
+            if (strncmp(name, arg, len) != 0)
+                continue;
+            if (n++ == 0)
+                *o = &cmd->options[i];
+            if (used < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", n > 1 ? ", " : "",
+                                         name);
+        }
+        if (n == 1)
+            return PL_OK;
+        if (n > 1) {
+            *o = NULL;
+            return pl_errorf(PL_ERR_ARG, "plait %s: ambiguous option: %.*s could match %s",
+                             cmd->name, (int)len, arg, list);
+        }
+    }
+    return unknown_flag(cmd, arg, len);
+}
+
 static int is_flag(const char *a)
 {
     /* "-1e-3" and "-5" are values, "--x" is a flag. */
@@ -137,17 +227,12 @@ pl_status pl_options_parse(const pl_command_spec *cmd, void *out, int argc, char
         }
         const char *eq = strchr(arg, '=');
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        const pl_option *o = find(cmd, arg, len);
-        if (!o) {
-            st = pl_errorf(PL_ERR_ARG, "plait %s: unknown flag '%.*s' (see plait %s --help)",
-                           cmd->name, (int)len, arg, cmd->name);
+        const pl_option *o = NULL;
+        st = lookup(cmd, arg, len, &o);
+        if (st)
             goto fail;
-        }
         int idx = (int)(o - cmd->options);
-        if (given && given[idx] && o->type != PL_OPT_LIST) {
-            st = pl_errorf(PL_ERR_ARG, "plait %s: %s given more than once", cmd->name, o->name);
-            goto fail;
-        }
+        /* given again: the last value wins, as argparse's store actions */
         if (given)
             given[idx] = 1;
         if (o->type == PL_OPT_BOOL) {

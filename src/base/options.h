@@ -41,11 +41,16 @@ typedef struct pl_command_spec {
     const char *summary; /* one line */
     const pl_option *options;
     int n_options;
+    int allow_abbrev;    /* accept a unique prefix of a flag, as argparse's allow_abbrev=True */
 } pl_command_spec;
 
-/* Applies the defaults, then parses argv[0..argc) into out. given, when not
- * NULL, receives 1 for each option the user set (n_options entries). Errors
- * name the flag and say what was expected. pl_options_free() releases lists. */
+/* Applies the defaults, then parses argv[0..argc) into out, as Python's argparse
+ * does: a flag given twice takes its last value (a list flag its last list);
+ * with allow_abbrev, a unique prefix names its flag and an ambiguous one is an
+ * error listing the candidates; an unknown flag's error suggests the nearest
+ * name ("did you mean --lr?"). given, when not NULL, receives 1 for each option
+ * the user set (n_options entries). Errors name the flag and say what was
+ * expected. pl_options_free() releases lists. */
 pl_status pl_options_parse(const pl_command_spec *cmd, void *out, int argc, char **argv,
                            unsigned char *given);
 void pl_options_free(const pl_command_spec *cmd, void *out);
@@ -56,7 +61,7 @@ void pl_options_free(const pl_command_spec *cmd, void *out);
 pl_status pl_options_set(const pl_command_spec *cmd, void *out, const char *name,
                          const char **values, int n_values, unsigned char *given);
 
-/* The index of the flag `name` in cmd's table, or -1. */
+/* The index of the flag `name` in cmd's table (exact name), or -1. */
 int pl_options_index(const pl_command_spec *cmd, const char *name);
 
 /* Writes "usage: plait NAME [options]" and one block per flag. */

@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -110,8 +111,10 @@ static const pl_option train_options[] = {
      "ZeRO stage: 0 DDP, 1 optimizer state, 2 + gradients, 3 + parameters sharded over DP", NULL, 0},
     {"--use-distributed-optimizer", PL_OPT_BOOL, NULL, F(use_distributed_optimizer),
      "shard the optimizer state over DP (Megatron's distributed optimizer = ZeRO stage 1)", NULL, 0},
-    {"--strategy", PL_OPT_CHOICE, NULL, F(strategy), "data-parallel strategy (ZeRO stage 0..3)",
-     "DDP|Zero1|Zero2|Zero3", 0},
+    {"--strategy", PL_OPT_CHOICE, NULL, F(strategy),
+     "A4SFramework's strategy: DDP, Single, Zero0 = ZeRO stage 0; Zero1..Zero3; Pipeline and ThreeD "
+     "= stage 1 (A4S runs them on DeepSpeed ZeRO-1), with the TP and PP sizes of their own flags",
+     "DDP|Single|Zero0|Zero1|Zero2|Zero3|Pipeline|ThreeD", 0},
     {"--ddp-bucket-size", PL_OPT_INT, "10000000", F(ddp_bucket_size),
      "elements per data-parallel gradient bucket, all-reduced as backward completes it "
      "(0: one bucket, reduced after backward)", NULL, 0},
@@ -208,16 +211,149 @@ static const pl_option train_options[] = {
     {"--metrics-file", PL_OPT_STRING, NULL, F(metrics_file),
      "JSON-lines metrics (default SAVE/metrics.jsonl)", NULL, 0},
     {"--config", PL_OPT_STRING, NULL, F(config), "JSON preset of flags (command-line flags win)", NULL, 0},
+    /* Megatron v1's and the DeepSpeed era's flags (train/args_legacy.c, docs/flags.md) */
+#define L(field) F(legacy.field)
+    {"--batch-size", PL_OPT_INT, NULL, L(batch_size), "= --micro-batch-size (Megatron v1)", NULL, 0},
+    {"--gas", PL_OPT_INT, NULL, L(gas),
+     "gradient accumulation steps (DeepSpeedExamples' Megatron v1.1.5): global batch = "
+     "micro-batch x dp x gas", NULL, 0},
+    {"--warmup", PL_OPT_FLOAT, NULL, L(warmup),
+     "= --lr-warmup-fraction: warmup as a fraction of --lr-decay-iters (Megatron v1)", NULL, 0},
+    {"--checkpoint-activations", PL_OPT_BOOL, NULL, L(checkpoint_activations),
+     "= --recompute-granularity full --recompute-method uniform --recompute-num-layers "
+     "--checkpoint-num-layers (Megatron v1)", NULL, 0},
+    {"--checkpoint-num-layers", PL_OPT_INT, "1", L(checkpoint_num_layers),
+     "layers per recompute group with --checkpoint-activations (Megatron v1)", NULL, 0},
+    {"--distribute-checkpointed-activations", PL_OPT_BOOL, NULL,
+     L(distribute_checkpointed_activations), "accepted; see docs/flags.md", NULL, 0},
+    {"--pipe-parallel-size", PL_OPT_INT, NULL, L(pipe_parallel_size),
+     "= --pipeline-model-parallel-size, 0 = no pipelining (DeepSpeedExamples' Megatron v1.1.5)",
+     NULL, 0},
+    {"--min-scale", PL_OPT_FLOAT, NULL, L(min_scale), "= --min-loss-scale (Megatron v1)", NULL, 0},
+    {"--data-impl", PL_OPT_CHOICE, NULL, L(data_impl),
+     "indexed dataset format: plait reads mmap (MMIDIDX) files; infer finds them", 
+     "lazy|cached|mmap|infer", 0},
+    {"--distributed-backend", PL_OPT_CHOICE, NULL, L(distributed_backend),
+     "accepted; plait communicates over MPI", "nccl|gloo|mpi|ccl|hccl", 0},
+    {"--DDP-impl", PL_OPT_CHOICE, NULL, L(ddp_impl),
+     "accepted; plait's data parallelism is its own (bucketed MPI all-reduce)", "local|torch", 0},
+    {"--local_rank", PL_OPT_INT, NULL, L(local_rank),
+     "accepted (torch and DeepSpeed launchers pass it); plait takes ranks from MPI", NULL, 0},
+    {"--num-workers", PL_OPT_INT, NULL, L(num_workers),
+     "accepted; plait reads the memory-mapped data in the training thread", NULL, 0},
+    {"--tensorboard-dir", PL_OPT_STRING, NULL, L(tensorboard_dir),
+     "accepted; TensorBoard files are not written yet (metrics go to --metrics-file)", NULL, 0},
+    {"--deepspeed", PL_OPT_BOOL, NULL, L(deepspeed),
+     "DeepSpeed's engine semantics: the --deepspeed_config's zero_optimization.stage wins over "
+     "--zero-stage, as the engine reads only the JSON", NULL, 0},
+    {"--deepspeed-config", PL_OPT_STRING, NULL, F(deepspeed_config), "= --deepspeed_config", NULL, 0},
+    {"--deepscale", PL_OPT_BOOL, NULL, L(deepspeed), "= --deepspeed (DeepSpeed's old name)", NULL, 0},
+    {"--deepscale_config", PL_OPT_STRING, NULL, F(deepspeed_config),
+     "= --deepspeed_config (DeepSpeed's old name)", NULL, 0},
+    {"--deepspeed_mpi", PL_OPT_BOOL, NULL, L(deepspeed_mpi), "accepted; plait always uses MPI", NULL, 0},
+    {"--deepspeed-activation-checkpointing", PL_OPT_BOOL, NULL,
+     L(deepspeed_activation_checkpointing), "accepted; see docs/flags.md", NULL, 0},
+    {"--partition-activations", PL_OPT_BOOL, NULL, L(partition_activations),
+     "accepted; see docs/flags.md", NULL, 0},
+    {"--checkpoint-in-cpu", PL_OPT_BOOL, NULL, L(checkpoint_in_cpu), "accepted; see docs/flags.md",
+     NULL, 0},
+    {"--contigious-checkpointing", PL_OPT_BOOL, NULL, L(contigious_checkpointing),
+     "accepted; see docs/flags.md", NULL, 0},
+    {"--contiguous-checkpointing", PL_OPT_BOOL, NULL, L(contiguous_checkpointing),
+     "accepted; see docs/flags.md", NULL, 0},
+    {"--synchronize-each-layer", PL_OPT_BOOL, NULL, L(synchronize_each_layer),
+     "accepted; see docs/flags.md", NULL, 0},
+    {"--profile-backward", PL_OPT_BOOL, NULL, L(profile_backward), "accepted; see docs/flags.md",
+     NULL, 0},
+    {"--zero-reduce-scatter", PL_OPT_BOOL, NULL, L(zero_reduce_scatter),
+     "accepted; see docs/flags.md", NULL, 0},
+    {"--zero-contigious-gradients", PL_OPT_BOOL, NULL, L(zero_contigious_gradients),
+     "accepted; see docs/flags.md", NULL, 0},
+    {"--zero-reduce-bucket-size", PL_OPT_INT, NULL, L(zero_reduce_bucket_size),
+     "accepted; see docs/flags.md", NULL, 0},
+    {"--zero-allgather-bucket-size", PL_OPT_INT, NULL, L(zero_allgather_bucket_size),
+     "accepted; see docs/flags.md", NULL, 0},
+    {"--use-flash-attn", PL_OPT_BOOL, NULL, L(use_flash_attn),
+     "accepted; plait's attention is always fused (FlashAttention's tiling)", NULL, 0},
+    {"--use-flash-attn-v1", PL_OPT_BOOL, NULL, L(use_flash_attn), "= --use-flash-attn", NULL, 0},
+    {"--use-flash-attn-v2", PL_OPT_BOOL, NULL, L(use_flash_attn_v2), "= --use-flash-attn", NULL, 0},
+    {"--use-flash-attn-triton", PL_OPT_BOOL, NULL, L(use_flash_attn_triton), "= --use-flash-attn",
+     NULL, 0},
+    {"--fp32-allreduce", PL_OPT_BOOL, NULL, L(fp32_allreduce),
+     "accepted; plait's all-reduce is always fp32", NULL, 0},
+    {"--attention-softmax-in-fp32", PL_OPT_BOOL, NULL, L(attention_softmax_in_fp32),
+     "accepted; plait's softmax is always fp32", NULL, 0},
+    {"--apply-query-key-layer-scaling", PL_OPT_BOOL, NULL, L(apply_query_key_layer_scaling),
+     "accepted; an identity with plait's fp32 softmax", NULL, 0},
+    {"--scaled-upper-triang-masked-softmax-fusion", PL_OPT_BOOL, NULL,
+     L(scaled_upper_triang_masked_softmax_fusion), "accepted; CUDA kernel fusion", NULL, 0},
+    {"--scaled-masked-softmax-fusion", PL_OPT_BOOL, NULL, L(scaled_masked_softmax_fusion),
+     "accepted; CUDA kernel fusion", NULL, 0},
+    {"--bias-gelu-fusion", PL_OPT_BOOL, NULL, L(bias_gelu_fusion), "accepted; CUDA kernel fusion",
+     NULL, 0},
+    {"--bias-dropout-fusion", PL_OPT_BOOL, NULL, L(bias_dropout_fusion),
+     "accepted; CUDA kernel fusion", NULL, 0},
+    {"--mmap-warmup", PL_OPT_BOOL, NULL, L(mmap_warmup), "accepted; see docs/flags.md", NULL, 0},
+    {"--cpu-optimizer", PL_OPT_BOOL, NULL, L(cpu_optimizer),
+     "accepted; plait's optimizer always runs on the CPU", NULL, 0},
+    {"--no-pipeline-parallel", PL_OPT_BOOL, NULL, L(no_pipeline_parallel),
+     "accepted (Megatron-DeepSpeed: no DeepSpeed pipeline engine); pipelining is "
+     "--pipeline-model-parallel-size", NULL, 0},
+    {"--num-key-value-heads", PL_OPT_INT, NULL, L(num_key_value_heads),
+     "= --group-query-attention --num-query-groups N (Megatron-DeepSpeed)", NULL, 0},
+    {"--no-async-tensor-model-parallel-allreduce", PL_OPT_BOOL, NULL, L(no_async_tp_allreduce),
+     "accepted; TP all-reduces overlap only with --tp-comm-overlap", NULL, 0},
+    {"--no-query-key-layer-scaling", PL_OPT_BOOL, NULL, L(no_query_key_layer_scaling),
+     "accepted; plait never scales by layer number", NULL, 0},
+    {"--log-timers-to-tensorboard", PL_OPT_BOOL, NULL, L(log_timers_tb),
+     "accepted; TensorBoard files are not written yet", NULL, 0},
+    {"--log-batch-size-to-tensorboard", PL_OPT_BOOL, NULL, L(log_batch_size_tb),
+     "accepted; TensorBoard files are not written yet", NULL, 0},
+    {"--log-validation-ppl-to-tensorboard", PL_OPT_BOOL, NULL, L(log_validation_ppl_tb),
+     "accepted; TensorBoard files are not written yet", NULL, 0},
+    {"--log-optimizer-states-to-tensorboard", PL_OPT_BOOL, NULL, L(log_optimizer_states_tb),
+     "accepted; TensorBoard files are not written yet", NULL, 0},
+    {"--tensorboard-queue-size", PL_OPT_INT, NULL, L(tensorboard_queue_size),
+     "accepted; TensorBoard files are not written yet", NULL, 0},
+    {"--wandb-project", PL_OPT_STRING, NULL, L(wandb_project),
+     "accepted; nothing is sent to Weights & Biases", NULL, 0},
+    {"--wandb-exp-name", PL_OPT_STRING, NULL, L(wandb_exp_name),
+     "accepted; nothing is sent to Weights & Biases", NULL, 0},
+    {"--wandb-save-dir", PL_OPT_STRING, NULL, L(wandb_save_dir),
+     "accepted; nothing is sent to Weights & Biases", NULL, 0},
+#undef L
 };
 
 const pl_command_spec pl_train_cmd = {
     "train", "Train a GPT or Llama with Megatron-LM's flags (pretrain_gpt.py).", train_options,
-    (int)(sizeof train_options / sizeof *train_options)};
+    (int)(sizeof train_options / sizeof *train_options),
+    0 /* pretrain_gpt.py: argparse with allow_abbrev=False */};
 
 int pl_train_args_given(const pl_train_args *a, const char *name)
 {
     int i = pl_options_index(&pl_train_cmd, name);
     return i >= 0 && a->given[i];
+}
+
+pl_status pl_train_args_note(pl_train_args *a, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return pl_errorf(PL_ERR_INTERNAL, "note: bad format");
+    size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    char *grown = pl_realloc(a->notes, a->notes_len + len + 2);
+    if (!grown)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    memcpy(grown + a->notes_len, line, len);
+    grown[a->notes_len + len] = '\n';
+    grown[a->notes_len + len + 1] = 0;
+    a->notes = grown;
+    a->notes_len += len + 1;
+    return PL_OK;
 }
 
 /* Applies the preset's entries to flags not given on the command line. */
@@ -318,7 +454,10 @@ static pl_status resolve_zero_stage(pl_train_args *a)
     }
     if (a->strategy) {
         src[n].given = 1;
-        src[n].stage = strcmp(a->strategy, "DDP") == 0 ? 0 : a->strategy[4] - '0';
+        src[n].stage = strncmp(a->strategy, "Zero", 4) == 0 ? a->strategy[4] - '0'
+                       : strcmp(a->strategy, "Pipeline") == 0 || strcmp(a->strategy, "ThreeD") == 0
+                           ? 1
+                           : 0;
         snprintf(src[n++].what, sizeof src[0].what, "--strategy %s", a->strategy);
     }
     for (int i = 1; i < n; i++)
@@ -614,8 +753,8 @@ static pl_status validate(pl_train_args *a)
     } else {
         if (!a->data_path.n)
             return pl_errorf(PL_ERR_ARG, "plait train: --data-path is required (or --mock-data)");
-        if (!a->tokenizer_type)
-            return pl_errorf(PL_ERR_ARG, "plait train: --tokenizer-type is required with --data-path");
+        if (!a->tokenizer_type) /* pretrain_gpt.py: args_defaults={'tokenizer_type': ...} */
+            a->tokenizer_type = "GPT2BPETokenizer";
     }
     PL_TRY(validate_precision(a));
     if (pl_train_args_given(a, "--vocab-size") && a->vocab_size <= 0)
@@ -641,6 +780,9 @@ pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv)
         if (st)
             goto fail;
     }
+    st = pl_train_args_legacy(a);
+    if (st)
+        goto fail;
     if (a->deepspeed_config) {
         st = pl_ds_config_apply(a);
         if (st)
@@ -662,6 +804,18 @@ void pl_train_args_free(pl_train_args *a)
     a->preset = NULL;
     cJSON_Delete(a->ds_json);
     a->ds_json = NULL;
+    pl_free(a->notes);
+    a->notes = NULL;
+    a->notes_len = 0;
+}
+
+/* micro * gas * dp without overflow, or -1. */
+static int64_t batch_product(int64_t micro, int64_t gas, int64_t dp)
+{
+    int64_t x, y;
+    if (__builtin_mul_overflow(micro, gas, &x) || __builtin_mul_overflow(x, dp, &y))
+        return -1;
+    return y;
 }
 
 pl_status pl_train_args_batch(const pl_train_args *a, int64_t dp, int64_t *mbs, int64_t *gbs)
@@ -669,43 +823,62 @@ pl_status pl_train_args_batch(const pl_train_args *a, int64_t dp, int64_t *mbs, 
     int64_t micro = a->micro_batch_size;
     int have_gbs = pl_train_args_given(a, "--global-batch-size");
     int64_t gas = a->ds_grad_accum;
-    if (a->deepspeed_config && gas > 0) {
+    const char *cfg = a->deepspeed_config;
+    if (pl_train_args_given(a, "--gas")) { /* DeepSpeedExamples' v1.1.5: global = micro x dp x gas */
+        if (gas > 0 && gas != a->legacy.gas)
+            return pl_errorf(PL_ERR_ARG, "plait train: --gas %lld conflicts with "
+                             "gradient_accumulation_steps %lld in --deepspeed_config %s",
+                             (long long)a->legacy.gas, (long long)gas, cfg);
+        gas = a->legacy.gas;
+    }
+    /* the names the user wrote: DeepSpeed's keys, or the flags */
+    const char *tb = cfg ? "train_batch_size" : "--global-batch-size";
+    const char *mb = cfg ? "train_micro_batch_size_per_gpu" : "--micro-batch-size";
+    const char *ga = a->ds_grad_accum > 0 ? "gradient_accumulation_steps" : "--gas";
+    char where[600] = "plait train";
+    if (cfg)
+        snprintf(where, sizeof where, "--deepspeed_config %s", cfg);
+    if (gas > 0) {
         /* DeepSpeed's _batch_assertion with whatever two of the three are known. */
         int have_micro = pl_train_args_given(a, "--micro-batch-size");
-        if (have_gbs && have_micro && a->global_batch_size != micro * gas * dp)
-            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: train_batch_size %lld != "
-                             "train_micro_batch_size_per_gpu %lld * gradient_accumulation_steps "
-                             "%lld * data-parallel size %lld",
-                             a->deepspeed_config, (long long)a->global_batch_size,
-                             (long long)micro, (long long)gas, (long long)dp);
+        int64_t prod = batch_product(micro, gas, dp);
+        if (have_gbs && have_micro && a->global_batch_size != prod)
+            return pl_errorf(PL_ERR_ARG, "%s: %s %lld != %s %lld * %s %lld * data-parallel size "
+                             "%lld", where, tb, (long long)a->global_batch_size, mb,
+                             (long long)micro, ga, (long long)gas, (long long)dp);
         if (have_gbs && !have_micro) {
             if (a->global_batch_size % (gas * dp))
-                return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: train_batch_size %lld is not "
-                                 "divisible by gradient_accumulation_steps %lld * data-parallel "
-                                 "size %lld", a->deepspeed_config, (long long)a->global_batch_size,
-                                 (long long)gas, (long long)dp);
+                return pl_errorf(PL_ERR_ARG, "%s: %s %lld is not divisible by %s %lld * "
+                                 "data-parallel size %lld", where, tb,
+                                 (long long)a->global_batch_size, ga, (long long)gas,
+                                 (long long)dp);
             micro = a->global_batch_size / (gas * dp);
+            prod = batch_product(micro, gas, dp);
         }
+        if (prod <= 0)
+            return pl_errorf(PL_ERR_ARG, "%s: %s %lld * %s %lld * data-parallel size %lld "
+                             "overflows", where, mb, (long long)micro, ga, (long long)gas,
+                             (long long)dp);
         *mbs = micro;
-        *gbs = micro * gas * dp;
+        *gbs = prod;
         return PL_OK;
     }
-    if (a->deepspeed_config && have_gbs && !pl_train_args_given(a, "--micro-batch-size")) {
+    if (cfg && have_gbs && !pl_train_args_given(a, "--micro-batch-size")) {
         /* only train_batch_size: gas = 1, micro = tb / dp */
         if (a->global_batch_size % dp)
             return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: train_batch_size %lld is not "
                              "divisible by the data-parallel size %lld",
-                             a->deepspeed_config, (long long)a->global_batch_size, (long long)dp);
+                             cfg, (long long)a->global_batch_size, (long long)dp);
         micro = a->global_batch_size / dp;
     }
     *mbs = micro;
-    *gbs = have_gbs ? a->global_batch_size : micro * dp;
+    *gbs = have_gbs ? a->global_batch_size : batch_product(micro, 1, dp);
     if (*gbs <= 0 || *gbs % (micro * dp)) {
-        if (a->deepspeed_config)
+        if (cfg)
             return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: train_batch_size %lld != "
                              "train_micro_batch_size_per_gpu %lld * gradient_accumulation_steps "
                              "* data-parallel size %lld for any whole number of steps",
-                             a->deepspeed_config, (long long)*gbs, (long long)micro, (long long)dp);
+                             cfg, (long long)*gbs, (long long)micro, (long long)dp);
         return pl_errorf(PL_ERR_ARG, "--global-batch-size %lld is not a multiple of "
                          "--micro-batch-size %lld x data-parallel size %lld",
                          (long long)*gbs, (long long)micro, (long long)dp);

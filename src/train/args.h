@@ -9,7 +9,31 @@
 
 #include "base/options.h"
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* Megatron v1's and the DeepSpeed-era (Megatron-DeepSpeed, DeepSpeedExamples)
+ * flags, kept apart: train/args_legacy.c maps each onto plait's flags or notes
+ * in one line what plait does instead (docs/flags.md). */
+typedef struct pl_train_legacy_args {
+    int64_t batch_size, gas, checkpoint_num_layers, pipe_parallel_size, local_rank;
+    int64_t zero_reduce_bucket_size, zero_allgather_bucket_size, num_workers;
+    double warmup, min_scale;
+    int checkpoint_activations, distribute_checkpointed_activations;
+    int deepspeed, deepspeed_mpi, deepspeed_activation_checkpointing;
+    int partition_activations, checkpoint_in_cpu, contiguous_checkpointing;
+    int contigious_checkpointing, synchronize_each_layer, profile_backward;
+    int zero_reduce_scatter, zero_contigious_gradients;
+    int use_flash_attn, use_flash_attn_v2, use_flash_attn_triton;
+    int fp32_allreduce, attention_softmax_in_fp32, apply_query_key_layer_scaling;
+    int scaled_upper_triang_masked_softmax_fusion, scaled_masked_softmax_fusion;
+    int bias_gelu_fusion, bias_dropout_fusion, mmap_warmup, cpu_optimizer;
+    int no_pipeline_parallel, no_async_tp_allreduce, no_query_key_layer_scaling;
+    int log_timers_tb, log_batch_size_tb, log_validation_ppl_tb, log_optimizer_states_tb;
+    int64_t tensorboard_queue_size, num_key_value_heads;
+    const char *data_impl, *distributed_backend, *ddp_impl, *tensorboard_dir;
+    const char *wandb_project, *wandb_exp_name, *wandb_save_dir;
+} pl_train_legacy_args;
 
 typedef struct pl_train_args {
     /* model */
@@ -49,6 +73,15 @@ typedef struct pl_train_args {
     /* DeepSpeed batch keys (-1 when absent), resolved against the DP size at start */
     int64_t ds_train_batch, ds_micro_batch, ds_grad_accum;
     void *ds_json;                 /* the parsed DeepSpeed config; owns its strings */
+    struct {                       /* its scheduler, as DeepSpeed runs it (optim/schedule.h) */
+        int style;                 /* a PL_LR_DS_* style; 0: none */
+        int64_t warmup, total;     /* optimizer steps: max(2, warmup_num_steps), total_num_steps;
+                                      OneCycle: the first half, the whole cycle */
+        double init_lr, max_lr, min_lr;
+        double decay_lr_rate, decay_mom_rate, min_mom, max_mom; /* OneCycle */
+        int64_t decay_step_size;
+        int cycle_momentum;
+    } ds_sched;
     char ds_values[24][40];        /* values the DeepSpeed config set, as flag text */
     /* mixed precision (Megatron's flags; docs/precision.md) */
     int bf16, fp16;
@@ -79,8 +112,13 @@ typedef struct pl_train_args {
     int no_load_optim, no_load_rng, finetune;
     void *preset; /* the parsed --config file (cJSON); owns the preset's strings */
     int bench;    /* set by `plait bench`: report the step breakdown and a JSON summary */
+    pl_train_legacy_args legacy;
+    /* one line per accepted flag or DeepSpeed key that plait maps differently or
+     * does not apply, printed by rank 0 at start (pl_train_args_notes) */
+    char *notes;
+    size_t notes_len;
     /* what the user actually gave (index by pl_options_index), config included */
-    unsigned char given[160];
+    unsigned char given[256];
 } pl_train_args;
 
 extern const pl_command_spec pl_train_cmd;
@@ -98,5 +136,12 @@ pl_status pl_train_args_batch(const pl_train_args *a, int64_t dp, int64_t *mbs, 
 
 /* Was flag `name` ("--lr") given on the command line or in the preset? */
 int pl_train_args_given(const pl_train_args *a, const char *name);
+
+/* Appends one line to the notes (what plait does instead of a flag or key). */
+pl_status pl_train_args_note(pl_train_args *a, const char *fmt, ...) PL_PRINTF(2, 3);
+
+/* Maps the legacy flags onto plait's (train/args_legacy.c); called by
+ * pl_train_args_parse after the preset and before the DeepSpeed config. */
+pl_status pl_train_args_legacy(pl_train_args *a);
 
 #endif

@@ -386,6 +386,26 @@ static pl_status setup_schedule(pl_trainer *t)
     s->min_lr = a->min_lr;
     s->init_lr = a->lr_warmup_init;
     s->style = (pl_lr_style)pl_lr_style_parse(a->lr_decay_style);
+    if (a->ds_sched.style) { /* a DeepSpeed config's scheduler, in optimizer steps */
+        const double ratio = a->ds_sched.style == PL_LR_DS_WARMUP_COSINE_LOG ||
+                                     a->ds_sched.style == PL_LR_DS_WARMUP_COSINE_LINEAR
+                                 ? a->lr /* WarmupCosineLR: ratios of the optimizer's lr */
+                                 : 1.0;
+        s->style = (pl_lr_style)a->ds_sched.style;
+        s->init_lr = a->ds_sched.init_lr * ratio;
+        s->max_lr = a->ds_sched.max_lr * ratio;
+        s->min_lr = a->ds_sched.min_lr * ratio;
+        s->step_samples = t->gbs;
+        s->warmup_steps = a->ds_sched.warmup * t->gbs;
+        s->decay_steps = a->ds_sched.total * t->gbs;
+        s->decay_lr_rate = a->ds_sched.decay_lr_rate;
+        s->decay_mom_rate = a->ds_sched.decay_mom_rate;
+        s->min_mom = a->ds_sched.min_mom;
+        s->max_mom = a->ds_sched.max_mom;
+        s->decay_step_size = a->ds_sched.decay_step_size;
+        s->cycle_momentum = a->ds_sched.cycle_momentum;
+        return PL_OK;
+    }
     if (pl_train_args_given(a, "--train-iters")) {
         int64_t decay_iters = pl_train_args_given(a, "--lr-decay-iters") ? a->lr_decay_iters
                                                                          : a->train_iters;
@@ -673,6 +693,10 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     t->skipped_in_row = 0;
     pl_adamw_hparams hp = {t->a->adam_beta1, t->a->adam_beta2, t->a->adam_eps,
                            t->a->weight_decay, t->a->clip_grad};
+    if (pl_lr_schedule_betas(&t->sched, &hp.beta1, &hp.beta2) && !(hp.beta1 >= 0 && hp.beta1 < 1))
+        return pl_errorf(PL_ERR_ARG, "iteration %lld: OneCycle's momentum decay "
+                         "(decay_mom_rate) took Adam's beta1 to %g, outside [0, 1)",
+                         (long long)t->iteration, hp.beta1);
     t->opt_steps++;
     double to = pl_time_now();
     if (t->zero_stage == 0)
@@ -871,6 +895,11 @@ static pl_status run(pl_trainer *t)
         PL_TRY(pl_train_load(t));
     PL_TRY(open_metrics(t));
     if (pl_train_is_root(t)) {
+        for (const char *p = a->notes; p && *p;) { /* one line per legacy flag or DeepSpeed key */
+            const char *nl = strchr(p, '\n');
+            pl_log_info("note: %.*s", (int)(nl - p), p);
+            p = nl + 1;
+        }
         pl_train_print_banner(t);
         pl_train_print_memory_plan(t);
     }

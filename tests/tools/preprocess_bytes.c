@@ -40,7 +40,7 @@ static const pl_option table[] = {
 };
 #undef O
 static const pl_command_spec spec = {"preprocess_bytes", "byte-level preprocess for tests", table,
-                                     (int)(sizeof table / sizeof *table)};
+                                     (int)(sizeof table / sizeof *table), 0};
 
 static volatile sig_atomic_t interrupted;
 

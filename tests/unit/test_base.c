@@ -29,7 +29,7 @@ static const pl_option demo_table[] = {
     {"--json-keys", PL_OPT_LIST, "text", offsetof(demo_opts, keys), "keys", NULL, 0},
 };
 static const pl_command_spec demo_cmd = {"demo", "a test table", demo_table,
-                                         (int)(sizeof demo_table / sizeof *demo_table)};
+                                         (int)(sizeof demo_table / sizeof *demo_table), 0};
 
 static pl_status parse(demo_opts *o, int argc, const char **argv, unsigned char *given)
 {
@@ -73,7 +73,9 @@ TEST(options_errors_name_the_flag)
         {1, {"--append-eod"}, "missing required flag --input"},
         {3, {"--input", "a", "--json-keys"}, "--json-keys expects one or more values"},
         {3, {"--input", "a", "--lr"}, "--lr expects a value"},
-        {4, {"--input", "a", "--input", "b"}, "--input given more than once"},
+        {3, {"--input", "a", "--seq-lenght"}, "unknown flag '--seq-lenght' (did you mean --seq-length?)"},
+        {3, {"--input", "a", "--seq"}, "unknown flag '--seq' (did you mean --seq-length?)"},
+        {3, {"--input", "a", "--zzzzzzzz"}, "unknown flag '--zzzzzzzz' (see plait demo --help)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         unsigned char given[6];
@@ -87,6 +89,41 @@ TEST(options_errors_name_the_flag)
         CHECK(strstr(pl_error_msg(), cases[i].needle) != NULL, "case %zu: message '%s'", i,
               pl_error_msg());
     }
+}
+
+/* argparse: a repeated flag takes its last value; abbreviations only where the
+ * command allows them (tools/preprocess_data.py), ambiguous ones list the candidates. */
+TEST(options_repeat_takes_the_last_value_and_prefixes_follow_allow_abbrev)
+{
+    demo_opts o;
+    const char *argv[] = {"--input", "a", "--lr", "1", "--input", "b", "--lr=2", "--json-keys",
+                          "x", "y", "--json-keys", "z"};
+    CHECK_OK(parse(&o, 12, argv, NULL));
+    CHECK(strcmp(o.input, "b") == 0 && o.lr == 2 && o.keys.n == 1 &&
+              strcmp(o.keys.items[0], "z") == 0,
+          "last values: input %s lr %g keys %d", o.input, o.lr, o.keys.n);
+    pl_options_free(&demo_cmd, &o);
+    pl_command_spec abbrev = demo_cmd;
+    abbrev.allow_abbrev = 1;
+    const char *argv2[] = {"--inp", "a", "--seq", "7", "--append", "--lr-d=cosine"};
+    CHECK_OK(pl_options_parse(&abbrev, &o, 6, (char **)argv2, NULL));
+    CHECK(strcmp(o.input, "a") == 0 && o.seq_length == 7 && o.append_eod &&
+              strcmp(o.style, "cosine") == 0,
+          "prefixes");
+    pl_options_free(&abbrev, &o);
+    const char *argv3[] = {"--input", "a", "--lr", "1"}; /* exact name beats a longer flag */
+    CHECK_OK(pl_options_parse(&abbrev, &o, 4, (char **)argv3, NULL));
+    CHECK(o.lr == 1, "exact --lr");
+    pl_options_free(&abbrev, &o);
+    const char *argv4[] = {"--input", "a", "--l", "1"};
+    pl_status st = pl_options_parse(&abbrev, &o, 4, (char **)argv4, NULL);
+    CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "ambiguous option: --l could match --lr, "
+                                                     "--lr-decay-style"),
+          "%s", pl_error_msg());
+    const char *argv5[] = {"--input", "a", "--seq"};
+    st = parse(&o, 3, argv5, NULL);
+    CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "did you mean --seq-length?"), "%s",
+          pl_error_msg());
 }
 
 TEST(alloc_hook_fails_on_request_and_counts_live_blocks)
@@ -206,6 +243,7 @@ int main(void)
 {
     RUN(options_apply_defaults_and_parse_every_type);
     RUN(options_errors_name_the_flag);
+    RUN(options_repeat_takes_the_last_value_and_prefixes_follow_allow_abbrev);
     RUN(alloc_hook_fails_on_request_and_counts_live_blocks);
     RUN(wfile_is_invisible_until_commit_and_abort_leaves_nothing);
     RUN(growable_arrays_keep_contents_when_growth_fails);
