@@ -120,7 +120,8 @@ layout_checks gpt g8_single g8_pp8 "8 1 1 8" --num-layers 8
 layout_checks gpt g8_single g8_pp2_v2 "2 1 1 2" --num-layers 8 \
     --num-layers-per-virtual-pipeline-stage 2
 layout_checks gpt g8_single g8_pp2_v4 "2 1 1 2" --num-layers 8 \
-    --num-virtual-stages-per-pipeline-rank 4
+    --num-virtual-stages-per-pipeline-rank 4 --recompute-granularity full \
+    --recompute-method uniform --recompute-num-layers 1
 layout_checks gpt g8_single g8_pp4_v2 "4 1 1 4" --num-layers 8 \
     --virtual-pipeline-model-parallel-size 2
 layout_checks gpt g8_single g8_3d_v2 "8 2 2 2" --num-layers 8 \
