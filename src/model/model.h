@@ -166,10 +166,10 @@ pl_status pl_model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx);
 
 /* The same backward in two halves (a stage planned with split_bwd; zero-bubble
  * schedules). The input half: everything the previous stage waits for (mb.dx0),
- * the embedding's and LM head's gradients and the norms'; no layer is final.
- * The weight half, later, with the micro-batch's slot current again: the
- * layers' linear weight gradients, each layer's range told to ready as it is
- * final. Together: pl_model_backward's gradients, bit for bit. */
+ * and the gradients outside the layers (embeddings, final norm, LM head); no
+ * layer parameter's. The weight half, later, with the micro-batch's slot
+ * current again: every layer parameter's gradient, each layer's range told to
+ * ready as it is final. Together: pl_model_backward's gradients, bit for bit. */
 pl_status pl_model_backward_input(pl_model *m);
 pl_status pl_model_backward_weight(pl_model *m, pl_grad_ready_fn ready, void *ctx);
 

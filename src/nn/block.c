@@ -169,6 +169,10 @@ void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int
         a->resx = pl_plan_take(p, Nl * C);
     }
     if (c->split_bwd) {
+        a->w_dn1 = pl_plan_take(p, Nl * C);
+        a->w_dn2 = pl_plan_take(p, Nl * C);
+        if (c->spec.cross_attention)
+            a->w_dnx = pl_plan_take(p, Nl * C);
         a->w_dy1 = pl_plan_take(p, N * C);
         a->w_dqkv = pl_plan_take(p, N * c->QKVl);
         a->w_dy2 = pl_plan_take(p, N * C);
@@ -210,7 +214,7 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *ro
     c->attn_ws = pl_plan_take(p, (int64_t)ws);
     if (c->spec.cross_attention)
         c->dxkv = pl_plan_take(p, c->Nk * 2 * c->Al);
-    if (c->sp)
+    if (c->sp || c->split_bwd)
         c->dnorm_w = pl_plan_take(p, 2 * c->dims.C);
     if (c->kv_shared)
         c->kv_save = pl_plan_take(p, 2 * c->dims.HS * (c->dims.C + 1));
@@ -409,6 +413,12 @@ pl_status pl_block_norm_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, co
                             const float *x, const float *w, const float *mean, const float *rstd)
 {
     const int64_t C = c->dims.C;
+    if (!dw) { /* a split backward's input half: the input gradient only (the kernel's
+                * weight gradients go to scratch) */
+        pl_nn_norm_bwd(c->spec.norm, dx, c->dnorm_w, c->dnorm_w + C, dy, x, w, mean, rstd, c->Nl,
+                       C);
+        return PL_OK;
+    }
     if (!c->sp) {
         pl_nn_norm_bwd(c->spec.norm, dx, dw, db, dy, x, w, mean, rstd, c->Nl, C);
         return PL_OK;
@@ -519,11 +529,13 @@ static void branch_output(pl_block_ctx *c, float *out, float *pre, const float *
 /* Post-norm: dres = d out on entry, d pre (the branch's output gradient and
  * the residual's) on exit, through the norm (dnorm is scratch). Pre-norm: nothing. */
 static pl_status post_norm_bwd(pl_block_ctx *c, float *dres, float *dw, float *db, const float *pre,
-                               norm_site n)
+                               norm_site n, float *keep)
 {
     if (!c->spec.post_norm)
         return PL_OK;
     const size_t bytes = (size_t)(c->Nl * c->dims.C) * sizeof(float);
+    if (!dw) /* the input half: the norm's output gradient, for its weights later */
+        memcpy(keep, dres, bytes);
     memset(c->dnorm, 0, bytes);
     pl_status st = pl_block_norm_bwd(c, c->dnorm, dw, db, dres, pre, n.w, n.mean, n.rstd);
     if (!st)
@@ -534,13 +546,25 @@ static pl_status post_norm_bwd(pl_block_ctx *c, float *dres, float *dw, float *d
 /* d h from the branch's input gradient, this rank's rows at dnorm[0, Nl C):
  * pre-norm through the norm, post-norm directly; added into dres. */
 static pl_status branch_input_bwd(pl_block_ctx *c, float *dres, float *dw, float *db,
-                                  const float *h, norm_site n)
+                                  const float *h, norm_site n, float *keep)
 {
     if (c->spec.post_norm) {
         pl_cpu_add(dres, dres, c->dnorm, c->Nl * c->dims.C);
         return PL_OK;
     }
+    if (!dw) /* the input half: the norm's output gradient, for its weights later */
+        memcpy(keep, c->dnorm, (size_t)(c->Nl * c->dims.C) * sizeof(float));
     return pl_block_norm_bwd(c, dres, dw, db, c->dnorm, h, n.w, n.mean, n.rstd);
+}
+
+/* The weight half of a norm's backward: its weight (and bias) gradients from the
+ * output gradient the input half kept, its input x (the residual, or post-norm
+ * the sum before it); the input gradient goes to scratch (dnorm). */
+static pl_status norm_weight_bwd(pl_block_ctx *c, float *dw, float *db, const float *dy,
+                                 const float *x, norm_site n)
+{
+    memset(c->dnorm, 0, (size_t)(c->Nl * c->dims.C) * sizeof(float));
+    return pl_block_norm_bwd(c, c->dnorm, dw, db, dy, x, n.w, n.mean, n.rstd);
 }
 
 /* Cross-attention's forward: resx from res1 and the encoder output. */
@@ -591,7 +615,7 @@ static pl_status cross_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     const norm_site nx = {w->normx_w, w->normx_b, a->normx_mean, a->normx_rstd};
     if (!c->enc || !c->denc)
         return pl_errorf(PL_ERR_INTERNAL, "cross-attention without the encoder output");
-    PL_TRY(post_norm_bwd(c, dres, g->normx_w, g->normx_b, a->prex, nx));
+    PL_TRY(post_norm_bwd(c, dres, g->normx_w, g->normx_b, a->prex, nx, a->w_dnx));
     const float *dy, *in;
     PL_TRY(branch_grad(c, dres, layer, 5, &dy));
     stash(lg, a->w_dyx, dy, N * C);
@@ -614,7 +638,7 @@ static pl_status cross_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(branch_input(c, &in, a->res1, nx));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
     PL_TRY(column_bwd(c, c->dnorm, lg->xq_w, lg->xq_b, dxq, in, w->xq_w, C, c->Al));
-    PL_TRY(branch_input_bwd(c, dres, g->normx_w, g->normx_b, a->res1, nx));
+    PL_TRY(branch_input_bwd(c, dres, g->normx_w, g->normx_b, a->res1, nx, a->w_dnx));
 fail:
     return st;
 }
@@ -701,7 +725,7 @@ static pl_status block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     /* MLP branch: res2 = h + drop(fc2(act(fc1(norm2(h))))) (post-norm: the norm
      * after); dres = d res2. The branch's gradient drop(dres), whole, goes
      * through dnorm (free until fc1's backward). */
-    PL_TRY(post_norm_bwd(c, dres, g->norm2_w, g->norm2_b, a->pre2, n2));
+    PL_TRY(post_norm_bwd(c, dres, g->norm2_w, g->norm2_b, a->pre2, n2, a->w_dn2));
     const float *dy;
     PL_TRY(branch_grad(c, dres, layer, 2, &dy));
     stash(lg, a->w_dy2, dy, N * C);
@@ -714,12 +738,12 @@ static pl_status block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(branch_input(c, &in, h, n2));
     memset(c->dnorm, 0, (size_t)(N * C) * sizeof(float));
     PL_TRY(column_bwd(c, c->dnorm, lg->fc1_w, lg->fc1_b, c->dfc1, in, w->fc1_w, C, c->F1l));
-    PL_TRY(branch_input_bwd(c, dres, g->norm2_w, g->norm2_b, h, n2));
+    PL_TRY(branch_input_bwd(c, dres, g->norm2_w, g->norm2_b, h, n2, a->w_dn2));
     if (c->spec.cross_attention)
         PL_TRY(cross_bwd(c, w, g, lg, a, dres, layer));
     /* attention branch: res1 = x + proj(attn(qkv(norm1(x)))); dres = d res1.
      * --bf16: qkv widened into dfc1 and dact, attn into norm_out (all dead here) */
-    PL_TRY(post_norm_bwd(c, dres, g->norm1_w, g->norm1_b, a->pre1, n1));
+    PL_TRY(post_norm_bwd(c, dres, g->norm1_w, g->norm1_b, a->pre1, n1, a->w_dn1));
     const float *qkv = a->qkv, *attn = a->attn;
     if (c->act_bf16) {
         pl_cpu_widen_bf16(c->qkv_f32, a->qkv_bf16, N * c->QKVl);
@@ -750,7 +774,7 @@ static pl_status block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(column_bwd(c, c->dnorm, lg->qkv_w, lg->qkv_b, c->dqkv, in, w->qkv_w, C, c->QKVl));
     if (c->kv_shared && lg->qkv_w)
         PL_TRY(kv_grad_end(c, g));
-    PL_TRY(branch_input_bwd(c, dres, g->norm1_w, g->norm1_b, x, n1));
+    PL_TRY(branch_input_bwd(c, dres, g->norm1_w, g->norm1_b, x, n1, a->w_dn1));
 fail:
     return st;
 }
@@ -769,11 +793,9 @@ pl_status pl_block_bwd_input(pl_block_ctx *c, const pl_block_weights *w,
     if (!a->w_dy1)
         return pl_errorf(PL_ERR_INTERNAL, "pl_block_bwd_input: the activations were planned "
                          "without the split backward's gradients (split_bwd)");
-    pl_block_weights lg = *g; /* the norms' gradients here; the linear layers' later */
-    lg.qkv_w = lg.qkv_b = lg.proj_w = lg.proj_b = NULL;
-    lg.xq_w = lg.xq_b = lg.xkv_w = lg.xkv_b = lg.xproj_w = lg.xproj_b = NULL;
-    lg.fc1_w = lg.fc1_b = lg.fc2_w = lg.fc2_b = NULL;
-    return block_bwd(c, w, g, &lg, a, x, dres, 0, layer);
+    const pl_block_weights none = {0}; /* no parameter gradient in this half */
+    (void)g;
+    return block_bwd(c, w, &none, &none, a, x, dres, 0, layer);
 }
 
 /* The weight half: each linear layer's weight (and bias) gradient from its
@@ -821,6 +843,13 @@ pl_status pl_block_bwd_weight(pl_block_ctx *c, const pl_block_weights *w,
     PL_TRY(column_bwd(c, NULL, g->qkv_w, g->qkv_b, a->w_dqkv, in, w->qkv_w, C, c->QKVl));
     if (c->kv_shared)
         PL_TRY(kv_grad_end(c, g));
+    /* the norms: each from its kept output gradient and its input */
+    const int post = c->spec.post_norm;
+    PL_TRY(norm_weight_bwd(c, g->norm2_w, g->norm2_b, a->w_dn2, post ? a->pre2 : h, n2));
+    if (c->spec.cross_attention)
+        PL_TRY(norm_weight_bwd(c, g->normx_w, g->normx_b, a->w_dnx, post ? a->prex : a->res1,
+                               nx));
+    PL_TRY(norm_weight_bwd(c, g->norm1_w, g->norm1_b, a->w_dn1, post ? a->pre1 : x, n1));
 fail:
     return st;
 }

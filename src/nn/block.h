@@ -142,6 +142,7 @@ typedef struct pl_block_acts {
      * input half to the weight half: proj's and fc2's (N, C), qkv's (N, QKV), fc1's
      * (N, F1); cross-attention's xproj's (N, C), xq's (N, A), xkv's (N_enc, 2A) */
     float *w_dy1, *w_dqkv, *w_dy2, *w_dfc1, *w_dyx, *w_dxq, *w_dxkv;
+    float *w_dn1, *w_dnx, *w_dn2;   /* (Nl, C) each norm's output gradient */
     uint16_t *qkv_bf16, *attn_bf16, *fc1_bf16; /* --bf16: the same, in bf16 */
 } pl_block_acts;
 
@@ -255,12 +256,13 @@ pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
                        const pl_block_acts *a, const float *x, float *dres, int selective,
                        int64_t layer);
 /* The backward in two halves (zero-bubble pipeline schedules; the activations
- * planned with c->split_bwd). The input half: dres as pl_block_bwd, the norms'
- * gradients added into g, the linear layers' output gradients kept in a. The
- * weight half, any time later while a is untouched (and, with cross-attention,
- * c->enc the same): the linear layers' weight and bias gradients added into g.
- * The two together add exactly what pl_block_bwd adds, bit for bit. No
- * selective recompute (its attention output lives in shared scratch). */
+ * planned with c->split_bwd), as Qi et al.'s B and W. The input half: dres as
+ * pl_block_bwd, no parameter gradient (g is untouched), every linear layer's and
+ * norm's output gradient kept in a. The weight half, any time later while a is
+ * untouched (and, with cross-attention, c->enc the same): every parameter
+ * gradient added into g. The two together add exactly what pl_block_bwd adds,
+ * bit for bit. No selective recompute (its attention output lives in shared
+ * scratch). */
 pl_status pl_block_bwd_input(pl_block_ctx *c, const pl_block_weights *w,
                              const pl_block_weights *g, const pl_block_acts *a, const float *x,
                              float *dres, int64_t layer);
@@ -277,7 +279,8 @@ pl_status pl_block_enc_grad(pl_block_ctx *c, float *out, float *denc);
 pl_status pl_block_norm_fwd(pl_block_ctx *c, float *out, float *mean, float *rstd, const float *x,
                             const float *w, const float *b);
 /* Its backward over this rank's rows: dx (Nl, C) added into from dy (Nl, C);
- * dw, db added into, summed over the TP group first under sp. */
+ * dw, db added into, summed over the TP group first under sp (dw NULL: the
+ * input gradient only). */
 pl_status pl_block_norm_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, const float *dy,
                             const float *x, const float *w, const float *mean, const float *rstd);
 /* Hidden dropout (site) of this rank's rows (Nl, C); out may alias inp. */
