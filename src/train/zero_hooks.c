@@ -239,12 +239,15 @@ fail:
 pl_status pl_train_zero_begin(pl_trainer *t)
 {
     pl_status st = PL_OK;
-    if (!pipelined(t))
-        return PL_OK;
+    /* A gather still in flight holds the last step's parameters (full recompute's
+     * rerun forward prefetches a layer the backward then gathers again): finish it
+     * and forget it, so that no layer counts as held. */
     for (int s = 0; s < 2; s++) {
         PL_TRY(zero_gather_settle(t, s));
         t->zq_slot_layer[s] = -1;
     }
+    if (!pipelined(t))
+        return PL_OK;
     if (t->gnl)
         memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
     if (t->zero_stage == 3)
