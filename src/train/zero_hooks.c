@@ -137,9 +137,9 @@ float *pl_train_zero_locate(void *ctx, int64_t off, int grad)
     pl_trainer *t = ctx;
     const pl_zero *z = &t->zero;
     int i = pl_zero_region_of(z, off);
+    PL_ASSERT(i >= 0);
     const pl_zero_region *g = &z->regions[i];
     float *nl = grad ? t->gnl : t->pnl, *work = grad ? t->gwork : t->pwork;
-    PL_ASSERT(i >= 0);
     if (i == t->zr_emb)
         return nl + off;
     if (i == t->zr_tail)

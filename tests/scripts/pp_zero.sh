@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # ZeRO stages 2 and 3 with pipeline parallelism (the 3D part of the pipeline issue;
-# DeepSpeed refuses the combination): PP 2 x DP 2 under 1F1B and GPipe, PP 4 x DP 2, and
-# PP 2 x TP 2 x DP 2 (8 ranks) for GPT (tied embeddings: the embedding group's sum comes
-# before the DP reduce-scatter) and Llama (untied, 3 layers per stage), with dropout on,
-# give one process's losses, validation losses, gradient norms (so clipping sees every
-# stage) and final parameters within fp32 rounding; a non-finite gradient on the last
-# stage skips the step on every rank; the DP bytes each step moves on the first stage
-# equal the theory (docs/pipeline.md: stage 2 reduce-scatters each layer once per
-# micro-batch, stage 3 gathers each layer its parameter slots do not already hold),
-# beside ZeRO-1's; resume under ZeRO 2 and 3 is bit-exact. 4 iterations of a tiny model keep
-# it short; every run asserts its layout from plait's banner and runs under a timeout.
+# DeepSpeed refuses the combination). PP 2 x DP 2 under 1F1B and GPipe, PP 4 x DP 2,
+# PP 2 x TP 2 x DP 2 (8 ranks), GPT (tied embeddings: the embedding group's sum comes
+# before the DP reduce-scatter) and Llama (untied, 3 layers per stage), full recompute
+# (whose rerun forwards gather again), dropout on: one process's losses, validation
+# losses, gradient norms (so clipping sees every stage) and final parameters within fp32
+# rounding. A non-finite gradient on the last stage skips the step on every rank. The DP
+# bytes each step moves on the first stage equal the theory of docs/pipeline.md (stage 2
+# reduce-scatters each layer once per micro-batch, stage 3 gathers each layer its
+# parameter slots do not already hold), beside ZeRO-1's. Resume under ZeRO 2 and 3 is
+# bit-exact. 4 iterations of a tiny model keep it short; every run asserts its layout
+# from plait's banner and runs under a timeout.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1 # up to 8 ranks share 2 cores
@@ -129,6 +130,8 @@ layout_checks gpt g1 z3 "4 1 2 2" "${GPT[@]}" --zero-stage 3 --save-interval 2
 layout_checks gpt g1 z2_gpipe "4 1 2 2" "${GPT[@]}" --zero-stage 2 --pipeline-schedule gpipe
 layout_checks gpt g1 z3_gpipe "4 1 2 2" "${GPT[@]}" --zero-stage 3 --pipeline-schedule gpipe
 layout_checks gpt g1 z3_pp4 "8 1 2 4" "${GPT[@]}" --zero-stage 3
+layout_checks gpt g1 z3_full "4 1 2 2" "${GPT[@]}" --zero-stage 3 --recompute-granularity full \
+    --recompute-method uniform --recompute-num-layers 1
 layout_checks gpt g1 z3_3d "8 2 2 2" "${GPT[@]}" --zero-stage 3 --sequence-parallel
 layout_checks llama l1 l_z3_3d "8 2 2 2" "${LLAMA[@]}" --zero-stage 3
 layout_checks llama l1 l_z2_gpipe "4 1 2 2" "${LLAMA[@]}" --zero-stage 2 --pipeline-schedule gpipe
