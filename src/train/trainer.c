@@ -329,6 +329,7 @@ static pl_status setup_model(pl_trainer *t)
         t->model.fetch = pl_train_zero_fetch;
         t->model.fetch_ctx = t;
         t->zq_gather_layer[0] = t->zq_gather_layer[1] = -1;
+        t->zq_slot_layer[0] = t->zq_slot_layer[1] = -1;
         PL_TRY(pl_commq_init(&t->zq, pl_commq_default_mode()));
     }
     /* DP buckets in backward order: final norm, layers L-1..0, embeddings (each

@@ -165,14 +165,14 @@ void pl_train_bench_reset(pl_trainer *t);
 float *pl_train_zero_locate(void *ctx, int64_t off, int grad);
 pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward);
 pl_status pl_train_zero_backward(pl_trainer *t, int last);
-/* Pipelined (zero_hooks.c, docs/pipeline.md): at the start of a step or an evaluation
- * (the parameters have moved), pl_train_zero_begin forgets which layer each parameter
- * slot holds, zeroes the gradients outside the layers and, at stage 3, gathers the
- * embeddings / final norm + output layer this stage holds, once for every micro-batch;
- * pl_train_zero_pp_backward is one micro-batch's backward (each layer's gradients
- * reduce-scattered as it ends); pl_train_zero_pp_finish, after the embedding group's
- * sum, reduce-scatters the regions outside the layers and waits for every queued
- * operation. Not pipelined, pl_train_zero_begin does nothing. */
+/* At the start of a step or an evaluation (the parameters have moved),
+ * pl_train_zero_begin finishes any gather still in flight and forgets which layer each
+ * parameter slot holds; pipelined (docs/pipeline.md), it also zeroes the gradients
+ * outside the layers and, at stage 3, gathers the embeddings / final norm + output
+ * layer this stage holds, once for every micro-batch. pl_train_zero_pp_backward is one
+ * micro-batch's backward in a pipelined step (each layer's gradients reduce-scattered
+ * as it ends); pl_train_zero_pp_finish, after the embedding group's sum,
+ * reduce-scatters the regions outside the layers and waits for every queued operation. */
 pl_status pl_train_zero_begin(pl_trainer *t);
 pl_status pl_train_zero_pp_backward(pl_trainer *t);
 pl_status pl_train_zero_pp_finish(pl_trainer *t);

@@ -137,9 +137,9 @@ float *pl_train_zero_locate(void *ctx, int64_t off, int grad)
     pl_trainer *t = ctx;
     const pl_zero *z = &t->zero;
     int i = pl_zero_region_of(z, off);
+    PL_ASSERT(i >= 0);
     const pl_zero_region *g = &z->regions[i];
     float *nl = grad ? t->gnl : t->pnl, *work = grad ? t->gwork : t->pwork;
-    PL_ASSERT(i >= 0);
     if (i == t->zr_emb)
         return nl + off;
     if (i == t->zr_tail)
@@ -239,12 +239,15 @@ fail:
 pl_status pl_train_zero_begin(pl_trainer *t)
 {
     pl_status st = PL_OK;
-    if (!pipelined(t))
-        return PL_OK;
+    /* A gather still in flight holds the last step's parameters (full recompute's
+     * rerun forward prefetches a layer the backward then gathers again): finish it
+     * and forget it, so that no layer counts as held. */
     for (int s = 0; s < 2; s++) {
         PL_TRY(zero_gather_settle(t, s));
         t->zq_slot_layer[s] = -1;
     }
+    if (!pipelined(t))
+        return PL_OK;
     if (t->gnl)
         memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
     if (t->zero_stage == 3)

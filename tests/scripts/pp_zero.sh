@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # ZeRO stages 2 and 3 with pipeline parallelism (the 3D part of the pipeline issue;
-# DeepSpeed refuses the combination): PP 2 x DP 2 under 1F1B and GPipe, PP 4 x DP 2, and
-# PP 2 x TP 2 x DP 2 (8 ranks) for GPT (tied embeddings: the embedding group's sum comes
-# before the DP reduce-scatter) and Llama (untied, 3 layers per stage), with dropout on,
-# give one process's losses, validation losses, gradient norms (so clipping sees every
-# stage) and final parameters within fp32 rounding; a non-finite gradient on the last
-# stage skips the step on every rank; the DP bytes each step moves on the first stage
-# equal the theory (docs/pipeline.md: stage 2 reduce-scatters each layer once per
-# micro-batch, stage 3 gathers each layer its parameter slots do not already hold),
-# beside ZeRO-1's; resume under ZeRO-3 is bit-exact. 4 iterations of a tiny model keep
-# it short; every run asserts its layout from plait's banner and runs under a timeout.
+# DeepSpeed refuses the combination). PP 2 x DP 2 under 1F1B and GPipe, PP 4 x DP 2,
+# PP 2 x TP 2 x DP 2 (8 ranks), GPT (tied embeddings: the embedding group's sum comes
+# before the DP reduce-scatter) and Llama (untied, 3 layers per stage), full recompute
+# (whose rerun forwards gather again), dropout on: one process's losses, validation
+# losses, gradient norms (so clipping sees every stage) and final parameters within fp32
+# rounding. A non-finite gradient on the last stage skips the step on every rank. The DP
+# bytes each step moves on the first stage equal the theory of docs/pipeline.md (stage 2
+# reduce-scatters each layer once per micro-batch, stage 3 gathers each layer its
+# parameter slots do not already hold), beside ZeRO-1's. Resume under ZeRO 2 and 3 is
+# bit-exact. 4 iterations of a tiny model keep it short; every run asserts its layout
+# from plait's banner and runs under a timeout.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1 # up to 8 ranks share 2 cores
@@ -23,12 +24,12 @@ COMMON=(--hidden-size 64 --num-attention-heads 8 --seq-length 32 --micro-batch-s
 GPT=(--num-layers 4)
 LLAMA=(--num-layers 6 --model llama --group-query-attention --num-query-groups 4)
 
-run() { # NAME NP TP PP FLAGS...: checkpoints at 2 and 4 in $TMP/NAME
+run() { # NAME NP TP PP FLAGS...: the final checkpoint in $TMP/NAME
     local name=$1 np=$2 tp=$3 pp=$4; shift 4
     rm -rf "${TMP:?}/$name" "$TMP/$name.jsonl"
     timeout -k 5 120 mpirun.openmpi -n "$np" "$PLAIT" train "${COMMON[@]}" "$@" \
         --tensor-model-parallel-size "$tp" --pipeline-model-parallel-size "$pp" \
-        --make-vocab-size-divisible-by $((512 / tp)) --save "$TMP/$name" --save-interval 2 \
+        --make-vocab-size-divisible-by $((512 / tp)) --save "$TMP/$name" \
         --metrics-file "$TMP/$name.jsonl" >"$TMP/$name.log" 2>&1
 }
 layout_is() { grep -q "world $2 = tp $3 x dp $4 x pp $5" "$TMP/$1.log"; }
@@ -124,11 +125,13 @@ layout_checks() {
 check "gpt: one process trains 4 iterations" run g1 1 1 1 "${GPT[@]}"
 check "llama: one process trains 4 iterations" run l1 1 1 1 "${LLAMA[@]}"
 layout_checks gpt g1 z1 "4 1 2 2" "${GPT[@]}" --zero-stage 1
-layout_checks gpt g1 z2 "4 1 2 2" "${GPT[@]}" --zero-stage 2
-layout_checks gpt g1 z3 "4 1 2 2" "${GPT[@]}" --zero-stage 3
+layout_checks gpt g1 z2 "4 1 2 2" "${GPT[@]}" --zero-stage 2 --save-interval 2
+layout_checks gpt g1 z3 "4 1 2 2" "${GPT[@]}" --zero-stage 3 --save-interval 2
 layout_checks gpt g1 z2_gpipe "4 1 2 2" "${GPT[@]}" --zero-stage 2 --pipeline-schedule gpipe
 layout_checks gpt g1 z3_gpipe "4 1 2 2" "${GPT[@]}" --zero-stage 3 --pipeline-schedule gpipe
 layout_checks gpt g1 z3_pp4 "8 1 2 4" "${GPT[@]}" --zero-stage 3
+layout_checks gpt g1 z3_full "4 1 2 2" "${GPT[@]}" --zero-stage 3 --recompute-granularity full \
+    --recompute-method uniform --recompute-num-layers 1
 layout_checks gpt g1 z3_3d "8 2 2 2" "${GPT[@]}" --zero-stage 3 --sequence-parallel
 layout_checks llama l1 l_z3_3d "8 2 2 2" "${LLAMA[@]}" --zero-stage 3
 layout_checks llama l1 l_z2_gpipe "4 1 2 2" "${LLAMA[@]}" --zero-stage 2 --pipeline-schedule gpipe
@@ -164,18 +167,21 @@ check "iterations before it equal the clean run's, and the schedule did not adva
     test "$(field "$TMP/nan.jsonl" 2 lm_loss)/$(field "$TMP/nan.jsonl" 4 lr)" = \
     "$(field "$TMP/z3.jsonl" 2 lm_loss)/$(field "$TMP/z3.jsonl" 3 lr)"
 
-# Resume under ZeRO-3 from iteration 2: every (pp, dp) rank reloads its shard.
-rm -rf "$TMP/resume"; mkdir -p "$TMP/resume"
-cp -r "$TMP/z3/iter_0000002" "$TMP/resume/"
-echo 2 > "$TMP/resume/latest_checkpointed_iteration.txt"
-check "pp 2 x dp 2, ZeRO 3: resumed from iteration 2" \
-    timeout -k 5 120 mpirun.openmpi -n 4 "$PLAIT" train "${COMMON[@]}" "${GPT[@]}" \
-    --pipeline-model-parallel-size 2 --zero-stage 3 --make-vocab-size-divisible-by 512 \
-    --load "$TMP/resume" --save "$TMP/resume" --metrics-file "$TMP/resume.jsonl"
-check "ZeRO 3 pipelined: losses after resuming equal the uninterrupted run's, bit for bit" \
-    diff <(losses "$TMP/z3.jsonl" | tail -n 2) <(losses "$TMP/resume.jsonl")
-check "ZeRO 3 pipelined: final parameters after resuming equal, bit for bit" \
-    $PY "$CK" same "$TMP/resume/iter_0000004" "$TMP/z3/iter_0000004" 0 0
+# Resume under ZeRO 3 (and 2) from iteration 2: every (pp, dp) rank reloads its shard.
+for stage in 3 2; do
+    r=resume$stage
+    rm -rf "${TMP:?}/$r"; mkdir -p "$TMP/$r"
+    cp -r "$TMP/z$stage/iter_0000002" "$TMP/$r/"
+    echo 2 > "$TMP/$r/latest_checkpointed_iteration.txt"
+    check "pp 2 x dp 2, ZeRO $stage: resumed from iteration 2" \
+        timeout -k 5 120 mpirun.openmpi -n 4 "$PLAIT" train "${COMMON[@]}" "${GPT[@]}" \
+        --pipeline-model-parallel-size 2 --zero-stage $stage --make-vocab-size-divisible-by 512 \
+        --load "$TMP/$r" --save "$TMP/$r" --metrics-file "$TMP/$r.jsonl"
+    check "ZeRO $stage pipelined: losses after resuming equal the uninterrupted run's, bit for bit" \
+        diff <(losses "$TMP/z$stage.jsonl" | tail -n 2) <(losses "$TMP/$r.jsonl")
+    check "ZeRO $stage pipelined: final parameters after resuming equal, bit for bit" \
+        $PY "$CK" same "$TMP/$r/iter_0000004" "$TMP/z$stage/iter_0000004" 0 0
+done
 check "the ZeRO 3 checkpoint has an optimizer shard for every (pp, dp) rank" \
     $PY -c "
 import json, sys
