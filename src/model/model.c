@@ -472,7 +472,7 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
             }
         }
         if (m->fetch)
-            PL_TRY(m->fetch(m->fetch_ctx, j, 1));
+            PL_TRY(m->fetch(m->fetch_ctx, j, split ? 2 : 1));
         if (split) {
             PL_TRY(pl_block_bwd_input(&m->blk, &m->w[j], &m->g[j], &m->acts[j], layer_input(m, j),
                                       m->dres, l0 + j));

@@ -44,9 +44,11 @@ pl_status pl_model_top_bind(const pl_registry *reg, int untie, const float *flat
  * stops the backward and is returned by it. */
 typedef pl_status (*pl_grad_ready_fn)(void *ctx, int64_t offset, int64_t count);
 
-/* Called before layer l's forward (backward = 0) and backward (backward = 1), and
- * with l = -1 before the forward's embedding: ZeRO-3 gathers the parameters the
- * views point at there. An error stops the pass. */
+/* Called before layer l's forward (backward = 0) and backward (backward = 1: the
+ * whole backward, or a split backward's weight half, which adds its gradients;
+ * backward = 2: a split backward's input half, which adds none), and with l = -1
+ * before the forward's embedding: ZeRO-3 gathers the parameters the views point
+ * at there, ZeRO 2-3 readies the layer's gradient slot. An error stops the pass. */
 typedef pl_status (*pl_param_fetch_fn)(void *ctx, int64_t layer, int backward);
 
 /* The layers a rank holds and what it keeps in flight. */

@@ -175,6 +175,7 @@ pl_status pl_train_zero_backward(pl_trainer *t, int last);
  * reduce-scatters the regions outside the layers and waits for every queued operation. */
 pl_status pl_train_zero_begin(pl_trainer *t);
 pl_status pl_train_zero_pp_backward(pl_trainer *t);
+pl_status pl_train_zero_pp_backward_weight(pl_trainer *t); /* ZB-H1's weight half */
 pl_status pl_train_zero_pp_finish(pl_trainer *t);
 /* After a step's DP communication: fills t->comm_step (from the buckets, or the ZeRO
  * queue's operations) and adds it to t->comm_total. */

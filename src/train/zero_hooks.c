@@ -167,7 +167,8 @@ pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward)
         return PL_OK;
     }
     const pl_zero_region *g = &z->regions[t->zr_l0 + layer];
-    if (backward) { /* this layer's gradient slot: its last reduce-scatter must be done */
+    if (backward == 1) { /* this layer's gradient slot: its last reduce-scatter must be done
+                          * (a split backward's input half adds no gradient: 2) */
         int s = zero_slot(t, layer, 1);
         PL_TRY(zero_rs_wait(t, s));
         memset(t->gwork + s * t->work_count, 0, (size_t)(g->hi - g->lo) * sizeof(float));
@@ -259,6 +260,11 @@ fail:
 pl_status pl_train_zero_pp_backward(pl_trainer *t)
 {
     return pl_model_backward(&t->model, zero_grad_ready, t);
+}
+
+pl_status pl_train_zero_pp_backward_weight(pl_trainer *t)
+{
+    return pl_model_backward_weight(&t->model, zero_grad_ready, t);
 }
 
 pl_status pl_train_zero_pp_finish(pl_trainer *t)
