@@ -19,7 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { PATH_MAX_ = 4096 };
+enum { PATH_MAX_ = 4096, RANK_MAX = 1 << 24 };
+static const double COUNT_MAX = 9007199254740992.0; /* 2^53 */
 static const char FORMAT[] = "plait-checkpoint";
 
 static void rank_dir(char *out, int tp_rank, int pp_rank, int pp)
@@ -412,14 +413,17 @@ static pl_status open_verified(int idfd, const char *idir, const cJSON *root, co
     return st;
 }
 
-static double num(const cJSON *o, const char *key, int *ok)
+/* An integer field of o in [0, hi]; *ok = 0 (and 0 returned) when it is
+ * missing, fractional or out of range, so no cast below overflows. */
+static int64_t num(const cJSON *o, const char *key, double hi, int *ok)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v)) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= hi) ||
+        v->valuedouble != (double)(int64_t)v->valuedouble) {
         *ok = 0;
         return 0;
     }
-    return v->valuedouble;
+    return (int64_t)v->valuedouble;
 }
 
 /* The "zero" shard entry of rank (tp, pp, dp), or NULL. Entries without rank
@@ -431,8 +435,9 @@ static const cJSON *zero_entry(const cJSON *zo, int tp_rank, int pp_rank, int dp
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(zo, "shards"))
     {
         int ok = 1, has = cJSON_HasObjectItem(e, "dp_rank");
-        int t = has ? (int)num(e, "tp_rank", &ok) : 0, p = has ? (int)num(e, "pp_rank", &ok) : 0;
-        int r = has ? (int)num(e, "dp_rank", &ok) : i;
+        int t = has ? (int)num(e, "tp_rank", RANK_MAX, &ok) : 0;
+        int p = has ? (int)num(e, "pp_rank", RANK_MAX, &ok) : 0;
+        int r = has ? (int)num(e, "dp_rank", RANK_MAX, &ok) : i;
         if (ok && t == tp_rank && p == pp_rank && r == dp_rank)
             return e;
         i++;
@@ -477,8 +482,8 @@ static pl_status load_zero_shard(int idfd, const char *idir, const char *mpath, 
                                  const cJSON *zo, int tp_rank, int pp_rank, pl_ckpt_zero *z)
 {
     int ok = 1;
-    int dp = (int)num(zo, "data_parallel_size", &ok);
-    int64_t padded = (int64_t)num(zo, "padded_numel", &ok);
+    int dp = (int)num(zo, "data_parallel_size", RANK_MAX, &ok);
+    int64_t padded = num(zo, "padded_numel", COUNT_MAX, &ok);
     if (!ok)
         return pl_errorf(PL_ERR_FORMAT, "%s: the \"zero\" object is malformed", mpath);
     if (dp != z->dp)
@@ -487,9 +492,9 @@ static pl_status load_zero_shard(int idfd, const char *idir, const char *mpath, 
                          "resharded yet)", mpath, dp, z->dp);
     const cJSON *e = zero_entry(zo, tp_rank, pp_rank, z->dp_rank);
     if (cJSON_HasObjectItem(e, "padded_numel")) /* each stage pads its own buffer */
-        padded = (int64_t)num(e, "padded_numel", &ok);
+        padded = num(e, "padded_numel", COUNT_MAX, &ok);
     const cJSON *file = cJSON_GetObjectItemCaseSensitive(e, "file");
-    int64_t off = (int64_t)num(e, "offset", &ok), count = (int64_t)num(e, "count", &ok);
+    int64_t off = num(e, "offset", COUNT_MAX, &ok), count = num(e, "count", COUNT_MAX, &ok);
     if (!ok || !cJSON_IsString(file) || padded != z->padded || off != z->lo || count != z->count)
         return pl_errorf(PL_ERR_FORMAT, "%s: ZeRO shard %d's range differs from this run's "
                          "[%lld, %lld) of %lld", mpath, z->dp_rank, (long long)z->lo,
@@ -548,11 +553,11 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config
             goto fail;
     }
     if (!buf->zero && zo && buf->exp_avg) {
+        int ok = 1;
+        int stage = (int)num(zo, "stage", 3, &ok);
         st = pl_errorf(PL_ERR_UNSUPPORTED, "%s: saved under ZeRO stage %d; loading its sharded "
                        "optimizer state without ZeRO is not implemented (resume with "
-                       "--zero-stage %d, or --no-load-optim)", mpath,
-                       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(zo, "stage")),
-                       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(zo, "stage")));
+                       "--zero-stage %d, or --no-load-optim)", mpath, stage, stage);
         goto fail;
     }
     st = PL_OK;

@@ -12,6 +12,7 @@
 #include "model/spec.h"
 
 #include <fcntl.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -447,7 +448,7 @@ static pl_status state_read(const cJSON *root, int64_t it, const char *mpath, pl
         {opt, "optimizer", "step", 0, BIG, 1},
         {opt, "optimizer", "beta1", 0, 0.999999999, 0},
         {opt, "optimizer", "beta2", 0, 0.999999999, 0},
-        {opt, "optimizer", "eps", 0, 1, 0},
+        {opt, "optimizer", "eps", DBL_MIN, 1, 0},
         {opt, "optimizer", "weight_decay", 0, 1e6, 0},
         {sch, "scheduler", "max_lr", 0, 1e6, 0},
         {sch, "scheduler", "min_lr", 0, 1e6, 0},

@@ -16,6 +16,11 @@
 #    one rank locks.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
+# The models are tiny and startup dominates: one thread per process. Two OpenMP
+# threads spin-waiting per process made this suite 3-4x slower while other
+# suites shared the 2 cores (64 s against 18 s, measured); every comparison
+# below is between runs with the same setting.
+export OMP_NUM_THREADS=1
 kjv_dataset 300 "$TMP/kjv"
 # A fixed decay length (--lr-decay-iters), so that --train-iters 10 and 12 share
 # one schedule and a run stopped at 10 may resume to 12.
