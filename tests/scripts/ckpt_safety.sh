@@ -24,7 +24,7 @@ export OMP_NUM_THREADS=1
 kjv_dataset 300 "$TMP/kjv"
 # A fixed decay length (--lr-decay-iters), so that --train-iters 10 and 12 share
 # one schedule and a run stopped at 10 may resume to 12.
-ARCH=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
+ARCH=(--num-layers 2 --hidden-size 16 --num-attention-heads 4 --seq-length 32
       --global-batch-size 2 --lr 1e-3 --min-lr 1e-4
       --lr-decay-style cosine --lr-warmup-iters 2 --lr-decay-iters 20 --log-interval 1
       --eval-iters 0 --split 100,0,0 --data-path "$TMP/kjv_text_document" "${GPT2[@]}")
@@ -47,7 +47,7 @@ exits_with() { local want=$1; shift; "$@"; test $? -eq "$want"; }
 # manifest editor: tamper.py DIR 'STATEMENT on m' [--keep-sum] rewrites
 # DIR/manifest.json and, unless --keep-sum, its checksum file to match.
 cat > "$TMP/tamper.py" <<'EOF'
-import json, sys
+import json, os, sys
 M = (1 << 64) - 1
 P1, P2, P3 = 11400714785074694791, 14029467366897019727, 1609587929392839161
 P4, P5 = 9650029242287828579, 2870177450012600261
@@ -82,10 +82,13 @@ if sys.argv[2] == "--check":   # the checksum file equals Python's xxh64 of the 
     sys.exit(0 if open(d + "/manifest.json.xxh64").read() == want else 1)
 m = json.load(open(d + "/manifest.json"))
 exec(sys.argv[2])
+def replace(path, data):   # a new file, never a write through a hard link
+    open(path + ".new", "wb").write(data)
+    os.replace(path + ".new", path)
 text = json.dumps(m, indent=1).encode()
-open(d + "/manifest.json", "wb").write(text)
+replace(d + "/manifest.json", text)
 if "--keep-sum" not in sys.argv:
-    open(d + "/manifest.json.xxh64", "w").write("%016x  manifest.json\n" % xxh64(text))
+    replace(d + "/manifest.json.xxh64", b"%016x  manifest.json\n" % xxh64(text))
 EOF
 tamper() { $PY "$TMP/tamper.py" "$@"; }
 
@@ -127,6 +130,7 @@ after_renamed() {
 }
 check "then the new iter_12 and the old aside both exist, and the next save removes the aside" \
     after_renamed
+rm -rf "$TMP/ck2"
 
 # 2. Temporaries of killed saves: plait's own names only, in the save directory only.
 check "a save killed before publishing exits 86" exits_with 86 env PLAIT_TEST_CRASH_AT=ckpt-written \
@@ -148,9 +152,12 @@ check "and the save was published" test -d "$TMP/st/iter_0000002" -a \
     "$(cat "$TMP/st/latest_checkpointed_iteration.txt")" = 2
 
 # 3. Tampered manifests. fresh NAME: a copy of the full run's iteration 12.
+# Hard links keep the disk use of ~20 copies near zero: tamper.py replaces the files
+# it edits (new inodes), the cases below remove or rename links, and nothing saves
+# into a copy. Only the latest copy is kept.
 fresh() {
-    rm -rf "$TMP/t_$1"; mkdir -p "$TMP/t_$1"
-    cp -r "$TMP/full/iter_0000012" "$TMP/t_$1/"
+    rm -rf "$TMP"/t_*; mkdir -p "$TMP/t_$1"
+    cp -al "$TMP/full/iter_0000012" "$TMP/t_$1/"
     echo 12 > "$TMP/t_$1/latest_checkpointed_iteration.txt"
     T="$TMP/t_$1"; I="$T/iter_0000012"
 }
@@ -166,7 +173,7 @@ check_fails "vocab_size 60000: generate refuses it" "$V60K" gen "$T"
 check_fails "vocab_size 60000: train refuses it" "$V60K" load "$T"
 fresh v60kp; tamper "$I" 'm["model"]["vocab_size"] = 60000; m["model"]["padded_vocab_size"] = 60032'
 check_fails "vocab_size 60000 with a consistent padding: the tensor table disagrees (generate)" \
-    "tensor embedding.word_embeddings.weight's \"shape\" is not \[60032, 32\]" gen "$T"
+    "tensor embedding.word_embeddings.weight's \"shape\" is not \[60032, 16\]" gen "$T"
 fresh heads; tamper "$I" 'm["model"]["num_attention_heads"] = 0'
 check_fails "num_attention_heads 0" '"model.num_attention_heads" is 0; expected an integer in \[1, 65536\]' \
     gen "$T"
@@ -220,13 +227,13 @@ check_fails "a FIFO latest_checkpointed_iteration.txt" \
 # ZeRO optimizer shards name their file in the manifest.
 check "a ZeRO-1 checkpoint (one rank)" train --train-iters 2 --zero-stage 1 --save "$TMP/z"
 zfresh() {
-    rm -rf "$TMP/tz_$1"; mkdir -p "$TMP/tz_$1"; cp -r "$TMP/z/iter_0000002" "$TMP/tz_$1/"
+    rm -rf "$TMP"/t_* "$TMP"/tz_*; mkdir -p "$TMP/tz_$1"; cp -al "$TMP/z/iter_0000002" "$TMP/tz_$1/"
     echo 2 > "$TMP/tz_$1/latest_checkpointed_iteration.txt"; T="$TMP/tz_$1"; I="$T/iter_0000002"
 }
 zload() { train --train-iters 2 --zero-stage 1 --load "$@"; }
 zfresh ok
 check "an untouched ZeRO copy loads" zload "$T"
-zfresh up; cp "$I/mp_rank_00/optim_dp_000.safetensors" "$TMP/x"
+zfresh up; ln -f "$I/mp_rank_00/optim_dp_000.safetensors" "$TMP/x"
 tamper "$I" 'm["zero"]["shards"][0]["file"] = "../../x"; m["files"]["../../x"] = m["files"]["mp_rank_00/optim_dp_000.safetensors"]'
 check_fails 'a ZeRO shard "file": "../../x" (the right bytes there) is refused' \
     "a ZeRO shard's \"file\" \"../../x\" has an empty, \".\" or \"..\" component" zload "$T"
