@@ -332,7 +332,7 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
     }
     if (!st && (dp_rank == 0 || buf->zero)) { /* the shards' names in their directory */
         snprintf(path, sizeof path, "%s/%s", tmp, sub);
-        st = pl_ckpt_fsync_dir(path);
+        st = pl_fsync_dir(path);
     }
     if ((st = consensus(world, st, "writing ZeRO optimizer shards")))
         return st;

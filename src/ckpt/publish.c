@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "ckpt/publish.h"
 
+#include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "ckpt/checkpoint.h"
@@ -27,14 +28,9 @@ void pl_ckpt_crash_point(const char *point)
     char msg[160];
     int n = snprintf(msg, sizeof msg, "plait: PLAIT_TEST_CRASH_AT=%s: exiting here (test hook)\n",
                      point);
-    if (write(2, msg, (size_t)n) < 0)
-        n = 0;
+    ssize_t written = write(2, msg, (size_t)n); /* best effort: we are leaving anyway */
+    (void)written;
     _exit(86);
-}
-
-pl_status pl_ckpt_fsync_dir(const char *path)
-{
-    return pl_fsync_dir(path);
 }
 
 static int all_digits(const char *s, size_t n)
@@ -110,7 +106,7 @@ pl_status pl_ckpt_prepare_dir(const char *dir)
             continue;
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 8;
-            void *p = realloc(names, nc * sizeof *names);
+            void *p = pl_realloc(names, nc * sizeof *names);
             if (!p) {
                 st = pl_errorf(PL_ERR_NOMEM, "out of memory listing %s", dir);
                 break;
@@ -124,7 +120,7 @@ pl_status pl_ckpt_prepare_dir(const char *dir)
     int changed = 0;
     for (size_t i = 0; i < n && !st; i++)
         st = clean_entry(dir, names[i], &changed);
-    free(names);
+    pl_free(names);
     if (!st && changed)
         st = pl_fsync_dir(dir);
     return st;

@@ -38,7 +38,4 @@ pl_status pl_ckpt_prepare_dir(const char *dir);
 /* Steps 1-4 for iteration it, whose files are complete in tmp (fsynced). */
 pl_status pl_ckpt_publish(const char *dir, const char *tmp, int64_t it);
 
-/* fsync the directory at path (so entries created or renamed in it persist). */
-pl_status pl_ckpt_fsync_dir(const char *path);
-
 #endif
