@@ -22,6 +22,8 @@
 enum { PATH_MAX_ = 4096, VERSION = 2, MAX_LAYERS = 10000 };
 static const char FORMAT[] = "plait-checkpoint";
 static const double BIG = 9007199254740992.0; /* 2^53: counts exact in a JSON number */
+static const double TWO_64 = 18446744073709551616.0;
+static const double BELOW_1 = 0.99999999999999989; /* the largest double < 1: [0, 1) */
 
 cJSON *pl_ckpt_jobj(cJSON *parent, const char *key, pl_ckpt_jbuild *b)
 {
@@ -264,8 +266,8 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
              {"rotary_percent", 1, 1e-30, 1, 0},
              {"use_rope_scaling", 0, 0, 1, 1},
              {"rope_scaling_factor", 8, 1e-30, 1e30, 0},
-             {"hidden_dropout", 0, 0, 0.999999, 0},
-             {"attention_dropout", 0, 0, 0.999999, 0}};
+             {"hidden_dropout", 0, 0, BELOW_1, 0},
+             {"attention_dropout", 0, 0, BELOW_1, 0}};
     double v[10];
     for (int i = 0; i < 10 && !st; i++)
         st = opt_field(model, "model", f[i].key, f[i].def, f[i].lo, f[i].hi, f[i].integral, mpath,
@@ -307,7 +309,7 @@ static pl_status model_read(const cJSON *model, int tp, const char *mpath, pl_mo
         c->divisible_by = (int64_t)v;
     if (!st && !(st = pl_ckpt_jfield(model, "model", "init_method_std", 0, 1e6, 0, mpath, &v)))
         c->init_std = v;
-    if (!st && !(st = pl_ckpt_jfield(model, "model", "layernorm_epsilon", 1e-30, 1, 0, mpath, &v)))
+    if (!st && !(st = pl_ckpt_jfield(model, "model", "layernorm_epsilon", 1e-30, 1e6, 0, mpath, &v)))
         c->ln_eps = (float)v;
     if (st)
         return st;
@@ -444,11 +446,11 @@ static pl_status state_read(const cJSON *root, int64_t it, const char *mpath, pl
         {root, "", "iteration", 0, BIG, 1},
         {root, "", "consumed_train_samples", 0, BIG, 1},
         {root, "", "consumed_valid_samples", 0, BIG, 1},
-        {root, "", "seed", 0, 18446744073709549568.0, 1},
+        {root, "", "seed", 0, TWO_64, 1}, /* written as (double)(uint64_t)seed: 2^64 from -1 */
         {opt, "optimizer", "step", 0, BIG, 1},
-        {opt, "optimizer", "beta1", 0, 0.999999999, 0},
-        {opt, "optimizer", "beta2", 0, 0.999999999, 0},
-        {opt, "optimizer", "eps", DBL_MIN, 1, 0},
+        {opt, "optimizer", "beta1", 0, BELOW_1, 0},
+        {opt, "optimizer", "beta2", 0, BELOW_1, 0},
+        {opt, "optimizer", "eps", DBL_MIN, 1e6, 0},
         {opt, "optimizer", "weight_decay", 0, 1e6, 0},
         {sch, "scheduler", "max_lr", 0, 1e6, 0},
         {sch, "scheduler", "min_lr", 0, 1e6, 0},
@@ -473,7 +475,7 @@ static pl_status state_read(const cJSON *root, int64_t it, const char *mpath, pl
     m->iteration = (int64_t)x[0];
     m->consumed_train_samples = (int64_t)x[1];
     m->consumed_valid_samples = (int64_t)x[2];
-    m->seed = (uint64_t)x[3];
+    m->seed = x[3] >= TWO_64 ? UINT64_MAX : (uint64_t)x[3];
     m->optimizer_steps = (int64_t)x[4];
     m->beta1 = x[5], m->beta2 = x[6], m->eps = x[7], m->weight_decay = x[8];
     m->schedule.max_lr = x[9], m->schedule.min_lr = x[10], m->schedule.init_lr = x[11];

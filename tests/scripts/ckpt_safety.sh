@@ -167,6 +167,10 @@ load() { train --train-iters 12 --load "$@"; }  # nothing left to train: the loa
 fresh ok
 check "an untouched copy loads" load "$T"
 check "an untouched copy generates" gen "$T"
+# The edges of the ranges are values plait itself writes: --seed -1 is saved as 2^64,
+# --adam-beta2 may be any value below 1.
+fresh edge; tamper "$I" 'm["seed"] = 2**64; m["optimizer"]["beta2"] = 0.99999999999'
+check "a manifest at the edges of the ranges loads" load "$T"
 fresh v60k; tamper "$I" 'm["model"]["vocab_size"] = 60000'
 V60K='"model.padded_vocab_size" is 50304 but "model.vocab_size" 60000 padded'
 check_fails "vocab_size 60000: generate refuses it" "$V60K" gen "$T"
