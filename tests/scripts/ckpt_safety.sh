@@ -171,6 +171,14 @@ check "an untouched copy generates" gen "$T"
 # --adam-beta2 may be any value below 1.
 fresh edge; tamper "$I" 'm["seed"] = 2**64; m["optimizer"]["beta2"] = 0.99999999999'
 check "a manifest at the edges of the ranges loads" load "$T"
+# A manifest of an older plait (version 1: no checksum file, the user's own tokenizer paths).
+fresh v1; rm "$I/manifest.json.xxh64"
+tamper "$I" 'm["version"] = 1; m["tokenizer"]["vocab_file"] = "/etc/passwd"' --keep-sum
+check_log "a version 1 manifest loads, with a warning that it is unverified" \
+    "without a checksum: not verified" load "$T"
+check_fails "its tokenizer paths are not used" "tokenizer files outside the checkpoint; they are not used" \
+    gen "$T"
+check "with --vocab-file and --merge-file it generates" gen "$T" "${GPT2[@]:2}"
 fresh v60k; tamper "$I" 'm["model"]["vocab_size"] = 60000'
 V60K='"model.padded_vocab_size" is 50304 but "model.vocab_size" 60000 padded'
 check_fails "vocab_size 60000: generate refuses it" "$V60K" gen "$T"
