@@ -1,8 +1,9 @@
-/* plait train: parse the flags, start MPI, run the trainer, and turn the
- * status into an exit code. A failing rank aborts the whole MPI job, so the
- * other ranks never wait for it forever. */
+/* plait train: parse the flags, start MPI, lock the --save directory, run the
+ * trainer, and turn the status into an exit code. A failing rank aborts the
+ * whole MPI job, so the other ranks never wait for it forever. */
 #include "commands.h"
 
+#include "ckpt/checkpoint.h"
 #include "train/trainer.h"
 
 #include <mpi.h>
@@ -16,7 +17,14 @@ int plait_run_trainer(pl_train_args *args)
         pl_train_args_free(args);
         return plait_report(st);
     }
-    st = pl_train_run(args, &dist);
+    /* one process per job (global rank 0) holds the save directory's lock from
+     * before anything is written there until the job ends */
+    pl_ckpt_lock lock = {-1};
+    if (args->save && dist.rank == 0 && (st = pl_ckpt_lock_take(&lock, args->save)))
+        pl_error_wrap(st, "--save %s", args->save);
+    if (!st)
+        st = pl_train_run(args, &dist);
+    pl_ckpt_lock_release(&lock);
     pl_train_args_free(args);
     if (st && dist.size > 1) {
         fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());

@@ -5,15 +5,20 @@
  *                                              scheduler, optimizer, seed, data hashes,
  *                                              every tensor's global shape and slice,
  *                                              each file's xxh64
+ *   DIR/iter_0000100/manifest.json.xxh64       the manifest's own xxh64
+ *   DIR/iter_0000100/tokenizer/...             copies of the tokenizer's files
  *   DIR/iter_0000100/mp_rank_00/model_optim.safetensors        (pp = 1)
  *   DIR/iter_0000100/mp_rank_00_000/model_optim.safetensors    (pp > 1)
  *
  * Each safetensors file holds one (tp, pp) rank's shards: the parameters under
  * their registry names and the Adam moments as "optimizer.exp_avg.NAME" and
  * "optimizer.exp_avg_sq.NAME". DP rank 0 of each model-parallel slice writes
- * its file. Everything is written under iter_XXXXXXX.tmp/ and renamed when
- * complete, and latest_checkpointed_iteration.txt is replaced atomically
- * after that, so a half-written checkpoint is never taken as the latest.
+ * its file. Everything is written under iter_XXXXXXX.tmp/ and published in
+ * two phases (ckpt/publish.h): a half-written checkpoint is never taken as
+ * the latest, and re-saving an iteration never removes the old copy before
+ * the new one is durable. Loading validates the manifest before anything is
+ * sized from it (ckpt/manifest.h) and opens only regular files inside the
+ * iteration directory, never through a symbolic link (ckpt/files.h).
  *
  * Under ZeRO (stage >= 1) the model file holds the parameters only, and every DP
  * rank writes its optimizer shard (flat ranges of the padded buffer) to
@@ -69,7 +74,8 @@ typedef struct pl_ckpt_buffers {
 pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
                        const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf);
 
-/* Reads DIR/latest_checkpointed_iteration.txt: *iteration = -1 when absent. */
+/* Reads DIR/latest_checkpointed_iteration.txt: *iteration = -1 when absent
+ * (or DIR is). It must be a regular file holding a number >= 0. */
 pl_status pl_ckpt_latest(const char *dir, int64_t *iteration);
 
 /* Loads iteration `iteration` of DIR into buf (this rank's shards), checking
@@ -79,8 +85,21 @@ pl_status pl_ckpt_latest(const char *dir, int64_t *iteration);
 pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config *cfg,
                        const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings);
 
-/* Reads only the manifest's model config (for plait generate). */
+/* Reads only the manifest's model config (for plait generate), validated as
+ * pl_ckpt_load does; meta's tokenizer paths point into the checkpoint. */
 pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_model_config *cfg,
                               pl_ckpt_meta *meta, char **strings);
+
+/* An exclusive lock on a save directory: DIR/.plait.lock, flock(LOCK_EX |
+ * LOCK_NB), holding "host H pid P". A second taker fails at once with an error
+ * naming the holder's host and pid; the kernel drops the lock when its holder
+ * exits, however it exits, so a stale file never blocks. The file stays after
+ * release (removing it would race with the next taker). One process per job
+ * takes it (global rank 0). */
+typedef struct pl_ckpt_lock {
+    int fd; /* -1: not held */
+} pl_ckpt_lock;
+pl_status pl_ckpt_lock_take(pl_ckpt_lock *l, const char *dir);
+void pl_ckpt_lock_release(pl_ckpt_lock *l);
 
 #endif

@@ -63,6 +63,12 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
         return pl_errorf(PL_ERR_INTERNAL, "generation: the parameters are laid out for TP rank %d "
                          "of %d, the TP group has this process as rank %d of %d",
                          reg->tp_rank, reg->tp_size, tpr, tps);
+    /* the sampler reads vocab_size logits of the padded_vocab computed: a config
+     * read from a checkpoint is validated (ckpt/manifest.h), this is the last line */
+    if (cfg->vocab_size < 1 || cfg->vocab_size > cfg->padded_vocab)
+        return pl_errorf(PL_ERR_ARG, "generation: the vocabulary (%lld) must be between 1 and the "
+                         "padded vocabulary (%lld rows)", (long long)cfg->vocab_size,
+                         (long long)cfg->padded_vocab);
     if (cfg->padded_vocab % tps)
         return pl_errorf(PL_ERR_ARG, "generation: the padded vocabulary (%lld rows) does not "
                          "divide by --tensor-model-parallel-size %d",
