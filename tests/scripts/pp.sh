@@ -95,9 +95,9 @@ fi
 layout_checks gpt g_single g_pp4_zb "4 1 1 4" --num-layers 4 --pipeline-schedule zb-h1
 layout_checks gpt g_single g_3d_zb "8 2 2 2" --num-layers 4 --pipeline-schedule zb-h1 \
     --use-distributed-optimizer --sequence-parallel
-same_ckpt_bytes() { # A B: every rank's file of iteration 10 byte for byte
+same_ckpt_bytes() { # A B: every rank's files of iteration 10 byte for byte
     local f n=0
-    for f in "$TMP/$1"/iter_0000010/mp_rank_*/model_optim.safetensors; do
+    for f in "$TMP/$1"/iter_0000010/*/*.safetensors; do
         cmp -s "$f" "$TMP/$2/${f#"$TMP/$1/"}" || return 1
         n=$((n + 1))
     done
@@ -109,9 +109,18 @@ check_fails "zb-h1 with activation recomputation is refused, saying why" \
     "zero-bubble schedule .* with activation recomputation" \
     timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
     --pipeline-model-parallel-size 2 --pipeline-schedule zb-h1 --recompute-activations
-check_fails "zb-h1 with ZeRO 2 is refused by name" "zb-h1 with ZeRO stage 2" \
-    timeout -k 5 60 mpirun.openmpi -n 4 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
-    --pipeline-model-parallel-size 2 --pipeline-schedule zb-h1 --zero-stage 2
+# ZeRO 2-3: the input half readies no gradient slot, the weight half reduce-scatters each
+# layer after every micro-batch as the whole backward does: 1F1B's bytes again.
+for z in 2 3; do
+    check "pp 2 x dp 2, ZeRO $z, 1f1b runs" run g_pp2_dp2_z$z 4 1 2 --num-layers 4 --zero-stage $z
+    check "pp 2 x dp 2, ZeRO $z, zb-h1 runs" run g_pp2_dp2_z${z}_zb 4 1 2 --num-layers 4 \
+        --zero-stage $z --pipeline-schedule zb-h1
+    check "pp 2 x dp 2, ZeRO $z, zb-h1 asserts its layout" layout_is g_pp2_dp2_z${z}_zb 4 1 2 2
+    check "zb-h1 with ZeRO $z gives 1f1b's losses and checkpoint bit for bit" \
+        same_ckpt_bytes g_pp2_dp2_z$z g_pp2_dp2_z${z}_zb
+done
+check "pp 2 x dp 2, ZeRO 3, zb-h1: final parameters equal one process's" \
+    same_params g_pp2_dp2_z3_zb g_single
 
 check "gpt: one process trains 10 iterations (8 layers)" run g8_single 1 1 1 --num-layers 8
 layout_checks gpt g8_single g8_pp8 "8 1 1 8" --num-layers 8
