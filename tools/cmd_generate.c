@@ -86,14 +86,12 @@ static void world_free(gen_world *w)
         pl_dist_finalize(&w->dist);
 }
 
-/* The checkpoint's TP size must be the number of ranks (one TP group). */
+/* The checkpoint's TP size must be the number of ranks (one TP group); its
+ * pipeline stages, any number, are read into the one model. */
 static pl_status check_layout(const gen_opts *o, int64_t it, const pl_ckpt_meta *meta,
                               const gen_world *w)
 {
-    if (meta->pp != 1)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--load %s: iteration %lld was saved with "
-                         "--pipeline-model-parallel-size %d; generation with pipeline "
-                         "parallelism is not implemented", o->load, (long long)it, meta->pp);
+    /* pipeline stages: every stage's file is read (pl_ckpt_load), one model here */
     if (meta->tp == w->size)
         return PL_OK;
     if (meta->tp == 1)

@@ -519,6 +519,35 @@ static pl_status load_zero_shard(int idfd, const char *idir, const char *mpath, 
     return st;
 }
 
+static pl_status load_tensors(const pl_safetensors *sf, const pl_ckpt_buffers *buf,
+                              const int *from, int s, const char *idir, const char *rel);
+
+/* from[i]: the pipeline stage that saved reg's parameter i (the manifest's
+ * tensors.NAME.pipeline_stage, in [0, pp)); -1 for a parameter this rank does not
+ * hold. A tensor the manifest lacks is an error naming it. */
+static pl_status saved_stages(const cJSON *root, const pl_registry *reg, int pp,
+                              const char *mpath, int *from)
+{
+    const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
+    for (int i = 0; i < reg->n; i++) {
+        const pl_param *p = &reg->params[i];
+        from[i] = -1;
+        if (p->offset < 0)
+            continue;
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(tensors, p->name);
+        if (!e)
+            return pl_errorf(PL_ERR_FORMAT, "%s: \"tensors\" lacks %s", mpath, p->name);
+        char what[PL_PARAM_NAME_MAX + 16];
+        snprintf(what, sizeof what, "tensors.%s", p->name);
+        double x;
+        pl_status st = pl_ckpt_jfield(e, what, "pipeline_stage", 0, pp - 1, 1, mpath, &x);
+        if (st)
+            return st;
+        from[i] = (int)x;
+    }
+    return PL_OK;
+}
+
 pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config *cfg,
                        const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings)
 {
@@ -563,38 +592,40 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config
     st = PL_OK;
     if (buf->zero && zo && buf->zero->exp_avg)
         PL_TRY(load_zero_shard(idfd, idir, mpath, root, zo, reg->tp_rank, reg->pp_rank, buf->zero));
-    rank_dir(sub, reg->tp_rank, reg->pp_rank, meta->pp);
-    snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
-    PL_TRY(open_verified(idfd, idir, root, rel, mpath, &sf));
-    sf_open = 1;
-    static const char *prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
-    float *bufs[3] = {buf->params, buf->exp_avg, buf->exp_avg_sq};
-    for (int k = 0; k < 3; k++) {
-        if (!bufs[k])
+    /* the stage that saved each tensor this rank holds */
+    int *from = pl_malloc((size_t)(reg->n > 0 ? reg->n : 1) * sizeof *from);
+    if (!from) {
+        st = pl_errorf(PL_ERR_NOMEM, "out of memory reading %s", mpath);
+        goto fail;
+    }
+    st = saved_stages(root, reg, meta->pp, mpath, from);
+    const int moments = buf->exp_avg || (buf->zero && buf->zero->exp_avg);
+    for (int i = 0; !st && moments && i < reg->n; i++)
+        if (reg->params[i].offset >= 0 && from[i] != reg->pp_rank)
+            st = pl_errorf(PL_ERR_UNSUPPORTED, "%s: %s was saved by pipeline stage %d of %d, this "
+                           "rank is stage %d: the optimizer state loads only in the pipeline "
+                           "layout that saved it (same --pipeline-model-parallel-size and model "
+                           "chunks); weights alone move (--finetune or --no-load-optim)", mpath,
+                           reg->params[i].name, from[i], meta->pp, reg->pp_rank);
+    for (int s = 0; !st && s < meta->pp; s++) {
+        int need = 0;
+        for (int i = 0; i < reg->n && !need; i++)
+            need = reg->params[i].offset >= 0 && from[i] == s;
+        if (!need)
             continue;
-        for (int i = 0; i < reg->n; i++) {
-            const pl_param *p = &reg->params[i];
-            if (p->offset < 0)
-                continue;
-            char name[PL_ST_NAME_MAX];
-            snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
-            const pl_st_tensor *t = pl_safetensors_find(&sf, name);
-            if (!t) {
-                st = pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s is missing", idir, rel, name);
-                goto fail;
-            }
-            if (strcmp(t->dtype, "F32") != 0 || t->ndim != p->ndim || t->shape[0] != p->local_shape[0] ||
-                (p->ndim == 2 && t->shape[1] != p->local_shape[1])) {
-                st = pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has dtype %s and a shape other than "
-                               "this run's [%lld, %lld]",
-                               idir, rel, name, t->dtype, (long long)p->local_shape[0],
-                               (long long)p->local_shape[1]);
-                goto fail;
-            }
-            memcpy(bufs[k] + p->offset, sf.data + t->begin, (size_t)p->numel * sizeof(float));
+        rank_dir(sub, reg->tp_rank, s, meta->pp);
+        snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
+        st = open_verified(idfd, idir, root, rel, mpath, &sf);
+        if (!st) {
+            sf_open = 1;
+            st = load_tensors(&sf, buf, from, s, idir, rel);
+            pl_safetensors_close(&sf);
+            sf_open = 0;
         }
     }
-    pl_safetensors_close(&sf);
+    pl_free(from);
+    if (st)
+        goto fail;
     cJSON_Delete(root);
     close(idfd);
     return PL_OK;
@@ -606,4 +637,37 @@ fail:
     pl_free(*strings);
     *strings = NULL;
     return st;
+}
+
+/* Copies into buf the tensors this rank holds that stage s saved (from[i] == s),
+ * out of that stage's file sf: the parameters, and the Adam moments when buf
+ * wants them. */
+static pl_status load_tensors(const pl_safetensors *sf, const pl_ckpt_buffers *buf,
+                              const int *from, int s, const char *idir, const char *rel)
+{
+    const pl_registry *reg = buf->reg;
+    static const char *prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
+    float *bufs[3] = {buf->params, buf->exp_avg, buf->exp_avg_sq};
+    for (int k = 0; k < 3; k++) {
+        if (!bufs[k])
+            continue;
+        for (int i = 0; i < reg->n; i++) {
+            const pl_param *p = &reg->params[i];
+            if (p->offset < 0 || from[i] != s)
+                continue;
+            char name[PL_ST_NAME_MAX];
+            snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
+            const pl_st_tensor *t = pl_safetensors_find(sf, name);
+            if (!t)
+                return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s is missing", idir, rel, name);
+            if (strcmp(t->dtype, "F32") != 0 || t->ndim != p->ndim || t->shape[0] != p->local_shape[0] ||
+                (p->ndim == 2 && t->shape[1] != p->local_shape[1]))
+                return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has dtype %s and a shape other "
+                                 "than this run's [%lld, %lld]",
+                                 idir, rel, name, t->dtype, (long long)p->local_shape[0],
+                                 (long long)p->local_shape[1]);
+            memcpy(bufs[k] + p->offset, sf->data + t->begin, (size_t)p->numel * sizeof(float));
+        }
+    }
+    return PL_OK;
 }

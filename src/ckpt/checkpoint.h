@@ -69,6 +69,11 @@ typedef struct pl_ckpt_buffers {
     float *params, *exp_avg, *exp_avg_sq;
     pl_ckpt_zero *zero; /* NULL: stage 0 */
 } pl_ckpt_buffers;
+/* Loading reads each tensor from the file of the pipeline stage that saved it (the
+ * manifest's pipeline_stage), so weights move between pipeline layouts (another
+ * --pipeline-model-parallel-size or model-chunk split, or one process for
+ * generate); optimizer state only loads where every tensor this rank holds was
+ * saved by its own stage. */
 
 /* Collective over world. dp_rank/tp_rank/pp_rank place this rank. */
 pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,

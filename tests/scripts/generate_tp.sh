@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # plait generate with tensor parallelism: a checkpoint saved at TP T generates under
-# mpirun -n T, each rank loading its mp_rank_XX shard (model/generate.h).
+# mpirun -n T, each rank loading its mp_rank_XX shard (model/generate.h); a checkpoint
+# saved with pipeline stages (PP 2, PP 2 x TP 2) generates the same way, every stage's
+# mp_rank_XX_YYY file read into the one model.
 #  - GPT trained at TP 1, TP 2 and TP 4 with sequence parallelism (the same model within
 #    fp32 rounding: same seed, padded vocabulary 50688 rows in every layout) and Llama
 #    (RMSNorm, rope, SwiGLU, 4 query groups) at TP 1 and 2: greedy text under mpirun -n T
@@ -118,6 +120,22 @@ tp_check 2 --load "$TMP/g_tp1"
 tp_check 4 --load "$TMP/g_tp1"
 tp_check 2 --load "$TMP/g_tp1" --shards "$TMP/g_tp2" --tol 1e-2
 tp_check 4 --load "$TMP/g_tp1" --shards "$TMP/g_tp4" --tol 1e-2
+
+# ---- pipeline checkpoints: every stage's file read into the one model ------------------
+# (the manifest says which stage saved each tensor; pl_ckpt_load reads it from there)
+check "gpt: pp 2 trains under mpirun -n 2" train g_pp2 2 1 --pipeline-model-parallel-size 2
+check "gpt: pp 2 asserts its layout" grep -q "world 2 = tp 1 x dp 1 x pp 2" "$TMP/g_pp2.log"
+check "gpt: pp 2 losses equal one process's" same_losses g_tp1 g_pp2
+check "gpt: one process generates from the pp 2 checkpoint" gen gp2 0 g_pp2
+check "gpt: pp 2 greedy text = one process's from the tp 1 checkpoint" same_text g1 gp2
+check "gpt: pp 2 x tp 2 trains under mpirun -n 4" train g_pp2tp2 4 2 \
+    --pipeline-model-parallel-size 2 --sequence-parallel
+check "gpt: pp 2 x tp 2 losses equal one process's" same_losses g_tp1 g_pp2tp2
+check "gpt: mpirun -n 2 generates from the pp 2 x tp 2 checkpoint" gen gp2t2 2 g_pp2tp2
+check "gpt: mpirun -n 2 on it asserts world 2 = tp 2" gen_world_is gp2t2 2
+check "gpt: pp 2 x tp 2 greedy text = one process's from the tp 1 checkpoint" same_text g1 gp2t2
+tp_check 1 --load "$TMP/g_tp1" --shards "$TMP/g_pp2" --tol 1e-2
+tp_check 2 --load "$TMP/g_tp1" --shards "$TMP/g_pp2tp2" --tol 1e-2
 
 # ---- Llama (RMSNorm, rope, SwiGLU, untied output layer, 4 query groups) ----------------
 check "llama: one process trains 30 iterations" train l_tp1 0 1 "${LLAMA[@]}"
