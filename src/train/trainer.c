@@ -90,7 +90,9 @@ static pl_status measure_gemm_peak(pl_gemm *g, float *scratch, size_t scratch_fl
  *            on the communication queue as soon as its backward ends, while the next
  *            layer's backward fills the other slot), and the reduced part of one
  *            region (the queue adds each into the shard before it runs the next);
- *            m, v S each
+ *            m, v S each (pipelined, the embeddings' and final norm's gradients
+ *            accumulate over the step's micro-batches and are reduce-scattered once,
+ *            straight into the shard: the reduced part is planned for a layer)
  *   stage 3: the shard's params S, grads S, m, v S each; working buffers: the
  *            embeddings + final norm, one layer's parameters (gathered before its
  *            forward and again before its backward) plus, with --zero3-prefetch, a
@@ -162,8 +164,13 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
             const pl_zero_region *g = &z->regions[t->zr_l0 + l];
             t->work_count = g->hi - g->lo > t->work_count ? g->hi - g->lo : t->work_count;
         }
-        for (int i = 0; i < z->nregions; i++)
-            own_max = z->regions[i].own_count > own_max ? z->regions[i].own_count : own_max;
+        /* the reduced part one region receives (pipelined, the embeddings' and final
+         * norm's are reduced once per step, straight into the zeroed shard) */
+        for (int i = 0; i < z->nregions; i++) {
+            const int top = i == t->zr_emb || i == t->zr_tail;
+            if (!(top && t->grid.layout.pp > 1) && z->regions[i].own_count > own_max)
+                own_max = z->regions[i].own_count;
+        }
     }
     /* floats of each buffer, in carving order */
     int64_t sz[10] = {0};

@@ -187,14 +187,17 @@ fail:
 /* Queues the reduce-scatter of region i's gradients (src) that adds this rank's part
  * to gshard, and leaves it in flight in slot s: 0-1 a layer's gradient slot, 2 the
  * final norm, 3 the embeddings. Every operation receives into gtmp and adds from it
- * before the queue runs the next one, so one region's part is enough. */
-static pl_status zero_reduce_region(pl_trainer *t, int i, const float *src, int s)
+ * before the queue runs the next one, so one region's part is enough; a region reduced
+ * once per step (once = 1: pipelined, outside the layers) lands in the shard directly,
+ * whose part is still zero. */
+static pl_status zero_reduce_region(pl_trainer *t, int i, const float *src, int s, int once)
 {
     pl_zero *z = &t->zero;
     const pl_zero_region *g = &z->regions[i];
     pl_commq_op *op = &t->zq_rs[s];
+    float *part = t->gshard + (g->own_lo - z->lo);
     *op = (pl_commq_op){.kind = PL_COMMQ_REDUCE_SCATTER, .comm = z->comm, .buf = (float *)src,
-                        .recv = t->gtmp, .acc = t->gshard + (g->own_lo - z->lo),
+                        .recv = once ? part : t->gtmp, .acc = once ? NULL : part,
                         .counts = g->counts, .displs = g->displs};
     t->zq_rs_posted[s] = 1;
     return zq_post(t, op, 0);
@@ -210,11 +213,11 @@ static pl_status zero_grad_ready(void *ctx, int64_t offset, int64_t count)
     /* the final norm's gradients are final once the last layer's backward begins
      * (pipelined: once the step's last micro-batch's has) */
     if (!pipelined(t) && t->zr_tail >= 0 && i == t->zr_tail - 1) {
-        pl_status st = zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2);
+        pl_status st = zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2, 0);
         if (st)
             return st;
     }
-    return zero_reduce_region(t, i, t->gwork + s * t->work_count, s);
+    return zero_reduce_region(t, i, t->gwork + s * t->work_count, s, 0);
 }
 
 /* One micro-batch's backward under stages 2-3 (see trainer_internal.h). */
@@ -227,8 +230,8 @@ pl_status pl_train_zero_backward(pl_trainer *t, int last)
     PL_TRY(pl_model_backward(&t->model, zero_grad_ready, t));
     t->zq_compute_end = pl_time_now();
     if (t->cfg.num_layers == 0)
-        PL_TRY(zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2));
-    PL_TRY(zero_reduce_region(t, t->zr_emb, t->gnl, 3));
+        PL_TRY(zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2, 0));
+    PL_TRY(zero_reduce_region(t, t->zr_emb, t->gnl, 3, 0));
     if (last)
         for (int s = 0; s < 4; s++)
             PL_TRY(zero_rs_wait(t, s));
@@ -271,9 +274,9 @@ pl_status pl_train_zero_pp_finish(pl_trainer *t)
 {
     pl_status st = PL_OK;
     if (t->zr_tail >= 0)
-        PL_TRY(zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2));
+        PL_TRY(zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2, 1));
     if (t->zr_emb >= 0)
-        PL_TRY(zero_reduce_region(t, t->zr_emb, t->gnl, 3));
+        PL_TRY(zero_reduce_region(t, t->zr_emb, t->gnl, 3, 1));
     for (int s = 0; s < 4; s++)
         PL_TRY(zero_rs_wait(t, s));
     t->zq_compute_end = INFINITY;
