@@ -53,8 +53,7 @@ fail:
 /* The layers of this rank's pipeline stage (its first model chunk) and, pipelined,
  * the schedule (its in-flight bounds size the activation slots). This version runs
  * 1F1B, GPipe, ZB-H1 (each backward in its input and weight halves) and interleaved
- * 1F1B (model chunks); all but interleaved with any ZeRO stage (interleaved: 0 and
- * 1); the others are refused by name. */
+ * 1F1B (model chunks), each with any ZeRO stage; the others are refused by name. */
 pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
 {
     pl_status st = PL_OK;
@@ -77,10 +76,6 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
         kind != PL_PP_INTERLEAVED)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b, "
                          "gpipe, zb-h1 and interleaved", pl_pp_kind_name(kind));
-    if (kind == PL_PP_INTERLEAVED && t->zero_stage > 1)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s with ZeRO stage %d: this "
-                         "version runs it with stages 0 and 1 (1f1b and gpipe take every stage)",
-                         pl_pp_kind_name(kind), t->zero_stage);
     const pl_pp_spec spec = {kind, P, (int)t->num_micro, v};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
     PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
@@ -240,7 +235,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             pl_model_use(m, k);
             const int last = a->mb == M - 1;
             if (t->zero_stage >= 2)
-                PL_TRY(pl_train_zero_pp_backward(t));
+                PL_TRY(pl_train_zero_pp_backward(t, m));
             else
                 PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? pl_train_grad_ready : NULL,
                                          t));
@@ -259,7 +254,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             pl_model_use(m, k);
             const int last = a->mb == M - 1; /* weight halves run in micro-batch order */
             if (t->zero_stage >= 2)
-                PL_TRY(pl_train_zero_pp_backward_weight(t));
+                PL_TRY(pl_train_zero_pp_backward_weight(t, m));
             else
                 PL_TRY(pl_model_backward_weight(m, last && t->zero_stage == 0 ? pl_train_grad_ready
                                                                               : NULL, t));

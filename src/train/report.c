@@ -240,7 +240,7 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
                 (double)mx[0] / 1024, (double)-mx[1] / 1024);
     if (t->metrics) {
         /* rank 0's stage: its flat buffer, and each layer's region (stages 2-3) */
-        const int64_t nl = t->zero.nregions ? t->model.stage.nl : 0;
+        const int64_t nl = t->zero.nregions ? t->nchunks * t->model.stage.nl : 0;
         int64_t layers = 0;
         for (int64_t j = 0; j < nl; j++)
             layers += t->zero.regions[t->zr_l0 + j].hi - t->zero.regions[t->zr_l0 + j].lo;

@@ -128,10 +128,11 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
      * stage without the final norm the last layer's region takes the padding. */
     const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
     const int regions = t->zero_stage >= 2;
-    const int64_t L = regions ? stage->nl : 0;
+    const int v = t->nchunks > 1 ? t->nchunks : 1; /* model chunks: their layers in turn */
+    const int64_t L = regions ? v * stage->nl : 0;
     t->zr_emb = regions && stage->first ? 0 : -1;
     t->zr_l0 = regions && stage->first ? 1 : 0;
-    t->zr_tail = regions && stage->last ? t->zr_l0 + (int)L : -1;
+    t->zr_tail = regions && lnw->offset >= 0 ? t->zr_l0 + (int)L : -1;
     int nst = 0;
     int64_t *starts = pl_malloc((size_t)(L + 2) * sizeof *starts);
     if (!starts)
@@ -140,8 +141,14 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
         starts[nst++] = 0;
     for (int64_t l = 0; l < L; l++) {
         pl_block_weights tmp;
-        int64_t lo, hi;
-        st = pl_model_layer_bind(&t->reg, &t->cfg.block, NULL, stage->l0 + l, &tmp, &lo, &hi);
+        int64_t lo, hi, c0 = stage->l0, cn;
+        if (v > 1 && (st = pl_model_chunk_layers(&t->cfg, t->grid.layout.pp, t->grid.pp_rank,
+                                                 (int)(l / stage->nl), &c0, &cn))) {
+            pl_free(starts);
+            return st;
+        }
+        st = pl_model_layer_bind(&t->reg, &t->cfg.block, NULL, c0 + l % stage->nl, &tmp, &lo,
+                                 &hi);
         if (st) {
             pl_free(starts);
             return st;
@@ -331,10 +338,18 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(pl_train_setup_chunks(t));
     if (t->zero_stage >= 2) {
         if (t->zero_stage == 3)
-            PL_TRY(pl_model_rebind(&t->model, 0, pl_train_zero_locate, t));
-        PL_TRY(pl_model_rebind(&t->model, 1, pl_train_zero_locate, t));
-        t->model.fetch = pl_train_zero_fetch;
-        t->model.fetch_ctx = t;
+            for (int k = 0; k < t->nchunks; k++)
+                PL_TRY(pl_model_rebind(pl_train_chunk(t, k), 0, pl_train_zero_locate, t));
+        t->zchunk = pl_calloc((size_t)t->nchunks, sizeof *t->zchunk);
+        if (!t->zchunk)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory");
+        for (int k = 0; k < t->nchunks; k++) {
+            pl_model *m = pl_train_chunk(t, k);
+            PL_TRY(pl_model_rebind(m, 1, pl_train_zero_locate, t));
+            t->zchunk[k] = (pl_zero_chunk){t, k * t->model.stage.nl, m->stage.nl};
+            m->fetch = pl_train_zero_fetch;
+            m->fetch_ctx = &t->zchunk[k];
+        }
         t->zq_gather_layer[0] = t->zq_gather_layer[1] = -1;
         t->zq_slot_layer[0] = t->zq_slot_layer[1] = -1;
         PL_TRY(pl_commq_init(&t->zq, pl_commq_default_mode()));
@@ -820,6 +835,7 @@ static void trainer_free(pl_trainer *t)
     pl_free(t->pp_dp_wire);
     pl_zero_free(&t->zero);
     pl_train_free_chunks(t);
+    pl_free(t->zchunk);
     if (t->model_up)
         pl_model_free(&t->model);
     pl_gemm_free(t->gemm);

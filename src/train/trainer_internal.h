@@ -21,6 +21,14 @@
 
 #include <stdio.h>
 
+/* ZeRO 2-3: the fetch hook's context of one model chunk, whose layers are the rank's
+ * layers [base, base + nl) (the regions' order: chunk after chunk). */
+struct pl_trainer;
+typedef struct pl_zero_chunk {
+    struct pl_trainer *t;
+    int64_t base, nl;
+} pl_zero_chunk;
+
 typedef struct pl_trainer {
     const pl_train_args *a;
     pl_dist dist;
@@ -35,6 +43,7 @@ typedef struct pl_trainer {
     pl_model model;                          /* this rank's model (interleaved: chunk 0) */
     int model_up;
     pl_model *chunk_more;                    /* interleaved: chunks 1..nchunks-1 */
+    pl_zero_chunk *zchunk;                   /* ZeRO 2-3: [nchunks] the hooks' contexts */
     int nchunks, chunks_up;                  /* model chunks (1 unless interleaved) */
     pl_dp_buckets *buckets;                  /* stage 0 */
     /* ZeRO (stage >= 1): see the memory plan in setup_zero_memory */
@@ -174,8 +183,8 @@ pl_status pl_train_zero_backward(pl_trainer *t, int last);
  * as it ends); pl_train_zero_pp_finish, after the embedding group's sum,
  * reduce-scatters the regions outside the layers and waits for every queued operation. */
 pl_status pl_train_zero_begin(pl_trainer *t);
-pl_status pl_train_zero_pp_backward(pl_trainer *t);
-pl_status pl_train_zero_pp_backward_weight(pl_trainer *t); /* ZB-H1's weight half */
+pl_status pl_train_zero_pp_backward(pl_trainer *t, pl_model *m);
+pl_status pl_train_zero_pp_backward_weight(pl_trainer *t, pl_model *m); /* ZB-H1's weight half */
 pl_status pl_train_zero_pp_finish(pl_trainer *t);
 /* After a step's DP communication: fills t->comm_step (from the buckets, or the ZeRO
  * queue's operations) and adds it to t->comm_total. */

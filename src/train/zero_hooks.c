@@ -147,22 +147,23 @@ float *pl_train_zero_locate(void *ctx, int64_t off, int grad)
     return work + zero_slot(t, i - t->zr_l0, grad) * t->work_count + (off - g->lo);
 }
 
-/* The fetch hook, for the stage's layer `layer` (or -1: the embedding): before a
+/* The fetch hook, for the chunk's layer j (or -1: the embedding): before a
  * layer's backward its gradient scratch is zeroed; at stage 3 every layer's
  * parameters are in its slot before its forward and again before its backward, and
  * (not pipelined) the embeddings and final norm are gathered before the forward. */
-pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward)
+pl_status pl_train_zero_fetch(void *ctx, int64_t j, int backward)
 {
-    pl_trainer *t = ctx;
+    const pl_zero_chunk *cc = ctx; /* the chunk's layers are the rank's [lo, hi) */
+    pl_trainer *t = cc->t;
     pl_zero *z = &t->zero;
     pl_status st = PL_OK;
-    const int64_t L = t->model.stage.nl;
-    if (layer < 0) {
+    const int64_t lo = cc->base, hi = cc->base + cc->nl, layer = lo + j;
+    if (j < 0) {
         if (t->zero_stage == 3) {
             if (!pipelined(t)) /* pipelined: once per step, in pl_train_zero_begin */
                 PL_TRY(zero_gather_top(t));
-            if (t->a->zero3_prefetch && L > 0 && !zero_slot_holds(t, 0))
-                PL_TRY(zero_gather_post(t, 0, 0));
+            if (t->a->zero3_prefetch && hi > lo && !zero_slot_holds(t, lo))
+                PL_TRY(zero_gather_post(t, lo, 0));
         }
         return PL_OK;
     }
@@ -177,7 +178,7 @@ pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward)
         PL_TRY(zero_gather(t, layer));
         /* the next layer in this pass, into the other slot (its last user is done) */
         int64_t next = backward ? layer - 1 : layer + 1;
-        if (t->a->zero3_prefetch && next >= 0 && next < L && !zero_slot_holds(t, next))
+        if (t->a->zero3_prefetch && next >= lo && next < hi && !zero_slot_holds(t, next))
             PL_TRY(zero_gather_post(t, next, 0));
     }
 fail:
@@ -260,14 +261,14 @@ fail:
     return st;
 }
 
-pl_status pl_train_zero_pp_backward(pl_trainer *t)
+pl_status pl_train_zero_pp_backward(pl_trainer *t, pl_model *m)
 {
-    return pl_model_backward(&t->model, zero_grad_ready, t);
+    return pl_model_backward(m, zero_grad_ready, t);
 }
 
-pl_status pl_train_zero_pp_backward_weight(pl_trainer *t)
+pl_status pl_train_zero_pp_backward_weight(pl_trainer *t, pl_model *m)
 {
-    return pl_model_backward_weight(&t->model, zero_grad_ready, t);
+    return pl_model_backward_weight(m, zero_grad_ready, t);
 }
 
 pl_status pl_train_zero_pp_finish(pl_trainer *t)

@@ -236,9 +236,6 @@ check_fails "layers per chunk that do not divide a stage's are refused" \
 check_fails "two interleaving flags at once are refused" "cannot be set together" \
     timeout -k 5 60 "$PLAIT" train "${COMMON[@]}" --num-layers 8 --pipeline-model-parallel-size 2 \
     --num-layers-per-virtual-pipeline-stage 2 --virtual-pipeline-model-parallel-size 2
-check_fails "interleaving with ZeRO 2 is refused by name" "interleaved with ZeRO stage 2" \
-    timeout -k 5 60 mpirun.openmpi -n 4 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
-    --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 --zero-stage 2
 check_fails "--pipeline_model_parallel_size (A4SFramework) conflicting with the Megatron flag is refused" \
     "--pipeline-model-parallel-size 2 conflicts with --pipeline_model_parallel_size 4" \
     timeout -k 5 60 "$PLAIT" train "${COMMON[@]}" --num-layers 4 --pipeline-model-parallel-size 2 \

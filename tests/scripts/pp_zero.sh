@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ZeRO stages 2 and 3 with pipeline parallelism (the 3D part of the pipeline issue;
-# DeepSpeed refuses the combination). PP 2 x DP 2 under 1F1B and GPipe, PP 4 x DP 2,
+# DeepSpeed refuses the combination). PP 2 x DP 2 under 1F1B, GPipe, ZB-H1 and
+# interleaved 1F1B (2 and 3 model chunks per rank), PP 4 x DP 2,
 # PP 2 x TP 2 x DP 2 (8 ranks), GPT (tied embeddings: the embedding group's sum comes
 # before the DP reduce-scatter) and Llama (untied, 3 layers per stage), full recompute
 # (whose rerun forwards gather again), dropout on: one process's losses, validation
@@ -135,6 +136,16 @@ layout_checks gpt g1 z3_full "4 1 2 2" "${GPT[@]}" --zero-stage 3 --recompute-gr
 layout_checks gpt g1 z3_3d "8 2 2 2" "${GPT[@]}" --zero-stage 3 --sequence-parallel
 layout_checks llama l1 l_z3_3d "8 2 2 2" "${LLAMA[@]}" --zero-stage 3
 layout_checks llama l1 l_z2_gpipe "4 1 2 2" "${LLAMA[@]}" --zero-stage 2 --pipeline-schedule gpipe
+# Interleaved (2 model chunks per rank: the rank's regions are chunk 0's layers, then
+# chunk 1's) and ZB-H1 (the weight half readies and reduce-scatters each layer).
+check "gpt: one process trains 4 iterations (8 layers)" run g8 1 1 1 --num-layers 8
+layout_checks gpt g8 z2_v2 "4 1 2 2" --num-layers 8 --zero-stage 2 \
+    --num-layers-per-virtual-pipeline-stage 2
+layout_checks gpt g8 z3_v2 "4 1 2 2" --num-layers 8 --zero-stage 3 \
+    --num-layers-per-virtual-pipeline-stage 2
+layout_checks gpt g1 z3_zb "4 1 2 2" "${GPT[@]}" --zero-stage 3 --pipeline-schedule zb-h1
+layout_checks llama l1 l_z3_v3 "4 1 2 2" "${LLAMA[@]}" --zero-stage 3 \
+    --num-virtual-stages-per-pipeline-rank 3
 
 check "pp 2 x dp 2, ZeRO 1: DP bytes per step equal the theory" bytes_theory z1 2 1 1f1b 2
 check "pp 2 x dp 2, ZeRO 2: DP bytes per step equal the theory" bytes_theory z2 2 2 1f1b 2
