@@ -3,8 +3,9 @@
 # GPipe and ZB-H1, for m = 2, 4, 8 micro-batches per step, against one rank x 2 threads at the same
 # global batch (plait bench, synthetic tokens). Per run: tokens/s, the efficiency against
 # one rank, stage 0's time blocked on the other stage (receives and the final sends) as
-# a fraction of the step, beside the schedule's idle fraction for balanced stages,
-# (P-1)/(m+P-1), and rank 0's peak memory.
+# a fraction of the step, beside the schedule's idle fraction for balanced stages
+# (1F1B and GPipe (P-1)/(m+P-1); interleaved with v chunks and ZB-H1 their formulas in
+# docs/pipeline.md), and rank 0's peak memory.
 #   bench/pp_bubble.sh [ITERS]     (default 6; the model is GPT-2 124M, T 256, micro-batch 2)
 #   FIRST=9 bench/pp_bubble.sh     (--decoder-first-pipeline-num-layers 9: stage 0 takes 9
 #                                   of the 12 layers, stage 1 three and the LM head)
@@ -40,11 +41,14 @@ for m in 2 4 8; do
     OMP_NUM_THREADS=2 timeout 1800 "$PLAIT" bench "${MODEL[@]}" --global-batch-size $gbs \
         --train-iters "$ITERS" >"$out/one$m.json" 2>"$out/one$m.log" && record "$out/one$m.json" one $m
     grep "plait bench" "$out/one$m.log" | sed 's/^/   /'
-    for s in 1f1b gpipe zb-h1; do
+    for s in 1f1b gpipe zb-h1 interleaved; do
+        [ "$s" = interleaved ] && [ -n "${FIRST:-}" ] && continue # uneven stages: no chunks
+        chunks=()
+        [ "$s" = interleaved ] && chunks=(--num-layers-per-virtual-pipeline-stage 3)
         echo "== m $m: pp 2 x 1 thread, $s"
         OMP_NUM_THREADS=1 timeout 1800 mpirun.openmpi -n 2 --bind-to core -x OMP_NUM_THREADS \
             "$PLAIT" bench "${MODEL[@]}" --global-batch-size $gbs --train-iters "$ITERS" \
-            --pipeline-model-parallel-size 2 --pipeline-schedule $s \
+            --pipeline-model-parallel-size 2 --pipeline-schedule $s "${chunks[@]}" \
             ${FIRST:+--decoder-first-pipeline-num-layers $FIRST} >"$out/$s$m.json" \
             2>"$out/$s$m.log" && record "$out/$s$m.json" "pp2_$s" $m
         grep -E "plait bench|pipeline" "$out/$s$m.log" | sed 's/^/   /'
@@ -55,14 +59,23 @@ $PY - "$results" <<'PYEOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 base = {d['m']: d['tokens_per_sec'] for d in rows if d['layout'] == 'one'}
-print(f"{'m':>3} {'layout':<10} {'tokens/s':>9} {'efficiency':>10} {'stage 0 blocked':>15} "
-      f"{'formula (P-1)/(m+P-1)':>22} {'peak RSS MiB':>12}")
+# each schedule's idle share of the step under equal F, B (= 2F) and W (= F) costs:
+# bubble b (of the ideal time, pl_pp_bubble_formula), idle b / (1 + b)
+def bubble(layout, m, P, v=2):
+    if layout.endswith('zb-h1'):
+        return (P - 1 + max(0, P - m)) / (3 * m)
+    if layout.endswith('interleaved'):
+        return (P - 1) / (v * m)
+    return (P - 1) / m
+print(f"{'m':>3} {'layout':<16} {'tokens/s':>9} {'efficiency':>10} {'stage 0 blocked':>15} "
+      f"{'formula':>8} {'peak RSS MiB':>12}")
 for d in rows:
     m, P = d['m'], d.get('pp', 1)
     blocked = d['pp_wait_ms'] / d['step_ms'] if P > 1 else 0.0
-    formula = (P - 1) / (m + P - 1) if P > 1 else 0.0
+    b = bubble(d['layout'], m, P) if P > 1 else 0.0
+    formula = b / (1 + b)
     eff = d['tokens_per_sec'] / base[m] if m in base else float('nan')
-    print(f"{m:3d} {d['layout']:<10} {d['tokens_per_sec']:9.1f} {eff:10.3f} {blocked:15.3f} "
-          f"{formula:22.3f} {d['peak_rss_bytes'] / 2**20:12.1f}")
+    print(f"{m:3d} {d['layout']:<16} {d['tokens_per_sec']:9.1f} {eff:10.3f} {blocked:15.3f} "
+          f"{formula:8.3f} {d['peak_rss_bytes'] / 2**20:12.1f}")
 print(f"(records in {sys.argv[1]})")
 PYEOF
