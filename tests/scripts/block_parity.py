@@ -31,11 +31,14 @@ output's gradient, summed over ranks, the same.
 """
 import json
 import math
-import struct
+import os
 import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_parity import read_safetensors as read_raw  # noqa: E402
 
 DT = torch.float64
 TOL = 1e-5
@@ -43,17 +46,9 @@ TOL_SAME = 2e-6
 
 
 def read_safetensors(path):
-    raw = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    data = raw[8 + n:]
-    out = {}
-    for name, t in header.items():
-        b, e = t["data_offsets"]
-        dtype = {"F32": np.float32, "I32": np.int32}[t["dtype"]]
-        out[name] = np.frombuffer(data[b:e], dtype=dtype).reshape(t["shape"])
-    return out, json.loads(meta["config"])
+    """The file's tensors, and its config (the metadata's JSON)."""
+    tensors, meta = read_raw(path)
+    return tensors, json.loads(meta["config"])
 
 
 def rel(a, b):

@@ -187,31 +187,24 @@ check "a pp 2 x tp 2 checkpoint has Megatron's mp_rank_XX_YYY directories" test 
 # ---- resume and refusals ------------------------------------------------------------
 # 3D with ZeRO-1: every (tp, pp, dp) rank resumes its own optimizer shard (stages pad
 # their flat buffers to different lengths; the manifest lists each).
-rm -rf "$TMP/resume"; mkdir -p "$TMP/resume"
-cp -r "$TMP/g_3d_z1/iter_0000005" "$TMP/resume/"
-echo 5 > "$TMP/resume/latest_checkpointed_iteration.txt"
-check "pp 2 x tp 2 x dp 2, ZeRO 1, sp: resumed from iteration 5" \
-    timeout -k 5 300 mpirun.openmpi -n 8 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
-    --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel \
-    --use-distributed-optimizer --make-vocab-size-divisible-by 256 --load "$TMP/resume" \
-    --save "$TMP/resume" --metrics-file "$TMP/resume.jsonl"
-check "3D ZeRO 1: losses after resuming equal the uninterrupted run's, bit for bit" \
-    diff <(losses "$TMP/g_3d_z1.jsonl" | tail -n 5) <(losses "$TMP/resume.jsonl")
-check "3D ZeRO 1: final parameters after resuming equal, bit for bit" \
-    $PY "$CK" same "$TMP/resume/iter_0000010" "$TMP/g_3d_z1/iter_0000010" 0 0
-rm -rf "$TMP/resume_v"; mkdir -p "$TMP/resume_v"
-cp -r "$TMP/g8_3d_v2/iter_0000005" "$TMP/resume_v/"
-echo 5 > "$TMP/resume_v/latest_checkpointed_iteration.txt"
-check "interleaved 3D, ZeRO 1: resumed from iteration 5" \
-    timeout -k 5 300 mpirun.openmpi -n 8 "$PLAIT" train "${COMMON[@]}" --num-layers 8 \
-    --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel \
-    --num-layers-per-virtual-pipeline-stage 2 --use-distributed-optimizer \
-    --make-vocab-size-divisible-by 256 --load "$TMP/resume_v" --save "$TMP/resume_v" \
-    --metrics-file "$TMP/resume_v.jsonl"
-check "interleaved 3D: losses after resuming equal the uninterrupted run's, bit for bit" \
-    diff <(losses "$TMP/g8_3d_v2.jsonl" | tail -n 5) <(losses "$TMP/resume_v.jsonl")
-check "interleaved 3D: final parameters after resuming equal, bit for bit" \
-    $PY "$CK" same "$TMP/resume_v/iter_0000010" "$TMP/g8_3d_v2/iter_0000010" 0 0
+resume_checks() { # WHAT RUN LAYERS FLAGS...: resume RUN's iteration 5 with its flags
+    local what=$1 from=$2 layers=$3; shift 3
+    local dir="$TMP/resume_$from"
+    rm -rf "$dir"; mkdir -p "$dir"
+    cp -r "$TMP/$from/iter_0000005" "$dir/"
+    echo 5 > "$dir/latest_checkpointed_iteration.txt"
+    check "$what: resumed from iteration 5" \
+        timeout -k 5 300 mpirun.openmpi -n 8 "$PLAIT" train "${COMMON[@]}" --num-layers "$layers" \
+        --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel \
+        --use-distributed-optimizer --make-vocab-size-divisible-by 256 "$@" --load "$dir" \
+        --save "$dir" --metrics-file "$dir.jsonl"
+    check "$what: losses after resuming equal the uninterrupted run's, bit for bit" \
+        diff <(losses "$TMP/$from.jsonl" | tail -n 5) <(losses "$dir.jsonl")
+    check "$what: final parameters after resuming equal, bit for bit" \
+        $PY "$CK" same "$dir/iter_0000010" "$TMP/$from/iter_0000010" 0 0
+}
+resume_checks "pp 2 x tp 2 x dp 2, ZeRO 1, sp" g_3d_z1 4
+resume_checks "interleaved 3D, ZeRO 1" g8_3d_v2 8 --num-layers-per-virtual-pipeline-stage 2
 check_fails "layers not divisible by the stages are refused, naming both flags" \
     "--num-layers 4 is not divisible by --pipeline-model-parallel-size 3" \
     timeout -k 5 60 mpirun.openmpi -n 3 "$PLAIT" train "${COMMON[@]}" --num-layers 4 \
