@@ -9,6 +9,9 @@
 #   bench/pp_bubble.sh [ITERS]     (default 6; the model is GPT-2 124M, T 256, micro-batch 2)
 #   FIRST=9 bench/pp_bubble.sh     (--decoder-first-pipeline-num-layers 9: stage 0 takes 9
 #                                   of the 12 layers, stage 1 three and the LM head)
+#   VOCAB=2048 bench/pp_bubble.sh  (GPT-2 124M's layers with a small vocabulary: the LM head
+#                                   is ~1% of the work, so even stages balance, interleaving
+#                                   included)
 # With the even split stage 1 also holds the LM head (a third of GPT-2 124M's
 # multiply-adds), so the stages are not balanced: stage 0 waits for it, and its blocked
 # time exceeds the formula by that imbalance; FIRST=9 balances them within 7%. The
@@ -23,8 +26,9 @@ PY=/usr/bin/python3
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 MODEL=(--num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 256
-       --vocab-size 50257 --micro-batch-size 2 --hidden-dropout 0 --attention-dropout 0)
-results=bench/results/pp_bubble${FIRST:+_first$FIRST}_$(date +%Y%m%d_%H%M%S).jsonl
+       --vocab-size "${VOCAB:-50257}" --micro-batch-size 2 --hidden-dropout 0
+       --attention-dropout 0)
+results=bench/results/pp_bubble${FIRST:+_first$FIRST}${VOCAB:+_vocab$VOCAB}_$(date +%Y%m%d_%H%M%S).jsonl
 mkdir -p bench/results
 echo "machine: $(nproc) cores, $(uptime | sed 's/.*load/load/'); $(git rev-parse --short HEAD)"
 record() { # JSON LAYOUT M
