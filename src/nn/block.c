@@ -97,10 +97,13 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
                          "--tensor-model-parallel-size %d, heads by query groups (%lld), and "
                          "groups by the TP size or the TP size by groups",
                          (long long)d->NH, (long long)d->F, tps, (long long)d->G);
-    if (sp && tps > 1 && ((B * T) % tps || (spec->cross_attention && (B * Tk) % tps)))
-        return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x --seq-length (%lld, "
-                         "encoder %lld) must divide by --tensor-model-parallel-size %d",
-                         (long long)(B * T), (long long)(spec->cross_attention ? B * Tk : 0), tps);
+    if (sp && tps > 1 && (B * T) % tps)
+        return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x --seq-length (%lld) "
+                         "must divide by --tensor-model-parallel-size %d", (long long)(B * T), tps);
+    if (sp && tps > 1 && spec->cross_attention && (B * Tk) % tps)
+        return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x the encoder's "
+                         "positions (%lld) must divide by --tensor-model-parallel-size %d",
+                         (long long)(B * Tk), tps);
     c->spec = *spec;
     c->dims = *d;
     c->eps = eps;
