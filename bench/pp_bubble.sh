@@ -5,7 +5,9 @@
 # one rank, stage 0's time blocked on the other stage (receives and the final sends) as
 # a fraction of the step, beside the schedule's idle fraction for balanced stages
 # (1F1B and GPipe (P-1)/(m+P-1); interleaved with v chunks and ZB-H1 their formulas in
-# docs/pipeline.md), and rank 0's peak memory.
+# docs/pipeline.md, under unit costs), the same schedule simulated with every stage's
+# measured forward and backward (input and weight halves) times ("simulated":
+# pl_pp_schedule_simulate, transfers free), and rank 0's peak memory.
 #   bench/pp_bubble.sh [ITERS]     (default 6; the model is GPT-2 124M, T 256, micro-batch 2)
 #   FIRST=9 bench/pp_bubble.sh     (--decoder-first-pipeline-num-layers 9: stage 0 takes 9
 #                                   of the 12 layers, stage 1 three and the LM head)
@@ -72,14 +74,15 @@ def bubble(layout, m, P, v=2):
         return (P - 1) / (v * m)
     return (P - 1) / m
 print(f"{'m':>3} {'layout':<16} {'tokens/s':>9} {'efficiency':>10} {'stage 0 blocked':>15} "
-      f"{'formula':>8} {'peak RSS MiB':>12}")
+      f"{'formula':>8} {'simulated':>9} {'peak RSS MiB':>12}")
 for d in rows:
     m, P = d['m'], d.get('pp', 1)
     blocked = d['pp_wait_ms'] / d['step_ms'] if P > 1 else 0.0
     b = bubble(d['layout'], m, P) if P > 1 else 0.0
     formula = b / (1 + b)
     eff = d['tokens_per_sec'] / base[m] if m in base else float('nan')
+    sim = d.get('pp_sim_idle', 0.0)
     print(f"{m:3d} {d['layout']:<16} {d['tokens_per_sec']:9.1f} {eff:10.3f} {blocked:15.3f} "
-          f"{formula:8.3f} {d['peak_rss_bytes'] / 2**20:12.1f}")
+          f"{formula:8.3f} {sim:9.3f} {d['peak_rss_bytes'] / 2**20:12.1f}")
 print(f"(records in {sys.argv[1]})")
 PYEOF

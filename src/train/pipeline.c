@@ -149,6 +149,31 @@ static pl_status pp_tied_grads(pl_trainer *t)
                                  t->model.Vl * t->model.C, PL_COMM_SUM);
 }
 
+/* The seconds since t0 to computation op's account (plait bench's simulation). */
+static void op_time(pl_trainer *t, pl_pp_op op, double t0)
+{
+    t->prof.pp_op[op] += pl_time_now() - t0;
+    t->prof.pp_op_n[op]++;
+}
+
+pl_status pl_train_pp_simulate(pl_trainer *t)
+{
+    pl_status st = PL_OK;
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+    double *cost = pl_calloc((size_t)(4 * P + P), sizeof *cost), *idle = cost + 4 * P;
+    if (!cost)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < 4; k++) /* this stage's means; the other stages' slots stay 0 */
+        cost[r * 4 + k] = t->prof.pp_op_n[k] ? t->prof.pp_op[k] / (double)t->prof.pp_op_n[k] : 0;
+    PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_PP), cost, 4 * P, PL_COMM_SUM));
+    double makespan;
+    PL_TRY(pl_pp_schedule_simulate(&t->pp, cost, &makespan, idle));
+    t->pp_sim_idle = makespan > 0 ? idle[0] / makespan : 0;
+fail:
+    pl_free(cost);
+    return st;
+}
+
 /* One step's forwards and backwards as this stage's schedule lists them, with
  * the activations and gradients exchanged with the neighbouring stages. Every
  * stage loads every micro-batch (the first needs its tokens, the last its
@@ -223,6 +248,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             m->training = 1;
             m->iteration = t->iteration;
             PL_TRY(pl_model_forward(m));
+            op_time(t, PL_PP_FWD, t1);
             if (m->stage.last)
                 *loss_sum += pl_train_micro_batch_loss(m, scale * ls) * scale;
             t->prof.data += t1 - t0;
@@ -234,22 +260,27 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k])); /* so has its last dx0 */
             pl_model_use(m, k);
             const int last = a->mb == M - 1;
+            const double tc = pl_time_now();
             if (t->zero_stage >= 2)
                 PL_TRY(pl_train_zero_pp_backward(t, m));
             else
                 PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? pl_train_grad_ready : NULL,
                                          t));
+            op_time(t, PL_PP_BWD, tc);
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;
             break;
         }
-        case PL_PP_BWD_INPUT: /* what the previous stage waits for; the weights later */
+        case PL_PP_BWD_INPUT: { /* what the previous stage waits for; the weights later */
             PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k]));
             pl_model_use(m, k);
+            const double tc = pl_time_now();
             PL_TRY(pl_model_backward_input(m));
+            op_time(t, PL_PP_BWD_INPUT, tc);
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;
             break;
+        }
         case PL_PP_BWD_WEIGHT: {
             pl_model_use(m, k);
             const int last = a->mb == M - 1; /* weight halves run in micro-batch order */
@@ -258,6 +289,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             else
                 PL_TRY(pl_model_backward_weight(m, last && t->zero_stage == 0 ? pl_train_grad_ready
                                                                               : NULL, t));
+            op_time(t, PL_PP_BWD_WEIGHT, t0);
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;
             break;

@@ -352,12 +352,17 @@ void pl_train_bench_report(const pl_trainer *t)
     if (t->grid.layout.pp > 1)
         pl_log_info("  pipeline (stage 0): %.1f ms/step blocked on the other stages (%.1f%% of the "
                     "step)", 1e3 * t->prof.pp_wait / (double)n, 100 * t->prof.pp_wait / t->prof.total);
+    if (t->grid.layout.pp > 1)
+        pl_log_info("  pipeline (stage 0): the schedule simulated with every stage's measured "
+                    "forward and backward times idles stage 0 for %.1f%% of the step",
+                    100 * t->pp_sim_idle);
     printf("{\"tokens_per_sec\": %.1f, \"tp_comm_ms\": %.3f, \"tp_comm_hidden_ms\": %.3f, "
            "\"tp_overlap_wait_ms\": %.3f, \"act_bytes\": %lld, \"pp_wait_ms\": %.3f, "
-           "\"pp\": %d, \"micro_batches\": %lld,",
+           "\"pp_sim_idle\": %.4f, \"pp\": %d, \"micro_batches\": %lld,",
            tokens_s, 1e3 * tp_s / (double)n, 1e3 * tp_hidden / (double)n,
            1e3 * ov->wait / (double)n, (long long)act_bytes(t, 0),
-           1e3 * t->prof.pp_wait / (double)n, t->grid.layout.pp, (long long)t->num_micro);
+           1e3 * t->prof.pp_wait / (double)n, t->pp_sim_idle, t->grid.layout.pp,
+           (long long)t->num_micro);
     printf(" \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
            "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "
            "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"dp_comm_busy_ms\": %.3f, "

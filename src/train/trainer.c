@@ -979,6 +979,8 @@ static pl_status run(pl_trainer *t)
     PL_TRY(pl_train_log_peak_memory(t));
     if (a->save && last_saved != t->iteration)
         PL_TRY(pl_train_save(t));
+    if (a->bench && t->grid.layout.pp > 1 && t->prof.steps > 0)
+        PL_TRY(pl_train_pp_simulate(t));
     if (a->bench && pl_train_is_root(t))
         pl_train_bench_report(t);
 fail:

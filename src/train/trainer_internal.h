@@ -104,12 +104,17 @@ typedef struct pl_trainer {
     struct { /* seconds per phase, for plait bench (from the bench window's start) */
         double data, compute, comm, optim, total;
         double pp_wait; /* pipelined: blocked in the stage's receives and final sends */
+        double pp_op[4];     /* pipelined: seconds in FWD, BWD, BWD_INPUT, BWD_WEIGHT */
+        int64_t pp_op_n[4];  /* and how many of each (chunk actions) */
         int64_t steps;
     } prof;
     int64_t fault_nan_iter, fault_nan_rank;  /* PLAIT_FAULT_NAN_ITER / _RANK (tests) */
     double start_time;
     double gemm_peak;                        /* FLOP/s measured at start */
     double flops_per_token;
+    double pp_sim_idle;                      /* plait bench, pipelined: stage 0's idle share
+                                              * of the step the schedule simulated with every
+                                              * stage's measured costs gives */
 } pl_trainer;
 
 typedef struct step_result {
@@ -190,5 +195,8 @@ pl_status pl_train_zero_pp_finish(pl_trainer *t);
  * queue's operations) and adds it to t->comm_total. */
 void pl_train_comm_step_done(pl_trainer *t);
 void pl_train_bench_report(const pl_trainer *t);
+/* Pipelined plait bench (collective over the PP group): every stage's mean FWD, BWD,
+ * BWD_INPUT and BWD_WEIGHT seconds, and the schedule simulated with them. */
+pl_status pl_train_pp_simulate(pl_trainer *t);
 
 #endif

@@ -569,8 +569,51 @@ static void print_for_docs(void)
         }
 }
 
+/* The simulation with measured costs: unit costs give the checker's idle times; with
+ * F and B the same on every stage, 1F1B and GPipe take (m+P-1)(F+B), stage 0 idling
+ * (P-1)(F+B), the balanced-pipeline formula; scaling every cost scales the step. */
+TEST(simulation_with_measured_costs)
+{
+    const pl_pp_kind kinds[] = {PL_PP_GPIPE, PL_PP_1F1B, PL_PP_INTERLEAVED, PL_PP_ZB_H1};
+    for (size_t ki = 0; ki < 4; ki++)
+        for (int P = 2; P <= 4; P++)
+            for (int m = P; m <= 8; m += P) {
+                const int v = kinds[ki] == PL_PP_INTERLEAVED ? 2 : 1;
+                pl_pp_spec spec = {kinds[ki], P, m, v};
+                pl_pp_schedule s;
+                CHECK_OK(pl_pp_schedule_init(&s, &spec));
+                double unit[16], scaled[16], odd[16], mk, mk3, idle[4], idle3[4];
+                int64_t idle_check[4];
+                pl_pp_stats st;
+                for (int r = 0; r < P; r++) {
+                    const double c[4] = {1, 2, 1, 1}, o[4] = {1.5, 2.5, 1.25, 1.25};
+                    for (int k = 0; k < 4; k++)
+                        unit[r * 4 + k] = c[k], scaled[r * 4 + k] = 3 * c[k], odd[r * 4 + k] = o[k];
+                }
+                CHECK_OK(pl_pp_schedule_check(&s, &st, idle_check));
+                CHECK_OK(pl_pp_schedule_simulate(&s, unit, &mk, idle));
+                CHECK_OK(pl_pp_schedule_simulate(&s, scaled, &mk3, idle3));
+                CHECK(mk == (double)st.makespan && mk3 == 3 * mk, "%s P %d m %d: makespan %g, "
+                      "%g scaled, checker %lld", pl_pp_kind_name(spec.kind), P, m, mk, mk3,
+                      (long long)st.makespan);
+                for (int r = 0; r < P; r++)
+                    CHECK(idle[r] == (double)idle_check[r] && idle3[r] == 3 * idle[r],
+                          "%s P %d m %d stage %d: idle %g, checker %lld",
+                          pl_pp_kind_name(spec.kind), P, m, r, idle[r], (long long)idle_check[r]);
+                if (spec.kind == PL_PP_1F1B || spec.kind == PL_PP_GPIPE) {
+                    CHECK_OK(pl_pp_schedule_simulate(&s, odd, &mk, idle));
+                    CHECK(mk == (m + P - 1) * (1.5 + 2.5) && idle[0] == (P - 1) * (1.5 + 2.5),
+                          "%s P %d m %d: makespan %g, (m+P-1)(F+B) = %g; stage 0 idle %g, "
+                          "(P-1)(F+B) = %g", pl_pp_kind_name(spec.kind), P, m, mk,
+                          (m + P - 1) * 4.0, idle[0], (P - 1) * 4.0);
+                }
+                pl_pp_schedule_free(&s);
+            }
+}
+
 int main(void)
 {
+    RUN(simulation_with_measured_costs);
     RUN(every_kind_passes_the_checker_with_its_formula_bubble);
     RUN(one_f_one_b_p2_m3_is_megatrons_order);
     RUN(interleaved_p2_v2_m4_is_megatrons_order);

@@ -401,9 +401,10 @@ typedef struct check_work {
     int *sends, *recvs;  /* per transfer id: how many sends and receives */
     int *count, *pos;    /* per (op, chunk, mb) of one stage: occurrences, last index */
     int *cursor;         /* per stage: next action to run */
-    int64_t *sent;       /* per transfer id: time its send ran, -1 before */
-    int64_t *clock;      /* per stage: time its previous action ended */
-    int64_t *busy;       /* per stage: compute time */
+    double *sent;        /* per transfer id: time its send ran, -1 before */
+    double *clock;       /* per stage: time its previous action ended */
+    double *busy;        /* per stage: compute time */
+    const double *cost;  /* NULL: unit costs (op_cost); else [P x 4] measured seconds */
 } check_work;
 
 static pl_status broken(const pl_pp_schedule *s, int rank, int at, const char *fmt, ...)
@@ -569,6 +570,15 @@ static pl_status check_in_flight(const pl_pp_schedule *s, int r, int *peak)
 
 /* Rule 5: runs all stages together under unit costs. start (NULL, or one entry per
  * action of s) gets each action's start time. */
+/* The cost of action a on stage r: unit costs, or the measured ones (FWD, BWD,
+ * BWD_INPUT, BWD_WEIGHT of stage r), transfers free. */
+static double action_cost(const check_work *w, int r, const pl_pp_action *a)
+{
+    if (!w->cost || a->op > PL_PP_BWD_WEIGHT)
+        return op_cost[a->op];
+    return w->cost[r * 4 + (int)a->op];
+}
+
 static pl_status simulate(const pl_pp_schedule *s, check_work *w, int64_t *start)
 {
     const pl_pp_spec *sp = &s->spec;
@@ -587,7 +597,7 @@ static pl_status simulate(const pl_pp_schedule *s, check_work *w, int64_t *start
             const pl_pp_action *list = pl_pp_schedule_list(s, r, &n);
             for (; w->cursor[r] < n; w->cursor[r]++, progress = 1) {
                 const pl_pp_action *a = &list[w->cursor[r]];
-                int64_t t = w->clock[r];
+                double t = w->clock[r];
                 int id = pl_pp_transfer_id(sp, r, a);
                 if (is_recv(a->op)) {
                     if (w->sent[id] < 0)
@@ -598,9 +608,9 @@ static pl_status simulate(const pl_pp_schedule *s, check_work *w, int64_t *start
                     w->sent[id] = t;
                 }
                 if (start)
-                    start[s->first[r] + w->cursor[r]] = t;
-                w->clock[r] = t + op_cost[a->op];
-                w->busy[r] += op_cost[a->op];
+                    start[s->first[r] + w->cursor[r]] = (int64_t)t;
+                w->clock[r] = t + action_cost(w, r, a);
+                w->busy[r] += action_cost(w, r, a);
             }
             finished += w->cursor[r] == n;
         }
@@ -642,7 +652,7 @@ static pl_status check_work_init(check_work *w, const pl_pp_spec *sp)
     size_t T = (size_t)pl_pp_transfer_count(sp), P = (size_t)sp->stages;
     size_t cells = (size_t)PL_PP_NOPS * (size_t)sp->chunks * (size_t)sp->micro_batches;
     w->sends = pl_malloc(sizeof(int) * (2 * T + 2 * cells + P));
-    w->sent = pl_malloc(sizeof(int64_t) * (T + 2 * P));
+    w->sent = pl_malloc(sizeof(double) * (T + 2 * P));
     if (!w->sends || !w->sent) {
         check_work_free(w);
         return pl_errorf(PL_ERR_NOMEM, "pipeline schedule check: work arrays for %zu transfers", T);
@@ -684,13 +694,13 @@ pl_status pl_pp_schedule_check(const pl_pp_schedule *s, pl_pp_stats *stats, int6
     st = check_run(s, &w, NULL, &peak);
     if (st == PL_OK) {
         pl_pp_stats out = {.makespan = 0, .busy = 0, .max_in_flight = peak};
-        for (int r = 0; r < s->spec.stages; r++) {
-            if (w.clock[r] > out.makespan)
-                out.makespan = w.clock[r];
-            if (w.busy[r] > out.busy)
-                out.busy = w.busy[r];
+        for (int r = 0; r < s->spec.stages; r++) { /* unit costs: whole numbers, exact */
+            if ((int64_t)w.clock[r] > out.makespan)
+                out.makespan = (int64_t)w.clock[r];
+            if ((int64_t)w.busy[r] > out.busy)
+                out.busy = (int64_t)w.busy[r];
             if (idle)
-                idle[r] = w.clock[r] - w.busy[r];
+                idle[r] = (int64_t)(w.clock[r] - w.busy[r]);
         }
         if (stats)
             *stats = out;
@@ -725,12 +735,12 @@ pl_status pl_pp_schedule_timeline(const pl_pp_schedule *s, char **out)
     }
     PL_TRY(check_run(s, &w, start, &peak));
 
-    int64_t makespan = 0, busy = w.busy[0];
+    int64_t makespan = 0, busy = (int64_t)w.busy[0];
     int width = 1;
     char label[32];
     for (int r = 0; r < P; r++)
-        if (w.clock[r] > makespan)
-            makespan = w.clock[r];
+        if ((int64_t)w.clock[r] > makespan)
+            makespan = (int64_t)w.clock[r];
     for (int i = 0; i < total; i++) {
         int len = cell_label(&s->spec, &s->action[i], label, sizeof label);
         if (len > width)
@@ -771,6 +781,28 @@ pl_status pl_pp_schedule_timeline(const pl_pp_schedule *s, char **out)
 fail:
     pl_free(text);
     pl_free(start);
+    check_work_free(&w);
+    return st;
+}
+
+pl_status pl_pp_schedule_simulate(const pl_pp_schedule *s, const double *cost, double *makespan,
+                                  double *idle)
+{
+    check_work w;
+    int peak;
+    pl_status st = check_work_init(&w, &s->spec);
+    if (st != PL_OK)
+        return st;
+    w.cost = cost;
+    st = check_run(s, &w, NULL, &peak);
+    if (st == PL_OK) {
+        *makespan = 0;
+        for (int r = 0; r < s->spec.stages; r++) {
+            if (w.clock[r] > *makespan)
+                *makespan = w.clock[r];
+            idle[r] = w.clock[r] - w.busy[r];
+        }
+    }
     check_work_free(&w);
     return st;
 }

@@ -195,6 +195,13 @@ typedef struct pl_pp_stats {
  * fraction is (makespan - busy) / busy. Allocates work arrays (PL_ERR_NOMEM). */
 pl_status pl_pp_schedule_check(const pl_pp_schedule *s, pl_pp_stats *stats, int64_t *idle);
 
+/* The same simulation with measured costs: cost[r * 4 + k] is the time stage r spends
+ * in one FWD (k 0), BWD (1), BWD_INPUT (2) or BWD_WEIGHT (3) of one chunk (transfers
+ * free). *makespan gets the step's length, idle[r] (P entries) the time stage r waits
+ * in it: each schedule's bubble for the costs a run measured. */
+pl_status pl_pp_schedule_simulate(const pl_pp_schedule *s, const double *cost, double *makespan,
+                                  double *idle);
+
 /* The simulated timeline as text, one row per stage and one cell per time unit: F, B
  * (two cells), I (BWD_INPUT), W (BWD_WEIGHT) followed by the micro-batch, and the chunk
  * as a letter (a = 0, b = 1, ...) when v > 1; "." is idle. Ends with the makespan and
