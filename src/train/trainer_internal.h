@@ -5,6 +5,7 @@
 #ifndef PL_TRAIN_TRAINER_INTERNAL_H
 #define PL_TRAIN_TRAINER_INTERNAL_H
 
+#include "base/tfevents.h"
 #include "data/blended.h"
 #include "data/sampler.h"
 #include "data/tokenizer/tokenizer.h"
@@ -99,6 +100,8 @@ typedef struct pl_trainer {
     int32_t *sample;                         /* S + 1 tokens */
     int64_t *batch_idx;                      /* mbs global indices */
     FILE *metrics;
+    pl_tfevents tb;                          /* --tensorboard-dir, the last rank's (f: NULL
+                                              * elsewhere; train/tensorboard.c) */
     int64_t skipped_in_row, skipped_total;   /* skipped iterations (non-finite, overflow) */
     pl_loss_scaler scaler;                   /* --fp16 loss scale; static 1 otherwise */
     struct { /* seconds per phase, for plait bench (from the bench window's start) */
@@ -168,6 +171,22 @@ void pl_train_log_eval(pl_trainer *t, double loss);
 /* Peak resident memory of every rank (collective over the world). */
 pl_status pl_train_log_peak_memory(pl_trainer *t);
 void pl_train_bench_reset(pl_trainer *t);
+/* Activation and scratch bytes of this rank's model chunks, as planned or (kept) with
+ * every activation kept. */
+size_t pl_train_act_bytes(const pl_trainer *t, int kept);
+/* The squared norm of n values at flat offset lo of this rank's model-parallel slice
+ * (a gradient, or parameters): summed over TP (x PP), replicated tensors once. */
+pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n, double *out);
+
+/* tensorboard.c (--tensorboard-dir): open the event file on the last rank; an
+ * iteration's scalars (every rank calls it: --log-params-norm is collective); at the end
+ * of a --log-interval window, iteration-time and a flush; an evaluation's scalars; close.
+ * Errors name the file. */
+pl_status pl_train_tb_open(pl_trainer *t);
+pl_status pl_train_tb_iteration(pl_trainer *t, const step_result *r);
+pl_status pl_train_tb_window(pl_trainer *t, double seconds_per_iter);
+pl_status pl_train_tb_eval(pl_trainer *t, double loss);
+pl_status pl_train_tb_close(pl_trainer *t);
 /* ZeRO stages 2-3 (zero_hooks.c): the model's view locator and fetch hook, and one
  * micro-batch's backward (reduce-scatters queued as layers finish; with last = 1 every
  * queued reduce-scatter has completed on return, so the shard holds the step's sums). */
