@@ -15,6 +15,7 @@
 #include "train/trainer_internal.h"
 
 #include "base/alloc.h"
+#include "base/log.h"
 
 #include <math.h>
 #include <string.h>
@@ -26,7 +27,11 @@ pl_status pl_train_tb_open(pl_trainer *t)
     const char *dir = t->a->legacy.tensorboard_dir;
     if (!dir || t->grid.rank != t->grid.layout.world - 1)
         return PL_OK;
-    return pl_tfevents_open(&t->tb, dir);
+    pl_status st = pl_tfevents_open(&t->tb, dir);
+    if (!st) /* as Megatron's "> setting tensorboard ...", from the rank that writes */
+        pl_log_info("tensorboard: rank %d of %d writes %s", t->grid.rank, t->grid.layout.world,
+                    t->tb.path);
+    return st;
 }
 
 /* "TAG" at the iteration and "TAG vs samples" at the consumed samples. */
