@@ -3,6 +3,7 @@
  * breakdown of plait bench. */
 #include "train/trainer_internal.h"
 
+#include "base/fileio.h"
 #include "base/log.h"
 #include "model/spec.h"
 
@@ -115,6 +116,29 @@ void pl_train_comm_step_done(pl_trainer *t)
         s->after = o->after;
     }
     pl_dp_step_stats_add(a, s);
+}
+
+/* --metrics-file (or SAVE/metrics.jsonl), opened by rank 0 for appending. */
+pl_status pl_train_open_metrics(pl_trainer *t)
+{
+    if (!pl_train_is_root(t))
+        return PL_OK;
+    char path[4096];
+    if (t->a->metrics_file)
+        snprintf(path, sizeof path, "%s", t->a->metrics_file);
+    else if (t->a->save)
+        snprintf(path, sizeof path, "%s/metrics.jsonl", t->a->save);
+    else
+        return PL_OK;
+    if (t->a->save) {
+        pl_status st = pl_mkdirs(t->a->save);
+        if (st)
+            return st;
+    }
+    t->metrics = fopen(path, "a");
+    if (!t->metrics)
+        return pl_errorf(PL_ERR_IO, "--metrics-file %s: cannot open for appending", path);
+    return PL_OK;
 }
 
 void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window)

@@ -849,28 +849,6 @@ static void trainer_free(pl_trainer *t)
         pl_grid_free(&t->grid);
 }
 
-static pl_status open_metrics(pl_trainer *t)
-{
-    if (!pl_train_is_root(t))
-        return PL_OK;
-    char path[4096];
-    if (t->a->metrics_file)
-        snprintf(path, sizeof path, "%s", t->a->metrics_file);
-    else if (t->a->save)
-        snprintf(path, sizeof path, "%s/metrics.jsonl", t->a->save);
-    else
-        return PL_OK;
-    if (t->a->save) {
-        pl_status st = pl_mkdirs(t->a->save);
-        if (st)
-            return st;
-    }
-    t->metrics = fopen(path, "a");
-    if (!t->metrics)
-        return pl_errorf(PL_ERR_IO, "--metrics-file %s: cannot open for appending", path);
-    return PL_OK;
-}
-
 /* Megatron's exit conditions other than --exit-interval, agreed by every
  * rank (one rank may get the signal, or cross the time limit, first). */
 static pl_status should_stop(pl_trainer *t, int *stop)
@@ -918,7 +896,7 @@ static pl_status run(pl_trainer *t)
     PL_TRY(setup_data(t));
     if (a->load)
         PL_TRY(pl_train_load(t));
-    PL_TRY(open_metrics(t));
+    PL_TRY(pl_train_open_metrics(t));
     PL_TRY(pl_train_tb_open(t));
     if (pl_train_is_root(t)) {
         for (const char *p = a->notes; p && *p;) { /* one line per legacy flag or DeepSpeed key */

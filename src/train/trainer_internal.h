@@ -1,7 +1,7 @@
 /* The trainer's state, shared by the files of src/train/ that implement
  * `plait train` (trainer.c: set-up, the step, checkpoints, the loop; report.c:
- * the banner, memory plan, progress lines, metrics and plait bench's report).
- * Not a public interface. */
+ * the banner, memory plan, progress lines, metrics and plait bench's report;
+ * tensorboard.c: --tensorboard-dir's scalars). Not a public interface. */
 #ifndef PL_TRAIN_TRAINER_INTERNAL_H
 #define PL_TRAIN_TRAINER_INTERNAL_H
 
@@ -163,6 +163,8 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
 pl_status pl_train_save(pl_trainer *t);
 pl_status pl_train_load(pl_trainer *t);
 
+/* report.c: --metrics-file (default SAVE/metrics.jsonl), opened by rank 0 for appending. */
+pl_status pl_train_open_metrics(pl_trainer *t);
 void pl_train_print_banner(const pl_trainer *t);
 void pl_train_print_memory_plan(const pl_trainer *t);
 /* One progress line (and metrics object) for the window of iterations just run. */
