@@ -130,6 +130,47 @@ check "two ranks: written by the last rank (rank 1 of 2), said once" \
 check "two ranks: the last rank's scalars equal rank 0's metrics (loss-scale 1 without --fp16)" \
     compare "$TMP/tb2" "$TMP/m2.jsonl"
 
+# params_norm_is DIR CKPT_ITER_DIR STEP: TensorBoard's params-norm at STEP equals the L2
+# norm of the checkpoint's whole tensors, assembled from the rank files by ckpt_tensors.py
+# (independent of plait), padded vocabulary rows included; 1e-5 relative: plait and the
+# reader sum in different orders, and the event keeps a float32 (6e-8).
+params_norm_is() {
+    $PY - "$ROOT/tests/scripts" "$READ" "$@" <<'EOF'
+import glob, importlib.util, json, math, sys
+sys.path.insert(0, sys.argv[1])
+import ckpt_tensors
+spec = importlib.util.spec_from_file_location("r", sys.argv[2]); r = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(r)
+ev = r.read(glob.glob(sys.argv[3] + "/events.out.tfevents.*")[0])["events"]
+tb = [e["value"] for e in ev if e["tag"] == "params-norm" and e["step"] == int(sys.argv[5])]
+# whole() drops a vocabulary tensor's padding rows; the norm counts them, as Megatron's
+# (the padded rows are parameters, initialised like the others), so take those whole
+tensors, _ = ckpt_tensors.whole(sys.argv[4])
+man = json.load(open(sys.argv[4] + "/manifest.json"))
+tp, files = ckpt_tensors.rank_files(sys.argv[4], man)
+sq = lambda t: float((t.astype("float64") ** 2).sum())
+ref = 0.0
+for name, t in tensors.items():
+    info = man["tensors"][name]
+    if info["tp_split"] == "vocab":
+        ref += sum(sq(files[(k, info["pipeline_stage"])][name]) for k in range(tp))
+    else:
+        ref += sq(t)
+ref = math.sqrt(ref)
+print("tensorboard", tb, "checkpoint", ref)
+sys.exit(not (len(tb) == 1 and abs(tb[0] - ref) <= 1e-5 * ref))
+EOF
+}
+for par in "--tensor-model-parallel-size 2" "--zero-stage 3"; do
+    d=$(echo "$par" | tr -dc 'a-z0-9')
+    check "params-norm, 2 ranks with $par: runs and saves" timeout -k 5 25 mpirun.openmpi -n 2 \
+        -x OMP_NUM_THREADS "$PLAIT" train "${TINY[@]}" $par --micro-batch-size 2 --train-iters 4 \
+        --log-interval 2 --eval-iters 0 --tensorboard-dir "$TMP/tb_$d" --log-params-norm \
+        --save "$TMP/ck_$d"
+    check "params-norm with $par: the norm of the saved checkpoint's tensors (replicated and \
+sharded counted once)" params_norm_is "$TMP/tb_$d" "$TMP/ck_$d/iter_0000004" 4
+done
+
 # 4. Cadence: --tensorboard-log-interval 2, --log-interval 4, loss-scale left out.
 check "--tensorboard-log-interval 2 --no-log-loss-scale-to-tensorboard runs" timeout -k 5 20 \
     "$PLAIT" train "${TINY[@]}" --micro-batch-size 2 --train-iters 8 --log-interval 4 \
