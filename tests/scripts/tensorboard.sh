@@ -161,7 +161,7 @@ print("tensorboard", tb, "checkpoint", ref)
 sys.exit(not (len(tb) == 1 and abs(tb[0] - ref) <= 1e-5 * ref))
 EOF
 }
-for par in "--tensor-model-parallel-size 2" "--zero-stage 3"; do
+for par in "--tensor-model-parallel-size 2" "--zero-stage 3" "--pipeline-model-parallel-size 2"; do
     d=$(echo "$par" | tr -dc 'a-z0-9')
     check "params-norm, 2 ranks with $par: runs and saves" timeout -k 5 25 mpirun.openmpi -n 2 \
         -x OMP_NUM_THREADS "$PLAIT" train "${TINY[@]}" $par --micro-batch-size 2 --train-iters 4 \
