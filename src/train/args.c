@@ -254,6 +254,8 @@ static const pl_option train_options[] = {
      "TensorBoard: world-size", NULL, 0},
     {"--log-params-norm", PL_OPT_BOOL, NULL, F(log_params_norm),
      "TensorBoard: params-norm, the L2 norm of all parameters after the step", NULL, 0},
+    {"--log-num-zeros-in-grad", PL_OPT_BOOL, NULL, F(log_num_zeros_in_grad),
+     "TensorBoard: num-zeros, the gradients equal to zero", NULL, 0},
     {"--deepspeed", PL_OPT_BOOL, NULL, L(deepspeed),
      "DeepSpeed's engine semantics: the --deepspeed_config's zero_optimization.stage wins over "
      "--zero-stage, as the engine reads only the JSON", NULL, 0},

@@ -5,17 +5,19 @@
  * Every --tensorboard-log-interval iterations (default 1): learning-rate, batch-size,
  * lm loss, loss-scale (unless --no-log-loss-scale-to-tensorboard; 1 without --fp16, as
  * Megatron's optimizers report), world-size (--log-world-size-to-tensorboard), grad-norm
- * (not on a skipped iteration: Megatron's is None there), params-norm (--log-params-norm)
+ * and num-zeros (--log-num-zeros-in-grad) (not on a skipped iteration: Megatron's are None
+ * there), params-norm (--log-params-norm)
  * and the four memory tags (--log-memory-to-tensorboard), each also as "TAG vs samples"
  * against the consumed samples where Megatron writes one. Every --log-interval:
  * iteration-time (--log-timers-to-tensorboard) and a flush. Every evaluation: lm loss
  * validation (and vs samples), and with --log-validation-ppl-to-tensorboard its ppl,
- * exp(min(20, loss)). What is not written: num-zeros (plait does not count zero
- * gradients), optimizer states, throughput, MoE and MTP scalars. */
+ * exp(min(20, loss)). What is not written: optimizer states, throughput, MoE and MTP
+ * scalars. */
 #include "train/trainer_internal.h"
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "optim/adamw.h"
 
 #include <math.h>
 #include <string.h>
@@ -65,6 +67,20 @@ fail:
     return st;
 }
 
+pl_status pl_train_count_zeros(pl_trainer *t, const float *g, int64_t lo, int64_t n, int64_t *out)
+{
+    pl_status st = PL_OK;
+    pl_comm *mp = pl_grid_comm(&t->grid, t->grid.layout.pp > 1 ? PL_GRID_MP : PL_GRID_TP);
+    int64_t zeros = pl_grad_zeros_range(&t->reg, lo, lo + n, g);
+    if (mp->size > 1)
+        PL_TRY(pl_comm_allreduce_i64(mp, &zeros, 1, PL_COMM_SUM));
+    if (t->zero_stage)
+        PL_TRY(pl_comm_allreduce_i64(t->zero.comm, &zeros, 1, PL_COMM_SUM));
+    *out = zeros;
+fail:
+    return st;
+}
+
 /* Kibibytes of a /proc/self/status field (VmRSS, VmHWM), -1 if absent. */
 static int64_t proc_kib(const char *field)
 {
@@ -103,6 +119,8 @@ pl_status pl_train_tb_iteration(pl_trainer *t, const step_result *r)
         PL_TRY(both(t, "world-size", (double)t->grid.layout.world));
     if (!r->skipped)
         PL_TRY(both(t, "grad-norm", r->grad_norm));
+    if (a->log_num_zeros_in_grad && !r->skipped)
+        PL_TRY(both(t, "num-zeros", (double)r->num_zeros));
     if (a->log_params_norm)
         PL_TRY(both(t, "params-norm", pnorm));
     if (a->log_memory_tb) {

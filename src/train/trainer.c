@@ -670,6 +670,9 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         held[0] = NAN; /* fault injection (tests): one rank's gradient goes bad */
     double ts = pl_time_now(), sumsq;
     PL_TRY(pl_train_grad_sumsq(t, held, t->zero_stage ? t->zero.lo : 0, held_n, &sumsq));
+    if (t->a->log_num_zeros_in_grad)
+        PL_TRY(pl_train_count_zeros(t, held, t->zero_stage ? t->zero.lo : 0, held_n,
+                                    &r->num_zeros));
     t->prof.optim += pl_time_now() - ts;
     /* Loss for the log (the mean over micro-batches and DP ranks) and, in the
      * same all-reduce, whether any rank saw a non-finite loss or gradient, so

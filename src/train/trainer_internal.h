@@ -118,6 +118,7 @@ typedef struct pl_trainer {
 typedef struct step_result {
     double loss, grad_norm, lr;
     double loss_scale;                       /* the scale this iteration ran with */
+    int64_t num_zeros;                       /* --log-num-zeros-in-grad: zero gradients */
     int skipped;
 } step_result;
 
@@ -189,6 +190,9 @@ pl_status pl_train_tb_iteration(pl_trainer *t, const step_result *r);
 pl_status pl_train_tb_window(pl_trainer *t, double seconds_per_iter);
 pl_status pl_train_tb_eval(pl_trainer *t, double loss);
 pl_status pl_train_tb_close(pl_trainer *t);
+/* --log-num-zeros-in-grad: the zeros among this rank's n reduced gradients at flat offset
+ * lo, summed over the model-parallel group and (ZeRO) the DP shards: every value once. */
+pl_status pl_train_count_zeros(pl_trainer *t, const float *g, int64_t lo, int64_t n, int64_t *out);
 /* ZeRO stages 2-3 (zero_hooks.c): the model's view locator and fetch hook, and one
  * micro-batch's backward (reduce-scatters queued as layers finish; with last = 1 every
  * queued reduce-scatter has completed on return, so the shard holds the step's sums). */

@@ -171,6 +171,34 @@ for par in "--tensor-model-parallel-size 2" "--zero-stage 3" "--pipeline-model-p
 sharded counted once)" params_norm_is "$TMP/tb_$d" "$TMP/ck_$d/iter_0000004" 4
 done
 
+# num-zeros: the first step's gradients come from the same initial weights and global
+# batch in every layout, so their exact zeros are the same ones (later steps may differ
+# by a cancellation or two, as the weights differ in the last bits). Untied, so that the
+# rows of tokens absent from the batch stay zero. TP 2 pads the vocabulary from 128 to 256
+# rows: the word embeddings' 128 padded rows x hidden 32 no token reaches (the output
+# layer's padded rows do get gradients, from the softmax over the padded vocabulary, as
+# in Megatron).
+NZ=(--log-num-zeros-in-grad --untie-embeddings-and-output-weights --train-iters 3
+    --eval-iters 0 --log-interval 1)
+# nz DIR: num-zeros at iteration 1
+nz() { $PY "$READ" "$1"/events.out.tfevents.* | awk -F'\t' '$2 == "num-zeros" && $1 == 1 {print $3}'; }
+check "num-zeros: one rank" timeout -k 5 10 "$PLAIT" train "${TINY[@]}" "${NZ[@]}" \
+    --micro-batch-size 2 --tensorboard-dir "$TMP/nz1"
+N1=$(nz "$TMP/nz1")
+check "num-zeros: positive at one rank, and written every iteration" \
+    test "${N1:-0}" -gt 0 -a "$(steps "$TMP/nz1" num-zeros)" = "1 2 3"
+for par in "--zero-stage 3 --micro-batch-size 1" "--zero-stage 1 --micro-batch-size 1" \
+           "--pipeline-model-parallel-size 2 --micro-batch-size 2" \
+           "--tensor-model-parallel-size 2 --micro-batch-size 2"; do
+    d=$(echo "$par" | tr -dc 'a-z0-9')
+    pad=0
+    case "$par" in *tensor-model*) pad=$((128 * 32)) ;; esac
+    check "num-zeros with $par: 2 ranks run" timeout -k 5 20 mpirun.openmpi -n 2 \
+        -x OMP_NUM_THREADS "$PLAIT" train "${TINY[@]}" "${NZ[@]}" $par --tensorboard-dir "$TMP/nz_$d"
+    check "num-zeros with $par at iteration 1: one rank's ${N1:-?} + $pad padded embedding values" \
+        test "$(nz "$TMP/nz_$d")" = "$(( ${N1:-0} + pad ))"
+done
+
 # 4. Cadence: --tensorboard-log-interval 2, --log-interval 4, loss-scale left out.
 check "--tensorboard-log-interval 2 --no-log-loss-scale-to-tensorboard runs" timeout -k 5 20 \
     "$PLAIT" train "${TINY[@]}" --micro-batch-size 2 --train-iters 8 --log-interval 4 \
