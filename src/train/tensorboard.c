@@ -5,9 +5,9 @@
  * Every --tensorboard-log-interval iterations (default 1): learning-rate, batch-size,
  * lm loss, loss-scale (unless --no-log-loss-scale-to-tensorboard; 1 without --fp16, as
  * Megatron's optimizers report), world-size (--log-world-size-to-tensorboard), grad-norm
- * and num-zeros (--log-num-zeros-in-grad) (not on a skipped iteration: Megatron's are None
- * there), params-norm (--log-params-norm)
- * and the four memory tags (--log-memory-to-tensorboard), each also as "TAG vs samples"
+ * and num-zeros (--log-num-zeros-in-grad; neither on a skipped iteration, where
+ * Megatron's are None), params-norm (--log-params-norm) and the four memory tags
+ * (--log-memory-to-tensorboard), each also as "TAG vs samples"
  * against the consumed samples where Megatron writes one. Every --log-interval:
  * iteration-time (--log-timers-to-tensorboard) and a flush. Every evaluation: lm loss
  * validation (and vs samples), and with --log-validation-ppl-to-tensorboard its ppl,
