@@ -40,21 +40,38 @@ double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float
     return norm;
 }
 
+/* The part of parameter p inside [lo, hi) that this TP rank counts (see
+ * pl_grad_sumsq_range): [*a, *b), or 0 when there is none. */
+static int own_span(const pl_registry *reg, const pl_param *p, int64_t lo, int64_t hi, int64_t *a,
+                    int64_t *b)
+{
+    if (p->offset < 0 || p->tied_copy || (p->split == PL_TP_REPLICATED && reg->tp_rank != 0))
+        return 0;
+    /* a shared k, v copy: only the query rows are this rank's own */
+    int64_t end = p->split == PL_TP_QKV_SHARED_KV && p->kv_replica != 0
+                      ? p->offset + p->q_rows * p->local_shape[1]
+                      : p->offset + p->numel;
+    *a = p->offset > lo ? p->offset : lo;
+    *b = end < hi ? end : hi;
+    return *a < *b;
+}
+
 double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads)
 {
     double sum = 0;
-    for (int i = 0; i < reg->n; i++) {
-        const pl_param *p = &reg->params[i];
-        if (p->offset < 0 || p->tied_copy || (p->split == PL_TP_REPLICATED && reg->tp_rank != 0))
-            continue;
-        /* a shared k, v copy: only the query rows are this rank's own */
-        int64_t end = p->split == PL_TP_QKV_SHARED_KV && p->kv_replica != 0
-                          ? p->offset + p->q_rows * p->local_shape[1]
-                          : p->offset + p->numel;
-        int64_t a = p->offset > lo ? p->offset : lo;
-        int64_t b = end < hi ? end : hi;
-        if (a < b)
+    int64_t a, b;
+    for (int i = 0; i < reg->n; i++)
+        if (own_span(reg, &reg->params[i], lo, hi, &a, &b))
             sum += pl_cpu_sumsq(grads + (a - lo), b - a);
-    }
     return sum;
+}
+
+int64_t pl_grad_zeros_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads)
+{
+    int64_t zeros = 0, a, b;
+    for (int i = 0; i < reg->n; i++)
+        if (own_span(reg, &reg->params[i], lo, hi, &a, &b))
+            for (int64_t k = a; k < b; k++)
+                zeros += grads[k - lo] == 0.0f;
+    return zeros;
 }

@@ -34,5 +34,8 @@ double pl_adamw_step_range(const pl_registry *reg, int64_t lo, int64_t hi, float
  * TP group, each value then counts once (Megatron's
  * param_is_not_tensor_parallel_duplicate). */
 double pl_grad_sumsq_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads);
+/* The gradients equal to zero among the same values (Megatron's count_zeros_fp32, for
+ * --log-num-zeros-in-grad); summed over the TP group, each counts once. */
+int64_t pl_grad_zeros_range(const pl_registry *reg, int64_t lo, int64_t hi, const float *grads);
 
 #endif

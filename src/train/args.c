@@ -242,7 +242,20 @@ static const pl_option train_options[] = {
     {"--num-workers", PL_OPT_INT, NULL, L(num_workers),
      "accepted; plait reads the memory-mapped data in the training thread", NULL, 0},
     {"--tensorboard-dir", PL_OPT_STRING, NULL, L(tensorboard_dir),
-     "accepted; TensorBoard files are not written yet (metrics go to --metrics-file)", NULL, 0},
+     "write TensorBoard event files with Megatron's scalars here (the last rank writes them)",
+     NULL, 0},
+    {"--tensorboard-log-interval", PL_OPT_INT, "1", F(tensorboard_log_interval),
+     "iterations between TensorBoard scalars", NULL, 0},
+    {"--no-log-loss-scale-to-tensorboard", PL_OPT_BOOL, NULL, F(no_log_loss_scale_tb),
+     "leave loss-scale out of the TensorBoard scalars", NULL, 0},
+    {"--log-memory-to-tensorboard", PL_OPT_BOOL, NULL, F(log_memory_tb),
+     "TensorBoard: the writing rank's memory (docs/training.md says what each tag holds)", NULL, 0},
+    {"--log-world-size-to-tensorboard", PL_OPT_BOOL, NULL, F(log_world_size_tb),
+     "TensorBoard: world-size", NULL, 0},
+    {"--log-params-norm", PL_OPT_BOOL, NULL, F(log_params_norm),
+     "TensorBoard: params-norm, the L2 norm of all parameters after the step", NULL, 0},
+    {"--log-num-zeros-in-grad", PL_OPT_BOOL, NULL, F(log_num_zeros_in_grad),
+     "TensorBoard: num-zeros, the gradients equal to zero", NULL, 0},
     {"--deepspeed", PL_OPT_BOOL, NULL, L(deepspeed),
      "DeepSpeed's engine semantics: the --deepspeed_config's zero_optimization.stage wins over "
      "--zero-stage, as the engine reads only the JSON", NULL, 0},
@@ -306,15 +319,15 @@ static const pl_option train_options[] = {
     {"--no-query-key-layer-scaling", PL_OPT_BOOL, NULL, L(no_query_key_layer_scaling),
      "accepted; plait never scales by layer number", NULL, 0},
     {"--log-timers-to-tensorboard", PL_OPT_BOOL, NULL, L(log_timers_tb),
-     "accepted; TensorBoard files are not written yet", NULL, 0},
+     "TensorBoard: iteration-time (seconds per iteration of each --log-interval window)", NULL, 0},
     {"--log-batch-size-to-tensorboard", PL_OPT_BOOL, NULL, L(log_batch_size_tb),
-     "accepted; TensorBoard files are not written yet", NULL, 0},
+     "accepted; batch-size is always written (as current Megatron)", NULL, 0},
     {"--log-validation-ppl-to-tensorboard", PL_OPT_BOOL, NULL, L(log_validation_ppl_tb),
-     "accepted; TensorBoard files are not written yet", NULL, 0},
+     "TensorBoard: lm loss validation ppl", NULL, 0},
     {"--log-optimizer-states-to-tensorboard", PL_OPT_BOOL, NULL, L(log_optimizer_states_tb),
-     "accepted; TensorBoard files are not written yet", NULL, 0},
+     "accepted; optimizer states are not written to TensorBoard", NULL, 0},
     {"--tensorboard-queue-size", PL_OPT_INT, NULL, L(tensorboard_queue_size),
-     "accepted; TensorBoard files are not written yet", NULL, 0},
+     "accepted; events are flushed every --log-interval", NULL, 0},
     {"--wandb-project", PL_OPT_STRING, NULL, L(wandb_project),
      "accepted; nothing is sent to Weights & Biases", NULL, 0},
     {"--wandb-exp-name", PL_OPT_STRING, NULL, L(wandb_exp_name),
@@ -730,6 +743,8 @@ static pl_status validate(pl_train_args *a)
                                      "--adam-eps > 0");
     if (a->weight_decay < 0 || a->clip_grad < 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --weight-decay and --clip-grad must be >= 0");
+    if (a->tensorboard_log_interval <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --tensorboard-log-interval must be positive");
     if (a->log_interval <= 0 || a->eval_interval <= 0 || a->eval_iters < 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --log-interval and --eval-interval must be "
                                      "positive, --eval-iters >= 0");

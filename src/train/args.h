@@ -109,6 +109,10 @@ typedef struct pl_train_args {
     /* checkpoints and logging */
     const char *save, *load, *metrics_file, *config;
     int64_t save_interval;
+    /* TensorBoard (the directory is legacy.tensorboard_dir; train/tensorboard.c) */
+    int64_t tensorboard_log_interval;
+    int no_log_loss_scale_tb, log_memory_tb, log_world_size_tb, log_params_norm;
+    int log_num_zeros_in_grad;
     int no_load_optim, no_load_rng, finetune;
     void *preset; /* the parsed --config file (cJSON); owns the preset's strings */
     int bench;    /* set by `plait bench`: report the step breakdown and a JSON summary */

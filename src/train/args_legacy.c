@@ -141,12 +141,11 @@ static const legacy_note switch_notes[] = {
      "--tp-comm-overlap"},
     {LN(no_query_key_layer_scaling),
      "--no-query-key-layer-scaling: plait never scales attention scores by the layer number"},
-    {LN(log_timers_tb), "--log-timers-to-tensorboard: TensorBoard files are not written yet"},
-    {LN(log_batch_size_tb), "--log-batch-size-to-tensorboard: TensorBoard files are not written yet"},
-    {LN(log_validation_ppl_tb),
-     "--log-validation-ppl-to-tensorboard: TensorBoard files are not written yet"},
+    {LN(log_batch_size_tb),
+     "--log-batch-size-to-tensorboard: batch-size is always written to TensorBoard (as current "
+     "Megatron writes it)"},
     {LN(log_optimizer_states_tb),
-     "--log-optimizer-states-to-tensorboard: TensorBoard files are not written yet"},
+     "--log-optimizer-states-to-tensorboard: optimizer states are not written to TensorBoard"},
 };
 #undef LN
 
@@ -169,10 +168,6 @@ static pl_status value_notes(pl_train_args *a)
         PL_TRY(pl_train_args_note(a, "--num-workers %lld: samples are read from the "
                                   "memory-mapped files by the training thread",
                                   (long long)l->num_workers));
-    if (l->tensorboard_dir)
-        PL_TRY(pl_train_args_note(a, "--tensorboard-dir %s: TensorBoard files are not written "
-                                  "yet; the same scalars go to --metrics-file (JSON lines)",
-                                  l->tensorboard_dir));
     if (pl_train_args_given(a, "--zero-reduce-bucket-size"))
         PL_TRY(pl_train_args_note(a, "--zero-reduce-bucket-size %lld: not read (DeepSpeed reads "
                                   "zero_optimization.reduce_bucket_size from its JSON; plait's "
@@ -183,8 +178,9 @@ static pl_status value_notes(pl_train_args *a)
                                   "one layer's parameters at a time",
                                   (long long)l->zero_allgather_bucket_size));
     if (pl_train_args_given(a, "--tensorboard-queue-size"))
-        PL_TRY(pl_train_args_note(a, "--tensorboard-queue-size %lld: TensorBoard files are not "
-                                  "written yet", (long long)l->tensorboard_queue_size));
+        PL_TRY(pl_train_args_note(a, "--tensorboard-queue-size %lld: no queue; TensorBoard "
+                                  "events are flushed every --log-interval",
+                                  (long long)l->tensorboard_queue_size));
     if (l->wandb_project || l->wandb_exp_name || l->wandb_save_dir)
         PL_TRY(pl_train_args_note(a, "--wandb-*: nothing is sent to Weights & Biases; the "
                                   "scalars go to --metrics-file (JSON lines)"));

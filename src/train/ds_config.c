@@ -462,7 +462,7 @@ static const top_key top_keys[] = {
     {"memory_breakdown",
      "not applied; plait prints its memory plan at start and peak RSS in the metrics"},
     {"flops_profiler", "not applied; plait prints MFLOP per token and MFU in every progress line"},
-    {"tensorboard", "not written yet; the scalars go to --metrics-file (JSON lines)"},
+    {"tensorboard", "DeepSpeed's monitor is not run; --tensorboard-dir writes Megatron's scalars"},
     {"wandb", "not written; the scalars go to --metrics-file (JSON lines)"},
     {"csv_monitor", "not written; the scalars go to --metrics-file (JSON lines)"},
     {"comet", "not written; the scalars go to --metrics-file (JSON lines)"},

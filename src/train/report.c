@@ -3,6 +3,7 @@
  * breakdown of plait bench. */
 #include "train/trainer_internal.h"
 
+#include "base/fileio.h"
 #include "base/log.h"
 #include "model/spec.h"
 
@@ -13,9 +14,7 @@
 
 /* ---- reporting -------------------------------------------------------------- */
 
-/* Activation and scratch bytes of every model chunk of this rank, as planned, or
- * (kept) with every activation kept. */
-static size_t act_bytes(const pl_trainer *t, int kept)
+size_t pl_train_act_bytes(const pl_trainer *t, int kept)
 {
     size_t n = 0;
     for (int k = 0; k < (t->nchunks > 1 ? t->nchunks : 1); k++) {
@@ -28,7 +27,7 @@ static size_t act_bytes(const pl_trainer *t, int kept)
 void pl_train_print_memory_plan(const pl_trainer *t)
 {
     const double MiB = 1 << 20;
-    double act = (double)act_bytes(t, 0);
+    double act = (double)pl_train_act_bytes(t, 0);
     double p = (double)t->state_bytes[0], g = (double)t->state_bytes[1];
     double o = (double)t->state_bytes[2], w = (double)t->work_bytes;
     double cv = (double)pl_gemm_convert_bytes(t->gemm); /* bf16/fp16 GEMM operands */
@@ -45,7 +44,7 @@ void pl_train_print_memory_plan(const pl_trainer *t)
                 "(the difference is padding to a multiple of dp)",
                 formula[t->zero_stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
     char rc[64];
-    double kept = (double)act_bytes(t, 1);
+    double kept = (double)pl_train_act_bytes(t, 1);
     pl_log_info("activations (micro-batch %lld, recompute %s): %.1f MiB planned; %.1f MiB "
                 "without recompute, so recompute saves %.1f MiB",
                 (long long)t->mbs, pl_recompute_name(&t->cfg.recompute, rc, sizeof rc),
@@ -117,6 +116,29 @@ void pl_train_comm_step_done(pl_trainer *t)
         s->after = o->after;
     }
     pl_dp_step_stats_add(a, s);
+}
+
+/* --metrics-file (or SAVE/metrics.jsonl), opened by rank 0 for appending. */
+pl_status pl_train_open_metrics(pl_trainer *t)
+{
+    if (!pl_train_is_root(t))
+        return PL_OK;
+    char path[4096];
+    if (t->a->metrics_file)
+        snprintf(path, sizeof path, "%s", t->a->metrics_file);
+    else if (t->a->save)
+        snprintf(path, sizeof path, "%s/metrics.jsonl", t->a->save);
+    else
+        return PL_OK;
+    if (t->a->save) {
+        pl_status st = pl_mkdirs(t->a->save);
+        if (st)
+            return st;
+    }
+    t->metrics = fopen(path, "a");
+    if (!t->metrics)
+        return pl_errorf(PL_ERR_IO, "--metrics-file %s: cannot open for appending", path);
+    return PL_OK;
 }
 
 void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window)
@@ -258,7 +280,8 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
                 (long long)t->iteration, t->zero_stage, (long long)t->dp,
                 (long long)mx[0], (long long)-mx[1],
                 (long long)(t->state_bytes[0] + t->state_bytes[1] + t->state_bytes[2]),
-                (long long)t->work_bytes, (long long)act_bytes(t, 0), (long long)act_bytes(t, 1));
+                (long long)t->work_bytes, (long long)pl_train_act_bytes(t, 0),
+                (long long)pl_train_act_bytes(t, 1));
         fflush(t->metrics);
     }
     return PL_OK;
@@ -360,7 +383,7 @@ void pl_train_bench_report(const pl_trainer *t)
            "\"tp_overlap_wait_ms\": %.3f, \"act_bytes\": %lld, \"pp_wait_ms\": %.3f, "
            "\"pp_sim_idle\": %.4f, \"pp\": %d, \"micro_batches\": %lld,",
            tokens_s, 1e3 * tp_s / (double)n, 1e3 * tp_hidden / (double)n,
-           1e3 * ov->wait / (double)n, (long long)act_bytes(t, 0),
+           1e3 * ov->wait / (double)n, (long long)pl_train_act_bytes(t, 0),
            1e3 * t->prof.pp_wait / (double)n, t->pp_sim_idle, t->grid.layout.pp,
            (long long)t->num_micro);
     printf(" \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "

@@ -569,7 +569,7 @@ pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count)
 /* The squared gradient norm of the model-parallel slice this rank's DP group
  * holds, from its n gradients at flat offset lo (all of them, or a ZeRO shard):
  * with TP, the sum over the TP group, tensors replicated over TP counted once. */
-static pl_status grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n, double *out)
+pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n, double *out)
 {
     /* the model-parallel group: TP, or TP x PP when pipelined (each stage its layers) */
     pl_comm *mp = pl_grid_comm(&t->grid, t->grid.layout.pp > 1 ? PL_GRID_MP : PL_GRID_TP);
@@ -593,7 +593,7 @@ static pl_status zero_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr,
     for (int64_t i = 0; i < z->shard; i++)
         g[i] *= scale;
     double sumsq;
-    PL_TRY(grad_sumsq(t, g, z->lo, z->shard, &sumsq));
+    PL_TRY(pl_train_grad_sumsq(t, g, z->lo, z->shard, &sumsq));
     PL_TRY(pl_comm_allreduce_f64(z->comm, &sumsq, 1, PL_COMM_SUM));
     float *p = t->zero_stage == 3 ? t->pshard : t->params + z->lo;
     *norm = pl_adamw_step_range(&t->reg, z->lo, z->hi, p, g, t->exp_avg, t->exp_avg_sq, hp, lr,
@@ -669,7 +669,10 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     if (t->fault_nan_iter == t->iteration + 1 && t->fault_nan_rank == t->grid.rank)
         held[0] = NAN; /* fault injection (tests): one rank's gradient goes bad */
     double ts = pl_time_now(), sumsq;
-    PL_TRY(grad_sumsq(t, held, t->zero_stage ? t->zero.lo : 0, held_n, &sumsq));
+    PL_TRY(pl_train_grad_sumsq(t, held, t->zero_stage ? t->zero.lo : 0, held_n, &sumsq));
+    if (t->a->log_num_zeros_in_grad)
+        PL_TRY(pl_train_count_zeros(t, held, t->zero_stage ? t->zero.lo : 0, held_n,
+                                    &r->num_zeros));
     t->prof.optim += pl_time_now() - ts;
     /* Loss for the log (the mean over micro-batches and DP ranks) and, in the
      * same all-reduce, whether any rank saw a non-finite loss or gradient, so
@@ -824,6 +827,7 @@ static void trainer_free(pl_trainer *t)
 {
     if (t->metrics)
         fclose(t->metrics);
+    (void)pl_tfevents_close(&t->tb); /* after a failure: its error already reported */
     pl_free(t->sample);
     pl_free(t->batch_idx);
     pl_dp_buckets_free(t->buckets);
@@ -846,28 +850,6 @@ static void trainer_free(pl_trainer *t)
     pl_tokenizer_free(t->tok);
     if (t->grid_up)
         pl_grid_free(&t->grid);
-}
-
-static pl_status open_metrics(pl_trainer *t)
-{
-    if (!pl_train_is_root(t))
-        return PL_OK;
-    char path[4096];
-    if (t->a->metrics_file)
-        snprintf(path, sizeof path, "%s", t->a->metrics_file);
-    else if (t->a->save)
-        snprintf(path, sizeof path, "%s/metrics.jsonl", t->a->save);
-    else
-        return PL_OK;
-    if (t->a->save) {
-        pl_status st = pl_mkdirs(t->a->save);
-        if (st)
-            return st;
-    }
-    t->metrics = fopen(path, "a");
-    if (!t->metrics)
-        return pl_errorf(PL_ERR_IO, "--metrics-file %s: cannot open for appending", path);
-    return PL_OK;
 }
 
 /* Megatron's exit conditions other than --exit-interval, agreed by every
@@ -917,7 +899,8 @@ static pl_status run(pl_trainer *t)
     PL_TRY(setup_data(t));
     if (a->load)
         PL_TRY(pl_train_load(t));
-    PL_TRY(open_metrics(t));
+    PL_TRY(pl_train_open_metrics(t));
+    PL_TRY(pl_train_tb_open(t));
     if (pl_train_is_root(t)) {
         for (const char *p = a->notes; p && *p;) { /* one line per legacy flag or DeepSpeed key */
             const char *nl = strchr(p, '\n');
@@ -951,9 +934,11 @@ static pl_status run(pl_trainer *t)
         t->prof.total += pl_time_now() - t0;
         t->prof.steps++;
         window++;
+        PL_TRY(pl_train_tb_iteration(t, &r));
         if (t->iteration % a->log_interval == 0 || t->iteration == t->train_iters) {
             double now = pl_time_now();
             pl_train_log_iteration(t, &r, (now - t_window) * 1e3, window);
+            PL_TRY(pl_train_tb_window(t, (now - t_window) / (double)window));
             window = 0;
             t_window = now;
         }
@@ -961,6 +946,7 @@ static pl_status run(pl_trainer *t)
             double vl;
             PL_TRY(evaluate(t, &vl));
             pl_train_log_eval(t, vl);
+            PL_TRY(pl_train_tb_eval(t, vl));
             t_window = pl_time_now();
         }
         if (a->save && pl_train_args_given(a, "--save-interval") &&
@@ -979,6 +965,7 @@ static pl_status run(pl_trainer *t)
     PL_TRY(pl_train_log_peak_memory(t));
     if (a->save && last_saved != t->iteration)
         PL_TRY(pl_train_save(t));
+    PL_TRY(pl_train_tb_close(t));
     if (a->bench && t->grid.layout.pp > 1 && t->prof.steps > 0)
         PL_TRY(pl_train_pp_simulate(t));
     if (a->bench && pl_train_is_root(t))

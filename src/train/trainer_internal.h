@@ -1,10 +1,11 @@
 /* The trainer's state, shared by the files of src/train/ that implement
  * `plait train` (trainer.c: set-up, the step, checkpoints, the loop; report.c:
- * the banner, memory plan, progress lines, metrics and plait bench's report).
- * Not a public interface. */
+ * the banner, memory plan, progress lines, metrics and plait bench's report;
+ * tensorboard.c: --tensorboard-dir's scalars). Not a public interface. */
 #ifndef PL_TRAIN_TRAINER_INTERNAL_H
 #define PL_TRAIN_TRAINER_INTERNAL_H
 
+#include "base/tfevents.h"
 #include "data/blended.h"
 #include "data/sampler.h"
 #include "data/tokenizer/tokenizer.h"
@@ -99,6 +100,8 @@ typedef struct pl_trainer {
     int32_t *sample;                         /* S + 1 tokens */
     int64_t *batch_idx;                      /* mbs global indices */
     FILE *metrics;
+    pl_tfevents tb;                          /* --tensorboard-dir, the last rank's (f: NULL
+                                              * elsewhere; train/tensorboard.c) */
     int64_t skipped_in_row, skipped_total;   /* skipped iterations (non-finite, overflow) */
     pl_loss_scaler scaler;                   /* --fp16 loss scale; static 1 otherwise */
     struct { /* seconds per phase, for plait bench (from the bench window's start) */
@@ -120,6 +123,7 @@ typedef struct pl_trainer {
 typedef struct step_result {
     double loss, grad_norm, lr;
     double loss_scale;                       /* the scale this iteration ran with */
+    int64_t num_zeros;                       /* --log-num-zeros-in-grad: zero gradients */
     int skipped;
 } step_result;
 
@@ -165,6 +169,8 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
 pl_status pl_train_save(pl_trainer *t);
 pl_status pl_train_load(pl_trainer *t);
 
+/* report.c: --metrics-file (default SAVE/metrics.jsonl), opened by rank 0 for appending. */
+pl_status pl_train_open_metrics(pl_trainer *t);
 void pl_train_print_banner(const pl_trainer *t);
 void pl_train_print_memory_plan(const pl_trainer *t);
 /* One progress line (and metrics object) for the window of iterations just run. */
@@ -173,6 +179,25 @@ void pl_train_log_eval(pl_trainer *t, double loss);
 /* Peak resident memory of every rank (collective over the world). */
 pl_status pl_train_log_peak_memory(pl_trainer *t);
 void pl_train_bench_reset(pl_trainer *t);
+/* Activation and scratch bytes of this rank's model chunks, as planned or (kept) with
+ * every activation kept. */
+size_t pl_train_act_bytes(const pl_trainer *t, int kept);
+/* The squared norm of n values at flat offset lo of this rank's model-parallel slice
+ * (a gradient, or parameters): summed over TP (x PP), replicated tensors once. */
+pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n, double *out);
+
+/* tensorboard.c (--tensorboard-dir): open the event file on the last rank; an
+ * iteration's scalars (every rank calls it: --log-params-norm is collective); at the end
+ * of a --log-interval window, iteration-time and a flush; an evaluation's scalars; close.
+ * Errors name the file. */
+pl_status pl_train_tb_open(pl_trainer *t);
+pl_status pl_train_tb_iteration(pl_trainer *t, const step_result *r);
+pl_status pl_train_tb_window(pl_trainer *t, double seconds_per_iter);
+pl_status pl_train_tb_eval(pl_trainer *t, double loss);
+pl_status pl_train_tb_close(pl_trainer *t);
+/* --log-num-zeros-in-grad: the zeros among this rank's n reduced gradients at flat offset
+ * lo, summed over the model-parallel group and (ZeRO) the DP shards: every value once. */
+pl_status pl_train_count_zeros(pl_trainer *t, const float *g, int64_t lo, int64_t n, int64_t *out);
 /* ZeRO stages 2-3 (zero_hooks.c): the model's view locator and fetch hook, and one
  * micro-batch's backward (reduce-scatters queued as layers finish; with last = 1 every
  * queued reduce-scatter has completed on return, so the shard holds the step's sums). */

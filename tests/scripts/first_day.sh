@@ -92,7 +92,7 @@ check "--deepspeed: the JSON's zero_optimization.stage 2 wins over --zero-stage 
 check "ZeRO stage 2 runs over dp 2" has "memory plan \(per rank, ZeRO stage 2, dp 2\)"
 check "--fp16 with the JSON's dynamic scaler (DeepSpeed's 2^16 start)" \
     has "precision: fp16 .* loss scale dynamic from 65536"
-for flag in "--distributed-backend nccl" "--tensorboard-dir" "--partition-activations" \
+for flag in "--distributed-backend nccl" "--partition-activations" \
             "--contigious-checkpointing" "--synchronize-each-layer" "--zero-reduce-scatter" \
             "--zero-contigious-gradients" "--zero-reduce-bucket-size 50000000" \
             "--zero-allgather-bucket-size 5000000000" "zero_optimization.overlap_comm" \
@@ -100,6 +100,9 @@ for flag in "--distributed-backend nccl" "--tensorboard-dir" "--partition-activa
     check "$flag: exactly one line (rank 0 only) saying what plait does" \
         test "$(count "^note: $flag")" = 1
 done
+check "--tensorboard-dir: one event file, by the last rank, and no note" \
+    test "$(ls "$TMP/tb" | grep -c '^events\.out\.tfevents\.')" = 1 -a "$(count "^note: --tensorboard-dir")" = 0 \
+    -a "$(count "tensorboard: rank 1 of 2 writes")" = 1
 # Megatron v1: warmup_iter = warmup x lr-decay-iters = 0.2 x 10 = 2 iterations; plait counts
 # Megatron's way in samples, so iteration 1 runs at 0, 2 at half, 3 at the peak 1.5e-4.
 lr_is() { /usr/bin/python3 -c 'import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 1e-12)' \

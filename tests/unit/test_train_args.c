@@ -211,19 +211,21 @@ TEST(legacy_flags_map_onto_megatrons_current_ones)
                             "--zero-contigious-gradients --zero-reduce-bucket-size 50000000 "
                             "--zero-allgather-bucket-size 5000000000 --tensorboard-dir tb "
                             "--local_rank 0 --deepspeed-activation-checkpointing "
-                            "--no-pipeline-parallel --log-timers-to-tensorboard "
+                            "--no-pipeline-parallel --log-batch-size-to-tensorboard "
                             "--wandb-project p --wandb-exp-name e"));
     static const char *const flags[] = {
         "--distributed-backend nccl", "--DDP-impl local", "--use-flash-attn:",
         "--partition-activations", "--checkpoint-in-cpu", "--contigious-checkpointing",
         "--synchronize-each-layer", "--profile-backward", "--zero-reduce-scatter",
         "--zero-contigious-gradients", "--zero-reduce-bucket-size 50000000",
-        "--zero-allgather-bucket-size 5000000000", "--tensorboard-dir tb", "--local_rank 0",
+        "--zero-allgather-bucket-size 5000000000", "--local_rank 0",
         "--deepspeed-activation-checkpointing", "--no-pipeline-parallel",
-        "--log-timers-to-tensorboard", "--wandb-*"};
+        "--log-batch-size-to-tensorboard", "--wandb-*"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         CHECK(notes_with(&a, flags[i]) == 1, "one note for %s in:\n%s", flags[i],
               a.notes ? a.notes : "");
+    CHECK(notes_with(&a, "--tensorboard-dir") == 0, "--tensorboard-dir writes files: no note in:\n%s",
+          a.notes ? a.notes : "");
     CHECK(!a.recompute_granularity, "--deepspeed-activation-checkpointing alone recomputes nothing");
     pl_train_args_free(&a);
     struct {
