@@ -638,6 +638,41 @@ static pl_status validate_recompute(pl_train_args *a)
     return PL_OK;
 }
 
+/* Megatron's OptimizerParamScheduler asserts, in the units the flags are given
+ * in (iterations or samples; the global batch size multiplies both sides alike):
+ * init_lr <= max_lr, lr_decay_steps > 0 and lr_warmup_steps < lr_decay_steps,
+ * for every decay style. A DeepSpeed config's scheduler is checked by its reader. */
+static pl_status validate_schedule(const pl_train_args *a, int by_iters)
+{
+    const char *decay_flag = by_iters ? "--lr-decay-iters" : "--lr-decay-samples";
+    const char *warm_flag = by_iters ? "--lr-warmup-iters" : "--lr-warmup-samples";
+    const int given = pl_train_args_given(a, decay_flag);
+    const int64_t decay = given ? (by_iters ? a->lr_decay_iters : a->lr_decay_samples)
+                                : (by_iters ? a->train_iters : a->train_samples);
+    if (a->lr_warmup_init > a->lr)
+        return pl_errorf(PL_ERR_ARG, "plait train: --lr-warmup-init %g is above --lr %g "
+                         "(Megatron asserts init_lr <= max_lr)", a->lr_warmup_init, a->lr);
+    if (decay <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: %s %lld: the decay must be positive "
+                         "(Megatron asserts lr_decay_steps > 0; a zero decay would make the "
+                         "learning rate 0/0)", decay_flag, (long long)decay);
+    if (pl_train_args_given(a, "--lr-warmup-fraction")) {
+        if (a->lr_warmup_fraction >= 1)
+            return pl_errorf(PL_ERR_ARG, "plait train: --lr-warmup-fraction %g: the warmup must "
+                             "be shorter than the decay (Megatron asserts lr_warmup_steps < "
+                             "lr_decay_steps)", a->lr_warmup_fraction);
+        return PL_OK;
+    }
+    const int64_t warm = by_iters ? a->lr_warmup_iters : a->lr_warmup_samples;
+    if (warm < 0 || warm >= decay)
+        return pl_errorf(PL_ERR_ARG, "plait train: %s %lld must be in [0, %lld), shorter than the "
+                         "decay (%s%s %lld; Megatron asserts lr_warmup_steps < lr_decay_steps)",
+                         warm_flag, (long long)warm, (long long)decay, given ? "" : "default ",
+                         given ? decay_flag : (by_iters ? "--train-iters" : "--train-samples"),
+                         (long long)decay);
+    return PL_OK;
+}
+
 static pl_status validate(pl_train_args *a)
 {
     pl_status st = PL_OK;
@@ -724,6 +759,8 @@ static pl_status validate(pl_train_args *a)
     if (a->lr < 0 || a->min_lr < 0 || a->min_lr > a->lr)
         return pl_errorf(PL_ERR_ARG, "plait train: need 0 <= --min-lr (%g) <= --lr (%g)",
                          a->min_lr, a->lr);
+    if (!a->ds_sched.style)
+        PL_TRY(validate_schedule(a, by_iters));
     if (a->adam_beta1 < 0 || a->adam_beta1 >= 1 || a->adam_beta2 < 0 || a->adam_beta2 >= 1 ||
         a->adam_eps <= 0)
         return pl_errorf(PL_ERR_ARG, "plait train: need 0 <= --adam-beta1, --adam-beta2 < 1 and "

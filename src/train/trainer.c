@@ -443,9 +443,11 @@ static pl_status setup_schedule(pl_trainer *t)
                               ? (int64_t)(a->lr_warmup_fraction * (double)s->decay_steps)
                               : a->lr_warmup_samples;
     }
-    if (s->warmup_steps > s->decay_steps && s->style != PL_LR_CONSTANT)
-        return pl_errorf(PL_ERR_ARG, "the warmup (%lld samples) is longer than the decay (%lld "
-                         "samples)", (long long)s->warmup_steps, (long long)s->decay_steps);
+    /* the flags were checked (args.c validate_schedule); this is the same rule in samples */
+    if (s->decay_steps <= 0 || s->warmup_steps >= s->decay_steps)
+        return pl_errorf(PL_ERR_ARG, "the warmup (%lld samples) must be shorter than the decay "
+                         "(%lld samples), which must be positive", (long long)s->warmup_steps,
+                         (long long)s->decay_steps);
     return PL_OK;
 }
 
@@ -685,6 +687,15 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         PL_TRY(pl_comm_allreduce_f64(ppc, agg, 2, PL_COMM_SUM));
     t->prof.comm += pl_time_now() - tc;
     double lr = pl_lr_schedule_lr(&t->sched);
+    /* Never train on (or save) garbage: a learning rate or loss scale that is not
+     * a finite number stops the run (the same decision on every rank: both are
+     * computed alike everywhere). */
+    if (!isfinite(lr) || lr < 0 || !isfinite(ls) || !(ls > 0))
+        return pl_errorf(PL_ERR_STOPPED, "iteration %lld: the %s is %g; stopping (the "
+                         "schedule or loss-scale settings produce no usable value here)",
+                         (long long)t->iteration + 1,
+                         !isfinite(lr) || lr < 0 ? "learning rate" : "loss scale",
+                         !isfinite(lr) || lr < 0 ? lr : ls);
     t->iteration++;
     t->consumed_train += t->gbs;
     r->loss = agg[0];
@@ -707,7 +718,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
             pl_log_warn("iteration %lld skipped: non-finite loss or gradient (%lld in a row)",
                         (long long)t->iteration, (long long)t->skipped_in_row);
         if (t->skipped_in_row > t->a->max_skipped_steps)
-            return pl_errorf(PL_ERR_ARG, "%lld consecutive iterations had a non-finite loss or "
+            return pl_errorf(PL_ERR_STOPPED, "%lld consecutive iterations had a non-finite loss or "
                              "gradient (--max-skipped-steps %lld): stopping at iteration %lld",
                              (long long)t->skipped_in_row, (long long)t->a->max_skipped_steps,
                              (long long)t->iteration);
@@ -717,7 +728,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     pl_adamw_hparams hp = {t->a->adam_beta1, t->a->adam_beta2, t->a->adam_eps,
                            t->a->weight_decay, t->a->clip_grad};
     if (pl_lr_schedule_betas(&t->sched, &hp.beta1, &hp.beta2) && !(hp.beta1 >= 0 && hp.beta1 < 1))
-        return pl_errorf(PL_ERR_ARG, "iteration %lld: OneCycle's momentum decay "
+        return pl_errorf(PL_ERR_STOPPED, "iteration %lld: OneCycle's momentum decay "
                          "(decay_mom_rate) took Adam's beta1 to %g, outside [0, 1)",
                          (long long)t->iteration, hp.beta1);
     t->opt_steps++;
