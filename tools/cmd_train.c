@@ -29,7 +29,7 @@ int plait_run_trainer(pl_train_args *args)
     if (st && dist.size > 1) {
         fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());
         fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        MPI_Abort(MPI_COMM_WORLD, plait_exit_code(st)); /* mpirun exits with this code */
     }
     pl_dist_finalize(&dist);
     return st ? plait_report(st) : 0;

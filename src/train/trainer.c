@@ -501,55 +501,6 @@ static pl_status setup_data(pl_trainer *t)
 
 /* ---- data ------------------------------------------------------------------- */
 
-/* Fills the model's tokens/targets/dloss with micro-batch `idx` (mbs global
- * sample indices) of split s; returns the number of loss tokens. */
-pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
-                                  int64_t *n_loss)
-{
-    pl_model *m = &t->model;
-    const int64_t T = m->T;
-    int64_t count = 0;
-    for (int64_t b = 0; b < t->mbs; b++) {
-        m->sample[b] = idx[b]; /* the dropout masks' key: the same in any layout */
-        if (t->a->mock_data) {
-            for (int64_t k = 0; k <= T; k++)
-                t->sample[k] = (int32_t)(pl_rng_uniform((uint64_t)t->a->seed, 0x6d6f636bu + (uint64_t)s,
-                                                        (uint64_t)(idx[b] * (T + 1) + k)) *
-                                         (double)t->cfg.vocab_size);
-        } else {
-            pl_status st = pl_blend_data_get(&t->data, s, idx[b], t->sample, NULL, NULL, NULL);
-            if (st)
-                return st;
-        }
-        for (int64_t k = 0; k < T; k++) {
-            int32_t tok = t->sample[k], tgt = t->sample[k + 1];
-            if (tok < 0 || tok >= t->cfg.vocab_size)
-                tok = 0; /* Megatron's pad (-1) fed as token 0; its target is masked */
-            int mask = tgt >= 0 && tgt < t->cfg.vocab_size &&
-                       !(t->a->eod_mask_loss && t->tok && tgt == t->tok->eod);
-            m->tokens[b * T + k] = tok;
-            m->targets[b * T + k] = mask ? tgt : -1;
-            m->dloss[b * T + k] = (float)mask;
-            count += mask;
-        }
-    }
-    /* d objective / d loss: the mean over this micro-batch's loss tokens, scaled. */
-    float w = count ? (float)(scale / (double)count) : 0.0f;
-    for (int64_t n = 0; n < m->N; n++)
-        m->dloss[n] *= w;
-    *n_loss = count;
-    return PL_OK;
-}
-
-/* Mean loss of the current micro-batch (dloss holds mask / count * scale). */
-double pl_train_micro_batch_loss(const pl_model *m, double scale)
-{
-    double sum = 0;
-    for (int64_t n = 0; n < m->N; n++)
-        sum += (double)m->dloss[n] * (double)m->loss[n];
-    return scale ? sum / scale : 0.0;
-}
-
 /* ---- one iteration ------------------------------------------------------------ */
 
 pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count)
