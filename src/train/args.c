@@ -168,6 +168,9 @@ static const pl_option train_options[] = {
      "on SIGTERM or SIGUSR1, finish the iteration, save and exit 0", NULL, 0},
     {"--max-skipped-steps", PL_OPT_INT, "10", F(max_skipped_steps),
      "stop after this many consecutive iterations with a non-finite loss or gradient", NULL, 0},
+    {"--distributed-timeout-minutes", PL_OPT_FLOAT, "10", F(distributed_timeout_minutes),
+     "end the job when a collective or transfer waits longer than this (fractions allowed)",
+     NULL, 0},
     /* optimizer and schedule */
     {"--optimizer", PL_OPT_CHOICE, "adam", F(optimizer), "optimizer (Adam with decoupled weight decay)", "adam", 0},
     {"--lr", PL_OPT_FLOAT, NULL, F(lr), "peak learning rate", NULL, 0},
@@ -775,6 +778,9 @@ static pl_status validate(pl_train_args *a)
         a->max_skipped_steps < 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --exit-interval and --exit-duration-in-mins "
                                      "must be positive, --max-skipped-steps >= 0");
+    if (!(a->distributed_timeout_minutes > 0))
+        return pl_errorf(PL_ERR_ARG, "plait train: --distributed-timeout-minutes %g must be "
+                         "positive", a->distributed_timeout_minutes);
     if (a->ddp_bucket_size < 0 || a->zero3_prefetch < 0 || a->zero3_prefetch > 1)
         return pl_errorf(PL_ERR_ARG, "plait train: --ddp-bucket-size must be >= 0 (elements; 0 "
                                      "for one bucket) and --zero3-prefetch 0 or 1");
