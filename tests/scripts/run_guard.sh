@@ -39,6 +39,9 @@ check_fails "--lr-warmup-fraction 1 is refused" "--lr-warmup-fraction 1: the war
 check_fails "--lr-warmup-init above --lr is refused (init_lr <= max_lr)" \
     "--lr-warmup-init 0.01 is above --lr 0.001" \
     timeout 20 "$PLAIT" train "${MOCK[@]}" --train-iters 4 --lr-warmup-iters 2 --lr-warmup-init 1e-2
+check_fails "--lr 0x10 is refused (C's hexadecimal float; Python's float() refuses it)" \
+    "--lr expects a decimal number, got '0x10'" \
+    timeout 20 "$PLAIT" train "${MOCK[@]}" --train-iters 4 --lr 0x10
 check "warmup one iteration shorter than the decay trains (exit 0)" status_is 0 \
     timeout 20 "$PLAIT" train "${MOCK[@]}" --train-iters 4 --lr-warmup-iters 3
 
