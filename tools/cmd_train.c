@@ -4,9 +4,8 @@
 #include "commands.h"
 
 #include "ckpt/checkpoint.h"
-#include "train/trainer.h"
-
 #include "parallel/watchdog.h"
+#include "train/trainer.h"
 
 #include <mpi.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 
 /* A token id outside [-1, vocab) at position k of sample j of member ds (sample
  * idx of split s): an error naming the dataset, the sample, the document and the
- * id. Megatron would index past its embedding (or train on a wrong row); plait
+ * id. Megatron would index past its embedding (or train a padding row); plait
  * used to mask it silently. */
 static pl_status bad_token(const pl_trainer *t, pl_split s, int64_t idx, int ds, int64_t j,
                            int64_t k)
@@ -59,8 +59,7 @@ pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *id
             int32_t tok = t->sample[k], tgt = t->sample[k + 1];
             if (tok < 0)
                 tok = 0; /* Megatron's pad (-1) fed as token 0; its target is masked */
-            int mask = tgt >= 0 &&
-                       !(t->a->eod_mask_loss && t->tok && tgt == t->tok->eod);
+            int mask = tgt >= 0 && !(t->a->eod_mask_loss && t->tok && tgt == t->tok->eod);
             m->tokens[b * T + k] = tok;
             m->targets[b * T + k] = mask ? tgt : -1;
             m->dloss[b * T + k] = (float)mask;

@@ -499,9 +499,7 @@ static pl_status setup_data(pl_trainer *t)
     return PL_OK;
 }
 
-/* ---- data ------------------------------------------------------------------- */
-
-/* ---- one iteration ------------------------------------------------------------ */
+/* ---- one iteration (a micro-batch's data: batch.c) ------------------------------ */
 
 pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count)
 {
