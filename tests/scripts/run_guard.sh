@@ -116,9 +116,6 @@ check "... exit status 3 through mpirun" test "$rc" -eq 3
 #    (3 s): the other rank's watchdog ends the job within the timeout + 3 s, exit 5.
 check_fails "--distributed-timeout-minutes 0 is refused" "--distributed-timeout-minutes 0 must be positive" \
     timeout 20 "$PLAIT" train "${MOCK[@]}" --train-iters 4 --distributed-timeout-minutes 0
-timeout 60 mpirun.openmpi -n 2 "$PLAIT" train "${MOCK[@]}" --train-iters 100000 \
-    --distributed-timeout-minutes 0.05 --metrics-file "$TMP/frozen.jsonl" >"$TMP/frozen.log" 2>&1 &
-mpid=$!
 wait_iters() {
     for _ in $(seq 300); do
         [ "$(grep -c lm_loss "$1" 2>/dev/null)" -ge "$2" ] && return 0
@@ -126,26 +123,37 @@ wait_iters() {
     done
     return 1
 }
-check "2-rank training reaches iteration 3" wait_iters "$TMP/frozen.jsonl" 3
-victim=$(pgrep -f "^$PLAIT train .*--metrics-file $TMP/frozen.jsonl" | tail -n 1)
-vrank=$(tr '\0' '\n' </proc/"$victim"/environ | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
-t0=$(date +%s.%N)
-kill -STOP "$victim"
-wait $mpid
-rc=$?
-dt=$(echo "$(date +%s.%N) - $t0" | bc)
-kill -KILL "$victim" 2>/dev/null
-echo "# job ended ${dt}s after rank $vrank was stopped, status $rc"
-check "world size 2" grep -q "world 2 = " "$TMP/frozen.log"
-check "the frozen job ends with exit status 5" test "$rc" -eq 5
-check "within the timeout (3 s) + 3 s" awk -v d="$dt" 'BEGIN { exit !(d < 6) }'
-# The first line comes from the rank that waited (Open MPI's kill resumes the frozen one
-# with SIGCONT, which may then print the same verdict about itself).
-first=$(grep -m 1 "^plait: error: rank" "$TMP/frozen.log")
-echo "# $first"
-check "the message names the operation, communicator, timeout and the waiting rank" \
-    grep -qE "^plait: error: rank $((1 - vrank)): MPI_[A-Za-z_]+ on communicator [a-z]+ \(2 ranks\) has not completed after [0-9.]+ s \(--distributed-timeout-minutes 0.05\)" \
-    <<<"$first"
+# frozen NAME MPIRUN PLAIT RANKVAR: the test above under one MPI (RANKVAR: the launcher's
+# environment variable holding a process's world rank).
+frozen() {
+    local name=$1 mpirun=$2 bin=$3 rankvar=$4
+    timeout 60 "$mpirun" -n 2 "$bin" train "${MOCK[@]}" --train-iters 100000 \
+        --distributed-timeout-minutes 0.05 --metrics-file "$TMP/$name.jsonl" >"$TMP/$name.log" 2>&1 &
+    local mpid=$!
+    check "$name: 2-rank training reaches iteration 3" wait_iters "$TMP/$name.jsonl" 3
+    local victim vrank t0 rc dt first
+    victim=$(pgrep -f "^$bin train .*--metrics-file $TMP/$name.jsonl" | tail -n 1)
+    vrank=$(tr '\0' '\n' </proc/"$victim"/environ | sed -n "s/^$rankvar=//p")
+    t0=$(date +%s.%N)
+    kill -STOP "$victim"
+    wait $mpid
+    rc=$?
+    dt=$(echo "$(date +%s.%N) - $t0" | bc)
+    kill -KILL "$victim" 2>/dev/null
+    echo "# $name: job ended ${dt}s after rank $vrank was stopped, status $rc"
+    check "$name: world size 2" grep -q "world 2 = " "$TMP/$name.log"
+    check "$name: the frozen job ends with exit status 5" test "$rc" -eq 5
+    check "$name: within the timeout (3 s) + 3 s" awk -v d="$dt" 'BEGIN { exit !(d < 6) }'
+    # The first line comes from the rank that waited (Open MPI's kill resumes the frozen
+    # one with SIGCONT, which may then print the same verdict about itself).
+    first=$(grep -m 1 "^plait: error: rank" "$TMP/$name.log")
+    echo "# $first"
+    check "$name: the message names the operation, communicator, timeout and the waiting rank" \
+        grep -qE "^plait: error: rank $((1 - vrank)): MPI_[A-Za-z_]+ on communicator [a-z]+ \(2 ranks\) has not completed after [0-9.]+ s \(--distributed-timeout-minutes 0.05\)" \
+        <<<"$first"
+}
+frozen openmpi mpirun.openmpi "$PLAIT" OMPI_COMM_WORLD_RANK
+frozen mpich mpirun.mpich "$ROOT/build-mpich/plait" PMI_RANK
 check "a healthy 2-rank run with the same timeout completes (exit 0)" status_is 0 \
     timeout 60 mpirun.openmpi -n 2 "$PLAIT" train "${MOCK[@]}" --train-iters 20 \
     --distributed-timeout-minutes 0.05
