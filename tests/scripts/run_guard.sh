@@ -12,6 +12,14 @@ TINY=(--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 16
       --micro-batch-size 1 --lr 1e-3 --log-interval 1 --eval-iters 0)
 MOCK=(--mock-data --vocab-size 100 "${TINY[@]}")
 
+# wait_iters FILE N: until the metrics file has N iterations (at most 30 s).
+wait_iters() {
+    for _ in $(seq 300); do
+        [ "$(grep -c lm_loss "$1" 2>/dev/null)" -ge "$2" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
 # status_is CODE COMMAND...: passes if the command exits with exactly CODE.
 status_is() {
     local want=$1; shift
@@ -68,6 +76,19 @@ check "too many skipped steps stop the run with exit status 4 (was 2, the usage 
     env PLAIT_FAULT_NAN_ITER=2 timeout 20 "$PLAIT" train "${MOCK[@]}" --train-iters 6 \
     --max-skipped-steps 0
 
+# A save on a signal exits 0: SIGUSR1 to mpirun itself (Open MPI forwards it to every rank).
+timeout 60 mpirun.openmpi -n 2 "$PLAIT" train "${MOCK[@]}" --train-iters 100000 --exit-signal-handler \
+    --save "$TMP/usr1" --metrics-file "$TMP/usr1.jsonl" >"$TMP/usr1.log" 2>&1 &
+mpid=$!
+check "SIGUSR1 to mpirun: 2-rank training reaches iteration 3" wait_iters "$TMP/usr1.jsonl" 3
+kill -USR1 "$(pgrep -f "^mpirun.openmpi -n 2 $PLAIT train .*--metrics-file $TMP/usr1.jsonl")"
+wait $mpid
+rc=$?
+check "SIGUSR1 to mpirun: world size 2, exit status 0" \
+    test "$(grep -c "world 2 = " "$TMP/usr1.log")/$rc" = 1/0
+check "SIGUSR1 to mpirun: the checkpoint of the last iteration is published" \
+    test "$(cat "$TMP/usr1/latest_checkpointed_iteration.txt" 2>/dev/null)" = "$(grep -c lm_loss "$TMP/usr1.jsonl")"
+
 # 3. Token ids outside the vocabulary. mkdata PREFIX BAD: an int32 Megatron dataset of 24
 #    documents of 40 GPT-2 ids (pads, -1, in document 2), document 7 holding BAD throughout.
 mkdata() {
@@ -116,13 +137,6 @@ check "... exit status 3 through mpirun" test "$rc" -eq 3
 #    (3 s): the other rank's watchdog ends the job within the timeout + 3 s, exit 5.
 check_fails "--distributed-timeout-minutes 0 is refused" "--distributed-timeout-minutes 0 must be positive" \
     timeout 20 "$PLAIT" train "${MOCK[@]}" --train-iters 4 --distributed-timeout-minutes 0
-wait_iters() {
-    for _ in $(seq 300); do
-        [ "$(grep -c lm_loss "$1" 2>/dev/null)" -ge "$2" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
 # frozen NAME MPIRUN PLAIT RANKVAR: the test above under one MPI (RANKVAR: the launcher's
 # environment variable holding a process's world rank).
 frozen() {
