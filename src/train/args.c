@@ -762,8 +762,6 @@ static pl_status validate(pl_train_args *a)
     if (a->lr < 0 || a->min_lr < 0 || a->min_lr > a->lr)
         return pl_errorf(PL_ERR_ARG, "plait train: need 0 <= --min-lr (%g) <= --lr (%g)",
                          a->min_lr, a->lr);
-    if (!a->ds_sched.style)
-        PL_TRY(validate_schedule(a, by_iters));
     if (a->adam_beta1 < 0 || a->adam_beta1 >= 1 || a->adam_beta2 < 0 || a->adam_beta2 >= 1 ||
         a->adam_eps <= 0)
         return pl_errorf(PL_ERR_ARG, "plait train: need 0 <= --adam-beta1, --adam-beta2 < 1 and "
@@ -802,6 +800,9 @@ static pl_status validate(pl_train_args *a)
     PL_TRY(validate_precision(a));
     if (pl_train_args_given(a, "--vocab-size") && a->vocab_size <= 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --vocab-size must be positive");
+    /* last, as Megatron asserts these when it builds the scheduler, after its arguments */
+    if (!a->ds_sched.style)
+        PL_TRY(validate_schedule(a, by_iters));
     return PL_OK;
 fail:
     return st;
