@@ -19,6 +19,7 @@ typedef enum pl_status {
     PL_ERR_ARG,         /* a flag or argument is invalid */
     PL_ERR_UNSUPPORTED, /* valid but not implemented here */
     PL_ERR_INTERNAL,    /* an invariant broke */
+    PL_ERR_STOPPED,     /* training stopped by a policy: skipped steps, a non-finite lr */
 } pl_status;
 
 /* Short name of a status ("format error"). Never NULL. */

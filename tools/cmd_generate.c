@@ -252,7 +252,7 @@ int plait_cmd_generate(int argc, char **argv)
     if (!st)
         st = generate(&o, &w);
     /* the status is agreed on: rank 0 speaks for all */
-    rc = st ? (w.rank == 0 ? plait_report(st) : st == PL_ERR_ARG ? 2 : 1) : 0;
+    rc = st ? (w.rank == 0 ? plait_report(st) : plait_exit_code(st)) : 0;
     world_free(&w);
     return rc;
 }

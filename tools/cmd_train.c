@@ -4,10 +4,22 @@
 #include "commands.h"
 
 #include "ckpt/checkpoint.h"
+#include "parallel/watchdog.h"
 #include "train/trainer.h"
 
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+/* The watchdog's verdict: one line, then the whole job ends with PLAIT_EXIT_TIMEOUT. */
+static void watchdog_expired(const char *msg, void *ctx)
+{
+    (void)ctx;
+    fprintf(stderr, "plait: error: %s\n", msg);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, PLAIT_EXIT_TIMEOUT);
+    _Exit(PLAIT_EXIT_TIMEOUT); /* MPI_Abort does not return; in case it does */
+}
 
 int plait_run_trainer(pl_train_args *args)
 {
@@ -22,14 +34,21 @@ int plait_run_trainer(pl_train_args *args)
     pl_ckpt_lock lock = {-1};
     if (args->save && dist.rank == 0 && (st = pl_ckpt_lock_take(&lock, args->save)))
         pl_error_wrap(st, "--save %s", args->save);
+    char flag[64];
+    snprintf(flag, sizeof flag, "--distributed-timeout-minutes %g",
+             args->distributed_timeout_minutes);
+    if (!st && dist.size > 1)
+        st = pl_watchdog_start(args->distributed_timeout_minutes * 60.0, flag, dist.rank,
+                               watchdog_expired, NULL);
     if (!st)
         st = pl_train_run(args, &dist);
+    pl_watchdog_stop();
     pl_ckpt_lock_release(&lock);
     pl_train_args_free(args);
     if (st && dist.size > 1) {
         fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());
         fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        MPI_Abort(MPI_COMM_WORLD, plait_exit_code(st)); /* mpirun exits with this code */
     }
     pl_dist_finalize(&dist);
     return st ? plait_report(st) : 0;

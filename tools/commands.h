@@ -1,5 +1,5 @@
 /* The plait subcommands. Each takes the arguments after its name and returns
- * the process exit code: 0 success, 1 failure, 2 bad usage. Only tools/ exits. */
+ * the process exit code (PLAIT_EXIT_* below). Only tools/ exits. */
 #ifndef PL_TOOLS_COMMANDS_H
 #define PL_TOOLS_COMMANDS_H
 
@@ -18,6 +18,23 @@ int plait_data_build_vocab(int argc, char **argv);/* cmd_vocab.c */
  * args and returns the exit code; a failing rank aborts the whole job. */
 struct pl_train_args;
 int plait_run_trainer(struct pl_train_args *args); /* cmd_train.c */
+
+/* Exit codes (docs/reliability.md): a failure of the machine or of plait, bad
+ * usage (flags), a bad input file (malformed data, checkpoint, config; a token
+ * id outside the vocabulary), training stopped by a policy (too many skipped
+ * steps, a non-finite learning rate), a collective that did not complete within
+ * --distributed-timeout-minutes (MPI_Abort from the watchdog). A save on a
+ * signal (--exit-signal-handler) exits 0. */
+enum {
+    PLAIT_EXIT_FAILURE = 1,
+    PLAIT_EXIT_USAGE = 2,
+    PLAIT_EXIT_INPUT = 3,
+    PLAIT_EXIT_STOPPED = 4,
+    PLAIT_EXIT_TIMEOUT = 5,
+};
+
+/* The exit code for st (0 for PL_OK). */
+int plait_exit_code(pl_status st);
 
 /* Prints "plait: error: <message>" for st and returns the exit code for it. */
 int plait_report(pl_status st);

@@ -30,11 +30,32 @@ static void usage(FILE *fp)
     fprintf(fp, "\n'plait COMMAND --help' lists a command's flags.\n");
 }
 
+/* The exit codes, one per kind of failure (docs/reliability.md, "Exit codes");
+ * everything not listed (I/O failures, memory, internal errors) is 1. */
+static const struct {
+    pl_status st;
+    int code;
+} exit_codes[] = {
+    {PL_ERR_ARG, PLAIT_EXIT_USAGE},
+    {PL_ERR_FORMAT, PLAIT_EXIT_INPUT},
+    {PL_ERR_STOPPED, PLAIT_EXIT_STOPPED},
+};
+
+int plait_exit_code(pl_status st)
+{
+    if (st == PL_OK)
+        return 0;
+    for (size_t i = 0; i < sizeof exit_codes / sizeof *exit_codes; i++)
+        if (exit_codes[i].st == st)
+            return exit_codes[i].code;
+    return PLAIT_EXIT_FAILURE;
+}
+
 int plait_report(pl_status st)
 {
     const char *msg = pl_error_msg();
     fprintf(stderr, "plait: error: %s\n", *msg ? msg : pl_status_str(st));
-    return st == PL_ERR_ARG ? 2 : 1;
+    return plait_exit_code(st);
 }
 
 int plait_parse(const pl_command_spec *cmd, void *opts, int argc, char **argv,

@@ -41,9 +41,10 @@ static pl_status set_scalar(const pl_command_spec *cmd, const pl_option *o, void
     case PL_OPT_FLOAT: {
         errno = 0;
         double x = strtod(v, &end);
-        if (errno || end == v || *end || !isfinite(x))
-            return pl_errorf(PL_ERR_ARG, "plait %s: %s expects a number, got '%s'", cmd->name,
-                             o->name, v);
+        /* strtod reads C's hexadecimal floats ("0x10" = 16); Python's float() refuses them */
+        if (errno || end == v || *end || !isfinite(x) || strpbrk(v, "xX"))
+            return pl_errorf(PL_ERR_ARG, "plait %s: %s expects a decimal number, got '%s'",
+                             cmd->name, o->name, v);
         *(double *)field(out, o) = x;
         return PL_OK;
     }

@@ -16,6 +16,7 @@ const char *pl_status_str(pl_status st)
     case PL_ERR_ARG: return "invalid argument";
     case PL_ERR_UNSUPPORTED: return "unsupported";
     case PL_ERR_INTERNAL: return "internal error";
+    case PL_ERR_STOPPED: return "training stopped";
     }
     return "unknown status";
 }

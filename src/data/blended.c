@@ -485,3 +485,8 @@ pl_status pl_blend_data_get(const pl_blend_data *d, pl_split s, int64_t idx, int
         *dataset_sample = j;
     return pl_gpt_dataset_get(mid_at(d, ds, s), j, tokens, n_real);
 }
+
+const pl_gpt_dataset *pl_blend_data_member(const pl_blend_data *d, pl_split s, int ds)
+{
+    return mid_at(d, ds, s);
+}

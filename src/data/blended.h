@@ -110,4 +110,7 @@ int64_t pl_blend_data_len(const pl_blend_data *d, pl_split s);
 pl_status pl_blend_data_get(const pl_blend_data *d, pl_split s, int64_t idx, int32_t *tokens,
                             int64_t *n_real, int *dataset, int64_t *dataset_sample);
 
+/* Member ds's GPT dataset of split s (the one pl_blend_data_get's *dataset names). */
+const pl_gpt_dataset *pl_blend_data_member(const pl_blend_data *d, pl_split s, int ds);
+
 #endif

@@ -823,3 +823,38 @@ pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out,
         *n_real = got;
     return PL_OK;
 }
+
+pl_status pl_gpt_dataset_locate(const pl_gpt_dataset *g, int64_t idx, int64_t pos,
+                                int64_t *sequence, int64_t *offset)
+{
+    int64_t n = pl_gpt_dataset_len(g), got = 0;
+    *sequence = *offset = -1;
+    if (idx < 0 || idx >= n)
+        return pl_errorf(PL_ERR_ARG, "%s: sample %lld out of range [0, %lld)", g->path,
+                         (long long)idx, (long long)n);
+    int64_t j = pl_npy_get(&g->shuffle_index, idx);
+    if (j < 0 || j >= n)
+        return pl_errorf(PL_ERR_FORMAT, "%s: shuffle_index[%lld] = %lld out of range",
+                         origin(g, PL_GPT_SHUFFLE), (long long)idx, (long long)j);
+    const pl_npy *si = &g->sample_index;
+    int64_t db = pl_npy_get(si, 2 * j), ob = pl_npy_get(si, 2 * j + 1);
+    int64_t de = pl_npy_get(si, 2 * j + 2), oe = pl_npy_get(si, 2 * j + 3);
+    if (db < 0 || de < db || de >= pl_npy_numel(&g->document_index))
+        return pl_errorf(PL_ERR_FORMAT, "%s: rows %lld, %lld point outside the document index",
+                         origin(g, PL_GPT_SAMPLE), (long long)j, (long long)j + 1);
+    for (int64_t i = db; i <= de; i++) {
+        int64_t id = pl_npy_get(&g->document_index, i);
+        if (id < 0 || id >= g->low->h.n_sequences)
+            return pl_errorf(PL_ERR_FORMAT, "%s: document_index[%lld] = %lld out of range",
+                             origin(g, PL_GPT_DOC), (long long)i, (long long)id);
+        int64_t off = i == db ? ob : 0;
+        int64_t stop = i == de ? oe + g->x : pl_indexed_length(&g->low->h, id);
+        if (pos < got + (stop - off)) {
+            *sequence = id;
+            *offset = off + (pos - got);
+            return PL_OK;
+        }
+        got += stop - off;
+    }
+    return PL_OK;
+}

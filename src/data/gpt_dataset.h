@@ -165,6 +165,12 @@ int64_t pl_gpt_dataset_len(const pl_gpt_dataset *g);
  * from a cache are bounds-checked. */
 pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out, int64_t *n_real);
 
+/* Where position pos of sample idx (as pl_gpt_dataset_get fills it) comes from:
+ * *sequence the .bin/.idx sequence (document) and *offset the token within it;
+ * -1 and -1 for a pad position. Errors as pl_gpt_dataset_get. */
+pl_status pl_gpt_dataset_locate(const pl_gpt_dataset *g, int64_t idx, int64_t pos,
+                                int64_t *sequence, int64_t *offset);
+
 /* Appends g's unique identifiers as json.dumps(..., indent=4) prints them
  * nested `level` deep (for the blended description). */
 pl_status pl_gpt_dataset_identifiers(pl_bytes *b, const pl_gpt_dataset *g, int level);

@@ -2,6 +2,7 @@
 #include "parallel/comm.h"
 
 #include "base/log.h"
+#include "parallel/watchdog.h"
 
 #include <limits.h>
 #include <string.h>
@@ -141,7 +142,9 @@ pl_status pl_comm_dup(pl_comm *c, MPI_Comm parent, const char *name)
 {
     set_non_member(c, name);
     MPI_Comm dup = MPI_COMM_NULL;
+    pl_watch_enter("MPI_Comm_dup", name, 0, -1);
     int rc = MPI_Comm_dup(parent, &dup);
+    pl_watch_leave();
     if (rc != MPI_SUCCESS) {
         c->size = 1; /* only so the message below reads sensibly */
         pl_status st = mpi_fail(c, "MPI_Comm_dup", rc);
@@ -201,7 +204,9 @@ static pl_status allreduce(pl_comm *c, void *buf, int64_t n, MPI_Datatype type, 
     if (mop == MPI_OP_NULL)
         return pl_errorf(PL_ERR_ARG, "MPI_Allreduce on %s: unknown reduction %d", c->name, (int)op);
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Allreduce", c->name, c->size, -1);
     int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, type, mop, c->mpi);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Allreduce", rc);
@@ -285,7 +290,10 @@ pl_status pl_comm_wait(pl_comm_req *req)
     if (req->mpi == MPI_REQUEST_NULL)
         return PL_OK;
     double t0 = pl_time_now();
+    pl_watch_enter(req->what, req->comm ? req->comm->name : "?", req->comm ? req->comm->size : 0,
+                   -1);
     int rc = MPI_Wait(&req->mpi, MPI_STATUS_IGNORE);
+    pl_watch_leave();
     charge_wait(req, pl_time_now() - t0);
     if (rc != MPI_SUCCESS)
         return mpi_fail(req->comm, req->what, rc);
@@ -322,10 +330,14 @@ static pl_status complete_all(pl_comm_req *reqs, int n, int wait, int *all_done)
         if (!any)
             continue;
         int flag = 1, rc;
-        if (wait)
+        if (wait) {
+            pl_watch_enter(first->what, first->comm ? first->comm->name : "?",
+                           first->comm ? first->comm->size : 0, -1);
             rc = MPI_Waitall(m, tmp, status);
-        else
+            pl_watch_leave();
+        } else {
             rc = MPI_Testall(m, tmp, &flag, status);
+        }
         if (rc != MPI_SUCCESS) {
             pl_comm_req *r = first_pending(reqs + i, m);
             st = mpi_fail(r->comm, wait ? "MPI_Waitall" : "MPI_Testall", rc);
@@ -359,8 +371,10 @@ pl_status pl_comm_reduce_scatter_f32(pl_comm *c, const float *send, float *recv,
     if (st != PL_OK)
         return st;
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Reduce_scatter_block", c->name, c->size, -1);
     int rc = MPI_Reduce_scatter_block(send == recv ? MPI_IN_PLACE : send, recv, (int)block,
                                       MPI_FLOAT, MPI_SUM, c->mpi);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Reduce_scatter_block", rc);
@@ -377,8 +391,10 @@ pl_status pl_comm_allgather_f32(pl_comm *c, const float *send, float *recv, int6
         return st;
     int in_place = send == recv + (int64_t)c->rank * block;
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Allgather", c->name, c->size, -1);
     int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : send, (int)block, MPI_FLOAT, recv, (int)block,
                            MPI_FLOAT, c->mpi);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Allgather", rc);
@@ -399,7 +415,9 @@ pl_status pl_comm_reduce_scatter_v_f32(pl_comm *c, const float *send, float *rec
         return st;
     (void)displs;
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Reduce_scatter", c->name, c->size, -1);
     int rc = MPI_Reduce_scatter(send, recv, counts, MPI_FLOAT, MPI_SUM, c->mpi);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Reduce_scatter", rc);
@@ -420,8 +438,10 @@ pl_status pl_comm_allgather_v_f32(pl_comm *c, const float *send, float *recv, co
         return st;
     int in_place = send == recv + displs[c->rank];
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Allgatherv", c->name, c->size, -1);
     int rc = MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, counts[c->rank], MPI_FLOAT, recv,
                             counts, displs, MPI_FLOAT, c->mpi);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Allgatherv", rc);
@@ -438,7 +458,9 @@ pl_status pl_comm_bcast(pl_comm *c, void *buf, size_t bytes, int root)
     if (st != PL_OK)
         return st;
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Bcast", c->name, c->size, -1);
     int rc = MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, c->mpi);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Bcast", rc);
@@ -487,7 +509,9 @@ pl_status pl_comm_barrier(pl_comm *c)
     if (st != PL_OK)
         return st;
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Barrier", c->name, c->size, -1);
     int rc = MPI_Barrier(c->mpi);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Barrier", rc);
@@ -518,7 +542,9 @@ pl_status pl_comm_send_f32(pl_comm *c, const float *buf, int64_t n, int dst, int
     if (st != PL_OK)
         return st;
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Send", c->name, c->size, dst);
     int rc = MPI_Send(buf, (int)n, MPI_FLOAT, dst, tag, c->mpi);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Send", rc);
@@ -534,7 +560,9 @@ pl_status pl_comm_recv_f32(pl_comm *c, float *buf, int64_t n, int src, int tag)
         return st;
     MPI_Status status;
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Recv", c->name, c->size, src);
     int rc = MPI_Recv(buf, (int)n, MPI_FLOAT, src, tag, c->mpi, &status);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Recv", rc);
@@ -555,8 +583,10 @@ pl_status pl_comm_sendrecv_f32(pl_comm *c, const float *sbuf, int64_t sn, int ds
         return st;
     MPI_Status status;
     double t0 = pl_time_now();
+    pl_watch_enter("MPI_Sendrecv", c->name, c->size, src);
     int rc = MPI_Sendrecv(sbuf, (int)sn, MPI_FLOAT, dst, tag, rbuf, (int)rn, MPI_FLOAT, src, tag,
                           c->mpi, &status);
+    pl_watch_leave();
     double t1 = pl_time_now();
     if (rc != MPI_SUCCESS)
         return mpi_fail(c, "MPI_Sendrecv", rc);

@@ -168,6 +168,9 @@ static const pl_option train_options[] = {
      "on SIGTERM or SIGUSR1, finish the iteration, save and exit 0", NULL, 0},
     {"--max-skipped-steps", PL_OPT_INT, "10", F(max_skipped_steps),
      "stop after this many consecutive iterations with a non-finite loss or gradient", NULL, 0},
+    {"--distributed-timeout-minutes", PL_OPT_FLOAT, "10", F(distributed_timeout_minutes),
+     "end the job when a collective or transfer waits longer than this (fractions allowed)",
+     NULL, 0},
     /* optimizer and schedule */
     {"--optimizer", PL_OPT_CHOICE, "adam", F(optimizer), "optimizer (Adam with decoupled weight decay)", "adam", 0},
     {"--lr", PL_OPT_FLOAT, NULL, F(lr), "peak learning rate", NULL, 0},
@@ -651,6 +654,41 @@ static pl_status validate_recompute(pl_train_args *a)
     return PL_OK;
 }
 
+/* Megatron's OptimizerParamScheduler asserts, in the units the flags are given
+ * in (iterations or samples; the global batch size multiplies both sides alike):
+ * init_lr <= max_lr, lr_decay_steps > 0 and lr_warmup_steps < lr_decay_steps,
+ * for every decay style. A DeepSpeed config's scheduler is checked by its reader. */
+static pl_status validate_schedule(const pl_train_args *a, int by_iters)
+{
+    const char *decay_flag = by_iters ? "--lr-decay-iters" : "--lr-decay-samples";
+    const char *warm_flag = by_iters ? "--lr-warmup-iters" : "--lr-warmup-samples";
+    const int given = pl_train_args_given(a, decay_flag);
+    const int64_t decay = given ? (by_iters ? a->lr_decay_iters : a->lr_decay_samples)
+                                : (by_iters ? a->train_iters : a->train_samples);
+    if (a->lr_warmup_init > a->lr)
+        return pl_errorf(PL_ERR_ARG, "plait train: --lr-warmup-init %g is above --lr %g "
+                         "(Megatron asserts init_lr <= max_lr)", a->lr_warmup_init, a->lr);
+    if (decay <= 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: %s %lld: the decay must be positive "
+                         "(Megatron asserts lr_decay_steps > 0; a zero decay would make the "
+                         "learning rate 0/0)", decay_flag, (long long)decay);
+    if (pl_train_args_given(a, "--lr-warmup-fraction")) {
+        if (a->lr_warmup_fraction >= 1)
+            return pl_errorf(PL_ERR_ARG, "plait train: --lr-warmup-fraction %g: the warmup must "
+                             "be shorter than the decay (Megatron asserts lr_warmup_steps < "
+                             "lr_decay_steps)", a->lr_warmup_fraction);
+        return PL_OK;
+    }
+    const int64_t warm = by_iters ? a->lr_warmup_iters : a->lr_warmup_samples;
+    if (warm < 0 || warm >= decay)
+        return pl_errorf(PL_ERR_ARG, "plait train: %s %lld must be in [0, %lld), shorter than the "
+                         "decay (%s%s %lld; Megatron asserts lr_warmup_steps < lr_decay_steps)",
+                         warm_flag, (long long)warm, (long long)decay, given ? "" : "default ",
+                         given ? decay_flag : (by_iters ? "--train-iters" : "--train-samples"),
+                         (long long)decay);
+    return PL_OK;
+}
+
 static pl_status validate(pl_train_args *a)
 {
     pl_status st = PL_OK;
@@ -753,6 +791,9 @@ static pl_status validate(pl_train_args *a)
         a->max_skipped_steps < 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --exit-interval and --exit-duration-in-mins "
                                      "must be positive, --max-skipped-steps >= 0");
+    if (!(a->distributed_timeout_minutes > 0))
+        return pl_errorf(PL_ERR_ARG, "plait train: --distributed-timeout-minutes %g must be "
+                         "positive", a->distributed_timeout_minutes);
     if (a->ddp_bucket_size < 0 || a->zero3_prefetch < 0 || a->zero3_prefetch > 1)
         return pl_errorf(PL_ERR_ARG, "plait train: --ddp-bucket-size must be >= 0 (elements; 0 "
                                      "for one bucket) and --zero3-prefetch 0 or 1");
@@ -774,6 +815,9 @@ static pl_status validate(pl_train_args *a)
     PL_TRY(validate_precision(a));
     if (pl_train_args_given(a, "--vocab-size") && a->vocab_size <= 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --vocab-size must be positive");
+    /* last, as Megatron asserts these when it builds the scheduler, after its arguments */
+    if (!a->ds_sched.style)
+        PL_TRY(validate_schedule(a, by_iters));
     return PL_OK;
 fail:
     return st;

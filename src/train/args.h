@@ -92,6 +92,7 @@ typedef struct pl_train_args {
     int64_t eval_interval, eval_iters, log_interval, exit_interval, max_skipped_steps;
     double exit_duration_in_mins;
     int exit_signal_handler;
+    double distributed_timeout_minutes; /* the collective watchdog (parallel/watchdog.h) */
     /* optimizer and schedule */
     const char *optimizer;
     double lr, min_lr, lr_warmup_init, lr_warmup_fraction, weight_decay;

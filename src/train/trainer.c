@@ -443,9 +443,11 @@ static pl_status setup_schedule(pl_trainer *t)
                               ? (int64_t)(a->lr_warmup_fraction * (double)s->decay_steps)
                               : a->lr_warmup_samples;
     }
-    if (s->warmup_steps > s->decay_steps && s->style != PL_LR_CONSTANT)
-        return pl_errorf(PL_ERR_ARG, "the warmup (%lld samples) is longer than the decay (%lld "
-                         "samples)", (long long)s->warmup_steps, (long long)s->decay_steps);
+    /* the flags were checked (args.c validate_schedule); this is the same rule in samples */
+    if (s->decay_steps <= 0 || s->warmup_steps >= s->decay_steps)
+        return pl_errorf(PL_ERR_ARG, "the warmup (%lld samples) must be shorter than the decay "
+                         "(%lld samples), which must be positive", (long long)s->warmup_steps,
+                         (long long)s->decay_steps);
     return PL_OK;
 }
 
@@ -497,58 +499,7 @@ static pl_status setup_data(pl_trainer *t)
     return PL_OK;
 }
 
-/* ---- data ------------------------------------------------------------------- */
-
-/* Fills the model's tokens/targets/dloss with micro-batch `idx` (mbs global
- * sample indices) of split s; returns the number of loss tokens. */
-pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
-                                  int64_t *n_loss)
-{
-    pl_model *m = &t->model;
-    const int64_t T = m->T;
-    int64_t count = 0;
-    for (int64_t b = 0; b < t->mbs; b++) {
-        m->sample[b] = idx[b]; /* the dropout masks' key: the same in any layout */
-        if (t->a->mock_data) {
-            for (int64_t k = 0; k <= T; k++)
-                t->sample[k] = (int32_t)(pl_rng_uniform((uint64_t)t->a->seed, 0x6d6f636bu + (uint64_t)s,
-                                                        (uint64_t)(idx[b] * (T + 1) + k)) *
-                                         (double)t->cfg.vocab_size);
-        } else {
-            pl_status st = pl_blend_data_get(&t->data, s, idx[b], t->sample, NULL, NULL, NULL);
-            if (st)
-                return st;
-        }
-        for (int64_t k = 0; k < T; k++) {
-            int32_t tok = t->sample[k], tgt = t->sample[k + 1];
-            if (tok < 0 || tok >= t->cfg.vocab_size)
-                tok = 0; /* Megatron's pad (-1) fed as token 0; its target is masked */
-            int mask = tgt >= 0 && tgt < t->cfg.vocab_size &&
-                       !(t->a->eod_mask_loss && t->tok && tgt == t->tok->eod);
-            m->tokens[b * T + k] = tok;
-            m->targets[b * T + k] = mask ? tgt : -1;
-            m->dloss[b * T + k] = (float)mask;
-            count += mask;
-        }
-    }
-    /* d objective / d loss: the mean over this micro-batch's loss tokens, scaled. */
-    float w = count ? (float)(scale / (double)count) : 0.0f;
-    for (int64_t n = 0; n < m->N; n++)
-        m->dloss[n] *= w;
-    *n_loss = count;
-    return PL_OK;
-}
-
-/* Mean loss of the current micro-batch (dloss holds mask / count * scale). */
-double pl_train_micro_batch_loss(const pl_model *m, double scale)
-{
-    double sum = 0;
-    for (int64_t n = 0; n < m->N; n++)
-        sum += (double)m->dloss[n] * (double)m->loss[n];
-    return scale ? sum / scale : 0.0;
-}
-
-/* ---- one iteration ------------------------------------------------------------ */
+/* ---- one iteration (a micro-batch's data: batch.c) ------------------------------ */
 
 pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count)
 {
@@ -688,6 +639,15 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         PL_TRY(pl_comm_allreduce_f64(ppc, agg, 2, PL_COMM_SUM));
     t->prof.comm += pl_time_now() - tc;
     double lr = pl_lr_schedule_lr(&t->sched);
+    /* Never train on (or save) garbage: a learning rate or loss scale that is not
+     * a finite number stops the run (the same decision on every rank: both are
+     * computed alike everywhere). */
+    if (!isfinite(lr) || lr < 0 || !isfinite(ls) || !(ls > 0))
+        return pl_errorf(PL_ERR_STOPPED, "iteration %lld: the %s is %g; stopping (the "
+                         "schedule or loss-scale settings produce no usable value here)",
+                         (long long)t->iteration + 1,
+                         !isfinite(lr) || lr < 0 ? "learning rate" : "loss scale",
+                         !isfinite(lr) || lr < 0 ? lr : ls);
     t->iteration++;
     t->consumed_train += t->gbs;
     r->loss = agg[0];
@@ -710,7 +670,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
             pl_log_warn("iteration %lld skipped: non-finite loss or gradient (%lld in a row)",
                         (long long)t->iteration, (long long)t->skipped_in_row);
         if (t->skipped_in_row > t->a->max_skipped_steps)
-            return pl_errorf(PL_ERR_ARG, "%lld consecutive iterations had a non-finite loss or "
+            return pl_errorf(PL_ERR_STOPPED, "%lld consecutive iterations had a non-finite loss or "
                              "gradient (--max-skipped-steps %lld): stopping at iteration %lld",
                              (long long)t->skipped_in_row, (long long)t->a->max_skipped_steps,
                              (long long)t->iteration);
@@ -720,7 +680,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     pl_adamw_hparams hp = {t->a->adam_beta1, t->a->adam_beta2, t->a->adam_eps,
                            t->a->weight_decay, t->a->clip_grad};
     if (pl_lr_schedule_betas(&t->sched, &hp.beta1, &hp.beta2) && !(hp.beta1 >= 0 && hp.beta1 < 1))
-        return pl_errorf(PL_ERR_ARG, "iteration %lld: OneCycle's momentum decay "
+        return pl_errorf(PL_ERR_STOPPED, "iteration %lld: OneCycle's momentum decay "
                          "(decay_mom_rate) took Adam's beta1 to %g, outside [0, 1)",
                          (long long)t->iteration, hp.beta1);
     t->opt_steps++;

@@ -238,11 +238,11 @@ check_fails "a TP 2 checkpoint loaded at TP 1 is refused, naming both sizes" \
     --load "$TMP/g_tp2" --seq-length 32 --train-iters 12
 check "--model-parallel-size 2 (Megatron v1, DeepSpeed) means tensor parallelism" \
     bash -c "timeout -k 5 120 mpirun.openmpi -n 2 '$PLAIT' train $(printf '%q ' "${BASE[@]}") \
-             --seq-length 32 --model-parallel-size 2 --train-iters 2 --make-vocab-size-divisible-by 256 \
+             --seq-length 32 --model-parallel-size 2 --train-iters 3 --make-vocab-size-divisible-by 256 \
              > '$TMP/alias.log' 2>&1 && grep -q 'world 2 = tp 2 x dp 1' '$TMP/alias.log'"
 check "--tensor_model_parallel_size 2 (A4SFramework) means tensor parallelism" \
     bash -c "timeout -k 5 120 mpirun.openmpi -n 2 '$PLAIT' train $(printf '%q ' "${BASE[@]}") \
-             --seq-length 32 --tensor_model_parallel_size 2 --train-iters 2 --make-vocab-size-divisible-by 256 \
+             --seq-length 32 --tensor_model_parallel_size 2 --train-iters 3 --make-vocab-size-divisible-by 256 \
              > '$TMP/alias2.log' 2>&1 && grep -q 'world 2 = tp 2 x dp 1' '$TMP/alias2.log'"
 check_fails "conflicting TP sizes under two names are refused, naming both" \
     "--tensor-model-parallel-size 2 conflicts with --model-parallel-size 4" \
