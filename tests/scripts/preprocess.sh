@@ -206,10 +206,11 @@ check_exit "inspect a missing dataset names the file" 1 "nothere.idx: cannot ope
     "$PLAIT" data inspect nothere
 cp merged_dir.idx corrupt.idx && cp merged_dir.bin corrupt.bin
 printf 'X' | dd of=corrupt.idx bs=1 seek=0 conv=notrunc 2>/dev/null
-check_exit "inspect a corrupt .idx names file and field" 1 "corrupt.idx: field magic" \
+# a file that is not what it claims exits 3, plait's code for bad input (docs/reliability.md)
+check_exit "inspect a corrupt .idx names file and field" 3 "corrupt.idx: field magic" \
     "$PLAIT" data inspect corrupt
 cp merged_dir.idx corrupt.idx && head -c 100 merged_dir.bin > corrupt.bin
-check_exit "inspect a truncated .bin names the .bin" 1 "corrupt.bin: 100 bytes.*truncated" \
+check_exit "inspect a truncated .bin names the .bin" 3 "corrupt.bin: 100 bytes.*truncated" \
     "$PLAIT" data inspect corrupt
 
 # ---- interrupted runs -------------------------------------------------------------------

@@ -214,6 +214,6 @@ check "no loss-scale with --no-log-loss-scale-to-tensorboard; no validation with
 touch "$TMP/not_a_dir"
 check_fails "--tensorboard-dir under a file: an error naming the path" \
     "tensorboard-dir.*not_a_dir" timeout -k 5 10 "$PLAIT" train "${TINY[@]}" \
-    --micro-batch-size 2 --train-iters 2 --tensorboard-dir "$TMP/not_a_dir/tb"
+    --micro-batch-size 2 --train-iters 3 --tensorboard-dir "$TMP/not_a_dir/tb"
 
 summary tensorboard
