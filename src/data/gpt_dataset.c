@@ -781,10 +781,15 @@ static const char *origin(const pl_gpt_dataset *g, int f)
     return g->files[f] ? g->files[f] : g->path;
 }
 
-/* _query_document_sample_shuffle_indices, with every index bounds-checked. */
-pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out, int64_t *n_real)
+/* One document's part of a sample: sequence id's tokens [off, stop). visit
+ * returns PL_OK to go on; *done = 1 stops the walk early. */
+typedef pl_status (*piece_fn)(void *ctx, int64_t id, int64_t off, int64_t stop, int *done);
+
+/* _query_document_sample_shuffle_indices's walk over sample idx's documents, with
+ * every index read from the caches bounds-checked, each piece handed to visit. */
+static pl_status sample_pieces(const pl_gpt_dataset *g, int64_t idx, piece_fn visit, void *ctx)
 {
-    int64_t n = pl_gpt_dataset_len(g), want = g->seq_length + g->x, got = 0;
+    int64_t n = pl_gpt_dataset_len(g);
     if (idx < 0 || idx >= n)
         return pl_errorf(PL_ERR_ARG, "%s: sample %lld out of range [0, %lld)", g->path,
                          (long long)idx, (long long)n);
@@ -798,7 +803,8 @@ pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out,
     if (db < 0 || de < db || de >= pl_npy_numel(&g->document_index))
         return pl_errorf(PL_ERR_FORMAT, "%s: rows %lld, %lld point outside the document index",
                          origin(g, PL_GPT_SAMPLE), (long long)j, (long long)j + 1);
-    for (int64_t i = db; i <= de; i++) {
+    int done = 0;
+    for (int64_t i = db; i <= de && !done; i++) {
         int64_t id = pl_npy_get(&g->document_index, i);
         if (id < 0 || id >= g->low->h.n_sequences)
             return pl_errorf(PL_ERR_FORMAT, "%s: document_index[%lld] = %lld out of range",
@@ -806,55 +812,70 @@ pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out,
         int64_t len = pl_indexed_length(&g->low->h, id);
         int64_t off = i == db ? ob : 0;
         int64_t stop = i == de ? oe + g->x : len;
-        if (off < 0 || stop > len || stop < off || got + (stop - off) > want)
+        if (off < 0 || stop > len || stop < off)
             return pl_errorf(PL_ERR_FORMAT,
                              "%s: sample %lld reads tokens [%lld, %lld) of sequence %lld "
                              "(length %lld)",
                              origin(g, PL_GPT_SAMPLE), (long long)idx, (long long)off,
                              (long long)stop, (long long)id, (long long)len);
-        pl_status st = pl_indexed_read(g->low, id, off, stop - off, out + got);
+        pl_status st = visit(ctx, id, off, stop, &done);
         if (st != PL_OK)
             return st;
-        got += stop - off;
     }
-    for (int64_t k = got; k < want; k++)
+    return PL_OK;
+}
+
+typedef struct read_ctx {
+    const pl_gpt_dataset *g;
+    int64_t idx, got, want;
+    int32_t *out;
+} read_ctx;
+
+static pl_status read_piece(void *ctx, int64_t id, int64_t off, int64_t stop, int *done)
+{
+    read_ctx *r = ctx;
+    (void)done;
+    if (r->got + (stop - off) > r->want)
+        return pl_errorf(PL_ERR_FORMAT, "%s: sample %lld holds more than %lld tokens",
+                         origin(r->g, PL_GPT_SAMPLE), (long long)r->idx, (long long)r->want);
+    pl_status st = pl_indexed_read(r->g->low, id, off, stop - off, r->out + r->got);
+    r->got += stop - off;
+    return st;
+}
+
+pl_status pl_gpt_dataset_get(const pl_gpt_dataset *g, int64_t idx, int32_t *out, int64_t *n_real)
+{
+    read_ctx r = {g, idx, 0, g->seq_length + g->x, out};
+    pl_status st = sample_pieces(g, idx, read_piece, &r);
+    if (st != PL_OK)
+        return st;
+    for (int64_t k = r.got; k < r.want; k++)
         out[k] = -1;
     if (n_real)
-        *n_real = got;
+        *n_real = r.got;
+    return PL_OK;
+}
+
+typedef struct locate_ctx {
+    int64_t pos, got, *sequence, *offset;
+} locate_ctx;
+
+static pl_status locate_piece(void *ctx, int64_t id, int64_t off, int64_t stop, int *done)
+{
+    locate_ctx *l = ctx;
+    if (l->pos < l->got + (stop - off)) {
+        *l->sequence = id;
+        *l->offset = off + (l->pos - l->got);
+        *done = 1;
+    }
+    l->got += stop - off;
     return PL_OK;
 }
 
 pl_status pl_gpt_dataset_locate(const pl_gpt_dataset *g, int64_t idx, int64_t pos,
                                 int64_t *sequence, int64_t *offset)
 {
-    int64_t n = pl_gpt_dataset_len(g), got = 0;
     *sequence = *offset = -1;
-    if (idx < 0 || idx >= n)
-        return pl_errorf(PL_ERR_ARG, "%s: sample %lld out of range [0, %lld)", g->path,
-                         (long long)idx, (long long)n);
-    int64_t j = pl_npy_get(&g->shuffle_index, idx);
-    if (j < 0 || j >= n)
-        return pl_errorf(PL_ERR_FORMAT, "%s: shuffle_index[%lld] = %lld out of range",
-                         origin(g, PL_GPT_SHUFFLE), (long long)idx, (long long)j);
-    const pl_npy *si = &g->sample_index;
-    int64_t db = pl_npy_get(si, 2 * j), ob = pl_npy_get(si, 2 * j + 1);
-    int64_t de = pl_npy_get(si, 2 * j + 2), oe = pl_npy_get(si, 2 * j + 3);
-    if (db < 0 || de < db || de >= pl_npy_numel(&g->document_index))
-        return pl_errorf(PL_ERR_FORMAT, "%s: rows %lld, %lld point outside the document index",
-                         origin(g, PL_GPT_SAMPLE), (long long)j, (long long)j + 1);
-    for (int64_t i = db; i <= de; i++) {
-        int64_t id = pl_npy_get(&g->document_index, i);
-        if (id < 0 || id >= g->low->h.n_sequences)
-            return pl_errorf(PL_ERR_FORMAT, "%s: document_index[%lld] = %lld out of range",
-                             origin(g, PL_GPT_DOC), (long long)i, (long long)id);
-        int64_t off = i == db ? ob : 0;
-        int64_t stop = i == de ? oe + g->x : pl_indexed_length(&g->low->h, id);
-        if (pos < got + (stop - off)) {
-            *sequence = id;
-            *offset = off + (pos - got);
-            return PL_OK;
-        }
-        got += stop - off;
-    }
-    return PL_OK;
+    locate_ctx l = {pos, 0, sequence, offset};
+    return sample_pieces(g, idx, locate_piece, &l);
 }
