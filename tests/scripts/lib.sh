@@ -5,9 +5,21 @@ set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PLAIT=${PLAIT:-$ROOT/build/plait}
 PLAIT_DATA=${PLAIT_DATA:-$ROOT/data}
-TMP=${PLAIT_TEST_TMP:-$(mktemp -d)}
 _pass=0
 _fail=0
+# Scratch: tests/run.sh's (it removes it), or our own, removed at exit unless a
+# check failed (then kept for a look, and named). Suites add their own exit
+# work with on_exit, not trap.
+_exit_cmds=()
+on_exit() { _exit_cmds+=("$1"); }
+_on_exit() {
+    local c; for c in "${_exit_cmds[@]}"; do eval "$c"; done
+    if [ -z "${PLAIT_TEST_TMP:-}" ]; then
+        if [ "$_fail" -eq 0 ]; then rm -rf "$TMP"; else echo "scratch kept in $TMP"; fi
+    fi
+}
+trap _on_exit EXIT
+TMP=${PLAIT_TEST_TMP:-$(mktemp -d)}
 # check NAME COMMAND...: passes if the command exits 0.
 check() {
     local name=$1; shift

@@ -28,7 +28,7 @@ SBATCH_SCRIPT=$ROOT/examples/slurm/train_gpt.sbatch
 
 LIMIT=${MULTIHOST_TIMEOUT:-120}
 : >"$TMP/timings"
-trap 'slurm_down; netns_down' EXIT
+on_exit 'slurm_down; netns_down'
 netns_reap
 
 kjv_dataset 2000 "$TMP/kjv"

@@ -21,7 +21,7 @@ SBATCH_SCRIPT=$ROOT/examples/slurm/train_gpt.sbatch
 JOB_LIMIT=${SLURM_JOB_LIMIT:-120} # seconds a job may take from submission to its end
 MPICH_PLAIT=$ROOT/build-mpich/plait
 : >"$TMP/timings"
-trap 'slurm_down' EXIT
+on_exit slurm_down
 
 # The run: train_dp.sh's model, as the example's environment variables.
 kjv_dataset 2000 "$TMP/kjv"
