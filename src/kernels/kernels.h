@@ -141,6 +141,10 @@ PL_KERNEL(bias_fwd, float *out, const float *bias, int64_t N, int64_t OC);
 PL_KERNEL(bias_bwd, float *dbias, const float *dout, int64_t N, int64_t OC);
 /* out = a + b, n elements (out may alias a or b). */
 PL_KERNEL(add, float *out, const float *a, const float *b, int64_t n);
+/* GELU, exact: 0.5 x (1 + erf(x / sqrt(2))) (PyTorch's F.gelu; Megatron's BERT
+ * lm_head). dinp += gelu'(inp) * dout, gelu'(x) = Phi(x) + x phi(x). */
+PL_KERNEL(gelu_erf_fwd, float *out, const float *inp, int64_t n);
+PL_KERNEL(gelu_erf_bwd, float *dinp, const float *inp, const float *dout, int64_t n);
 /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 PL_KERNEL(gelu_fwd, float *out, const float *inp, int64_t n);
 /* dinp += gelu'(inp) * dout. */
@@ -319,7 +323,8 @@ PL_KERNEL(attention_decode, float *out, const float *qkv, const float *kc, const
           int64_t len, int64_t NH, int64_t G, int64_t HS, float *scores);
 
 /* ---- LM head fused with softmax cross-entropy ------------------------------
- * logits (N,V) = x (N,C) . w^T, w (V,C) this rank's vocab rows [v0, v0+V), are
+ * logits (N,V) = x (N,C) . w^T (+ bias (V), when not NULL: BERT's and T5's output
+ * layer), w (V,C) this rank's vocab rows [v0, v0+V), are
  * computed chunk by chunk over the vocabulary (chunk rows at a time, scratch of
  * pl_lmhead_workspace()) and never exist whole. Two passes, so that tensor
  * parallelism can all-reduce the statistics between them:
@@ -329,7 +334,8 @@ PL_KERNEL(attention_decode, float *out, const float *qkv, const float *kc, const
  *   2. pl_*_lmhead_bwd: with lse[n] = log-sum-exp over the whole vocabulary and
  *      dloss[n] the gradient of the objective with respect to loss[n]:
  *      dlogits = (softmax - onehot(target)) * dloss; dx += dlogits . w;
- *      dw += dlogits^T . x.
+ *      dw += dlogits^T . x; dbias (when not NULL) += column sums of dlogits,
+ *      each summed over n in order (the same bits for any thread count).
  * With chunk >= V the stats pass leaves all logits (N, V) in the workspace;
  * a backward called with logits_kept = 1 then uses them instead of computing
  * them again (one GEMM of three saved, N * V floats of workspace kept from
@@ -339,11 +345,13 @@ size_t pl_lmhead_workspace(int64_t N, int64_t chunk);
  * that the step loop allocates nothing. */
 pl_status pl_lmhead_prepare(pl_gemm *g, int64_t N, int64_t C, int64_t V, int64_t chunk);
 PL_KERNEL_ST(lmhead_stats, float *row_max, float *row_sumexp, float *target_logit,
-             const float *x, const float *w, const int32_t *targets, int64_t N, int64_t C,
-             int64_t v0, int64_t V, int64_t chunk, float *workspace, pl_gemm *g);
-PL_KERNEL_ST(lmhead_bwd, float *dx, float *dw, const float *x, const float *w,
-             const int32_t *targets, const float *lse, const float *dloss, int64_t N, int64_t C,
-             int64_t v0, int64_t V, int64_t chunk, float *workspace, int logits_kept, pl_gemm *g);
+             const float *x, const float *w, const float *bias, const int32_t *targets,
+             int64_t N, int64_t C, int64_t v0, int64_t V, int64_t chunk, float *workspace,
+             pl_gemm *g);
+PL_KERNEL_ST(lmhead_bwd, float *dx, float *dw, float *dbias, const float *x, const float *w,
+             const float *bias, const int32_t *targets, const float *lse, const float *dloss,
+             int64_t N, int64_t C, int64_t v0, int64_t V, int64_t chunk, float *workspace,
+             int logits_kept, pl_gemm *g);
 
 /* ---- optimizer ------------------------------------------------------------
  * AdamW on n elements, PyTorch's torch.optim.AdamW arithmetic:

@@ -2,6 +2,7 @@
 #include "model/config.h"
 
 #include "base/rng.h"
+#include "model/spec.h"
 #include "base/status.h"
 
 #include <math.h>
@@ -11,6 +12,15 @@ int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t 
 {
     int64_t m = divisible_by * tp;
     return (vocab_size + m - 1) / m * m;
+}
+
+const char *pl_model_stack(const pl_model_config *c) { return pl_family_get(c->family)->stack; }
+
+const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c)
+{
+    char name[PL_PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "%s.final_layernorm.weight", pl_model_stack(c));
+    return pl_registry_find(r, name);
 }
 
 pl_block_dims pl_model_block_dims(const pl_model_config *c)
@@ -103,6 +113,13 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     };
     for (int i = 0; i < (c->block.pos == PL_POS_LEARNED ? 2 : 1); i++)
         PL_TRY(pl_registry_add(r, &emb[i]));
+    const pl_head_spec *h = &c->head;
+    if (h->tokentypes > 0) {
+        pl_param_spec tt = {"embedding.tokentype_embeddings.weight", 2, {h->tokentypes, C},
+                            PL_TP_REPLICATED, 0, -1, 1, PL_INIT_NORMAL, std, 0, 0};
+        PL_TRY(pl_registry_add(r, &tt));
+    }
+    const char *stack = pl_model_stack(c);
     pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
     const int np = pl_block_param_names(&c->block, names);
     int64_t l0, nl;
@@ -113,15 +130,18 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         const int stage = pl_model_layer_stage(c, pp_size, l);
         for (int k = 0; k < np; k++) {
             char name[PL_PARAM_NAME_MAX];
-            snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)l, names[k].suffix);
+            snprintf(name, sizeof name, "%s.layers.%lld.%s", stack, (long long)l, names[k].suffix);
             pl_param_spec s = pl_model_layer_param(c, names[k].field, name, stage, (int)l,
                                                    r->tp_size);
             PL_TRY(pl_registry_add(r, &s));
         }
     }
+    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
+    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", stack);
+    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", stack);
     pl_param_spec fin[] = {
-        {"decoder.final_layernorm.weight", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
-        {"decoder.final_layernorm.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+        {lnf_w, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
+        {lnf_b, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
         {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1, PL_INIT_NORMAL,
          std, 0, 0},
     };
@@ -137,6 +157,26 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         out->init_stream = pl_hash_str("embedding.word_embeddings.weight");
         out->tied_copy = 1;
     }
+    /* BERT's heads, after the final norm (the last stage's region and DP bucket
+     * run from the final norm to the end of the buffer). Megatron's get_linear_layer:
+     * weights drawn with the init std, biases zero; every rank computes them whole. */
+    pl_param_spec head[] = {
+        {"lm_head.dense.weight", 2, {C, C}, PL_TP_REPLICATED, last, -1, 1, PL_INIT_NORMAL, std, 0, 0},
+        {"lm_head.dense.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+        {"lm_head.layer_norm.weight", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
+        {"lm_head.layer_norm.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+        {"output_layer.bias", 1, {c->padded_vocab}, PL_TP_VOCAB, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+        {"pooler.dense.weight", 2, {C, C}, PL_TP_REPLICATED, last, -1, 1, PL_INIT_NORMAL, std, 0, 0},
+        {"pooler.dense.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+        {"binary_head.weight", 2, {2, C}, PL_TP_REPLICATED, last, -1, 1, PL_INIT_NORMAL, std, 0, 0},
+        {"binary_head.bias", 1, {2}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+    };
+    const int have[] = {h->lm_transform, h->lm_transform, h->lm_transform, h->lm_transform,
+                        h->output_bias, h->binary_head, h->binary_head, h->binary_head,
+                        h->binary_head};
+    for (size_t i = 0; i < sizeof head / sizeof *head; i++)
+        if (have[i])
+            PL_TRY(pl_registry_add(r, &head[i]));
     return PL_OK;
 fail:
     return st;
@@ -234,6 +274,9 @@ int64_t pl_model_num_params(const pl_model_config *c)
         n += c->max_positions * C;
     if (c->untie)
         n += c->vocab_size * C;
+    const pl_head_spec *h = &c->head;
+    n += h->tokentypes * C + (h->lm_transform ? C * C + 3 * C : 0) +
+         (h->output_bias ? c->vocab_size : 0) + (h->binary_head ? C * C + C + 2 * C + 2 : 0);
     return n;
 }
 
@@ -244,6 +287,8 @@ double pl_model_flops_per_token(const pl_model_config *c)
     const double QKV = (double)((d.NH + 2 * d.G) * d.HS), A = (double)(d.NH * d.HS);
     const double F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
     double matmul_params = L * (QKV * C + A * C + F1 * C + F * C) + (double)c->padded_vocab * C;
+    if (c->head.lm_transform) /* lm_head.dense on every position (the pooler's: once a sample) */
+        matmul_params += C * C;
     /* attention: QK^T and PV, 2 T A multiply-adds each per token, forward and
      * backward (x3): 12 L A T, Megatron's 12 L C T when A = C */
     return 6.0 * matmul_params + 12.0 * L * A * (double)c->seq_length;

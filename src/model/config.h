@@ -10,7 +10,13 @@
  *         rope --swiglu --group-query-attention --disable-bias-linear
  *         --untie-embeddings-and-output-weights): word embeddings only; L
  *         pre-RMSNorm blocks with RoPE, grouped-query attention, SwiGLU, no
- *         biases; final RMSNorm; a separate output_layer.weight. */
+ *         biases; final RMSNorm; a separate output_layer.weight.
+ *   BERT  (Megatron core's BertModel, pretrain_bert.py): word, position and
+ *         token-type embeddings; L pre-LayerNorm blocks with GELU, bidirectional
+ *         with the padding masked; final LayerNorm; lm_head (dense, GELU,
+ *         LayerNorm), then logits = . word_embeddings^T + output_layer.bias;
+ *         pooler and binary (sentence-order) head on position 0. Its layers are
+ *         named encoder.layers.N..., its final norm encoder.final_layernorm. */
 #ifndef PL_MODEL_CONFIG_H
 #define PL_MODEL_CONFIG_H
 
@@ -35,7 +41,18 @@ typedef struct pl_recompute {
     int64_t num_layers;         /* full only: 1..L */
 } pl_recompute;
 
-typedef enum pl_family { PL_FAMILY_GPT = 0, PL_FAMILY_LLAMA = 1 } pl_family;
+typedef enum pl_family { PL_FAMILY_GPT = 0, PL_FAMILY_LLAMA = 1, PL_FAMILY_BERT = 2 } pl_family;
+
+/* What a family has around its layers besides the word (and position)
+ * embeddings, the final norm and the output layer: Megatron core's BertModel
+ * has all four (nn/head.h). */
+typedef struct pl_head_spec {
+    int tokentypes;   /* rows of embedding.tokentype_embeddings (Megatron's num_tokentypes:
+                       * 2 with the binary head, else 0: none) */
+    int lm_transform; /* lm_head: dense (C x C) + GELU (erf) + LayerNorm before the output layer */
+    int output_bias;  /* output_layer.bias (vocab-parallel) */
+    int binary_head;  /* pooler (dense + tanh at position 0) and binary_head (2 logits) */
+} pl_head_spec;
 
 typedef struct pl_model_config {
     pl_family family;
@@ -52,6 +69,7 @@ typedef struct pl_model_config {
     double init_std;
     float ln_eps;         /* --norm-epsilon (--layernorm-epsilon) */
     pl_block_spec block;  /* the layer's kinds (from the family's row, then flags) */
+    pl_head_spec head;    /* around the layers (from the family's row, then flags) */
     pl_rope_config rope;  /* block.pos == PL_POS_ROPE */
     int untie;            /* a separate output layer (Megatron's output_layer.weight) */
     float hidden_dropout, attention_dropout;
@@ -67,6 +85,13 @@ typedef struct pl_model_config {
     int64_t pp_chunks;
     pl_recompute recompute; /* zero: keep every activation backward needs */
 } pl_model_config;
+
+/* "decoder" or "encoder" (BERT): the name of the stack of layers, as Megatron
+ * core names it ("decoder.layers.0....", "encoder.final_layernorm.weight"). */
+const char *pl_model_stack(const pl_model_config *c);
+/* The final norm's weight in r: the first parameter of the last stage's tail
+ * (the final norm, the output layer, the heads), which follows the layers. */
+const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c);
 
 /* Megatron's vocab padding (megatron/training/tokenizer vocab_utils): the
  * smallest multiple of divisible_by * tp that is >= vocab_size. */

@@ -4,6 +4,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "model/spec.h"
 #include "nn/plan.h"
 #include "parallel/tp/layers.h"
 
@@ -58,6 +59,9 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
 {
     pl_status st = PL_OK;
     memset(g, 0, sizeof *g);
+    if (cfg->block.mask != PL_MASK_CAUSAL)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "generation needs a causal model: a %s model attends "
+                         "both ways and has nothing to continue", pl_family_get(cfg->family)->name);
     const int tps = tp ? tp->size : 1, tpr = tp ? tp->rank : 0;
     if (reg->tp_size != tps || reg->tp_rank != tpr)
         return pl_errorf(PL_ERR_INTERNAL, "generation: the parameters are laid out for TP rank %d "
@@ -102,10 +106,10 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
     pl_block_rope_fill(&g->blk, &cfg->rope);
     for (int64_t l = 0; l < L; l++) {
         int64_t lo, hi;
-        PL_TRY(pl_model_layer_bind(reg, &cfg->block, params, l, &g->w[l], &lo, &hi));
+        PL_TRY(pl_model_layer_bind(reg, cfg, params, l, &g->w[l], &lo, &hi));
     }
     pl_model_top top;
-    PL_TRY(pl_model_top_bind(reg, cfg->untie, params, NULL, NULL, 0, &top));
+    PL_TRY(pl_model_top_bind(reg, cfg, params, NULL, NULL, 0, &top));
     g->wte = top.wte, g->wpe = top.wpe, g->lnf_w = top.lnf_w, g->lnf_b = top.lnf_b;
     g->out_w = top.out_w;
     if (!g->wte || !g->lnf_w || !g->out_w || (cfg->block.pos == PL_POS_LEARNED && !g->wpe)) {

@@ -13,18 +13,19 @@
 
 /* Binds layer `layer`'s views: at flat + offset, or at locate(ctx, offset, grad);
  * parameters the spec does not have stay NULL. */
-static pl_status layer_bind(const pl_registry *reg, const pl_block_spec *s, const float *flat,
+static pl_status layer_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                             pl_flat_locate_fn locate, void *ctx, int grad, int64_t layer,
                             pl_block_weights *out, int64_t *lo, int64_t *hi)
 {
     pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
-    const int np = pl_block_param_names(s, names);
+    const int np = pl_block_param_names(&c->block, names);
     memset(out, 0, sizeof *out);
     *lo = INT64_MAX;
     *hi = 0;
     for (int k = 0; k < np; k++) {
         char name[PL_PARAM_NAME_MAX];
-        snprintf(name, sizeof name, "decoder.layers.%lld.%s", (long long)layer, names[k].suffix);
+        snprintf(name, sizeof name, "%s.layers.%lld.%s", pl_model_stack(c), (long long)layer,
+                 names[k].suffix);
         const pl_param *p = pl_registry_find(reg, name);
         if (!p || p->offset < 0)
             return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", name);
@@ -36,20 +37,31 @@ static pl_status layer_bind(const pl_registry *reg, const pl_block_spec *s, cons
     return PL_OK;
 }
 
-pl_status pl_model_layer_bind(const pl_registry *reg, const pl_block_spec *s, const float *flat,
+pl_status pl_model_layer_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                               int64_t layer, pl_block_weights *out, int64_t *lo, int64_t *hi)
 {
-    return layer_bind(reg, s, flat, NULL, NULL, 0, layer, out, lo, hi);
+    return layer_bind(reg, c, flat, NULL, NULL, 0, layer, out, lo, hi);
 }
 
-pl_status pl_model_top_bind(const pl_registry *reg, int untie, const float *flat,
+pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                             pl_flat_locate_fn locate, void *ctx, int grad, pl_model_top *out)
 {
-    static const char *const names[5] = {
+    enum { NTOP = 17 };
+    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
+    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
+    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
+    const char *const names[NTOP] = {
         "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
-        "decoder.final_layernorm.weight", "decoder.final_layernorm.bias", "output_layer.weight"};
-    float **dst[5] = {&out->wte, &out->wpe, &out->lnf_w, &out->lnf_b, &out->out_w};
-    for (int k = 0; k < 5; k++) {
+        "embedding.tokentype_embeddings.weight", lnf_w, lnf_b, "output_layer.weight",
+        "output_layer.bias", "lm_head.dense.weight", "lm_head.dense.bias",
+        "lm_head.layer_norm.weight", "lm_head.layer_norm.bias", "pooler.dense.weight",
+        "pooler.dense.bias", "binary_head.weight", "binary_head.bias", NULL, NULL};
+    pl_head_weights *h = &out->head;
+    float **dst[NTOP] = {&out->wte,   &out->wpe,   &out->tte,    &out->lnf_w,  &out->lnf_b,
+                         &out->out_w, &out->out_b, &h->dense_w,  &h->dense_b,  &h->ln_w,
+                         &h->ln_b,    &h->pool_w,  &h->pool_b,   &h->bin_w,    &h->bin_b,
+                         NULL,        NULL};
+    for (int k = 0; names[k]; k++) {
         const pl_param *p = pl_registry_find(reg, names[k]);
         *dst[k] = NULL;
         if (!p || p->offset < 0) /* not in this family, or on another pipeline stage */
@@ -57,7 +69,7 @@ pl_status pl_model_top_bind(const pl_registry *reg, int untie, const float *flat
         *dst[k] = locate ? locate(ctx, p->offset, grad) : flat ? (float *)flat + p->offset : NULL;
     }
     /* tied: the word embeddings, unless the last stage holds its own copy (pipelining) */
-    if (!untie && !out->out_w)
+    if (!c->untie && !out->out_w)
         out->out_w = out->wte;
     return PL_OK;
 }
@@ -67,18 +79,7 @@ pl_status pl_model_top_bind(const pl_registry *reg, int untie, const float *flat
 static pl_status bind_top(pl_model *m, int grad, const float *flat, pl_flat_locate_fn locate,
                           void *ctx)
 {
-    pl_model_top t;
-    pl_status st = pl_model_top_bind(m->reg, m->cfg.untie, flat, locate, ctx, grad, &t);
-    if (st)
-        return st;
-    if (grad) {
-        m->dwte = t.wte, m->dwpe = t.wpe, m->dlnf_w = t.lnf_w, m->dlnf_b = t.lnf_b;
-        m->dout_w = t.out_w;
-    } else {
-        m->wte = t.wte, m->wpe = t.wpe, m->lnf_w = t.lnf_w, m->lnf_b = t.lnf_b;
-        m->out_w = t.out_w;
-    }
-    return PL_OK;
+    return pl_model_top_bind(m->reg, &m->cfg, flat, locate, ctx, grad, grad ? &m->d : &m->p);
 }
 
 /* Points the per-layer views of one flat buffer (the stage's layers). */
@@ -86,8 +87,8 @@ static pl_status bind_layers(pl_model *m, pl_block_weights *out, float *flat)
 {
     for (int64_t j = 0; j < m->stage.nl; j++) {
         int64_t lo, hi;
-        pl_status st = pl_model_layer_bind(m->reg, &m->cfg.block, flat, m->stage.l0 + j, &out[j],
-                                           &lo, &hi);
+        pl_status st = pl_model_layer_bind(m->reg, &m->cfg, flat, m->stage.l0 + j, &out[j], &lo,
+                                           &hi);
         if (st)
             return st;
         m->layer_offset[j] = lo;
@@ -108,6 +109,7 @@ static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int
     mb->dx0 = m->stage.first ? NULL : pl_plan_take(b, Nl * C);
     mb->dout = m->stage.last ? NULL : pl_plan_take(b, Nl * C);
     mb->dloss = pl_plan_take(b, N);
+    mb->dbin = pl_plan_take(b, m->B);
     for (int64_t l = 0; l < L; l++) {
         pl_block_acts *a = &mb->acts[l];
         int64_t g = recompute ? m->group_start[l] : -1;
@@ -140,6 +142,9 @@ static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int
         mb->lnf_rstd = pl_plan_take(b, Nl);
         mb->loss = pl_plan_take(b, N);
         mb->lse = pl_plan_take(b, N);
+        pl_head_take_acts(b, &mb->head, m->cfg.head.lm_transform, m->cfg.head.binary_head, m->B,
+                          m->T, C);
+        mb->bin_loss = pl_plan_take(b, m->B);
     }
 }
 
@@ -188,6 +193,12 @@ static size_t plan(pl_model *m, float *base, int recompute)
     c->dnorm = pl_plan_take(&b, N * C);
     const size_t lm_ws = m->stage.last ? pl_lmhead_workspace(N, m->lm_chunk) : 0;
     m->lm_ws = pl_plan_take(&b, (int64_t)lm_ws);
+    const pl_head_spec *h = &m->cfg.head;
+    if (m->stage.last && (h->lm_transform || h->binary_head)) {
+        m->head_ws = pl_plan_take(&b, pl_head_scratch(h->lm_transform, h->binary_head, m->B, m->T,
+                                                      C));
+        m->dhead = h->lm_transform ? pl_plan_take(&b, N * C) : NULL;
+    }
     /* Kept logits live from the LM head's forward to its backward, when every
      * layer buffer below is dead (forward is over, backward's layers have not
      * started): those buffers then share the logits' memory when they fit. */
@@ -271,7 +282,8 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     m->layer_count = pl_calloc((size_t)L, sizeof *m->layer_count);
     m->mb = pl_calloc((size_t)K, sizeof *m->mb);
     m->mb_acts = pl_calloc((size_t)(K * L), sizeof *m->mb_acts);
-    m->mb_ids = pl_calloc((size_t)(2 * K * m->N), sizeof *m->mb_ids);
+    const int64_t ids = 3 * m->N + 2 * B; /* per slot: tokens, targets, types, lengths, labels */
+    m->mb_ids = pl_calloc((size_t)(K * ids), sizeof *m->mb_ids);
     m->mb_samples = pl_calloc((size_t)(K * B), sizeof *m->mb_samples);
     if (!m->w || !m->g || !m->slots || !m->group_start || !m->layer_offset || !m->layer_count ||
         !m->mb || !m->mb_acts || !m->mb_ids || !m->mb_samples) {
@@ -280,14 +292,24 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     }
     for (int64_t k = 0; k < K; k++) {
         m->mb[k].acts = m->mb_acts + k * L;
-        m->mb[k].tokens = m->mb_ids + 2 * k * m->N;
-        m->mb[k].targets = m->mb_ids + (2 * k + 1) * m->N;
+        int32_t *id = m->mb_ids + k * ids;
+        m->mb[k].tokens = id;
+        m->mb[k].targets = id + m->N;
+        m->mb[k].types = cfg->head.tokentypes ? id + 2 * m->N : NULL;
+        m->mb[k].lengths = cfg->block.mask == PL_MASK_PADDING ? id + 3 * m->N : NULL;
+        m->mb[k].labels = cfg->head.binary_head ? id + 3 * m->N + B : NULL;
+        for (int64_t b = 0; m->mb[k].lengths && b < B; b++)
+            m->mb[k].lengths[b] = (int32_t)m->T;
         m->mb[k].sample = m->mb_samples + k * B;
     }
     PL_TRY(bind_top(m, 0, params, NULL, NULL));
     PL_TRY(bind_top(m, 1, grads, NULL, NULL));
-    if (params && ((sg->first && (!m->wte || (cfg->block.pos == PL_POS_LEARNED && !m->wpe))) ||
-                   (sg->last && (!m->lnf_w || !m->out_w)))) {
+    if (params && ((sg->first && (!m->p.wte || (cfg->block.pos == PL_POS_LEARNED && !m->p.wpe) ||
+                                  (cfg->head.tokentypes && !m->p.tte))) ||
+                   (sg->last && (!m->p.lnf_w || !m->p.out_w ||
+                                 (cfg->head.output_bias && !m->p.out_b) ||
+                                 (cfg->head.lm_transform && !m->p.head.dense_w) ||
+                                 (cfg->head.binary_head && !m->p.head.bin_w))))) {
         st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing on this "
                        "stage");
         goto fail;
@@ -318,6 +340,8 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     PL_TRY(pl_block_prepare(&m->blk));
     if (sg->last)
         PL_TRY(pl_lmhead_prepare(gemm, m->N, m->C, m->Vl, m->lm_chunk));
+    if (sg->last)
+        PL_TRY(pl_head_prepare(gemm, cfg->head.lm_transform, cfg->head.binary_head, B, m->T, m->C));
     return PL_OK;
 fail:
     pl_model_free(m);
@@ -347,7 +371,13 @@ void pl_model_use(pl_model *m, int64_t k)
     m->cur = k;
     m->tokens = mb->tokens;
     m->targets = mb->targets;
+    m->types = mb->types;
+    m->lengths = mb->lengths;
+    m->labels = mb->labels;
+    m->blk.pad_len = mb->lengths;
     m->dloss = mb->dloss;
+    m->dbin = mb->dbin;
+    m->bin_loss = mb->bin_loss;
     m->sample = mb->sample;
     m->x0 = mb->x0;
     m->acts = mb->acts;
@@ -365,7 +395,7 @@ pl_status pl_model_rebind(pl_model *m, int grad, pl_flat_locate_fn locate, void 
     pl_status st = bind_top(m, grad, NULL, locate, ctx);
     for (int64_t j = 0; !st && j < m->stage.nl; j++) {
         int64_t lo, hi;
-        st = layer_bind(m->reg, &m->cfg.block, NULL, locate, ctx, grad, m->stage.l0 + j,
+        st = layer_bind(m->reg, &m->cfg, NULL, locate, ctx, grad, m->stage.l0 + j,
                         grad ? &m->g[j] : &m->w[j], &lo, &hi);
     }
     return st;
@@ -405,6 +435,22 @@ static void embedding_dropout(pl_model *m, float *x)
         pl_block_hidden_dropout(&m->blk, x, x, 0, 3);
 }
 
+/* Megatron's LanguageModelEmbedding: token types added to the word and
+ * position embeddings (before dropout), on this rank's rows x (Nl, C). */
+static pl_status tokentype_fwd(pl_model *m, float *x)
+{
+    const int64_t C = m->C, Nl = m->blk.Nl, n0 = m->blk.sp ? m->blk.n0 : 0;
+    for (int64_t i = 0; i < Nl; i++) {
+        const int32_t t = m->types[n0 + i];
+        if (t < 0 || t >= m->cfg.head.tokentypes)
+            return pl_errorf(PL_ERR_ARG, "token type %d at position %lld of the micro-batch: "
+                             "expected 0..%d", (int)t, (long long)(n0 + i),
+                             m->cfg.head.tokentypes - 1);
+        pl_cpu_add(x + i * C, x + i * C, m->p.tte + t * C, C);
+    }
+    return PL_OK;
+}
+
 pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
@@ -413,8 +459,10 @@ pl_status pl_model_forward(pl_model *m)
     if (m->stage.first) {
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
-        PL_TRY(pl_tp_embedding_fwd(m->tp, m->blk.sp, m->x0, m->blk.norm_out, m->tokens, m->wte,
-                                   m->wpe, B, T, C, m->v0, m->Vl));
+        PL_TRY(pl_tp_embedding_fwd(m->tp, m->blk.sp, m->x0, m->blk.norm_out, m->tokens, m->p.wte,
+                                   m->p.wpe, B, T, C, m->v0, m->Vl));
+        if (m->types)
+            PL_TRY(tokentype_fwd(m, m->x0));
         embedding_dropout(m, m->x0);
     }
     for (int64_t j = 0; j < L; j++) {
@@ -424,12 +472,49 @@ pl_status pl_model_forward(pl_model *m)
     }
     if (!m->stage.last)
         return PL_OK;
-    PL_TRY(pl_block_norm_fwd(&m->blk, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L), m->lnf_w,
-                             m->lnf_b));
+    PL_TRY(pl_block_norm_fwd(&m->blk, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L),
+                             m->p.lnf_w, m->p.lnf_b));
     double t0 = pl_time_now();
-    st = pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, m->lnf, m->out_w, m->targets, N, C,
-                           m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->rows);
+    pl_head_acts *h = &m->mb[m->cur].head;
+    const float *x = m->lnf; /* the output layer's input */
+    if (m->cfg.head.lm_transform) {
+        PL_TRY(pl_head_lm_fwd(m->gemm, &m->p.head, h, m->lnf, N, C, m->cfg.ln_eps));
+        x = h->out;
+    }
+    st = pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, x, m->p.out_w, m->p.out_b, m->targets,
+                           N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->rows);
+    if (!st && m->cfg.head.binary_head)
+        st = pl_head_binary_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss,
+                                m->head_ws, B, T, C);
     m->prof.lmhead += pl_time_now() - t0;
+fail:
+    return st;
+}
+
+/* The last stage's heads backward, from dloss (and dbin): the gradient of the
+ * final norm's output into dln (N, C), zero on entry: whole on every rank when
+ * the model has BERT's heads, else as the LM head leaves it (this rank's rows
+ * first under sp). */
+static pl_status heads_bwd(pl_model *m, float *dln)
+{
+    pl_status st = PL_OK;
+    const int64_t N = m->N, C = m->C;
+    const pl_head_spec *hs = &m->cfg.head;
+    const pl_head_acts *h = &m->mb[m->cur].head;
+    const int whole = hs->lm_transform || hs->binary_head;
+    float *dx = hs->lm_transform ? m->dhead : dln;
+    const float *x = hs->lm_transform ? h->out : m->lnf;
+    if (hs->lm_transform)
+        memset(dx, 0, (size_t)(N * C) * sizeof(float));
+    PL_TRY(pl_tp_lmhead_bwd(m->tp, whole ? 0 : m->blk.sp, m->gemm, dx, m->d.out_w, m->d.out_b, x,
+                            m->p.out_w, m->p.out_b, m->targets, m->lse, m->dloss, N, C, m->v0,
+                            m->Vl, m->lm_chunk, m->lm_ws, m->cfg.keep_logits));
+    if (hs->lm_transform)
+        PL_TRY(pl_head_lm_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->dhead, dln,
+                              m->head_ws, N, C));
+    if (hs->binary_head)
+        PL_TRY(pl_head_binary_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
+                                  dln, m->head_ws, m->B, m->T, C));
 fail:
     return st;
 }
@@ -449,14 +534,14 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
         memset(m->dres, 0, (size_t)(Nl * C) * sizeof(float));
         memset(dln, 0, (size_t)(N * C) * sizeof(float));
         double t0 = pl_time_now();
-        st = pl_tp_lmhead_bwd(m->tp, m->blk.sp, m->gemm, dln, m->dout_w, m->lnf, m->out_w,
-                              m->targets, m->lse, m->dloss, N, C, m->v0, m->Vl, m->lm_chunk,
-                              m->lm_ws, m->cfg.keep_logits);
+        PL_TRY(heads_bwd(m, dln));
         m->prof.lmhead += pl_time_now() - t0;
-        if (st)
-            goto fail;
-        PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->dlnf_w, m->dlnf_b, dln, layer_input(m, L),
-                                 m->lnf_w, m->lnf_mean, m->lnf_rstd));
+        /* the heads leave the final norm's output gradient whole; the LM head
+         * alone, under sp, this rank's rows first */
+        const int whole = m->cfg.head.lm_transform || m->cfg.head.binary_head;
+        const float *dy = whole && m->blk.sp ? dln + m->blk.n0 * C : dln;
+        PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->d.lnf_w, m->d.lnf_b, dy, layer_input(m, L),
+                                 m->p.lnf_w, m->lnf_mean, m->lnf_rstd));
     } else {
         memcpy(m->dres, mb->dout, (size_t)(Nl * C) * sizeof(float));
     }
@@ -494,7 +579,9 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
         memcpy(dx0 + m->blk.n0 * C, m->dres, (size_t)(Nl * C) * sizeof(float));
         PL_TRY(pl_tp_gather_rows(m->tp, dx0, N, C));
     }
-    pl_tp_embedding_bwd(m->dwte, m->dwpe, dx0, m->tokens, B, T, C, m->v0, m->Vl);
+    pl_tp_embedding_bwd(m->d.wte, m->d.wpe, dx0, m->tokens, B, T, C, m->v0, m->Vl);
+    if (m->types) /* each rank's token-type gradient whole, as its word embeddings' */
+        pl_cpu_embedding_bwd(m->d.tte, dx0, m->types, N, C, 0, m->cfg.head.tokentypes);
 fail:
     return st;
 }

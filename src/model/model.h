@@ -16,17 +16,20 @@
 #include "kernels/kernels.h"
 #include "model/config.h"
 #include "nn/block.h"
+#include "nn/head.h"
 #include "parallel/comm.h"
 
-/* Points out's fields at layer `layer`'s parameters in flat (laid out by reg,
- * spec s); [*lo, *hi) is the range of flat they span. */
-pl_status pl_model_layer_bind(const pl_registry *reg, const pl_block_spec *s, const float *flat,
+/* Points out's fields at layer `layer`'s parameters in flat (laid out by reg
+ * for the model c); [*lo, *hi) is the range of flat they span. */
+pl_status pl_model_layer_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                               int64_t layer, pl_block_weights *out, int64_t *lo, int64_t *hi);
 
-/* The parameters outside the layers: word and position embeddings, final norm,
- * output layer (the word embeddings unless untied). Absent ones are NULL. */
+/* The parameters outside the layers: word, position and token-type embeddings,
+ * final norm, output layer (the word embeddings unless untied) and its bias,
+ * BERT's heads. Absent ones are NULL. */
 typedef struct pl_model_top {
-    float *wte, *wpe, *lnf_w, *lnf_b, *out_w;
+    float *wte, *wpe, *tte, *lnf_w, *lnf_b, *out_w, *out_b;
+    pl_head_weights head;
 } pl_model_top;
 
 /* Where flat element `offset` of the parameters (grad = 0) or gradients (grad = 1)
@@ -36,7 +39,7 @@ typedef float *(*pl_flat_locate_fn)(void *ctx, int64_t offset, int grad);
 /* Binds out at flat + offset (or locate(ctx, offset, grad) when locate is not
  * NULL) for the parameters reg has; a parameter registered on another stage is
  * an error. */
-pl_status pl_model_top_bind(const pl_registry *reg, int untie, const float *flat,
+pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                             pl_flat_locate_fn locate, void *ctx, int grad, pl_model_top *out);
 
 /* Called during backward when a range of the flat gradient buffer is final
@@ -64,7 +67,11 @@ typedef struct pl_model_stage {
  * the residual stream (N/tp under sequence parallelism). */
 typedef struct pl_model_mb {
     int32_t *tokens, *targets; /* (N) */
+    int32_t *types;            /* (N) token types (BERT), else NULL */
+    int32_t *lengths;          /* (B) sample lengths, the rest padding (padding mask), else NULL */
+    int32_t *labels;           /* (B) the binary head's labels (0, 1; -1 ignored), else NULL */
     float *dloss;              /* (N) d objective / d loss */
+    float *dbin;               /* (B) d objective / d bin_loss (binary head) */
     int64_t *sample;           /* (B) global sample index of each row (dropout masks) */
     float *x0;                 /* (Nl, C) the stage's input: the embedding's output on the
                                 * first stage, else the previous stage's output (received) */
@@ -73,6 +80,8 @@ typedef struct pl_model_mb {
     float *dx0;                /* (Nl, C) not the first stage: the gradient of x0 (to send) */
     pl_block_acts *acts;       /* [nl] */
     float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse; /* last stage: (N,C), (Nl), (Nl), (N), (N) */
+    pl_head_acts head;         /* last stage with BERT's heads */
+    float *bin_loss;           /* (B) the binary head's loss */
 } pl_model_mb;
 
 typedef struct pl_model {
@@ -87,8 +96,7 @@ typedef struct pl_model {
     int64_t lm_chunk;
     /* views into the flat buffers (wpe NULL without learned positions, lnf_b
      * without a norm bias; out_w is wte unless the output layer is untied) */
-    float *wte, *wpe, *lnf_w, *lnf_b, *out_w;
-    float *dwte, *dwpe, *dlnf_w, *dlnf_b, *dout_w;
+    pl_model_top p, d;        /* views outside the layers: parameters, gradients */
     pl_model_stage stage;     /* the layers held; index j below is layer stage.l0 + j */
     pl_block_weights *w, *g;  /* [nl] parameter and gradient views */
     int64_t *layer_offset, *layer_count; /* [nl] flat range of each layer's parameters */
@@ -99,12 +107,15 @@ typedef struct pl_model {
     int64_t *group_start;     /* [nl] first layer of j's full-recompute group, -1: kept */
     pl_model_mb *mb;          /* [inflight] */
     pl_block_acts *mb_acts;   /* [inflight * nl]: mb[k].acts = mb_acts + k nl */
-    int32_t *mb_ids;          /* [inflight * 2N]: each slot's tokens, then targets */
+    int32_t *mb_ids;          /* [inflight * (3N + 2B)]: each slot's tokens, targets, types,
+                               * lengths, labels */
     int64_t *mb_samples;      /* [inflight * B] */
     pl_block_acts *slots;     /* [nl] full recompute: one layer's buffers per group position */
     float *rows;
     float *dres;              /* (Nl,C) gradient of the residual stream */
     float *lm_ws;
+    float *head_ws;           /* the heads' backward scratch */
+    float *dhead;             /* (N, C) the gradient of the lm transform's output */
     /* the micro-batch being processed (pl_model_use): views of mb[cur], the
      * batch set by the caller */
     int64_t cur;
@@ -112,6 +123,8 @@ typedef struct pl_model {
     pl_block_acts *acts;
     float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse;
     int32_t *tokens, *targets; /* (N) */
+    int32_t *types, *lengths, *labels; /* (N), (B), (B) as in pl_model_mb, or NULL */
+    float *bin_loss, *dbin;   /* (B) */
     int64_t *sample;          /* (B) global sample index of each row (dropout masks) */
     int64_t iteration;        /* the training iteration (dropout masks) */
     int training;             /* dropout on (forward and backward of training steps) */
@@ -153,14 +166,17 @@ void pl_model_use(pl_model *m, int64_t k);
  * last layer's (Nl, C) result, to send to the next stage. */
 float *pl_model_output(const pl_model *m);
 
-/* Forward of the current micro-batch: from m->tokens on the first stage (else
- * from m->x0, received), through the stage's layers, to m->loss (N, from
- * m->targets) on the last stage. With m->training, dropout as configured
+/* Forward of the current micro-batch: from m->tokens (and m->types) on the
+ * first stage (else from m->x0, received), through the stage's layers (keys at
+ * or past m->lengths[b] masked with a padding mask), to m->loss (N, from
+ * m->targets; -1: no target) and with the binary head m->bin_loss (B, from
+ * m->labels) on the last stage. With m->training, dropout as configured
  * (masks keyed by m->seed, m->iteration and m->sample). */
 pl_status pl_model_forward(pl_model *m);
 
 /* Backward of the current micro-batch after its forward, adding into the
- * gradient buffer: of sum_n dloss[n] * loss[n] on the last stage, else from
+ * gradient buffer: of sum_n dloss[n] * loss[n] (+ sum_b dbin[b] * bin_loss[b]
+ * with the binary head) on the last stage, else from
  * the received gradient of the output (mb.dout); leaves the gradient of x0 in
  * mb.dx0 on a stage that is not the first. ready, when not NULL, is told each
  * layer's range as soon as it is final; its error stops the backward. */

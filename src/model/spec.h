@@ -16,19 +16,21 @@ typedef struct pl_family_spec {
     const char *name;            /* --model NAME */
     pl_family family;
     pl_block_spec block;
+    pl_head_spec head;
+    const char *stack;           /* "decoder", or "encoder" (Megatron core's BERT) */
     int untie;                   /* output layer separate from the word embeddings */
     float hidden_dropout, attention_dropout; /* Megatron's defaults for the family */
     const char *hf_architecture; /* config.json "architectures" of a Hugging Face export */
 } pl_family_spec;
 
-/* The row of `name` ("gpt", "llama"), or NULL. */
+/* The row of `name` ("gpt", "llama", "bert"), or NULL. */
 const pl_family_spec *pl_family_find(const char *name);
 /* The row of family f. */
 const pl_family_spec *pl_family_get(pl_family f);
-/* "gpt|llama" */
+/* "gpt|llama|bert" */
 extern const char pl_family_names[];
 
-/* Sets cfg's family, block spec, tying and dropout from the row of f. */
+/* Sets cfg's family, block and head specs, tying and dropout from the row of f. */
 void pl_family_apply(pl_model_config *cfg, pl_family f);
 
 #endif

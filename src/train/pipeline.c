@@ -144,7 +144,7 @@ static pl_status pp_tied_grads(pl_trainer *t)
     const pl_model *head = pl_train_head(t);
     if (!t->pp_tied || !(t->model.stage.first || head->stage.last))
         return PL_OK;
-    float *g = t->model.stage.first ? t->model.dwte : head->dout_w;
+    float *g = t->model.stage.first ? t->model.d.wte : head->d.out_w;
     return pl_comm_allreduce_f32(pl_grid_comm(&t->grid, PL_GRID_EMBD), g,
                                  t->model.Vl * t->model.C, PL_COMM_SUM);
 }

@@ -126,7 +126,7 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
      * layer: the units forward needs and backward finishes, each on the pipeline stage
      * that holds it (the first stage the embeddings, the last the final norm). On a
      * stage without the final norm the last layer's region takes the padding. */
-    const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
+    const pl_param *lnw = pl_model_final_norm(&t->reg, &t->cfg);
     const int regions = t->zero_stage >= 2;
     const int v = t->nchunks > 1 ? t->nchunks : 1; /* model chunks: their layers in turn */
     const int64_t L = regions ? v * stage->nl : 0;
@@ -147,8 +147,7 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
             pl_free(starts);
             return st;
         }
-        st = pl_model_layer_bind(&t->reg, &t->cfg.block, NULL, c0 + l % stage->nl, &tmp, &lo,
-                                 &hi);
+        st = pl_model_layer_bind(&t->reg, &t->cfg, NULL, c0 + l % stage->nl, &tmp, &lo, &hi);
         if (st) {
             pl_free(starts);
             return st;
@@ -356,7 +355,7 @@ static pl_status setup_model(pl_trainer *t)
     }
     /* DP buckets in backward order: final norm, layers L-1..0, embeddings (each
      * on the stage that holds it). */
-    const pl_param *lnw = pl_registry_find(&t->reg, "decoder.final_layernorm.weight");
+    const pl_param *lnw = pl_model_final_norm(&t->reg, &t->cfg);
     const int has_lnf = lnw->offset >= 0; /* the last stage (its last chunk) */
     t->lnf_offset = has_lnf ? lnw->offset : -1;
     t->lnf_count = has_lnf ? t->reg.numel - lnw->offset : 0;

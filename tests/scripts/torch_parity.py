@@ -320,6 +320,44 @@ def forward_gpt_dropout(P, tokens, cfg, drops):
     return x @ P["embedding.word_embeddings.weight"].T
 
 
+def forward_bert(P, tokens, types, lengths, cfg, ops=EXACT):
+    """Megatron core's BertModel (pretrain_bert.py, local layer spec), written from its
+    source: word + position + token-type embeddings; pre-LN layers as GPT's, but every
+    position attends to every key of its sample inside the sample's length (keys in the
+    padding masked); encoder.final_layernorm; lm_head = LayerNorm(gelu(dense(x))) with
+    the exact (erf) GELU of torch.nn.functional.gelu; logits = lm_head(x) . wte^T +
+    output_layer.bias; pooler = tanh(dense(x[:, 0])); binary_head = linear(pooler).
+    Returns the MLM logits (B, T, V) and the binary logits (B, 2)."""
+    mm, keep, attention = ops
+    L, C, NH = cfg["layers"], cfg["hidden"], cfg["heads"]
+    B, T = tokens.shape
+    HS = C // NH
+    x = (P["embedding.word_embeddings.weight"][tokens] + P["embedding.position_embeddings.weight"][:T]
+         + P["embedding.tokentype_embeddings.weight"][types])
+    keys = torch.arange(T).view(1, 1, 1, T)
+    mask = keys >= lengths.view(B, 1, 1, 1)  # (B, 1, T, T) broadcast over heads and queries
+    mask = mask.expand(B, 1, T, T)
+    ln = torch.nn.functional.layer_norm
+    for l in range(L):
+        p = lambda s: P[f"encoder.layers.{l}.{s}"]
+        h = ln(x, (C,), p("input_layernorm.weight"), p("input_layernorm.bias"), 1e-5)
+        qkv = keep(mm(h, p("self_attention.linear_qkv.weight")) + p("self_attention.linear_qkv.bias"))
+        qkv = qkv.view(B, T, NH, 3, HS)
+        q, k, v = (qkv[:, :, :, i, :].transpose(1, 2) for i in range(3))
+        a = attention(q, k, v, mask).transpose(1, 2).reshape(B, T, C)
+        x = x + mm(a, p("self_attention.linear_proj.weight")) + p("self_attention.linear_proj.bias")
+        h = ln(x, (C,), p("pre_mlp_layernorm.weight"), p("pre_mlp_layernorm.bias"), 1e-5)
+        h = torch.nn.functional.gelu(keep(mm(h, p("mlp.linear_fc1.weight")) + p("mlp.linear_fc1.bias")),
+                                     approximate="tanh")
+        x = x + mm(h, p("mlp.linear_fc2.weight")) + p("mlp.linear_fc2.bias")
+    x = ln(x, (C,), P["encoder.final_layernorm.weight"], P["encoder.final_layernorm.bias"], 1e-5)
+    h = torch.nn.functional.gelu(mm(x, P["lm_head.dense.weight"]) + P["lm_head.dense.bias"])
+    h = ln(h, (C,), P["lm_head.layer_norm.weight"], P["lm_head.layer_norm.bias"], 1e-5)
+    logits = mm(h, P["embedding.word_embeddings.weight"]) + P["output_layer.bias"]
+    pooled = torch.tanh(mm(x[:, 0], P["pooler.dense.weight"]) + P["pooler.dense.bias"])
+    return logits, mm(pooled, P["binary_head.weight"]) + P["binary_head.bias"]
+
+
 def rel(a, b):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -341,6 +379,10 @@ def run(path, check):
     names = [k[len("init."):] for k in T_ if k.startswith("init.")]
     B, S, steps = cfg["batch"], cfg["seq"], cfg["steps"]
     batches = torch.tensor(T_["batches"].astype(np.int64))
+    bert = cfg.get("family") == "bert"
+    if bert:
+        ttl = torch.tensor(T_["bert.tokens_types_labels"].astype(np.int64))
+        lir = torch.tensor(T_["bert.lengths_is_random"].astype(np.int64))
 
     def replay(ops):
         P = {n: torch.tensor(T_["init." + n], dtype=DT, requires_grad=True) for n in names}
@@ -361,20 +403,33 @@ def run(path, check):
                              ("attention_output", "mlp_output", "attention_probs")}
                          for l in range(cfg["layers"])}
                 drops["embedding"] = t("embedding")
-            if cfg.get("family", "gpt") == "llama":
+            if bert:
+                tokens, types, labels = (ttl[s * B:(s + 1) * B, i] for i in range(3))
+                logits, blog = forward_bert(P, tokens, types, lir[0, s * B:(s + 1) * B], cfg, ops)
+                lm = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                       labels.reshape(-1), ignore_index=-1)
+                sop = torch.nn.functional.cross_entropy(blog, lir[1, s * B:(s + 1) * B])
+                targets = None
+            elif cfg.get("family", "gpt") == "llama":
                 logits = forward_llama(P, tokens, cfg, ops, drops)
             elif drops:
                 logits = forward_gpt_dropout(P, tokens, cfg, drops)
             else:
                 logits = forward(P, tokens, cfg, ops)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                     targets.reshape(-1))
+            if bert:  # pretrain_bert.py's loss_func: lm loss + sop loss
+                loss = lm + sop
+            else:
+                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                         targets.reshape(-1))
             (loss * scale).backward()  # fp16: the static loss scale, taken off below
             for n in names:
                 P[n].grad /= scale
             if s == 0:
                 out["logits"] = logits.detach().reshape(-1, logits.shape[-1])
                 out["loss"] = loss.item()
+                if bert:
+                    out["lm_loss"], out["sop_loss"] = lm.item(), sop.item()
+                    out["binary_logits"] = blog.detach()
                 out["grads"] = {n: P[n].grad.clone() for n in names}
             norm = torch.nn.utils.clip_grad_norm_([P[n] for n in names], cfg["clip_grad"])
             out["norms"].append(norm.item())
@@ -393,6 +448,10 @@ def run(path, check):
         f", dropout {cfg['dropout']:g}" if cfg.get("dropout", 0) > 0 else "") + "] "
     check(tag + "logits", rel(T_["logits"], ref["logits"]), tol["logits"])
     check(tag + "loss", rel(T_["loss"], [ref["loss"]]), tol["logits"])
+    if bert:
+        check(tag + "MLM loss", rel(T_["lm_loss"], [ref["lm_loss"]]), tol["logits"])
+        check(tag + "binary (SOP) loss", rel(T_["sop_loss"], [ref["sop_loss"]]), tol["logits"])
+        check(tag + "binary logits", rel(T_["binary_logits"], ref["binary_logits"]), tol["logits"])
     for n in names:
         check(f"{tag}gradient {n}", rel(T_["grad." + n], ref["grads"][n]), tol["grad"])
     worst = max(names, key=lambda n: rel(T_["grad." + n], ref["grads"][n]))

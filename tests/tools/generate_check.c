@@ -60,7 +60,7 @@ static pl_status check_family(pl_family f, int64_t groups)
         m.targets[t] = 0;
     }
     PL_TRY(pl_model_forward(&m));
-    pl_ref_gemm(0, 1, T, cfg.padded_vocab, C, m.lnf, C, m.out_w, C, 0.0f, full, cfg.padded_vocab);
+    pl_ref_gemm(0, 1, T, cfg.padded_vocab, C, m.lnf, C, m.p.out_w, C, 0.0f, full, cfg.padded_vocab);
     PL_TRY(pl_generator_init(&gen, &cfg, &reg, params, NULL, gemm));
     double worst = 0;
     for (int t = 0; t < T; t++) {

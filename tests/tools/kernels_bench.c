@@ -257,14 +257,14 @@ KB(k_sumsq, sumsq_sink += pl_cpu_sumsq(k->g, NPARAMS))
 static int k_lm_stats(void *p)
 {
     kbuf *k = p;
-    return pl_cpu_lmhead_stats(k->row_max, k->row_sum, k->tl, k->y, k->wte, k->ids, N, C, 0, V,
+    return pl_cpu_lmhead_stats(k->row_max, k->row_sum, k->tl, k->y, k->wte, NULL, k->ids, N, C, 0, V,
                                k->chunk, k->lm_ws, k->gemm) != PL_OK;
 }
 
 static int k_lm_bwd(void *p)
 {
     kbuf *k = p;
-    return pl_cpu_lmhead_bwd(k->dx, k->dwte, k->y, k->wte, k->ids, k->lm_lse, k->dloss, N, C, 0, V,
+    return pl_cpu_lmhead_bwd(k->dx, k->dwte, NULL, k->y, k->wte, NULL, k->ids, k->lm_lse, k->dloss, N, C, 0, V,
                              k->chunk, k->lm_ws, 0, k->gemm) != PL_OK;
 }
 

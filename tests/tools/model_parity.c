@@ -3,8 +3,14 @@
  * of the first step, and the parameters after 5 AdamW steps with warmup,
  * cosine decay and clipping, run by the same model and optimizer code the
  * trainer uses.
- * usage: model_parity OUT.safetensors [--model gpt|llama] [--groups G] [--rope-scaling]
+ * usage: model_parity OUT.safetensors [--model gpt|llama|bert] [--groups G] [--rope-scaling]
  *                     [--dropout P] [--keep-logits] [--bf16 | --fp16]
+ * --model bert: Megatron core's BertModel (token types, padding mask, lm_head
+ * transform, output bias, pooler and binary head); each step's samples have
+ * different lengths (the rest padding), token types 0 then 1, about a quarter
+ * of the positions inside the sample masked (their labels), is_random 0 or 1;
+ * the objective is pretrain_bert.py's: the mean MLM loss over the labelled
+ * positions plus the mean binary (sentence-order) loss.
  * --model llama: RMSNorm, RoPE (base 10000, or Llama 3.1's scaling with --rope-scaling),
  * SwiGLU, no biases, untied output layer, G key/value groups (--groups, default NH).
  * --dropout P: hidden and attention dropout P; the masks plait draws (the counter-based
@@ -78,7 +84,7 @@ static void dropout_masks(float *hidden, float *attn, float *emb, const int64_t 
 
 int main(int argc, char **argv)
 {
-    int keep = 0, bf16 = 0, fp16 = 0, llama = 0, scaling = 0, bad = argc < 2;
+    int keep = 0, bf16 = 0, fp16 = 0, llama = 0, bert = 0, scaling = 0, bad = argc < 2;
     int64_t groups = NH;
     float dropout = 0;
     for (int i = 2; i < argc; i++) {
@@ -90,8 +96,10 @@ int main(int argc, char **argv)
             fp16 = 1;
         else if (strcmp(argv[i], "--rope-scaling") == 0)
             scaling = 1;
-        else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+        else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
             llama = strcmp(argv[++i], "llama") == 0;
+            bert = strcmp(argv[i], "bert") == 0;
+        }
         else if (strcmp(argv[i], "--groups") == 0 && i + 1 < argc)
             groups = atoll(argv[++i]);
         else if (strcmp(argv[i], "--dropout") == 0 && i + 1 < argc)
@@ -99,8 +107,9 @@ int main(int argc, char **argv)
         else
             bad = 1;
     }
-    if (bad || (bf16 && fp16) || groups < 1 || NH % groups || dropout < 0 || dropout >= 1) {
-        fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama] [--groups G] "
+    if (bad || (bf16 && fp16) || groups < 1 || NH % groups || dropout < 0 || dropout >= 1 ||
+        (bert && dropout > 0)) {
+        fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama|bert] [--groups G] "
                         "[--rope-scaling] [--dropout P] [--keep-logits] [--bf16 | --fp16]\n");
         return 2;
     }
@@ -109,7 +118,7 @@ int main(int argc, char **argv)
                            .seq_length = T, .max_positions = T, .vocab_size = V,
                            .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f,
                            .keep_logits = keep};
-    pl_family_apply(&cfg, llama ? PL_FAMILY_LLAMA : PL_FAMILY_GPT);
+    pl_family_apply(&cfg, llama ? PL_FAMILY_LLAMA : bert ? PL_FAMILY_BERT : PL_FAMILY_GPT);
     if (llama)
         cfg.ffn_hidden = 3 * C / 2; /* SwiGLU: fc1 has 2 x 96 rows */
     cfg.query_groups = groups;
@@ -129,11 +138,25 @@ int main(int argc, char **argv)
     float *m = pl_calloc((size_t)n, sizeof(float)), *v = pl_calloc((size_t)n, sizeof(float));
     float *logits = pl_calloc((size_t)(N * Vp), sizeof(float));
     int32_t *batches = pl_calloc((size_t)(STEPS * B * (T + 1)), sizeof(int32_t));
-    float lrs[STEPS], norms[STEPS], loss0 = 0;
+    /* BERT: per step and sample, tokens, types, labels (T each), length, is_random */
+    int32_t *bb = pl_calloc((size_t)(STEPS * B * (3 * T + 2)), sizeof(int32_t));
+    float lrs[STEPS], norms[STEPS], loss0 = 0, lm_loss0 = 0, sop_loss0 = 0, blogits[2 * B];
     pl_registry_init_values(&reg, init, SEED);
     memcpy(params, init, (size_t)n * sizeof(float));
     for (int i = 0; i < STEPS * B * (T + 1); i++)
         batches[i] = next_token();
+    for (int i = 0; bert && i < STEPS * B; i++) {
+        int32_t *tok = bb + (int64_t)i * 3 * T, *typ = tok + T, *lab = typ + T;
+        const int32_t len = T - 5 * (i % B) - i / B; /* every sample but the first padded */
+        for (int t = 0; t < T; t++) {
+            tok[t] = t < len ? batches[i * (T + 1) + t] : 0;
+            typ[t] = t < len && t >= len / 2 ? 1 : 0;
+            lab[t] = t < len && next_token() % 4 == 0 ? next_token() : -1;
+        }
+        lab[1] = next_token(); /* at least one label per sample */
+        bb[(int64_t)STEPS * B * 3 * T + i] = len;
+        bb[(int64_t)STEPS * B * 3 * T + STEPS * B + i] = (i * 7 / 3) % 2;
+    }
     pl_gemm *gemm;
     pl_comm tp = {0};
     tp.size = 1;
@@ -162,6 +185,22 @@ int main(int argc, char **argv)
             }
         for (int64_t i = 0; i < N; i++)
             model.dloss[i] = (float)(scale / (double)N);
+        if (bert) { /* the mean over labelled positions, plus the mean binary loss */
+            int64_t count = 0;
+            for (int b = 0; b < B; b++) {
+                const int32_t *tok = bb + (int64_t)(s * B + b) * 3 * T;
+                memcpy(model.tokens + b * T, tok, T * sizeof(int32_t));
+                memcpy(model.types + b * T, tok + T, T * sizeof(int32_t));
+                memcpy(model.targets + b * T, tok + 2 * T, T * sizeof(int32_t));
+                model.lengths[b] = bb[(int64_t)STEPS * B * 3 * T + s * B + b];
+                model.labels[b] = bb[(int64_t)STEPS * B * 3 * T + STEPS * B + s * B + b];
+                model.dbin[b] = (float)(scale / B);
+            }
+            for (int64_t i = 0; i < N; i++)
+                count += model.targets[i] >= 0;
+            for (int64_t i = 0; i < N; i++)
+                model.dloss[i] = model.targets[i] >= 0 ? (float)(scale / (double)count) : 0.0f;
+        }
         model.iteration = s;
         for (int b = 0; b < B; b++)
             model.sample[b] = (int64_t)s * B + b;
@@ -182,17 +221,25 @@ int main(int argc, char **argv)
             }
         }
         if (s == 0) {
-            double sum = 0;
+            double sum = 0, bsum = 0;
             for (int64_t i = 0; i < N; i++)
-                sum += model.loss[i];
-            loss0 = (float)(sum / N);
+                sum += bert ? (double)model.dloss[i] * model.loss[i] / scale : model.loss[i] / N;
+            for (int b = 0; bert && b < B; b++)
+                bsum += model.bin_loss[b] / B;
+            loss0 = (float)(sum + bsum), lm_loss0 = (float)sum, sop_loss0 = (float)bsum;
             memcpy(grads0, grads, (size_t)n * sizeof(float));
+            /* the output layer's input: the final norm's, or BERT's lm transform's */
+            const float *x = bert ? model.mb[0].head.out : model.lnf;
             if (bf16 || fp16) /* the logits as the LM head computes them: rounded inputs */
-                st = pl_gemm_run(gemm, 0, 1, N, Vp, C, model.lnf, C, model.out_w, C, 0.0f, logits, Vp);
+                st = pl_gemm_run(gemm, 0, 1, N, Vp, C, x, C, model.p.out_w, C, 0.0f, logits, Vp);
             else
-                pl_ref_gemm(0, 1, N, Vp, C, model.lnf, C, model.out_w, C, 0.0f, logits, Vp);
+                pl_ref_gemm(0, 1, N, Vp, C, x, C, model.p.out_w, C, 0.0f, logits, Vp);
             if (st)
                 return fail(st);
+            for (int64_t i = 0; bert && i < N; i++)
+                pl_cpu_add(logits + i * Vp, logits + i * Vp, model.p.out_b, Vp);
+            if (bert)
+                memcpy(blogits, model.mb[0].head.logits, sizeof blogits);
         }
         lrs[s] = (float)pl_lr_schedule_lr(&sched);
         norms[s] = (float)pl_adamw_step(&reg, params, grads, m, v, &hp, lrs[s], s + 1,
@@ -216,6 +263,14 @@ int main(int argc, char **argv)
         }
     int64_t sb[2] = {STEPS * B, T + 1}, sl[2] = {N, Vp}, s1[1] = {1}, ss[1] = {STEPS};
     pl_st_writer_add(w, "batches", "I32", 2, sb, batches);
+    int64_t sbt[3] = {STEPS * B, 3, T}, sbb[2] = {2, STEPS * B}, sbl[2] = {B, 2};
+    if (bert) {
+        pl_st_writer_add(w, "bert.tokens_types_labels", "I32", 3, sbt, bb);
+        pl_st_writer_add(w, "bert.lengths_is_random", "I32", 2, sbb, bb + (int64_t)STEPS * B * 3 * T);
+        pl_st_writer_add(w, "binary_logits", "F32", 2, sbl, blogits);
+        pl_st_writer_add(w, "lm_loss", "F32", 1, s1, &lm_loss0);
+        pl_st_writer_add(w, "sop_loss", "F32", 1, s1, &sop_loss0);
+    }
     pl_st_writer_add(w, "logits", "F32", 2, sl, logits);
     pl_st_writer_add(w, "loss", "F32", 1, s1, &loss0);
     pl_st_writer_add(w, "lr", "F32", 1, ss, lrs);
@@ -247,7 +302,7 @@ int main(int argc, char **argv)
              "\"rotary_base\": %g, \"rope_scaling\": %d, \"rope_original\": %lld, "
              "\"dropout\": %g}",
              L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : fp16 ? "fp16" : "fp32", scale,
-             llama ? "llama" : "gpt", (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
+             llama ? "llama" : bert ? "bert" : "gpt", (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
              scaling, (long long)cfg.rope.original_max_positions, dropout);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, argv[1])))
@@ -255,6 +310,7 @@ int main(int argc, char **argv)
     printf("wrote %s: loss %.6f, grad norms %.4f %.4f %.4f %.4f %.4f\n", argv[1], loss0, norms[0],
            norms[1], norms[2], norms[3], norms[4]);
     pl_free(masks);
+    pl_free(bb);
     pl_model_free(&model);
     pl_gemm_free(gemm);
     return 0;

@@ -261,6 +261,60 @@ TEST(gelu_matches_reference_and_finite_differences)
     }
 }
 
+static double gelu_erf_objective(void *p)
+{
+    const gelu_ctx *e = p;
+    double s = 0.0;
+    for (int64_t i = 0; i < e->n; i++)
+        s += 0.5 * e->x[i] * (1.0 + erf(e->x[i] / sqrt(2.0))) * e->R[i];
+    return s;
+}
+
+/* The exact GELU (BERT's lm_head): both twins against float64 erf, backward
+ * against finite differences of the float64 function, the same bits for 1 and 2
+ * threads, and measurably not the tanh approximation. */
+TEST(gelu_erf_matches_float64_and_finite_differences)
+{
+    static const int64_t sizes[] = {1, 37, BIG_N * BIG_C, 1000};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const int64_t n = sizes[s];
+        const double r = s == 3 ? 60.0 : 6.0;
+        float *x = kc_random(n, -r, r), *out[2] = {kc_floats(n), kc_floats(n)};
+        double *xd = kc_to_double(x, n), *want = kc_doubles(n);
+        for (int64_t i = 0; i < n; i++)
+            want[i] = 0.5 * xd[i] * (1.0 + erf(xd[i] / sqrt(2.0)));
+        pl_ref_gelu_erf_fwd(out[0], x, n);
+        KC_WITH_THREADS(2, pl_cpu_gelu_erf_fwd(out[1], x, n));
+        for (int k = 0; k < 2; k++) {
+            /* erff and a product: a few ulp */
+            double err = kc_note("gelu_erf fwd vs float64", kc_rel_err_d(out[k], want, n));
+            CHECK(err < 1e-6, "twin %d n=%lld: rel err %.3g", k, (long long)n, err);
+        }
+        float *tanh_gelu = kc_floats(n);
+        pl_ref_gelu_fwd(tanh_gelu, x, n);
+        if (n > 100 && r < 10) /* in [-6, 6] the approximation is off by up to ~5e-4: not this
+                                * (over [-60, 60] the saturated tails hide it) */
+            CHECK(kc_rel_err_d(tanh_gelu, want, n) > 1e-5, "n=%lld: indistinguishable from the "
+                  "tanh approximation", (long long)n);
+        float *R = kc_random(n, -1, 1), *d[3] = {kc_floats(n), kc_floats(n), kc_floats(n)};
+        for (int k = 0; k < 3; k++)
+            memset(d[k], 0, (size_t)n * sizeof(float));
+        pl_ref_gelu_erf_bwd(d[0], x, R, n);
+        KC_WITH_THREADS(1, pl_cpu_gelu_erf_bwd(d[1], x, R, n));
+        KC_WITH_THREADS(2, pl_cpu_gelu_erf_bwd(d[2], x, R, n));
+        CHECK(kc_same_bits(d[1], d[2], n), "bwd n=%lld: 1 and 2 threads differ", (long long)n);
+        gelu_ctx ctx = {xd, R, n};
+        for (int k = 0; k < 2; k++) {
+            /* fp32 erff, expf and products: ~1e-7 of the largest gradient */
+            double err = kc_note("gelu_erf bwd vs FD",
+                                 kc_fd_check(xd, n, d[k], gelu_erf_objective, &ctx, 1e-3, 300));
+            CHECK(err < 1e-5, "twin %d n=%lld: FD rel err %.3g", k, (long long)n, err);
+        }
+        free(x), free(out[0]), free(out[1]), free(xd), free(want), free(tanh_gelu), free(R);
+        free(d[0]), free(d[1]), free(d[2]);
+    }
+}
+
 /* The bf16-input GELUs (--bf16's saved fc1) are the fp32 kernels on the widened
  * values, bit for bit, and their reference twins agree with the fp32 ones. */
 TEST(gelu_of_bf16_inputs_is_gelu_of_the_widened_values)
@@ -405,6 +459,7 @@ int main(void)
         RUN(bias_and_add_match_reference_and_finite_differences);
         RUN(gelu_matches_reference_and_finite_differences);
         RUN(gelu_of_bf16_inputs_is_gelu_of_the_widened_values);
+        RUN(gelu_erf_matches_float64_and_finite_differences);
         RUN(layernorm_matches_reference_and_finite_differences);
         kc_print_notes();
     }

@@ -57,6 +57,28 @@ void pl_cpu_add(float *out, const float *a, const float *b, int64_t n)
     }
 }
 
+/* Exact GELU with libm's erff and expf per element (BERT's lm_head: one (N, C)
+ * tensor a step), the reference's arithmetic in parallel blocks. */
+void pl_cpu_gelu_erf_fwd(float *out, const float *inp, int64_t n)
+{
+    PL_DISPATCH(gelu_erf_fwd, out, inp, n);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
+        int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
+        pl_ref_gelu_erf_fwd(out + i0, inp + i0, i1 - i0);
+    }
+}
+
+void pl_cpu_gelu_erf_bwd(float *dinp, const float *inp, const float *dout, int64_t n)
+{
+    PL_DISPATCH(gelu_erf_bwd, dinp, inp, dout, n);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
+        int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
+        pl_ref_gelu_erf_bwd(dinp + i0, inp + i0, dout + i0, i1 - i0);
+    }
+}
+
 #define GELU_2K 1.5957691216057308f /* 2 sqrt(2/pi) */
 #define GELU_A 0.044715f
 

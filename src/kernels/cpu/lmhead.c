@@ -45,6 +45,31 @@ pl_status pl_lmhead_prepare(pl_gemm *g, int64_t N, int64_t C, int64_t V, int64_t
     return st;
 }
 
+static void add_bias(float *restrict row, const float *restrict bias, int64_t n)
+{
+#pragma omp simd
+    for (int64_t v = 0; v < n; v++)
+        row[v] += bias[v];
+}
+
+/* db (cs) += column sums of a (N, cs) with row stride lda: each column summed
+ * over n in order, columns split among threads (the same bits for any count). */
+static void column_sums(float *db, const float *a, int64_t N, int64_t cs, int64_t lda)
+{
+    enum { COLS = 256 };
+#pragma omp parallel for schedule(static) if (N * cs > 32768)
+    for (int64_t v0 = 0; v0 < cs; v0 += COLS) {
+        const int64_t v1 = v0 + COLS < cs ? v0 + COLS : cs;
+        for (int64_t n = 0; n < N; n++) {
+            const float *restrict r = a + n * lda;
+            float *restrict d = db;
+#pragma omp simd
+            for (int64_t v = v0; v < v1; v++)
+                d[v] += r[v];
+        }
+    }
+}
+
 static pl_status check(const char *fn, int64_t N, int64_t C, int64_t V, int64_t chunk)
 {
     if (N < 0 || C < 1 || V < 1 || chunk < 1)
@@ -56,12 +81,12 @@ static pl_status check(const char *fn, int64_t N, int64_t C, int64_t V, int64_t 
 }
 
 pl_status pl_cpu_lmhead_stats(float *row_max, float *row_sumexp, float *target_logit,
-                              const float *x, const float *w, const int32_t *targets, int64_t N,
-                              int64_t C, int64_t v0, int64_t V, int64_t chunk, float *workspace,
-                              pl_gemm *g)
+                              const float *x, const float *w, const float *bias,
+                              const int32_t *targets, int64_t N, int64_t C, int64_t v0, int64_t V,
+                              int64_t chunk, float *workspace, pl_gemm *g)
 {
-    PL_DISPATCH_RET(lmhead_stats, row_max, row_sumexp, target_logit, x, w, targets, N, C, v0, V,
-                    chunk, workspace, g);
+    PL_DISPATCH_RET(lmhead_stats, row_max, row_sumexp, target_logit, x, w, bias, targets, N, C,
+                    v0, V, chunk, workspace, g);
     pl_status st = check("lmhead_stats", N, C, V, chunk);
     if (st != PL_OK || N == 0)
         return st;
@@ -75,7 +100,9 @@ pl_status pl_cpu_lmhead_stats(float *row_max, float *row_sumexp, float *target_l
         for (int64_t n0 = 0; n0 < N; n0 += LM_ROWS) {
             int64_t n1 = n0 + LM_ROWS < N ? n0 + LM_ROWS : N;
             for (int64_t n = n0; n < n1; n++) {
-                const float *row = workspace + n * chunk;
+                float *row = workspace + n * chunk;
+                if (bias)
+                    add_bias(row, bias + c0, cs);
                 float mx = c0 == 0 ? -INFINITY : row_max[n];
 #pragma omp simd reduction(max : mx)
                 for (int64_t v = 0; v < cs; v++)
@@ -100,13 +127,13 @@ pl_status pl_cpu_lmhead_stats(float *row_max, float *row_sumexp, float *target_l
     return PL_OK;
 }
 
-pl_status pl_cpu_lmhead_bwd(float *dx, float *dw, const float *x, const float *w,
-                            const int32_t *targets, const float *lse, const float *dloss,
-                            int64_t N, int64_t C, int64_t v0, int64_t V, int64_t chunk,
-                            float *workspace, int logits_kept, pl_gemm *g)
+pl_status pl_cpu_lmhead_bwd(float *dx, float *dw, float *dbias, const float *x, const float *w,
+                            const float *bias, const int32_t *targets, const float *lse,
+                            const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
+                            int64_t chunk, float *workspace, int logits_kept, pl_gemm *g)
 {
-    PL_DISPATCH_RET(lmhead_bwd, dx, dw, x, w, targets, lse, dloss, N, C, v0, V, chunk, workspace,
-                    logits_kept, g);
+    PL_DISPATCH_RET(lmhead_bwd, dx, dw, dbias, x, w, bias, targets, lse, dloss, N, C, v0, V,
+                    chunk, workspace, logits_kept, g);
     pl_status st = check("lmhead_bwd", N, C, V, chunk);
     if (st == PL_OK && logits_kept && chunk < V)
         st = pl_errorf(PL_ERR_ARG,
@@ -127,6 +154,8 @@ pl_status pl_cpu_lmhead_bwd(float *dx, float *dw, const float *x, const float *w
                 for (int64_t n = n0; n < n1; n++) {
                     float *row = workspace + n * chunk;
                     const float l = lse[n], d = dloss[n];
+                    if (bias && !logits_kept)
+                        add_bias(row, bias + c0, cs);
 #pragma omp simd
                     for (int64_t v = 0; v < cs; v++)
                         row[v] = pl_vexpf(row[v] - l) * d;
@@ -136,6 +165,8 @@ pl_status pl_cpu_lmhead_bwd(float *dx, float *dw, const float *x, const float *w
                 }
             }
         }
+        if (st == PL_OK && dbias)
+            column_sums(dbias + c0, workspace, N, cs, chunk);
         /* dx (N, C) += dlogits (N, cs) . w_chunk (cs, C) */
         if (st == PL_OK)
             st = pl_gemm_run(g, 0, 0, N, C, cs, workspace, chunk, wc, C, 1.0f, dx, C);

@@ -1,4 +1,4 @@
-/* Reference twins: bias, add, GELU (tanh approximation). */
+/* Reference twins: bias, add, GELU (exact, and the tanh approximation). */
 #include "kernels/kernels.h"
 
 #include <math.h>
@@ -21,6 +21,22 @@ void pl_ref_add(float *out, const float *a, const float *b, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         out[i] = a[i] + b[i];
+}
+
+void pl_ref_gelu_erf_fwd(float *out, const float *inp, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = 0.5f * inp[i] * (1.0f + erff(inp[i] * 0.70710678118654752f));
+}
+
+void pl_ref_gelu_erf_bwd(float *dinp, const float *inp, const float *dout, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+        float pdf = 0.3989422804014327f * expf(-0.5f * x * x);
+        dinp[i] += (cdf + x * pdf) * dout[i];
+    }
 }
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */

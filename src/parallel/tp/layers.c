@@ -119,12 +119,13 @@ void pl_tp_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int3
 }
 
 pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, const float *x,
-                            const float *wte, const int32_t *targets, int64_t N, int64_t C,
+                            const float *wte, const float *bias, const int32_t *targets,
+                            int64_t N, int64_t C,
                             int64_t v0, int64_t V, int64_t chunk, float *workspace, float *rows)
 {
     float *mx = rows, *sumexp = rows + N, *tlogit = rows + 2 * N;
-    pl_status st = pl_cpu_lmhead_stats(mx, sumexp, tlogit, x, wte, targets, N, C, v0, V, chunk,
-                                       workspace, g);
+    pl_status st = pl_cpu_lmhead_stats(mx, sumexp, tlogit, x, wte, bias, targets, N, C, v0, V,
+                                       chunk, workspace, g);
     if (st)
         return st;
     if (tp_many(tp)) {
@@ -145,12 +146,13 @@ pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, co
     return PL_OK;
 }
 
-pl_status pl_tp_lmhead_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dwte, const float *x,
-                           const float *wte, const int32_t *targets, const float *lse,
+pl_status pl_tp_lmhead_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dwte, float *dbias,
+                           const float *x, const float *wte, const float *bias,
+                           const int32_t *targets, const float *lse,
                            const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
                            int64_t chunk, float *workspace, int logits_kept)
 {
-    pl_status st = pl_cpu_lmhead_bwd(dx, dwte, x, wte, targets, lse, dloss, N, C, v0, V, chunk,
-                                     workspace, logits_kept, g);
+    pl_status st = pl_cpu_lmhead_bwd(dx, dwte, dbias, x, wte, bias, targets, lse, dloss, N, C, v0,
+                                     V, chunk, workspace, logits_kept, g);
     return st ? st : pl_tp_reduce_rows(tp, sp, dx, dx, N, C);
 }

@@ -89,18 +89,20 @@ pl_status pl_tp_embedding_fwd(pl_comm *tp, int sp, float *out, float *partial, c
 void pl_tp_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *ids,
                          int64_t B, int64_t T, int64_t C, int64_t v0, int64_t V);
 
-/* Cross-entropy of the tied LM head: logits = x (N, C) . wte^T over the
- * vocab-parallel rows. Writes loss (N) and lse (N, log-sum-exp over the whole
+/* Cross-entropy of the tied LM head: logits = x (N, C) . wte^T (+ bias, this
+ * rank's rows of the output layer's bias, or NULL) over the vocab-parallel rows. Writes loss (N) and lse (N, log-sum-exp over the whole
  * vocabulary, kept for backward). rows: scratch of 3 N floats. */
 pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, const float *x,
-                            const float *wte, const int32_t *targets, int64_t N, int64_t C,
+                            const float *wte, const float *bias, const int32_t *targets,
+                            int64_t N, int64_t C,
                             int64_t v0, int64_t V, int64_t chunk, float *workspace, float *rows);
 /* dx (N, C) must be zero on entry (the input gradient on exit: all of it, or
- * with sp this rank's rows at dx[0, N/tp * C)); dwte added into.
+ * with sp this rank's rows at dx[0, N/tp * C)); dwte and dbias (or NULL) added into.
  * dloss (N): d objective / d loss[n]. logits_kept: the workspace still holds
  * the logits pl_tp_lmhead_loss left there with chunk >= V (kernels.h). */
-pl_status pl_tp_lmhead_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dwte, const float *x,
-                           const float *wte, const int32_t *targets, const float *lse,
+pl_status pl_tp_lmhead_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dwte, float *dbias,
+                           const float *x, const float *wte, const float *bias,
+                           const int32_t *targets, const float *lse,
                            const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
                            int64_t chunk, float *workspace, int logits_kept);
 
