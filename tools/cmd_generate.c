@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "ckpt/checkpoint.h"
 #include "data/tokenizer/tokenizer.h"
+#include "model/spec.h"
 #include "model/generate.h"
 #include "parallel/dist.h"
 #include "parallel/grid.h"
@@ -186,6 +187,11 @@ static pl_status generate(const gen_opts *o, gen_world *w)
     pl_ckpt_meta meta;
     PL_TRY(pl_comm_agree(all, pl_ckpt_read_config(o->load, it, &cfg, &meta, &strings)));
     PL_TRY(pl_comm_agree(all, check_layout(o, it, &meta, w)));
+    if (cfg.block.mask != PL_MASK_CAUSAL) { /* before the tokenizer: nothing to continue */
+        st = pl_errorf(PL_ERR_UNSUPPORTED, "--load %s: a %s checkpoint; generation needs a causal "
+                       "model (gpt, llama)", o->load, pl_family_get(cfg.family)->name);
+        goto fail;
+    }
     const char *tt = o->tokenizer_type ? o->tokenizer_type : meta.tokenizer_type;
     const char *vf = o->vocab_file ? o->vocab_file : meta.vocab_file;
     const char *mf = o->merge_file ? o->merge_file : meta.merge_file;

@@ -92,6 +92,8 @@ static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b
     pl_ckpt_jnum(model, "rope_scaling_factor", c->rope.factor, b);
     pl_ckpt_jnum(model, "hidden_dropout", c->hidden_dropout, b);
     pl_ckpt_jnum(model, "attention_dropout", c->attention_dropout, b);
+    if (c->family == PL_FAMILY_BERT) /* Megatron's --bert-no-binary-head */
+        pl_ckpt_jnum(model, "bert_binary_head", c->head.binary_head, b);
 }
 
 cJSON *pl_ckpt_manifest_build(const pl_model_config *cfg, const pl_ckpt_meta *m,
@@ -267,9 +269,10 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
              {"use_rope_scaling", 0, 0, 1, 1},
              {"rope_scaling_factor", 8, 1e-30, 1e30, 0},
              {"hidden_dropout", 0, 0, BELOW_1, 0},
-             {"attention_dropout", 0, 0, BELOW_1, 0}};
-    double v[10];
-    for (int i = 0; i < 10 && !st; i++)
+             {"attention_dropout", 0, 0, BELOW_1, 0},
+             {"bert_binary_head", c->head.binary_head, 0, c->family == PL_FAMILY_BERT, 1}};
+    double v[11];
+    for (int i = 0; i < 11 && !st; i++)
         st = opt_field(model, "model", f[i].key, f[i].def, f[i].lo, f[i].hi, f[i].integral, mpath,
                        &v[i]);
     if (st)
@@ -288,6 +291,8 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
     c->rope = (pl_rope_config){v[4], v[5], v[6] != 0, v[7], 1.0, 4.0, 8192};
     c->hidden_dropout = (float)v[8];
     c->attention_dropout = (float)v[9];
+    c->head.binary_head = v[10] != 0;
+    c->head.tokentypes = c->head.binary_head ? c->head.tokentypes : 0;
     return PL_OK;
 }
 
@@ -332,6 +337,12 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     const int64_t C = c->hidden, HS = C / c->heads, NH = c->heads, G = c->query_groups;
     const int64_t QKV = (NH + 2 * G) * HS, F = c->ffn_hidden;
     const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
+    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX], pre[PL_PARAM_NAME_MAX];
+    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
+    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
+    snprintf(pre, sizeof pre, "%s.layers.", pl_model_stack(c));
+    const pl_head_spec *h = &c->head;
+    const int64_t TT = h->tokentypes, LM = h->lm_transform ? C : 0, PB = h->binary_head ? C : 0;
     const struct {
         const char *name;
         int ndim;
@@ -339,8 +350,19 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     } top[] = {{"embedding.word_embeddings.weight", 2, c->padded_vocab, C},
                {"embedding.position_embeddings.weight", 2, c->max_positions, C},
                {"output_layer.weight", 2, c->padded_vocab, C},
-               {"decoder.final_layernorm.weight", 1, C, 0},
-               {"decoder.final_layernorm.bias", 1, C, 0}},
+               {lnf_w, 1, C, 0},
+               {lnf_b, 1, C, 0},
+               /* BERT's (a zero size: not in this model) */
+               {"embedding.tokentype_embeddings.weight", 2, TT, C},
+               {"lm_head.dense.weight", 2, LM, LM},
+               {"lm_head.dense.bias", 1, LM, 0},
+               {"lm_head.layer_norm.weight", 1, LM, 0},
+               {"lm_head.layer_norm.bias", 1, LM, 0},
+               {"output_layer.bias", 1, h->output_bias ? c->padded_vocab : 0, 0},
+               {"pooler.dense.weight", 2, PB, PB},
+               {"pooler.dense.bias", 1, PB, 0},
+               {"binary_head.weight", 2, PB ? 2 : 0, PB},
+               {"binary_head.bias", 1, PB ? 2 : 0, 0}},
       layer[] = {{"input_layernorm.weight", 1, C, 0},
                  {"input_layernorm.bias", 1, C, 0},
                  {"self_attention.linear_qkv.weight", 2, QKV, C},
@@ -357,13 +379,12 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     for (size_t i = 0; i < sizeof top / sizeof *top; i++)
         if (strcmp(name, top[i].name) == 0) {
             shape[0] = top[i].r, shape[1] = top[i].k;
-            return top[i].ndim;
+            return top[i].r > 0 ? top[i].ndim : 0;
         }
-    static const char pre[] = "decoder.layers.";
-    if (strncmp(name, pre, sizeof pre - 1) != 0)
+    if (strncmp(name, pre, strlen(pre)) != 0)
         return 0;
     char *end;
-    const char *p = name + sizeof pre - 1;
+    const char *p = name + strlen(pre);
     if (*p < '0' || *p > '9')
         return 0;
     long long v = strtoll(p, &end, 10);
@@ -689,6 +710,8 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "--disable-bias-linear";
     else if (saved->untie != run->untie)
         what = "--untie-embeddings-and-output-weights";
+    else if (saved->head.binary_head != run->head.binary_head)
+        what = "--bert-no-binary-head";
     else if (saved->block.pos == PL_POS_ROPE &&
              ((float)saved->rope.base != (float)run->rope.base ||
               (float)saved->rope.percent != (float)run->rope.percent ||

@@ -21,7 +21,10 @@ static const pl_option train_options[] = {
     /* model */
     {"--model", PL_OPT_CHOICE, "gpt", F(model),
      "model family: its architecture flags as defaults (llama: RMSNorm, rope, SwiGLU, no biases, "
-     "untied output layer, no dropout); flags given explicitly win", "gpt|llama", 0},
+     "untied output layer, no dropout; bert: Megatron's BertModel, with --mock-data only for "
+     "now); flags given explicitly win", "gpt|llama|bert", 0},
+    {"--bert-no-binary-head", PL_OPT_BOOL, NULL, F(bert_no_binary_head),
+     "BERT without the pooler and binary (sentence-order) head, and without token types", NULL, 0},
     {"--num-layers", PL_OPT_INT, NULL, F(num_layers), "number of transformer layers", NULL, 0},
     {"--hidden-size", PL_OPT_INT, NULL, F(hidden_size), "transformer hidden size", NULL, 0},
     {"--num-attention-heads", PL_OPT_INT, NULL, F(num_attention_heads), "attention heads", NULL, 0},
@@ -801,6 +804,9 @@ static pl_status validate(pl_train_args *a)
         return pl_errorf(PL_ERR_ARG, "plait train: --save-interval must be positive");
     if (pl_train_args_given(a, "--save-interval") && !a->save)
         return pl_errorf(PL_ERR_ARG, "plait train: --save-interval needs --save DIR");
+    if (strcmp(a->model, "bert") == 0 && !a->mock_data)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "plait train --model bert: trains on --mock-data only "
+                         "in this version (Megatron's BERT dataset is not wired in yet)");
     if (a->mock_data) {
         if (a->data_path.n)
             return pl_errorf(PL_ERR_ARG, "plait train: --mock-data and --data-path exclude each other");

@@ -45,7 +45,7 @@ typedef struct pl_train_args {
     /* architecture flags (NULL / 0 when not given: the --model family's default) */
     const char *normalization, *position_embedding_type;
     int use_rotary_position_embeddings, use_rope_scaling, swiglu, group_query_attention;
-    int untie, disable_bias_linear;
+    int untie, disable_bias_linear, bert_no_binary_head;
     double rotary_base, rotary_percent, rope_scaling_factor;
     int64_t num_query_groups;
     /* parallelism */

@@ -188,7 +188,7 @@ fail:
  * the embedding group's sum (the tied copies' shards do not align: each stage pads
  * and partitions its own flat buffer). */
 pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
-                              double *loss_sum)
+                              double loss_sum[2])
 {
     pl_status st = PL_OK;
     pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
@@ -197,7 +197,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
     int na;
     const pl_pp_action *list = pl_pp_schedule_list(&t->pp, r, &na);
     int loaded = 0;
-    *loss_sum = 0;
+    loss_sum[0] = loss_sum[1] = 0;
     t->pp_wait_step = t->pp_compute_step = 0;
     for (int i = 0; i < na; i++) {
         const pl_pp_action *a = &list[i];
@@ -249,8 +249,11 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             m->iteration = t->iteration;
             PL_TRY(pl_model_forward(m));
             op_time(t, PL_PP_FWD, t1);
-            if (m->stage.last)
-                *loss_sum += pl_train_micro_batch_loss(m, scale * ls) * scale;
+            if (m->stage.last) {
+                double mb_loss[2];
+                pl_train_micro_batch_losses(m, scale * ls, mb_loss);
+                loss_sum[0] += mb_loss[0] * scale, loss_sum[1] += mb_loss[1] * scale;
+            }
             t->prof.data += t1 - t0;
             t->prof.compute += pl_time_now() - t1;
             t->pp_compute_step += pl_time_now() - t1;

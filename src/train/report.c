@@ -222,6 +222,8 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                 }
                 fprintf(t->metrics, "]");
             }
+            if (!isnan(r->sop_loss)) /* BERT's binary head (Megatron's "sop loss") */
+                fprintf(t->metrics, ", \"sop_loss\": %.17g", isfinite(r->sop_loss) ? r->sop_loss : -1.0);
             fprintf(t->metrics, "}\n");
             fflush(t->metrics);
         }

@@ -271,6 +271,10 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
         c->untie = 1;
     if (a->disable_bias_linear)
         c->block.bias = 0;
+    if (a->bert_no_binary_head && c->family != PL_FAMILY_BERT)
+        return pl_errorf(PL_ERR_ARG, "--bert-no-binary-head is for --model bert");
+    if (a->bert_no_binary_head) /* pretrain_bert.py: num_tokentypes = 2 if binary head else 0 */
+        c->head.binary_head = c->head.tokentypes = 0;
     if (pl_train_args_given(a, "--hidden-dropout"))
         c->hidden_dropout = (float)a->hidden_dropout;
     if (pl_train_args_given(a, "--attention-dropout"))
@@ -570,11 +574,11 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_begin(t));
     /* d objective / d loss of each micro-batch, times the fp16 loss scale */
-    double scale = 1.0 / (double)t->num_micro, loss_sum = 0, ls = t->scaler.scale;
+    double scale = 1.0 / (double)t->num_micro, loss_sum[2] = {0, 0}, ls = t->scaler.scale;
     pl_comm *ppc = pl_grid_comm(&t->grid, PL_GRID_PP);
     pl_comm_stats before_pp = ppc->stats;
     if (t->grid.layout.pp > 1)
-        PL_TRY(pl_train_run_pipeline(t, sampler, scale, ls, &loss_sum));
+        PL_TRY(pl_train_run_pipeline(t, sampler, scale, ls, loss_sum));
     for (int64_t k = 0; t->grid.layout.pp == 1 && k < t->num_micro; k++) {
         if (!pl_sampler_next(sampler, t->batch_idx))
             return pl_errorf(PL_ERR_INTERNAL, "the training data ran out at iteration %lld",
@@ -586,7 +590,9 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         m->training = 1;
         m->iteration = t->iteration;
         PL_TRY(pl_model_forward(m));
-        loss_sum += pl_train_micro_batch_loss(m, scale * ls) * scale;
+        double mb_loss[2];
+        pl_train_micro_batch_losses(m, scale * ls, mb_loss);
+        loss_sum[0] += mb_loss[0] * scale, loss_sum[1] += mb_loss[1] * scale;
         int last = k == t->num_micro - 1;
         if (t->zero_stage >= 2) {
             /* every micro-batch's gradients go to their owners as backward makes them */
@@ -627,15 +633,18 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     /* Loss for the log (the mean over micro-batches and DP ranks) and, in the
      * same all-reduce, whether any rank saw a non-finite loss or gradient, so
      * that every rank skips the same step. */
-    double agg[2] = {loss_sum / (double)t->dp, isfinite(loss_sum) && isfinite(sumsq) ? 0.0 : 1.0};
+    double agg[3] = {loss_sum[0] / (double)t->dp,
+                     isfinite(loss_sum[0] + loss_sum[1]) && isfinite(sumsq) ? 0.0 : 1.0,
+                     loss_sum[1] / (double)t->dp};
     tc = pl_time_now();
     /* Over the DP group: the TP ranks of a DP rank already agree (the loss is
      * whole on each, and sumsq was summed over TP), so every rank decides alike. */
-    PL_TRY(pl_comm_allreduce_f64(dpc, agg, 2, PL_COMM_SUM));
+    const int nagg = t->cfg.head.binary_head ? 3 : 2; /* the binary head's loss too */
+    PL_TRY(pl_comm_allreduce_f64(dpc, agg, nagg, PL_COMM_SUM));
     /* Pipelined: the loss is the last stage's; the flag (from sumsq, summed over
      * TP x PP) already agrees. One sum over the stages gives both to every rank. */
     if (t->grid.layout.pp > 1)
-        PL_TRY(pl_comm_allreduce_f64(ppc, agg, 2, PL_COMM_SUM));
+        PL_TRY(pl_comm_allreduce_f64(ppc, agg, nagg, PL_COMM_SUM));
     t->prof.comm += pl_time_now() - tc;
     double lr = pl_lr_schedule_lr(&t->sched);
     /* Never train on (or save) garbage: a learning rate or loss scale that is not
@@ -650,6 +659,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     t->iteration++;
     t->consumed_train += t->gbs;
     r->loss = agg[0];
+    r->sop_loss = nagg == 3 ? agg[2] : NAN;
     r->lr = lr;
     r->skipped = agg[1] > 0;
     r->loss_scale = ls;
@@ -718,14 +728,6 @@ fail:
     return st;
 }
 
-void pl_train_copy_batch(const pl_model *from, pl_model *to)
-{
-    memcpy(to->tokens, from->tokens, (size_t)to->N * sizeof *to->tokens);
-    memcpy(to->targets, from->targets, (size_t)to->N * sizeof *to->targets);
-    memcpy(to->dloss, from->dloss, (size_t)to->N * sizeof *to->dloss);
-    memcpy(to->sample, from->sample, (size_t)to->B * sizeof *to->sample);
-}
-
 static pl_status evaluate(pl_trainer *t, double *out)
 {
     pl_status st = PL_OK;
@@ -764,7 +766,9 @@ static pl_status evaluate(pl_trainer *t, double *out)
                     PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, (r + 1) % P,
                                             r == P - 1 ? tag + 1 : tag));
                 if (m->stage.last) {
-                    sum += pl_train_micro_batch_loss(m, 1.0);
+                    double mb_loss[2];
+                    pl_train_micro_batch_losses(m, 1.0, mb_loss);
+                    sum += mb_loss[0];
                     batches++;
                 }
             }

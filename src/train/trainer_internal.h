@@ -122,6 +122,7 @@ typedef struct pl_trainer {
 
 typedef struct step_result {
     double loss, grad_norm, lr;
+    double sop_loss;                         /* BERT's binary head (NaN without it) */
     double loss_scale;                       /* the scale this iteration ran with */
     int64_t num_zeros;                       /* --log-num-zeros-in-grad: zero gradients */
     int skipped;
@@ -150,9 +151,13 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c);
  * buckets' grad-ready hook (ZeRO stage 0). */
 pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
                                     int64_t *n_loss);
-double pl_train_micro_batch_loss(const pl_model *m, double scale);
-/* Interleaved: the batch of from's current slot (tokens, targets, d loss, samples)
- * into to's, another model chunk's. */
+/* The current micro-batch's losses, from the d loss the load wrote (scaled by
+ * scale): out[0] the LM loss (MLM for BERT), its mean over the loss tokens;
+ * out[1] BERT's binary-head (sentence-order) loss, its mean over the samples (0
+ * without the head). */
+void pl_train_micro_batch_losses(const pl_model *m, double scale, double out[2]);
+/* Interleaved: the batch of from's current slot (tokens, targets, token types,
+ * lengths, labels, d loss, samples) into to's, another model chunk's. */
 void pl_train_copy_batch(const pl_model *from, pl_model *to);
 pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count);
 
@@ -163,7 +168,7 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage);
 pl_status pl_train_setup_chunks(pl_trainer *t);
 void pl_train_free_chunks(pl_trainer *t);
 pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
-                                double *loss_sum);
+                                double loss_sum[2]);
 
 /* checkpoints.c: save to --save; resume (or fine-tune) from --load. */
 pl_status pl_train_save(pl_trainer *t);

@@ -23,40 +23,6 @@ BASE=(--hidden-size 64 --num-attention-heads 8 --seq-length 32 --micro-batch-siz
 COMMON=("${BASE[@]}" --train-iters 10)
 LLAMA=(--model llama --group-query-attention --num-query-groups 4)
 
-run() { # NAME NP TP PP FLAGS...: checkpoints at 5 and 10 in $TMP/NAME
-    local name=$1 np=$2 tp=$3 pp=$4; shift 4
-    rm -rf "$TMP/$name" "$TMP/$name.jsonl"
-    timeout -k 5 300 mpirun.openmpi -n "$np" "$PLAIT" train "${COMMON[@]}" "$@" \
-        --tensor-model-parallel-size "$tp" --pipeline-model-parallel-size "$pp" \
-        --make-vocab-size-divisible-by $((512 / tp)) --save "$TMP/$name" --save-interval 5 \
-        --metrics-file "$TMP/$name.jsonl" >"$TMP/$name.log" 2>&1
-}
-layout_is() { grep -q "world $2 = tp $3 x dp $4 x pp $5" "$TMP/$1.log"; }
-valid() { grep '"valid_lm_loss"' "$1" | sed -E 's/.*"valid_lm_loss": ([^,]*),.*/\1/'; }
-# Losses within 2e-5 relative and validation losses within 1e-6 (train_dp.sh's bound and
-# argument: the stages sum the same products; only the TP/DP reductions and the norm's
-# sum over stages change the order of additions).
-same_losses() {
-    paste <(losses "$TMP/$1.jsonl") <(losses "$TMP/$2.jsonl") | awk -v n=10 '
-        { c++; d = $1 - $2; if (d < 0) d = -d; if (d > 2e-5 * $2) bad++ }
-        END { exit !(c == n && !bad) }' &&
-        paste <(valid "$TMP/$1.jsonl") <(valid "$TMP/$2.jsonl") | awk '
-        { c++; d = $1 - $2; if (d < 0) d = -d; if (d > 1e-6 * $2) bad++ }
-        END { exit !(c == 2 && !bad) }'
-}
-
-# layout_checks FAMILY SINGLE NAME "NP TP DP PP" FLAGS...
-layout_checks() {
-    local family=$1 single=$2 name=$3 np tp dp pp; shift 3
-    read -r np tp dp pp <<<"$1"; shift
-    local what="$family: pp $pp x tp $tp x dp $dp${*:+ ($*)}"
-    check "$what runs" run "$name" "$np" "$tp" "$pp" "$@"
-    check "$what asserts its layout" layout_is "$name" "$np" "$tp" "$dp" "$pp"
-    check "$what: losses and validation equal one process's" same_losses "$single" "$name"
-    check "$what: final parameters equal one process's" same_params "$name" "$single"
-    check "$what: replicas and the tied copy identical" replicas_equal "$name"
-}
-
 check "gpt: one process trains 10 iterations (4 layers)" run g_single 1 1 1 --num-layers 4
 layout_checks gpt g_single g_pp2 "2 1 1 2" --num-layers 4
 layout_checks gpt g_single g_pp4 "4 1 1 4" --num-layers 4
