@@ -502,39 +502,51 @@ static pl_status describe_tokenizer(pl_bytes *b, const pl_tokenizer_id *t)
 /* The OrderedDict of MegatronDataset.__init__ (class, dataset_path,
  * num_samples, index_split, then _key_config_attributes: random_seed,
  * sequence_length, split, split_matrix, tokenizer), as
- * json.dumps(indent=4) writes it. */
-static pl_status describe(pl_bytes *b, const pl_gpt_dataset *g, const pl_gpt_dataset_config *cfg)
+ * json.dumps(indent=4) writes it, without the closing brace. */
+pl_status pl_dataset_describe_head(pl_bytes *b, const pl_dataset_identity *id)
 {
     pl_status st = pl_bytes_append(b, "{", 1);
-    if (st == PL_OK && (st = indent(b, 1)) == PL_OK)
-        st = pl_bytes_append(b, "\"class\": \"GPTDataset\",", 22);
+    if (st == PL_OK && (st = indent(b, 1)) == PL_OK &&
+        (st = pl_bytes_append(b, "\"class\": ", 9)) == PL_OK &&
+        (st = pl_py_json_string(b, id->class_name)) == PL_OK)
+        st = pl_bytes_append(b, ",", 1);
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK &&
         (st = pl_bytes_append(b, "\"dataset_path\": ", 16)) == PL_OK &&
-        (st = pl_py_json_string(b, g->path)) == PL_OK)
+        (st = pl_py_json_string(b, id->path)) == PL_OK)
         st = pl_bytes_append(b, ",", 1);
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK) {
-        if (g->num_samples < 0)
+        if (id->num_samples < 0)
             st = pl_bytes_append(b, "\"num_samples\": null,", 20);
         else
-            st = pl_bytes_printf(b, "\"num_samples\": %lld,", (long long)g->num_samples);
+            st = pl_bytes_printf(b, "\"num_samples\": %lld,", (long long)id->num_samples);
     }
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK)
-        st = pl_bytes_printf(b, "\"index_split\": \"%s\",", pl_split_name(g->split));
+        st = pl_bytes_printf(b, "\"index_split\": \"%s\",", pl_split_name(id->split));
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK)
-        st = pl_bytes_printf(b, "\"random_seed\": %lu,", (unsigned long)cfg->seed);
+        st = pl_bytes_printf(b, "\"random_seed\": %lu,", (unsigned long)id->seed);
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK)
-        st = pl_bytes_printf(b, "\"sequence_length\": %lld,", (long long)cfg->seq_length);
+        st = pl_bytes_printf(b, "\"sequence_length\": %lld,", (long long)id->seq_length);
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK &&
         (st = pl_bytes_append(b, "\"split\": ", 9)) == PL_OK &&
-        (st = pl_py_json_string(b, cfg->split)) == PL_OK)
+        (st = pl_py_json_string(b, id->split_text)) == PL_OK)
         st = pl_bytes_append(b, ",", 1);
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK &&
         (st = pl_bytes_append(b, "\"split_matrix\": ", 16)) == PL_OK &&
-        (st = describe_split_matrix(b, &cfg->split_matrix)) == PL_OK)
+        (st = describe_split_matrix(b, id->split_matrix)) == PL_OK)
         st = pl_bytes_append(b, ",", 1);
     if (st == PL_OK && (st = indent(b, 1)) == PL_OK &&
         (st = pl_bytes_append(b, "\"tokenizer\": ", 13)) == PL_OK)
-        st = describe_tokenizer(b, &cfg->tokenizer);
+        st = describe_tokenizer(b, id->tokenizer);
+    return st;
+}
+
+pl_status pl_dataset_describe_indent(pl_bytes *b, int level) { return indent(b, level); }
+
+static pl_status describe(pl_bytes *b, const pl_gpt_dataset *g, const pl_gpt_dataset_config *cfg)
+{
+    pl_dataset_identity id = {"GPTDataset", g->path, g->num_samples, g->split, cfg->seed,
+                              cfg->seq_length, cfg->split, &cfg->split_matrix, &cfg->tokenizer};
+    pl_status st = pl_dataset_describe_head(b, &id);
     if (st == PL_OK && (st = indent(b, 0)) == PL_OK)
         st = pl_bytes_append(b, "}", 1);
     return st;

@@ -179,6 +179,30 @@ pl_status pl_gpt_dataset_identifiers(pl_bytes *b, const pl_gpt_dataset *g, int l
  * message (which names the file) and returns st. */
 pl_status pl_gpt_cache_error(pl_status st);
 
+/* ---- descriptions (megatron_dataset.py unique_identifiers) ------------------ */
+
+/* What every MegatronDataset records before its own key attributes. */
+typedef struct pl_dataset_identity {
+    const char *class_name;   /* "GPTDataset", "BERTMaskedWordPieceDataset" */
+    const char *path;         /* dataset_path */
+    int64_t num_samples;      /* -1: None */
+    pl_split split;
+    uint32_t seed;            /* random_seed */
+    int64_t seq_length;       /* sequence_length */
+    const char *split_text;   /* split, as given */
+    const pl_split_matrix *split_matrix;
+    const pl_tokenizer_id *tokenizer;
+} pl_dataset_identity;
+
+/* Appends "{", then class, dataset_path, num_samples, index_split,
+ * random_seed, sequence_length, split, split_matrix and tokenizer as
+ * json.dumps(indent=4) writes them, and no closing brace: a subclass appends
+ * its own attributes (",\n    \"key\": value") and then "\n}". */
+pl_status pl_dataset_describe_head(pl_bytes *b, const pl_dataset_identity *id);
+
+/* Appends "\n" and level * 4 spaces. */
+pl_status pl_dataset_describe_indent(pl_bytes *b, int level);
+
 /* ---- Python formatting used in descriptions -------------------------------- */
 
 /* repr(x) of a Python float: shortest round-trip digits, exponent form

@@ -195,3 +195,68 @@ double pl_py_round(double x)
         return f;
     return fmod(f, 2.0) == 0.0 ? f : f + 1.0;
 }
+
+/* mt19937_next_double (numpy/random/src/mt19937/mt19937.h). */
+double pl_np_rng_random(pl_np_rng *r)
+{
+    int32_t a = (int32_t)(next32(r) >> 5), b = (int32_t)(next32(r) >> 6);
+    return (a * 67108864.0 + b) / 9007199254740992.0;
+}
+
+int64_t pl_np_rng_randint(pl_np_rng *r, int64_t low, int64_t high)
+{
+    if (high <= low || high - low == 1)
+        return low; /* numpy: rng == 0 returns low without a draw */
+    uint64_t rng = (uint64_t)high - (uint64_t)low - 1U;
+    return (int64_t)((uint64_t)low + interval(r, rng));
+}
+
+int64_t pl_np_rng_choice_p(pl_np_rng *r, const double *p, int64_t n)
+{
+    /* cdf = p.cumsum() (sequential); cdf /= cdf[-1]; searchsorted(u, 'right'). */
+    double total = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        total += p[i];
+    double u = pl_np_rng_random(r), c = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        c += p[i];
+        if (c / total > u)
+            return i;
+    }
+    return n; /* unreachable for a proper p: cdf[-1] / cdf[-1] == 1 > u */
+}
+
+enum { MT64_M = 156 };
+#define MT64_MATRIX_A 0xB5026F5AA96619E9ULL
+#define MT64_UPPER 0xFFFFFFFF80000000ULL
+#define MT64_LOWER 0x7FFFFFFFULL
+
+void pl_mt64_seed(pl_mt64 *r, uint64_t seed)
+{
+    r->key[0] = seed;
+    for (int i = 1; i < PL_MT64_N; i++)
+        r->key[i] = 6364136223846793005ULL * (r->key[i - 1] ^ (r->key[i - 1] >> 62)) + (uint64_t)i;
+    r->pos = PL_MT64_N;
+}
+
+static void mt64_gen(pl_mt64 *r)
+{
+    uint64_t *k = r->key, y;
+    for (int i = 0; i < PL_MT64_N; i++) {
+        y = (k[i] & MT64_UPPER) | (k[(i + 1) % PL_MT64_N] & MT64_LOWER);
+        k[i] = k[(i + MT64_M) % PL_MT64_N] ^ (y >> 1) ^ ((y & 1U) ? MT64_MATRIX_A : 0U);
+    }
+    r->pos = 0;
+}
+
+uint64_t pl_mt64_next(pl_mt64 *r)
+{
+    if (r->pos == PL_MT64_N)
+        mt64_gen(r);
+    uint64_t y = r->key[r->pos++];
+    y ^= (y >> 29) & 0x5555555555555555ULL;
+    y ^= (y << 17) & 0x71D67FFFEDA60000ULL;
+    y ^= (y << 37) & 0xFFF7EEE000000000ULL;
+    y ^= y >> 43;
+    return y;
+}

@@ -14,8 +14,20 @@
  *     (numpy/random/mtrand.pyx RandomState.shuffle / _shuffle_raw).
  * The element type does not change the stream: only the length matters.
  *
- * Not here: numpy's Generator (PCG64), RandomState.randint and the other
- * distributions. */
+ * Megatron's BERT dataset (megatron/core/datasets/bert_dataset.py,
+ * masked_dataset.py) also draws, per sample:
+ *   - random(): random_sample, mt19937_next_double:
+ *     (a >> 5) * 2^26 + (b >> 6), over 2^53, a then b two 32-bit outputs;
+ *   - randint(low, high) with the default int64 dtype: low + a masked
+ *     rejection draw on [0, high - 1 - low] (_bounded_integers.pyx
+ *     _rand_int64, use_masked), which is random_interval's draw;
+ *   - choice(a, p=p): cdf = cumsum(p), cdf /= cdf[-1], one random(), the
+ *     first index with cdf > u (searchsorted side='right').
+ * helpers.cpp build_mapping uses C++'s std::mt19937(seed), the same
+ * generator and seeding as RandomState (so pl_np_rng serves), and
+ * std::mt19937_64(seed + 1) for its shuffle (pl_mt64 below).
+ *
+ * Not here: numpy's Generator (PCG64) and the other distributions. */
 #ifndef PL_DATA_NUMPY_RNG_H
 #define PL_DATA_NUMPY_RNG_H
 
@@ -45,6 +57,33 @@ uint64_t pl_np_rng_interval(pl_np_rng *r, uint64_t max);
 void pl_np_rng_shuffle_i32(pl_np_rng *r, int32_t *a, int64_t n);
 void pl_np_rng_shuffle_u32(pl_np_rng *r, uint32_t *a, int64_t n);
 void pl_np_rng_shuffle_i64(pl_np_rng *r, int64_t *a, int64_t n);
+
+/* RandomState.random(): a double in [0, 1) from two 32-bit outputs. */
+double pl_np_rng_random(pl_np_rng *r);
+
+/* RandomState.randint(low, high) (int64 dtype, size None): a uniform integer
+ * in [low, high). high > low (numpy raises otherwise; here high <= low
+ * returns low without a draw, the caller checks). */
+int64_t pl_np_rng_randint(pl_np_rng *r, int64_t low, int64_t high);
+
+/* RandomState.choice(n, p=p) with replace (size None): an index in [0, n)
+ * drawn with one random(). p: n >= 1 non-negative weights summing to 1
+ * (numpy checks this; the caller does). */
+int64_t pl_np_rng_choice_p(pl_np_rng *r, const double *p, int64_t n);
+
+/* C++'s std::mt19937_64: the 64-bit Mersenne Twister with the standard's
+ * parameters and seeding (mt[i] = 6364136223846793005 * (mt[i-1] ^
+ * mt[i-1] >> 62) + i). Its 10000th output from the default seed 5489 is
+ * 9981545732273789042 (the C++ standard's check value). */
+enum { PL_MT64_N = 312 };
+
+typedef struct pl_mt64 {
+    uint64_t key[PL_MT64_N];
+    int pos;
+} pl_mt64;
+
+void pl_mt64_seed(pl_mt64 *r, uint64_t seed);
+uint64_t pl_mt64_next(pl_mt64 *r);
 
 /* numpy.sum of a float64 array: numpy's pairwise summation (blocks of 8
  * accumulators under 128 elements, halving above), which is not the

@@ -12,6 +12,8 @@ What each table is, and which numpy / Python call produced it:
   shuffle       RandomState(seed).shuffle(arange(n, dtype)) (two shuffles on one stream:
                 n1 then n2, as Megatron shuffles the document then the shuffle index)
   shuffle_sum   the same for large n, as sum(i * a[i]) mod 2^64
+  draws         one RandomState stream mixing random(), randint(low, high) and
+                choice(n, p=p), as Megatron's BERT dataset interleaves them
   np_sum        numpy.sum(float64 array) (pairwise summation)
   py_round      round(x)
   py_repr       repr(x) of floats
@@ -108,6 +110,37 @@ for s, n, dt, code in [(1234, 1000003, numpy.int32, 0), (5, 300000, numpy.uint32
     cs = int(numpy.sum(numpy.arange(n, dtype=numpy.uint64) * a.astype(numpy.uint64),
                        dtype=numpy.uint64))
     w("    {%du, %d, %d, %du}," % (s, n, code, cs))
+w("};")
+w("")
+
+# random(), randint(low, high) and choice(n, p=p) interleaved on one stream (BERT masking)
+ops = []
+rs = numpy.random.RandomState(4321)
+pick = numpy.random.RandomState(99)  # chooses the operations, independently of rs
+ngram_p = 1.0 / numpy.arange(1, 4, dtype=numpy.float64)
+ngram_p = ngram_p / ngram_p.sum(keepdims=True)
+ps = [ngram_p, ngram_p[:2] / ngram_p[:2].sum(keepdims=True), numpy.array([1.0]),
+      numpy.array([0.1, 0.2, 0.3, 0.4]), numpy.array([0.0, 0.5, 0.0, 0.5])]
+bounds = [(0, 1), (1, 2), (1, 3), (1, 10), (0, 30524), (-5, 5), (0, 2**31), (0, 2**32),
+          (3, 2**32 + 7), (-(2**40), 2**41), (0, 2**63 - 1)]
+for _ in range(400):
+    kind = int(pick.randint(0, 3))
+    if kind == 0:
+        ops.append("{0, 0, 0, %s}" % float(rs.random()).hex())
+    elif kind == 1:
+        lo, hi = bounds[int(pick.randint(0, len(bounds)))]
+        ops.append("{1, %dLL, %dLL, %d.0}" % (lo, hi, int(rs.randint(lo, hi))))
+    else:
+        k = int(pick.randint(0, len(ps)))
+        ops.append("{2, %d, 0, %d.0}" % (k, int(rs.choice(len(ps[k]), p=ps[k]))))
+for k, p in enumerate(ps):
+    w("static const double vec_choice_p_%d[] = {%s};" % (k, ", ".join(v.hex() for v in p.tolist())))
+w("static const struct { int n; const double *p; } vec_choice_p[] = {%s};" % ", ".join(
+    "{%d, vec_choice_p_%d}" % (len(p), k) for k, p in enumerate(ps)))
+w("/* RandomState(4321): kind 0 random() = x; 1 randint(a, b) = x; 2 choice(p[a]) = x */")
+w("static const struct { int kind; long long a, b; double x; } vec_draws[] = {")
+for o in ops:
+    w("    %s," % o)
 w("};")
 w("")
 

@@ -186,6 +186,47 @@ TEST(npy_headers_are_the_bytes_numpy_save_writes)
     }
 }
 
+TEST(random_randint_and_choice_interleaved_match_randomstate)
+{
+    /* Draws beyond 2^53 are compared as doubles, both sides rounded alike;
+     * the stream position, the point of the test, is exact. */
+    pl_np_rng r;
+    pl_np_rng_seed(&r, 4321);
+    for (size_t k = 0; k < N_OF(vec_draws); k++) {
+        double got = 0.0;
+        if (vec_draws[k].kind == 0)
+            got = pl_np_rng_random(&r);
+        else if (vec_draws[k].kind == 1)
+            got = (double)pl_np_rng_randint(&r, vec_draws[k].a, vec_draws[k].b);
+        else
+            got = (double)pl_np_rng_choice_p(&r, vec_choice_p[vec_draws[k].a].p,
+                                             vec_choice_p[vec_draws[k].a].n);
+        CHECK(got == vec_draws[k].x, "draw %zu (kind %d, %lld, %lld): %.17g, numpy %.17g", k,
+              vec_draws[k].kind, vec_draws[k].a, vec_draws[k].b, got, vec_draws[k].x);
+        if (got != vec_draws[k].x)
+            break;
+    }
+}
+
+TEST(mt19937_64_meets_the_cxx_standard_check_value)
+{
+    /* [rand.predef]: the 10000th consecutive invocation of a default-constructed
+     * mt19937_64 (seed 5489) produces 9981545732273789042. */
+    pl_mt64 r;
+    pl_mt64_seed(&r, 5489);
+    uint64_t v = 0;
+    for (int i = 0; i < 10000; i++)
+        v = pl_mt64_next(&r);
+    CHECK(v == 9981545732273789042ULL, "10000th output %llu", (unsigned long long)v);
+    /* and std::mt19937 is numpy's generator: its check value is 4123659995 */
+    pl_np_rng m;
+    pl_np_rng_seed(&m, 5489);
+    uint32_t u = 0;
+    for (int i = 0; i < 10000; i++)
+        u = pl_np_rng_next32(&m);
+    CHECK(u == 4123659995U, "mt19937 10000th output %u", u);
+}
+
 int main(void)
 {
     RUN(seeding_fills_the_state_as_randomstate);
@@ -199,5 +240,7 @@ int main(void)
     RUN(json_strings_match_json_dumps_with_ensure_ascii);
     RUN(md5_matches_hashlib);
     RUN(npy_headers_are_the_bytes_numpy_save_writes);
+    RUN(random_randint_and_choice_interleaved_match_randomstate);
+    RUN(mt19937_64_meets_the_cxx_standard_check_value);
     return test_summary("numpy_rng");
 }

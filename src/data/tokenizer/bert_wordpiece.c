@@ -559,3 +559,28 @@ pl_status pl_bert_tokenizer_open(pl_tokenizer **out, const char *vocab_file, int
 {
     return pl_bert_tokenizer_open_ex(out, vocab_file, lower_case, 0);
 }
+
+pl_status pl_bert_tokenizer_specials(const pl_tokenizer *t, pl_bert_specials *out)
+{
+    if (!t || t->ops != &bert_ops)
+        return pl_errorf(PL_ERR_ARG, "tokenizer %s: BERT data needs a BERT WordPiece tokenizer "
+                                     "(BertWordPieceLowerCase or BertWordPieceCase)",
+                         t ? t->type : "(none)");
+    const bert_vocab *v = ((const bert_tok *)t->impl)->v;
+    out->cls = v->cls;
+    out->sep = v->sep;
+    out->mask = v->msk;
+    out->pad = v->pad;
+    return PL_OK;
+}
+
+const char *pl_bert_tokenizer_piece(const pl_tokenizer *t, int32_t id, size_t *len)
+{
+    if (!t || t->ops != &bert_ops)
+        return NULL;
+    const bert_vocab *v = ((const bert_tok *)t->impl)->v;
+    if (id < 0 || id >= v->tok.n)
+        return NULL;
+    *len = pl_strtab_len(&v->tok, id);
+    return pl_strtab_str(&v->tok, id);
+}

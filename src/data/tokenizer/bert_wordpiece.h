@@ -20,4 +20,19 @@
 pl_status pl_bert_tokenizer_open_ex(pl_tokenizer **out, const char *vocab_file, int lower_case,
                                     int64_t vocab_extra_ids);
 
+/* The special ids Megatron's BERT dataset uses (tokenizer.cls, .sep, .mask,
+ * .pad: the ids of [CLS], [SEP], [MASK], [PAD]). */
+typedef struct pl_bert_specials {
+    int32_t cls, sep, mask, pad;
+} pl_bert_specials;
+
+/* Fills *out from t, which must be a BERT WordPiece tokenizer (PL_ERR_ARG
+ * naming t->type otherwise). */
+pl_status pl_bert_tokenizer_specials(const pl_tokenizer *t, pl_bert_specials *out);
+
+/* The vocabulary's spelling of id (tokenizer.inv_vocab[id], "##" kept), or
+ * NULL when id is out of range or t is not a BERT WordPiece tokenizer;
+ * *len receives its length in bytes. */
+const char *pl_bert_tokenizer_piece(const pl_tokenizer *t, int32_t id, size_t *len);
+
 #endif

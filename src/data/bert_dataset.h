@@ -1,0 +1,136 @@
+/* Megatron core's BERT pretraining dataset (BERTMaskedWordPieceDataset):
+ * sentence-pair samples over an indexed dataset whose items are sentences and
+ * whose documents group them (what `preprocess_data.py --split-sentences`
+ * writes), with sentence-order labels and WordPiece masking, sample for
+ * sample as Megatron builds them.
+ *
+ * Sources (NVIDIA/Megatron-LM, megatron/core/datasets/ unless noted):
+ *   split over documents ............... masked_dataset.py numel_low_level_dataset,
+ *                                        blended_megatron_dataset_builder.py
+ *   sample mapping ..................... helpers.cpp build_mapping (std::mt19937
+ *                                        targets, std::mt19937_64 shuffle),
+ *                                        masked_dataset.py _build_sample_index
+ *   cache names, description ........... masked_dataset.py, megatron_dataset.py
+ *   segments A/B, swap, truncation,
+ *   [CLS] A [SEP] B [SEP], padding ..... bert_dataset.py __getitem__
+ *   masking ............................ masked_dataset.py
+ *                                        _create_masked_lm_predictions,
+ *                                        bert_dataset.py _get_token_mask
+ *   masking configuration .............. examples/bert/pretrain_bert.py
+ *                                        (max n-gram 3, whole words, no
+ *                                        permutation, 1/n n-gram weights)
+ * The per-sample stream is numpy's RandomState((seed + idx) % 2^32)
+ * (data/numpy_rng.h). Megatron's legacy megatron/data/bert_dataset.py +
+ * dataset_utils.py (Megatron v1/v2, Megatron-DeepSpeed) draw the same numbers
+ * in the same order and build the same samples from the same mapping; they
+ * split documents and name caches differently (docs/data.md).
+ *
+ * Not here: the data-parallel sampler (data/sampler.h), blends of several
+ * BERT datasets, masking_do_permutation, geometric n-grams and longer-n-gram
+ * preference (off in pretrain_bert.py), and mappings over more than 2^32
+ * sentences (Megatron switches to uint64). */
+#ifndef PL_DATA_BERT_DATASET_H
+#define PL_DATA_BERT_DATASET_H
+
+#include "data/gpt_dataset.h"
+#include "data/tokenizer/tokenizer.h"
+
+#include <stdint.h>
+
+/* helpers.cpp LONG_SENTENCE_LEN: a document holding a longer sentence (and
+ * more than one sentence) gives no samples. */
+enum { PL_BERT_LONG_SENTENCE_LEN = 512, PL_BERT_MAX_NGRAM = 8 };
+
+typedef struct pl_bert_dataset_config {
+    int64_t seq_length;      /* --seq-length T: [CLS] A [SEP] B [SEP] + padding, >= 5 */
+    uint32_t seed;           /* --seed; build_mapping takes a positive int32 */
+    const char *split;       /* --split as given (recorded in the description) */
+    pl_split_matrix split_matrix;
+    const char *cache_dir;   /* --data-cache-path; NULL: <prefix>/cache/BERTMaskedWordPieceDataset_indices */
+    pl_tokenizer_id tokenizer; /* the tokenizer's identity in the description */
+    double mask_prob;        /* --mask-prob, in (0, 1) */
+    double short_seq_prob;   /* --short-seq-prob, in [0, 1] */
+    int binary_head;         /* 1; 0 with --bert-no-binary-head */
+    int max_ngram;           /* masking_max_ngram, 1..PL_BERT_MAX_NGRAM */
+    int whole_word;          /* masking_do_full_word */
+} pl_bert_dataset_config;
+
+/* Megatron's defaults: seed 1234, default split, --mask-prob 0.15,
+ * --short-seq-prob 0.1, binary head, and pretrain_bert.py's masking (3, whole
+ * words). seq_length is left 0: the caller sets it. */
+void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c);
+
+/* ---- the mapping, exposed for tests --------------------------------------- */
+
+/* helpers.cpp build_mapping over the documents [doc_beg, doc_end) of h:
+ * rows (first sentence, end sentence, target length) as uint32, shuffled.
+ * num_epochs epochs at most, stopping at the start of an epoch once
+ * max_num_samples rows exist. min_num_sent is 2 with the binary head, else 1.
+ * PL_ERR_ARG when an epoch gives no sample but more are asked for (Megatron
+ * would loop forever) or the values leave build_mapping's domain. */
+pl_status pl_bert_build_mapping(const pl_indexed_header *h, int64_t doc_beg, int64_t doc_end,
+                                int32_t num_epochs, uint64_t max_num_samples,
+                                int32_t max_seq_length, double short_seq_prob, int32_t seed,
+                                int32_t min_num_sent, pl_npy *out);
+
+/* ---- the dataset ------------------------------------------------------------ */
+
+enum { PL_BERT_DESC, PL_BERT_SAMPLE, PL_BERT_N_FILES };
+
+typedef struct pl_bert_dataset {
+    const pl_indexed *low;  /* borrowed: the sentences */
+    char *path;             /* dataset_path, as given */
+    pl_split split;
+    int64_t beg, end;       /* documents [beg, end) */
+    int64_t num_samples;    /* requested; -1 = None (one epoch) */
+    int64_t seq_length;     /* T */
+    uint32_t seed;
+    double mask_prob;
+    int binary_head, max_ngram, whole_word;
+    double ngram_p[PL_BERT_MAX_NGRAM]; /* choice weights of n = 1..max_ngram */
+    int32_t cls, sep, mask, pad;
+    int64_t vocab_size;     /* random replacements are drawn from [0, vocab_size) */
+    uint8_t *continuation;  /* per id: 1 when its piece starts with "##" */
+    int32_t *work;          /* 3 T + 1 ints of scratch for get (see below) */
+    pl_npy sample_index;    /* (N, 3) uint32: first sentence, end sentence, target */
+    char *description;      /* the JSON Megatron hashes */
+    char hash[33];
+    char *files[PL_BERT_N_FILES];
+    int built;              /* 1: built (and cached) by this call, 0: cache reused */
+    double seconds;
+} pl_bert_dataset;
+
+/* Builds or loads the sample mapping of split s of low (present in
+ * cfg->split_matrix), over its documents. num_samples < 0 means None: one
+ * epoch (Megatron requires a number here). tok must be a BERT WordPiece
+ * tokenizer: the special ids, the "##" pieces and the vocabulary size come
+ * from it, and every token of the data must be below its vocab_size. Reuses
+ * the cache when both files exist (a description that differs, or a mapping
+ * of the wrong dtype, shape or values, is an error naming the file); writes
+ * new caches atomically. On failure ds is left zeroed. */
+pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const char *path,
+                               const pl_bert_dataset_config *cfg, const pl_tokenizer *tok,
+                               pl_split s, int64_t num_samples);
+void pl_bert_dataset_free(pl_bert_dataset *ds);
+
+/* Number of samples (rows of the mapping; whole epochs, so at least the
+ * number asked for). */
+int64_t pl_bert_dataset_len(const pl_bert_dataset *ds);
+
+/* One sample, for the model. The caller owns the arrays, T entries each. */
+typedef struct pl_bert_sample {
+    int32_t *tokens;   /* (T) ids, padded with pad id */
+    int32_t *types;    /* (T) token type 0 = A, 1 = B, 0 for padding */
+    int32_t *labels;   /* (T) the original id at masked positions, else -1 */
+    int64_t length;    /* tokens before padding (the padding mask: keys >= length are masked) */
+    int32_t is_random; /* the binary head's label */
+} pl_bert_sample;
+
+/* Sample index (0 <= index < len), exactly as Megatron's __getitem__(index)
+ * builds it. Allocates nothing; uses ds->work, so one thread at a time per
+ * dataset (another thread opens its own pl_bert_dataset: the mapping is
+ * cached). Errors: index out of range, a mapping row out of bounds, a token
+ * id outside the vocabulary (naming the sentence). */
+pl_status pl_bert_dataset_get(const pl_bert_dataset *ds, int64_t index, pl_bert_sample *out);
+
+#endif

@@ -1,0 +1,484 @@
+#!/usr/bin/python3
+"""An independent reference of Megatron core's BERT pretraining dataset, for
+tests/scripts/bert_dataset.sh. numpy only; it imports nothing of plait.
+
+Transcribed from NVIDIA/Megatron-LM:
+  megatron/core/datasets/helpers.cpp       build_mapping (std::mt19937 targets,
+                                           std::mt19937_64 shuffle; both C++
+                                           generators written out below in Python)
+  megatron/core/datasets/masked_dataset.py _build_sample_index, cache names,
+                                           _create_masked_lm_predictions
+  megatron/core/datasets/bert_dataset.py   __getitem__, _get_token_mask
+  megatron/core/datasets/megatron_dataset.py   the description and its md5
+  megatron/core/datasets/blended_megatron_dataset_config.py / _builder.py   --split
+  examples/bert/pretrain_bert.py           the masking configuration
+
+Commands:
+  check --dump FILE --prefix P --vocab V key=value...
+      builds the reference dataset with the same keys as bert_samples dump,
+      compares plait's cached description and sample_index.npy (numpy.load)
+      and every sample in FILE (tokens, types, labels, length, is_random).
+  cxx_check N SEED
+      prints N outputs of std::mt19937(SEED) and of std::mt19937_64(SEED + 1)
+      from the Python generators (the suite compares them with g++'s).
+"""
+import hashlib
+import json
+import os
+import re
+import struct
+import sys
+from collections import OrderedDict
+
+import numpy
+
+DTYPE_CODES = {1: numpy.uint8, 2: numpy.int8, 3: numpy.int16, 4: numpy.int32, 5: numpy.int64,
+               6: numpy.float64, 7: numpy.float32, 8: numpy.uint16}
+LONG_SENTENCE_LEN = 512
+
+
+# ---- the C++ standard's Mersenne Twisters -------------------------------------------------
+
+class MT19937:
+    """std::mt19937 (w 32, n 624, m 397, r 31)."""
+
+    def __init__(self, seed):
+        self.mt = [seed & 0xFFFFFFFF]
+        for i in range(1, 624):
+            prev = self.mt[-1]
+            self.mt.append((1812433253 * (prev ^ (prev >> 30)) + i) & 0xFFFFFFFF)
+        self.i = 624
+
+    def __call__(self):
+        mt = self.mt
+        if self.i >= 624:
+            for k in range(624):
+                y = (mt[k] & 0x80000000) | (mt[(k + 1) % 624] & 0x7FFFFFFF)
+                mt[k] = mt[(k + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+            self.i = 0
+        y = mt[self.i]
+        self.i += 1
+        y ^= y >> 11
+        y ^= (y << 7) & 0x9D2C5680
+        y ^= (y << 15) & 0xEFC60000
+        y ^= y >> 18
+        return y & 0xFFFFFFFF
+
+
+class MT19937_64:
+    """std::mt19937_64 (w 64, n 312, m 156, r 31)."""
+
+    M64 = (1 << 64) - 1
+
+    def __init__(self, seed):
+        self.mt = [seed & self.M64]
+        for i in range(1, 312):
+            prev = self.mt[-1]
+            self.mt.append((6364136223846793005 * (prev ^ (prev >> 62)) + i) & self.M64)
+        self.i = 312
+
+    def __call__(self):
+        mt = self.mt
+        if self.i >= 312:
+            for k in range(312):
+                y = (mt[k] & 0xFFFFFFFF80000000) | (mt[(k + 1) % 312] & 0x7FFFFFFF)
+                mt[k] = mt[(k + 156) % 312] ^ (y >> 1) ^ (0xB5026F5AA96619E9 if y & 1 else 0)
+            self.i = 0
+        y = mt[self.i]
+        self.i += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEDA60000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        y ^= y >> 43
+        return y & self.M64
+
+
+def cxx_round(x):
+    """C's round(): half away from zero."""
+    return float(numpy.sign(x) * numpy.floor(abs(x) + 0.5))
+
+
+# ---- helpers.cpp build_mapping -----------------------------------------------------------
+
+def get_target_sample_len(short_seq_ratio, max_length, gen):
+    if short_seq_ratio == 0:
+        return max_length
+    random_number = gen()
+    if random_number % short_seq_ratio == 0:
+        return 2 + random_number % (max_length - 1)
+    return max_length
+
+
+def build_mapping(docs, sizes, num_epochs, max_num_samples, max_seq_length, short_seq_prob, seed,
+                  min_num_sent):
+    short_seq_ratio = 0
+    if short_seq_prob > 0:
+        short_seq_ratio = int(cxx_round(1.0 / short_seq_prob))
+    maps = []
+    for iteration in range(2):  # the C++ runs twice (count, then fill) with the same seed
+        gen = MT19937(seed)
+        second = iteration == 1
+        map_index = 0
+        rows = []
+        for epoch in range(num_epochs):
+            if map_index >= max_num_samples:
+                break
+            assert not (epoch == 1 and map_index == 0), "no sample in an epoch: Megatron hangs"
+            for doc in range(len(docs) - 1):
+                first, last = int(docs[doc]), int(docs[doc + 1])
+                prev_start_index = first
+                num_remain_sent = last - first
+                contains_long_sentence = False
+                if num_remain_sent > 1:
+                    for s in range(first, last):
+                        if sizes[s] > LONG_SENTENCE_LEN:
+                            contains_long_sentence = True
+                            break
+                if num_remain_sent >= min_num_sent and not contains_long_sentence:
+                    seq_len = 0
+                    num_sent = 0
+                    target_seq_len = get_target_sample_len(short_seq_ratio, max_seq_length, gen)
+                    for s in range(first, last):
+                        seq_len += int(sizes[s])
+                        num_sent += 1
+                        num_remain_sent -= 1
+                        if ((seq_len >= target_seq_len and num_remain_sent > 1 and
+                             num_sent >= min_num_sent) or num_remain_sent == 0):
+                            rows.append((prev_start_index, s + 1, target_seq_len))
+                            map_index += 1
+                            prev_start_index = s + 1
+                            target_seq_len = get_target_sample_len(short_seq_ratio,
+                                                                   max_seq_length, gen)
+                            seq_len = 0
+                            num_sent = 0
+        if second:
+            maps = rows
+    num_samples = len(maps)
+    gen64 = MT19937_64(seed + 1)
+    for i in range(num_samples - 1, 0, -1):
+        j = gen64() % (i + 1)
+        maps[i], maps[j] = maps[j], maps[i]
+    return numpy.array(maps, dtype=numpy.uint32).reshape(num_samples, 3)
+
+
+# ---- the low-level dataset and the tokenizer -------------------------------------------------
+
+class Indexed:
+    """megatron/core/datasets/indexed_dataset.py, reading only."""
+
+    def __init__(self, prefix):
+        with open(prefix + ".idx", "rb") as f:
+            buf = f.read()
+        assert buf[:9] == b"MMIDIDX\x00\x00"
+        dtype = DTYPE_CODES[buf[17]]
+        s, d = struct.unpack("<QQ", buf[18:34])
+        self.sequence_lengths = numpy.frombuffer(buf, numpy.int32, s, 34)
+        self.pointers = numpy.frombuffer(buf, numpy.int64, s, 34 + 4 * s)
+        self.document_indices = numpy.frombuffer(buf, numpy.int64, d, 34 + 12 * s)
+        self.bin = numpy.memmap(prefix + ".bin", dtype=dtype, mode="r")
+        self.itemsize = numpy.dtype(dtype).itemsize
+
+    def __getitem__(self, i):
+        start = int(self.pointers[i]) // self.itemsize
+        return numpy.array(self.bin[start:start + int(self.sequence_lengths[i])], numpy.int64)
+
+
+class Tokenizer:
+    """What the dataset reads of Megatron's _BertWordPieceTokenizer: inv_vocab
+    (vocab.txt's lines, stripped, then [BOS] and [EOS] appended) and the ids."""
+
+    def __init__(self, vocab_file):
+        vocab = OrderedDict()
+        with open(vocab_file, "r", encoding="utf-8") as f:
+            for line in f:
+                vocab[line.strip()] = len(vocab)
+        for tok in ("[BOS]", "[EOS]"):
+            if tok not in vocab:
+                vocab[tok] = len(vocab)
+        self.inv_vocab = {v: k for k, v in vocab.items()}
+        self.cls, self.sep = vocab["[CLS]"], vocab["[SEP]"]
+        self.mask, self.pad = vocab["[MASK]"], vocab["[PAD]"]
+        self.identifiers = OrderedDict([("class", "_BertWordPieceTokenizer"),
+                                        ("tokenizer_path", [vocab_file])])
+
+
+# ---- --split -----------------------------------------------------------------------------
+
+def split_matrix(split):
+    vec = [float(x) for x in re.findall(r"[.0-9]+", split)]
+    vec = vec + [0.0] * (3 - len(vec))
+    w = numpy.array(vec, dtype=numpy.float64)
+    vec = (w / numpy.sum(w)).tolist()
+    expansion = [0]
+    for v in vec:
+        expansion.append(expansion[-1] + v)
+    return [None if hi - lo == 0 else (lo, hi) for lo, hi in zip(expansion[:-1], expansion[1:])]
+
+
+# ---- the dataset ---------------------------------------------------------------------------
+
+class BERTDataset:
+    def __init__(self, low, path, split_name, indices, num_samples, cfg, tok):
+        self.low, self.tok, self.cfg = low, tok, cfg
+        self.token_lookup = sorted(tok.inv_vocab.keys())
+        ids = OrderedDict()
+        ids["class"] = "BERTMaskedWordPieceDataset"
+        ids["dataset_path"] = path
+        ids["num_samples"] = num_samples
+        ids["index_split"] = split_name
+        ids["random_seed"] = cfg["seed"]
+        ids["sequence_length"] = cfg["seq"]
+        ids["split"] = cfg["split"]
+        ids["split_matrix"] = cfg["split_matrix"]
+        ids["tokenizer"] = tok.identifiers
+        ids["masking_probability"] = cfg["mask"]
+        ids["short_sequence_probability"] = cfg["short"]
+        ids["masking_max_ngram"] = 3
+        ids["masking_do_full_word"] = True
+        ids["masking_do_permutation"] = False
+        ids["masking_use_longer_ngrams"] = False
+        ids["masking_use_geometric_distribution"] = False
+        ids["classification_head"] = cfg["binary"]
+        self.description = json.dumps(ids, indent=4)
+        self.hash = hashlib.md5(self.description.encode("utf-8")).hexdigest()
+        cache = cfg["cache"] or os.path.join(path, "cache", "BERTMaskedWordPieceDataset_indices")
+        base = os.path.join(cache, self.hash + "-BERTMaskedWordPieceDataset-")
+        self.files = (base + "description.txt", base + "sample_index.npy")
+
+        num_epochs = numpy.iinfo(numpy.int32).max - 1 if num_samples is not None else 1
+        indices = numpy.append(indices, indices[-1] + 1)
+        self.sample_index = build_mapping(
+            low.document_indices[indices], low.sequence_lengths, num_epochs,
+            num_samples if num_samples is not None else (1 << 64) - 1,
+            cfg["seq"] - 3, cfg["short"], cfg["seed"], 2 if cfg["binary"] else 1)
+
+    def __len__(self):
+        return self.sample_index.shape[0]
+
+    def __getitem__(self, idx):
+        cfg, tok = self.cfg, self.tok
+        idx_beg, idx_end, target_sequence_length = (int(v) for v in self.sample_index[idx])
+        sample = [list(self.low[i]) for i in range(idx_beg, idx_end)]
+        numpy_random_state = numpy.random.RandomState(seed=(cfg["seed"] + idx) % 2**32)
+        assert target_sequence_length <= cfg["seq"]
+
+        pivot = len(sample)
+        is_next_random = False
+        if cfg["binary"]:
+            assert len(sample) > 1
+            pivot = 1
+            if len(sample) >= 3:
+                pivot = numpy_random_state.randint(low=1, high=len(sample))
+            is_next_random = numpy_random_state.random() < 0.5
+        split_A = []
+        for sample_a in sample[:pivot]:
+            split_A.extend(sample_a)
+        split_B = []
+        for sample_b in sample[pivot:]:
+            split_B.extend(sample_b)
+        if is_next_random:
+            split_A, split_B = split_B, split_A
+
+        length_A, length_B = len(split_A), len(split_B)
+        while length_A + length_B > target_sequence_length:
+            split = split_A if length_A > length_B else split_B
+            if numpy_random_state.random() < 0.5:
+                del split[0]
+            else:
+                del split[-1]
+            length_A, length_B = len(split_A), len(split_B)
+
+        tokens = [tok.cls, *split_A, tok.sep]
+        assignments = [0 for _ in range(1 + len(split_A) + 1)]
+        if split_B:
+            tokens += [*split_B, tok.sep]
+            assignments += [1 for _ in range(len(split_B) + 1)]
+
+        tokens, masked_positions, masked_labels = self.mask(
+            tokens, target_sequence_length, numpy_random_state)
+
+        length = len(tokens)
+        pads = cfg["seq"] - length
+        assert pads >= 0
+        tokens = numpy.pad(numpy.array(tokens, numpy.int64), (0, pads), constant_values=tok.pad)
+        assignments = numpy.pad(numpy.array(assignments, numpy.int64), (0, pads),
+                                constant_values=tok.pad)
+        labels = numpy.zeros(cfg["seq"], dtype=numpy.int64) - 1
+        labels[masked_positions] = masked_labels
+        return tokens, assignments, labels, length, int(is_next_random)
+
+    def token_mask(self, rs):
+        if rs.random() < 0.8:
+            return self.tok.mask
+        if rs.random() >= 0.5:
+            return self.token_lookup[rs.randint(0, len(self.token_lookup))]
+        return None
+
+    def mask(self, token_ids, target_sequence_length, rs):
+        """_create_masked_lm_predictions with pretrain_bert.py's configuration
+        (max n-gram 3, whole words, no permutation, no geometric n-grams)."""
+        tok, p_mask, max_ngram = self.tok, self.cfg["mask"], 3
+        candidates = []
+        for i, token_id in enumerate(token_ids):
+            if token_id == tok.cls or token_id == tok.sep:
+                continue
+            if not tok.inv_vocab[token_id].startswith("##"):
+                candidates.append([i])
+            elif len(candidates) > 0:  # masking_do_full_word
+                candidates[-1].append(i)
+            else:
+                candidates.append([i])
+
+        n_maskings = min(p_mask * target_sequence_length,
+                         max(1, int(round(len(token_ids) * p_mask))))
+        ngram_nvals = numpy.arange(max_ngram, dtype=numpy.int64) + 1
+        nprobs = 1.0 / ngram_nvals
+        nprobs = nprobs / nprobs.sum(keepdims=True)
+        candidate_ngrams = [[candidates[idx:idx + n] for n in ngram_nvals]
+                            for idx in range(len(candidates))]
+        rs.shuffle(candidate_ngrams)
+
+        masked_token_ids = list(token_ids)
+        masked = []
+        masked_indices = set()
+        for candidate_idx in range(len(candidate_ngrams)):
+            n_ngrams = len(candidate_ngrams[candidate_idx])
+            if len(masked) >= n_maskings:
+                break
+            if not candidate_ngrams[candidate_idx]:
+                continue
+            p = nprobs[:n_ngrams] / nprobs[:n_ngrams].sum(keepdims=True)
+            n = rs.choice(ngram_nvals[:n_ngrams], p=p)
+            while True:
+                ngram_indices = sum(candidate_ngrams[candidate_idx][n - 1], [])
+                n = n - 1
+                if n_maskings >= len(masked) + len(ngram_indices):
+                    skip_candidate = False
+                    break
+                if n == 0:
+                    skip_candidate = True
+                    break
+            if skip_candidate:
+                continue
+            if any(map(lambda i: i in masked_indices, ngram_indices)):
+                continue
+            for index in ngram_indices:
+                masked_indices.add(index)
+                mask = self.token_mask(rs)
+                masked_token_ids[index] = token_ids[index] if mask is None else mask
+                masked.append((index, token_ids[index]))
+        assert len(masked) <= n_maskings
+        rs.shuffle(candidate_ngrams)
+        masked = sorted(masked, key=lambda x: x[0])
+        return masked_token_ids, [m[0] for m in masked], [m[1] for m in masked]
+
+
+# ---- comparing with plait -------------------------------------------------------------------
+
+def parse_keys(argv):
+    keys = {"split": "969, 30, 1", "which": "train", "n": "-1", "seq": "128", "seed": "1234",
+            "mask": "0.15", "short": "0.1", "binary": "1", "cache": None}
+    rest = []
+    for a in argv:
+        k, _, v = a.partition("=")
+        if _ and k in keys:
+            keys[k] = v
+        elif _ and k in ("first", "count"):
+            pass
+        else:
+            rest.append(a)
+    return keys, rest
+
+
+def check(argv):
+    opts = {}
+    keys, rest = parse_keys(argv)
+    while rest:
+        opts[rest[0].lstrip("-")] = rest[1]
+        rest = rest[2:]
+    cfg = {"split": keys["split"], "split_matrix": split_matrix(keys["split"]),
+           "seq": int(keys["seq"]), "seed": int(keys["seed"]), "mask": float(keys["mask"]),
+           "short": float(keys["short"]), "binary": keys["binary"] == "1", "cache": keys["cache"]}
+    n = int(keys["n"])
+    n = None if n < 0 else n
+    low = Indexed(opts["prefix"])
+    tok = Tokenizer(opts["vocab"])
+    which = keys["which"]
+    s = {"train": 0, "valid": 1, "test": 2}[which]
+    n_docs = low.document_indices.shape[0] - 1
+    lo, hi = cfg["split_matrix"][s]
+    beg, end = int(round(lo * float(n_docs))), int(round(hi * float(n_docs)))
+    indices = numpy.arange(start=beg, stop=end, step=1, dtype=numpy.int32)
+    ds = BERTDataset(low, opts["prefix"], which, indices, n, cfg, tok)
+
+    errors = []
+    with open(opts["dump"]) as f:
+        lines = f.read().split("\n")
+    files = lines[0].split()[1:]
+    if files != list(ds.files):
+        errors.append("cache files %s, Megatron's %s" % (files, list(ds.files)))
+    if not all(map(os.path.isfile, ds.files)):
+        print("MISMATCH Megatron's cache files %s are not there" % list(ds.files))
+        return 1
+    with open(ds.files[0]) as f:
+        if f.read() != ds.description:
+            errors.append("the cached description differs from Megatron's")
+    cached = numpy.load(ds.files[1])
+    if cached.dtype != numpy.uint32 or cached.shape != ds.sample_index.shape:
+        errors.append("sample_index %s %s, Megatron's %s %s" % (
+            cached.dtype, cached.shape, ds.sample_index.dtype, ds.sample_index.shape))
+    elif not numpy.array_equal(cached, ds.sample_index):
+        bad = int(numpy.argwhere(cached != ds.sample_index)[0][0])
+        errors.append("sample_index row %d: %s, Megatron's %s" % (
+            bad, cached[bad].tolist(), ds.sample_index[bad].tolist()))
+    if int(lines[2].split()[1]) != len(ds):
+        errors.append("len %s, Megatron's %d" % (lines[2], len(ds)))
+
+    samples = masked = randoms = 0
+    i = 3
+    while i + 3 < len(lines) and lines[i].startswith("sample"):
+        _, idx, length, is_random = lines[i].split()
+        idx = int(idx)
+        got = [numpy.array(lines[i + k].split()[1:], dtype=numpy.int64) for k in (1, 2, 3)]
+        ref = ds[idx]
+        for name, g, r in zip(("tokens", "types", "labels"), got, ref[:3]):
+            if not numpy.array_equal(g, r):
+                bad = int(numpy.argwhere(g != r)[0][0]) if g.shape == r.shape else -1
+                errors.append("sample %d %s differ at %d: plait %s, Megatron %s" % (
+                    idx, name, bad, g[max(bad, 0):bad + 6].tolist(), r[max(bad, 0):bad + 6].tolist()))
+        if int(length) != ref[3] or int(is_random) != ref[4]:
+            errors.append("sample %d: length %s is_random %s, Megatron's %d %d" % (
+                idx, length, is_random, ref[3], ref[4]))
+        samples += 1
+        masked += int(numpy.sum(ref[2] >= 0))
+        randoms += ref[4]
+        i += 4
+        if len(errors) > 5:
+            break
+    for e in errors[:6]:
+        print("MISMATCH " + e)
+    print("configuration: %s; %d documents [%d, %d), %d samples in the mapping" % (
+        " ".join("%s=%s" % kv for kv in keys.items()), n_docs, beg, end, len(ds)))
+    print("compared %d samples (%d masked positions, %d swapped) and %d mapping rows" % (
+        samples, masked, randoms, ds.sample_index.shape[0]))
+    return 1 if errors or samples == 0 else 0
+
+
+def cxx_check(n, seed):
+    g32, g64 = MT19937(seed), MT19937_64(seed + 1)
+    print(" ".join(str(g32()) for _ in range(n)))
+    print(" ".join(str(g64()) for _ in range(n)))
+    return 0
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "check":
+        return check(sys.argv[2:])
+    if len(sys.argv) == 4 and sys.argv[1] == "cxx_check":
+        return cxx_check(int(sys.argv[2]), int(sys.argv[3]))
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
