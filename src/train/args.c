@@ -21,10 +21,14 @@ static const pl_option train_options[] = {
     /* model */
     {"--model", PL_OPT_CHOICE, "gpt", F(model),
      "model family: its architecture flags as defaults (llama: RMSNorm, rope, SwiGLU, no biases, "
-     "untied output layer, no dropout; bert: Megatron's BertModel, with --mock-data only for "
-     "now); flags given explicitly win", "gpt|llama|bert", 0},
+     "untied output layer, no dropout; bert: Megatron's BertModel on --split-sentences data); "
+     "flags given explicitly win", "gpt|llama|bert", 0},
     {"--bert-no-binary-head", PL_OPT_BOOL, NULL, F(bert_no_binary_head),
      "BERT without the pooler and binary (sentence-order) head, and without token types", NULL, 0},
+    {"--mask-prob", PL_OPT_FLOAT, "0.15", F(mask_prob),
+     "BERT: probability of masking a token (80% [MASK], 10% random, 10% kept)", NULL, 0},
+    {"--short-seq-prob", PL_OPT_FLOAT, "0.1", F(short_seq_prob),
+     "BERT: probability of a sample shorter than --seq-length", NULL, 0},
     {"--num-layers", PL_OPT_INT, NULL, F(num_layers), "number of transformer layers", NULL, 0},
     {"--hidden-size", PL_OPT_INT, NULL, F(hidden_size), "transformer hidden size", NULL, 0},
     {"--num-attention-heads", PL_OPT_INT, NULL, F(num_attention_heads), "attention heads", NULL, 0},
@@ -804,9 +808,6 @@ static pl_status validate(pl_train_args *a)
         return pl_errorf(PL_ERR_ARG, "plait train: --save-interval must be positive");
     if (pl_train_args_given(a, "--save-interval") && !a->save)
         return pl_errorf(PL_ERR_ARG, "plait train: --save-interval needs --save DIR");
-    if (strcmp(a->model, "bert") == 0 && !a->mock_data)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "plait train --model bert: trains on --mock-data only "
-                         "in this version (Megatron's BERT dataset is not wired in yet)");
     if (a->mock_data) {
         if (a->data_path.n)
             return pl_errorf(PL_ERR_ARG, "plait train: --mock-data and --data-path exclude each other");
@@ -815,8 +816,9 @@ static pl_status validate(pl_train_args *a)
     } else {
         if (!a->data_path.n)
             return pl_errorf(PL_ERR_ARG, "plait train: --data-path is required (or --mock-data)");
-        if (!a->tokenizer_type) /* pretrain_gpt.py: args_defaults={'tokenizer_type': ...} */
-            a->tokenizer_type = "GPT2BPETokenizer";
+        if (!a->tokenizer_type) /* pretrain_gpt.py, pretrain_bert.py: args_defaults={...} */
+            a->tokenizer_type = strcmp(a->model, "bert") == 0 ? "BertWordPieceLowerCase"
+                                                               : "GPT2BPETokenizer";
     }
     PL_TRY(validate_precision(a));
     if (pl_train_args_given(a, "--vocab-size") && a->vocab_size <= 0)

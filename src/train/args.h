@@ -46,6 +46,7 @@ typedef struct pl_train_args {
     const char *normalization, *position_embedding_type;
     int use_rotary_position_embeddings, use_rope_scaling, swiglu, group_query_attention;
     int untie, disable_bias_linear, bert_no_binary_head;
+    double mask_prob, short_seq_prob; /* BERT's dataset */
     double rotary_base, rotary_percent, rope_scaling_factor;
     int64_t num_query_groups;
     /* parallelism */

@@ -52,23 +52,33 @@ static void loss_weights(pl_model *m, double scale, int64_t *n_loss)
 }
 
 /* BERT's micro-batch: Megatron's sample (tokens, token types, labels at the masked
- * positions, the length, is_random) for each of its samples: with --mock-data a
- * synthetic one keyed by (seed, split, sample index), so every layout sees the
- * same (plait's own, not Megatron's mock dataset). */
+ * positions, the length, is_random) for each of its samples, from the BERT
+ * dataset (bert_data.c); with --mock-data a synthetic one keyed by (seed, split,
+ * sample index), so every layout sees the same (plait's own, not Megatron's mock
+ * dataset). */
 static pl_status load_bert(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
                            int64_t *n_loss)
 {
     pl_model *m = &t->model;
     const int64_t T = m->T;
     const uint64_t seed = (uint64_t)t->a->seed, base = 0x62657274u + 16 * (uint64_t)s;
-    if (!t->a->mock_data)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--model bert trains on --mock-data only in this "
-                         "version (Megatron's BERT dataset is not wired into plait train yet)");
     for (int64_t b = 0; b < t->mbs; b++) {
         const uint64_t i = (uint64_t)idx[b];
         m->sample[b] = idx[b];
         int32_t *tok = m->tokens + b * T, *typ = m->types ? m->types + b * T : NULL;
         int32_t *lab = m->targets + b * T;
+        if (!t->a->mock_data) {
+            int64_t len;
+            int32_t is_random;
+            pl_status st = pl_train_bert_data_get(t, s, idx[b], tok, typ, lab, &len, &is_random);
+            if (st)
+                return st;
+            if (m->lengths)
+                m->lengths[b] = (int32_t)len;
+            if (m->labels)
+                m->labels[b] = is_random;
+            continue;
+        }
         const int64_t len = T / 2 + (int64_t)(pl_rng_uniform(seed, base, i) * (double)(T - T / 2 + 1));
         const int64_t cut = 1 + (int64_t)(pl_rng_uniform(seed, base + 1, i) * (double)(len - 1));
         for (int64_t k = 0; k < T; k++) {

@@ -466,6 +466,10 @@ static pl_status setup_data(pl_trainer *t)
     pl_status st = pl_gpt_num_samples(&req, sizes);
     if (st)
         return st;
+    if (t->cfg.family == PL_FAMILY_BERT) {
+        PL_TRY(pl_train_bert_data_setup(t, sizes));
+        goto check_len;
+    }
     pl_blend_spec spec;
     if ((st = pl_blend_spec_parse(&spec, a->data_path.items, a->data_path.n)))
         return st;
@@ -495,11 +499,20 @@ static pl_status setup_data(pl_trainer *t)
     pl_blend_spec_free(&spec);
     if (st)
         return st;
-    if (pl_blend_data_len(&t->data, PL_SPLIT_TRAIN) < t->train_samples)
+check_len:
+    if (pl_train_data_len(t, PL_SPLIT_TRAIN) < t->train_samples)
         return pl_errorf(PL_ERR_ARG, "the training split holds %lld samples, %lld are needed",
-                         (long long)pl_blend_data_len(&t->data, PL_SPLIT_TRAIN),
+                         (long long)pl_train_data_len(t, PL_SPLIT_TRAIN),
                          (long long)t->train_samples);
     return PL_OK;
+fail:
+    return st;
+}
+
+int64_t pl_train_data_len(const pl_trainer *t, pl_split s)
+{
+    return t->cfg.family == PL_FAMILY_BERT ? pl_train_bert_data_len(t, s)
+                                           : pl_blend_data_len(&t->data, s);
 }
 
 /* ---- one iteration (a micro-batch's data: batch.c) ------------------------------ */
@@ -731,7 +744,7 @@ fail:
 static pl_status evaluate(pl_trainer *t, double *out)
 {
     pl_status st = PL_OK;
-    int64_t len = t->a->mock_data ? INT64_MAX / 4 : pl_blend_data_len(&t->data, PL_SPLIT_VALID);
+    int64_t len = t->a->mock_data ? INT64_MAX / 4 : pl_train_data_len(t, PL_SPLIT_VALID);
     double sum = 0;
     int64_t batches = 0;
     pl_sampler s;
@@ -808,6 +821,7 @@ static void trainer_free(pl_trainer *t)
     pl_gemm_free(t->gemm);
     if (t->data_up)
         pl_blend_data_free(&t->data);
+    pl_train_bert_data_free(t);
     pl_free(t->mem);
     pl_registry_free(&t->reg);
     pl_tokenizer_free(t->tok);
@@ -874,11 +888,11 @@ static pl_status run(pl_trainer *t)
         pl_train_print_memory_plan(t);
     }
     pl_sampler sampler;
-    int64_t total = a->mock_data ? t->train_samples : pl_blend_data_len(&t->data, PL_SPLIT_TRAIN);
+    int64_t total = a->mock_data ? t->train_samples : pl_train_data_len(t, PL_SPLIT_TRAIN);
     if (t->iteration < t->train_iters)
         PL_TRY(pl_sampler_init(&sampler, total, t->consumed_train, t->mbs, t->grid.dp_rank, t->dp));
     int do_valid = a->eval_iters > 0 &&
-                   (a->mock_data || pl_blend_data_len(&t->data, PL_SPLIT_VALID) > 0);
+                   (a->mock_data || pl_train_data_len(t, PL_SPLIT_VALID) > 0);
     int64_t last_saved = -1, window = 0;
     double t_window = pl_time_now();
     if (a->exit_signal_handler)

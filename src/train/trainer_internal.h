@@ -94,6 +94,7 @@ typedef struct pl_trainer {
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
     pl_lr_schedule sched;
     pl_blend_data data;
+    struct pl_train_bert_data *bert; /* --model bert on a --data-path (bert_data.c) */
     int data_up;
     int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
     int64_t iteration, consumed_train, consumed_valid, opt_steps;
@@ -160,6 +161,19 @@ void pl_train_micro_batch_losses(const pl_model *m, double scale, double out[2])
  * lengths, labels, d loss, samples) into to's, another model chunk's. */
 void pl_train_copy_batch(const pl_model *from, pl_model *to);
 pl_status pl_train_grad_ready(void *ctx, int64_t offset, int64_t count);
+
+/* bert_data.c: Megatron's BERT dataset for --model bert --data-path PREFIX (the
+ * sentences of `preprocess --split-sentences`): each split's mapping of sizes[s]
+ * samples, built by rank 0 and cached, loaded by the others; its length; sample
+ * idx of split s into caller's arrays of T (types NULL: the model has none). */
+pl_status pl_train_bert_data_setup(pl_trainer *t, const int64_t sizes[PL_N_SPLITS]);
+void pl_train_bert_data_free(pl_trainer *t);
+int64_t pl_train_bert_data_len(const pl_trainer *t, pl_split s);
+pl_status pl_train_bert_data_get(pl_trainer *t, pl_split s, int64_t idx, int32_t *tokens,
+                                 int32_t *types, int32_t *labels, int64_t *length,
+                                 int32_t *is_random);
+/* The samples split s holds (GPT's blend or BERT's dataset). */
+int64_t pl_train_data_len(const pl_trainer *t, pl_split s);
 
 /* pipeline.c: this rank's stage (its layers and, pipelined, the schedule and the
  * slots it keeps in flight), and one pipelined step's forwards and backwards. */

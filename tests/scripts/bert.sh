@@ -6,7 +6,8 @@
 # the heads and the tied copy of the word embeddings on the last; the padding mask on
 # every stage), DP 2 with ZeRO 1 and 3, interleaved pipelining and 3D - with dropout
 # on, on plait's mock BERT samples (every sample padded to its own length, token types,
-# masked positions, is_random, keyed by the global sample index). Parameters are
+# masked positions, is_random, keyed by the global sample index), and TP 2 x DP 2 on
+# Megatron's BERT dataset over KJV sentences. Parameters are
 # compared after assembling the shards with tests/scripts/ckpt_tensors.py (independent
 # of plait); the heads' names are Megatron core's. --bert-no-binary-head drops the
 # pooler, the binary head and the token types, as pretrain_bert.py does.
@@ -64,6 +65,20 @@ check "bert 3D: MLM and binary-head losses after resuming equal the uninterrupte
 check "bert 3D: final parameters after resuming equal, bit for bit" \
     $PY "$CK" same "$dir/iter_0000010" "$TMP/b_3d/iter_0000010" 0 0
 
+# Megatron's BERT dataset (data/bert_dataset.h, checked against Megatron in
+# bert_dataset.sh) on KJV verses as sentences grouped into documents: one process and
+# TP 2 x DP 2 with sequence parallelism give the same losses, validation and parameters.
+MOCK=("${COMMON[@]}")
+"$ROOT/build/testtools/bert_samples" make "$PLAIT_DATA/bert/vocab.txt" "$PLAIT_DATA/kjv.txt" \
+    "$TMP/kjv_sent" 3000 >/dev/null
+COMMON=(--data-path "$TMP/kjv_sent" --vocab-file "$PLAIT_DATA/bert/vocab.txt" --split 90,10,0
+        "${MOCK[@]:0:2}" "${MOCK[@]:5}") # the same run without --mock-data --vocab-size 1000
+check "bert on Megatron's BERT dataset: one process trains" run b_real 1 1 1
+check "bert on Megatron's BERT dataset: the mappings are built and cached" \
+    bash -c "[ \$(ls '$TMP'/kjv_sent/cache/BERTMaskedWordPieceDataset_indices/*-sample_index.npy | wc -l) = 2 ]"
+bert_checks b_real b_real_tp2_dp2 "4 2 2 1" --sequence-parallel
+COMMON=("${MOCK[@]}")
+
 check "bert --bert-no-binary-head trains" run b_nobin 1 1 1 --bert-no-binary-head
 check "bert --bert-no-binary-head: no pooler, binary head or token types, no sop loss" $PY -c "
 import json, sys
@@ -76,8 +91,9 @@ check_fails "--bert-no-binary-head is refused for another family" "for --model b
     "$PLAIT" train --mock-data --vocab-size 100 --num-layers 1 --hidden-size 8 \
     --num-attention-heads 2 --seq-length 8 --micro-batch-size 1 --global-batch-size 1 \
     --train-iters 1 --lr 1e-3 --bert-no-binary-head
-check_fails "bert on a --data-path is refused, saying what works" "--mock-data only" \
-    "$PLAIT" train --model bert --data-path "$TMP/none" --vocab-size 100 --num-layers 1 \
+check_fails "bert with a GPT-2 tokenizer is refused, naming the flag" \
+    "masking needs a WordPiece vocabulary: --tokenizer-type BertWordPieceLowerCase" \
+    "$PLAIT" train --model bert --data-path "$TMP/kjv_sent" "${GPT2[@]}" --num-layers 1 \
     --hidden-size 8 --num-attention-heads 2 --seq-length 8 --micro-batch-size 1 \
     --global-batch-size 1 --train-iters 1 --lr 1e-3
 check_fails "plait generate refuses a BERT checkpoint" "needs a causal model" \
