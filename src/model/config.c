@@ -14,6 +14,24 @@ int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t 
     return (vocab_size + m - 1) / m * m;
 }
 
+void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes)
+{
+    pl_head_spec *h = &c->head;
+    h->task = task;
+    h->classes = task == PL_TASK_SPAN ? 2 : classes;
+    if (task != PL_TASK_NONE)
+        h->lm_head = h->lm_transform = h->output_bias = h->binary_head = 0;
+}
+
+pl_head_set pl_model_head_set(const pl_model_config *c)
+{
+    const pl_head_spec *h = &c->head;
+    pl_head_set s = {h->lm_transform, 0, 0, h->task == PL_TASK_SPAN};
+    s.pooled = h->binary_head ? 2 : h->task == PL_TASK_SEQUENCE ? h->classes : 0;
+    s.token = h->task == PL_TASK_TOKEN || h->task == PL_TASK_SPAN ? h->classes : 0;
+    return s;
+}
+
 const char *pl_model_stack(const pl_model_config *c) { return pl_family_get(c->family)->stack; }
 
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c)
@@ -100,7 +118,7 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         return pl_errorf(PL_ERR_ARG,
                          "--ffn-hidden-size %lld is not divisible by --tensor-model-parallel-size %d",
                          (long long)c->ffn_hidden, r->tp_size);
-    const int64_t C = c->hidden;
+    const int64_t C = c->hidden, K = c->head.classes;
     const float std = (float)c->init_std;
     const int last = pp_size - 1;
     const int nb = c->block.norm_bias;
@@ -148,9 +166,9 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     PL_TRY(pl_registry_add(r, &fin[0]));
     if (nb)
         PL_TRY(pl_registry_add(r, &fin[1]));
-    if (c->untie || pp_size > 1)
+    if (h->lm_head && (c->untie || pp_size > 1))
         PL_TRY(pl_registry_add(r, &fin[2]));
-    if (!c->untie && pp_size > 1) {
+    if (h->lm_head && !c->untie && pp_size > 1) {
         /* Tied across stages (Megatron): the last stage's output layer is a copy of
          * the word embeddings, drawn alike; the embedding group sums their gradients. */
         pl_param *out = &r->params[r->n - 1];
@@ -170,10 +188,20 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         {"pooler.dense.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
         {"binary_head.weight", 2, {2, C}, PL_TP_REPLICATED, last, -1, 1, PL_INIT_NORMAL, std, 0, 0},
         {"binary_head.bias", 1, {2}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+        /* fine-tuning: Megatron's classification_head, NeMo's TokenClassifier */
+        {"classification_head.weight", 2, {K, C}, PL_TP_REPLICATED, last, -1, 1, PL_INIT_NORMAL,
+         std, 0, 0},
+        {"classification_head.bias", 1, {K}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+        {"classifier.mlp.layer0.weight", 2, {K, C}, PL_TP_REPLICATED, last, -1, 1, PL_INIT_NORMAL,
+         std, 0, 0},
+        {"classifier.mlp.layer0.bias", 1, {K}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0,
+         0},
     };
+    const int seq = h->task == PL_TASK_SEQUENCE, pooler = h->binary_head || seq;
+    const int tok = h->task == PL_TASK_TOKEN || h->task == PL_TASK_SPAN;
     const int have[] = {h->lm_transform, h->lm_transform, h->lm_transform, h->lm_transform,
-                        h->output_bias, h->binary_head, h->binary_head, h->binary_head,
-                        h->binary_head};
+                        h->output_bias, pooler, pooler, h->binary_head, h->binary_head,
+                        seq, seq, tok, tok};
     for (size_t i = 0; i < sizeof head / sizeof *head; i++)
         if (have[i])
             PL_TRY(pl_registry_add(r, &head[i]));
@@ -276,7 +304,10 @@ int64_t pl_model_num_params(const pl_model_config *c)
         n += c->vocab_size * C;
     const pl_head_spec *h = &c->head;
     n += h->tokentypes * C + (h->lm_transform ? C * C + 3 * C : 0) +
-         (h->output_bias ? c->vocab_size : 0) + (h->binary_head ? C * C + C + 2 * C + 2 : 0);
+         (h->output_bias ? c->vocab_size : 0) + (h->binary_head ? C * C + C + 2 * C + 2 : 0) +
+         (h->task == PL_TASK_SEQUENCE ? C * C + C : 0) + (h->task ? h->classes * (C + 1) : 0);
+    if (!h->lm_head && c->untie)
+        n -= c->vocab_size * C; /* no output layer at all */
     return n;
 }
 
@@ -286,7 +317,8 @@ double pl_model_flops_per_token(const pl_model_config *c)
     const double C = (double)c->hidden, F = (double)c->ffn_hidden, L = (double)c->num_layers;
     const double QKV = (double)((d.NH + 2 * d.G) * d.HS), A = (double)(d.NH * d.HS);
     const double F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
-    double matmul_params = L * (QKV * C + A * C + F1 * C + F * C) + (double)c->padded_vocab * C;
+    double matmul_params = L * (QKV * C + A * C + F1 * C + F * C) +
+                           (c->head.lm_head ? (double)c->padded_vocab * C : 0.0);
     if (c->head.lm_transform) /* lm_head.dense on every position (the pooler's: once a sample) */
         matmul_params += C * C;
     /* attention: QK^T and PV, 2 T A multiply-adds each per token, forward and

@@ -22,6 +22,7 @@
 
 #include "model/registry.h"
 #include "nn/block.h"
+#include "nn/head.h"
 
 /* Activation recomputation (Megatron's --recompute-granularity, --recompute-method,
  * --recompute-num-layers). Not part of the architecture: it changes what is kept
@@ -46,7 +47,18 @@ typedef enum pl_family { PL_FAMILY_GPT = 0, PL_FAMILY_LLAMA = 1, PL_FAMILY_BERT 
 /* What a family has around its layers besides the word (and position)
  * embeddings, the final norm and the output layer: Megatron core's BertModel
  * has all four (nn/head.h). */
+/* A fine-tuning task's head (nn/head.h), replacing the pretraining heads. */
+typedef enum pl_task {
+    PL_TASK_NONE = 0,
+    PL_TASK_SEQUENCE, /* text classification: pooler + classification_head (Megatron's) */
+    PL_TASK_TOKEN,    /* token classification: classifier.mlp.layer0 (NeMo's TokenClassifier) */
+    PL_TASK_SPAN      /* extractive QA: start and end logits, classifier.mlp.layer0 (2 rows) */
+} pl_task;
+
 typedef struct pl_head_spec {
+    int lm_head;      /* the output layer over the vocabulary and its cross-entropy */
+    pl_task task;     /* a fine-tuning head instead (lm_head, binary_head, lm_transform 0) */
+    int64_t classes;  /* the task's classes (sequence, token) */
     int tokentypes;   /* rows of embedding.tokentype_embeddings (Megatron's num_tokentypes:
                        * 2 with the binary head, else 0: none) */
     int lm_transform; /* lm_head: dense (C x C) + GELU (erf) + LayerNorm before the output layer */
@@ -85,6 +97,13 @@ typedef struct pl_model_config {
     int64_t pp_chunks;
     pl_recompute recompute; /* zero: keep every activation backward needs */
 } pl_model_config;
+
+/* Makes c a fine-tuning model for task with `classes` classes (2 for a span):
+ * its pretraining heads (the output layer, lm transform and bias, binary head)
+ * replaced by the task's head. */
+void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes);
+/* The heads c has, for nn/head.h. */
+pl_head_set pl_model_head_set(const pl_model_config *c);
 
 /* "decoder" or "encoder" (BERT): the name of the stack of layers, as Megatron
  * core names it ("decoder.layers.0....", "encoder.final_layernorm.weight"). */

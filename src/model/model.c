@@ -46,7 +46,7 @@ pl_status pl_model_layer_bind(const pl_registry *reg, const pl_model_config *c, 
 pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                             pl_flat_locate_fn locate, void *ctx, int grad, pl_model_top *out)
 {
-    enum { NTOP = 17 };
+    enum { NTOP = 21 };
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
     snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
     snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
@@ -55,21 +55,24 @@ pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, co
         "embedding.tokentype_embeddings.weight", lnf_w, lnf_b, "output_layer.weight",
         "output_layer.bias", "lm_head.dense.weight", "lm_head.dense.bias",
         "lm_head.layer_norm.weight", "lm_head.layer_norm.bias", "pooler.dense.weight",
-        "pooler.dense.bias", "binary_head.weight", "binary_head.bias", NULL, NULL};
+        "pooler.dense.bias", "binary_head.weight", "binary_head.bias",
+        "classification_head.weight", "classification_head.bias", "classifier.mlp.layer0.weight",
+        "classifier.mlp.layer0.bias", NULL, NULL};
     pl_head_weights *h = &out->head;
     float **dst[NTOP] = {&out->wte,   &out->wpe,   &out->tte,    &out->lnf_w,  &out->lnf_b,
                          &out->out_w, &out->out_b, &h->dense_w,  &h->dense_b,  &h->ln_w,
                          &h->ln_b,    &h->pool_w,  &h->pool_b,   &h->bin_w,    &h->bin_b,
-                         NULL,        NULL};
+                         &h->bin_w,   &h->bin_b,   &h->tok_w,    &h->tok_b,    NULL,
+                         NULL};
+    memset(out, 0, sizeof *out);
     for (int k = 0; names[k]; k++) {
         const pl_param *p = pl_registry_find(reg, names[k]);
-        *dst[k] = NULL;
         if (!p || p->offset < 0) /* not in this family, or on another pipeline stage */
             continue;
         *dst[k] = locate ? locate(ctx, p->offset, grad) : flat ? (float *)flat + p->offset : NULL;
     }
     /* tied: the word embeddings, unless the last stage holds its own copy (pipelining) */
-    if (!c->untie && !out->out_w)
+    if (c->head.lm_head && !c->untie && !out->out_w)
         out->out_w = out->wte;
     return PL_OK;
 }
@@ -142,8 +145,8 @@ static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int
         mb->lnf_rstd = pl_plan_take(b, Nl);
         mb->loss = pl_plan_take(b, N);
         mb->lse = pl_plan_take(b, N);
-        pl_head_take_acts(b, &mb->head, m->cfg.head.lm_transform, m->cfg.head.binary_head, m->B,
-                          m->T, C);
+        const pl_head_set hs = pl_model_head_set(&m->cfg);
+        pl_head_take_acts(b, &mb->head, &hs, m->B, m->T, C);
         mb->bin_loss = pl_plan_take(b, m->B);
     }
 }
@@ -191,13 +194,13 @@ static size_t plan(pl_model *m, float *base, int recompute)
     c->norm_out = pl_plan_take(&b, N * C);
     m->dres = pl_plan_take(&b, Nl * C);
     c->dnorm = pl_plan_take(&b, N * C);
-    const size_t lm_ws = m->stage.last ? pl_lmhead_workspace(N, m->lm_chunk) : 0;
+    const size_t lm_ws =
+        m->stage.last && m->cfg.head.lm_head ? pl_lmhead_workspace(N, m->lm_chunk) : 0;
     m->lm_ws = pl_plan_take(&b, (int64_t)lm_ws);
-    const pl_head_spec *h = &m->cfg.head;
-    if (m->stage.last && (h->lm_transform || h->binary_head)) {
-        m->head_ws = pl_plan_take(&b, pl_head_scratch(h->lm_transform, h->binary_head, m->B, m->T,
-                                                      C));
-        m->dhead = h->lm_transform ? pl_plan_take(&b, N * C) : NULL;
+    const pl_head_set hs = pl_model_head_set(&m->cfg);
+    if (m->stage.last && (hs.lm || hs.pooled || hs.token)) {
+        m->head_ws = pl_plan_take(&b, pl_head_scratch(&hs, m->B, m->T, C));
+        m->dhead = hs.lm ? pl_plan_take(&b, N * C) : NULL;
     }
     /* Kept logits live from the LM head's forward to its backward, when every
      * layer buffer below is dead (forward is over, backward's layers have not
@@ -282,7 +285,8 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     m->layer_count = pl_calloc((size_t)L, sizeof *m->layer_count);
     m->mb = pl_calloc((size_t)K, sizeof *m->mb);
     m->mb_acts = pl_calloc((size_t)(K * L), sizeof *m->mb_acts);
-    const int64_t ids = 3 * m->N + 2 * B; /* per slot: tokens, targets, types, lengths, labels */
+    const int64_t ids = 3 * m->N + 3 * B; /* per slot: tokens, targets, types, lengths, labels
+                                           * (2 B: a span's start and end positions) */
     m->mb_ids = pl_calloc((size_t)(K * ids), sizeof *m->mb_ids);
     m->mb_samples = pl_calloc((size_t)(K * B), sizeof *m->mb_samples);
     if (!m->w || !m->g || !m->slots || !m->group_start || !m->layer_offset || !m->layer_count ||
@@ -297,7 +301,8 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
         m->mb[k].targets = id + m->N;
         m->mb[k].types = cfg->head.tokentypes ? id + 2 * m->N : NULL;
         m->mb[k].lengths = cfg->block.mask == PL_MASK_PADDING ? id + 3 * m->N : NULL;
-        m->mb[k].labels = cfg->head.binary_head ? id + 3 * m->N + B : NULL;
+        m->mb[k].labels = cfg->head.binary_head || cfg->head.task == PL_TASK_SEQUENCE ||
+                                  cfg->head.task == PL_TASK_SPAN ? id + 3 * m->N + B : NULL;
         for (int64_t b = 0; m->mb[k].lengths && b < B; b++)
             m->mb[k].lengths[b] = (int32_t)m->T;
         m->mb[k].sample = m->mb_samples + k * B;
@@ -306,10 +311,12 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     PL_TRY(bind_top(m, 1, grads, NULL, NULL));
     if (params && ((sg->first && (!m->p.wte || (cfg->block.pos == PL_POS_LEARNED && !m->p.wpe) ||
                                   (cfg->head.tokentypes && !m->p.tte))) ||
-                   (sg->last && (!m->p.lnf_w || !m->p.out_w ||
+                   (sg->last && (!m->p.lnf_w || (cfg->head.lm_head && !m->p.out_w) ||
                                  (cfg->head.output_bias && !m->p.out_b) ||
                                  (cfg->head.lm_transform && !m->p.head.dense_w) ||
-                                 (cfg->head.binary_head && !m->p.head.bin_w))))) {
+                                 (cfg->head.binary_head && !m->p.head.bin_w) ||
+                                 (cfg->head.task == PL_TASK_SEQUENCE && !m->p.head.bin_w) ||
+                                 (pl_model_head_set(cfg).token && !m->p.head.tok_w))))) {
         st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing on this "
                        "stage");
         goto fail;
@@ -338,10 +345,11 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     pl_block_rope_fill(&m->blk, &cfg->rope);
     /* GEMM primitives of every shape the step uses, created before step 1. */
     PL_TRY(pl_block_prepare(&m->blk));
-    if (sg->last)
+    const pl_head_set hs = pl_model_head_set(cfg);
+    if (sg->last && cfg->head.lm_head)
         PL_TRY(pl_lmhead_prepare(gemm, m->N, m->C, m->Vl, m->lm_chunk));
     if (sg->last)
-        PL_TRY(pl_head_prepare(gemm, cfg->head.lm_transform, cfg->head.binary_head, B, m->T, m->C));
+        PL_TRY(pl_head_prepare(gemm, &hs, B, m->T, m->C));
     return PL_OK;
 fail:
     pl_model_free(m);
@@ -435,6 +443,37 @@ static void embedding_dropout(pl_model *m, float *x)
         pl_block_hidden_dropout(&m->blk, x, x, 0, 3);
 }
 
+/* The last stage's heads on the final norm's output m->lnf: the LM head (BERT's
+ * through its lm transform) into m->loss, the pooled head (BERT's binary head, a
+ * classification head) into m->bin_loss, or a token (m->loss) or span head
+ * (m->bin_loss). */
+static pl_status heads_fwd(pl_model *m)
+{
+    pl_status st = PL_OK;
+    const int64_t B = m->B, T = m->T, N = m->N, C = m->C;
+    const pl_head_set hs = pl_model_head_set(&m->cfg);
+    pl_head_acts *h = &m->mb[m->cur].head;
+    const float *x = m->lnf; /* the output layer's input */
+    if (hs.lm) {
+        PL_TRY(pl_head_lm_fwd(m->gemm, &m->p.head, h, m->lnf, N, C, m->cfg.ln_eps));
+        x = h->out;
+    }
+    if (m->cfg.head.lm_head)
+        PL_TRY(pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, x, m->p.out_w, m->p.out_b,
+                                 m->targets, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws,
+                                 m->rows));
+    if (hs.pooled)
+        PL_TRY(pl_head_pooled_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss,
+                                  m->head_ws, B, T, C, hs.pooled));
+    if (hs.token && hs.span)
+        PL_TRY(pl_head_span_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss, B, T, C));
+    else if (hs.token)
+        PL_TRY(pl_head_token_fwd(m->gemm, &m->p.head, h, m->lnf, m->targets, m->loss, m->head_ws,
+                                 N, C, hs.token));
+fail:
+    return st;
+}
+
 /* Megatron's LanguageModelEmbedding: token types added to the word and
  * position embeddings (before dropout), on this rank's rows x (Nl, C). */
 static pl_status tokentype_fwd(pl_model *m, float *x)
@@ -454,7 +493,7 @@ static pl_status tokentype_fwd(pl_model *m, float *x)
 pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
-    const int64_t B = m->B, T = m->T, N = m->N, C = m->C, L = m->stage.nl, l0 = m->stage.l0;
+    const int64_t B = m->B, T = m->T, C = m->C, L = m->stage.nl, l0 = m->stage.l0;
     set_dropout(m);
     if (m->stage.first) {
         if (m->fetch)
@@ -475,17 +514,7 @@ pl_status pl_model_forward(pl_model *m)
     PL_TRY(pl_block_norm_fwd(&m->blk, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L),
                              m->p.lnf_w, m->p.lnf_b));
     double t0 = pl_time_now();
-    pl_head_acts *h = &m->mb[m->cur].head;
-    const float *x = m->lnf; /* the output layer's input */
-    if (m->cfg.head.lm_transform) {
-        PL_TRY(pl_head_lm_fwd(m->gemm, &m->p.head, h, m->lnf, N, C, m->cfg.ln_eps));
-        x = h->out;
-    }
-    st = pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, x, m->p.out_w, m->p.out_b, m->targets,
-                           N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->rows);
-    if (!st && m->cfg.head.binary_head)
-        st = pl_head_binary_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss,
-                                m->head_ws, B, T, C);
+    st = heads_fwd(m);
     m->prof.lmhead += pl_time_now() - t0;
 fail:
     return st;
@@ -499,22 +528,29 @@ static pl_status heads_bwd(pl_model *m, float *dln)
 {
     pl_status st = PL_OK;
     const int64_t N = m->N, C = m->C;
-    const pl_head_spec *hs = &m->cfg.head;
+    const pl_head_set hs = pl_model_head_set(&m->cfg);
     const pl_head_acts *h = &m->mb[m->cur].head;
-    const int whole = hs->lm_transform || hs->binary_head;
-    float *dx = hs->lm_transform ? m->dhead : dln;
-    const float *x = hs->lm_transform ? h->out : m->lnf;
-    if (hs->lm_transform)
+    const int whole = hs.lm || hs.pooled || hs.token;
+    float *dx = hs.lm ? m->dhead : dln;
+    const float *x = hs.lm ? h->out : m->lnf;
+    if (hs.lm)
         memset(dx, 0, (size_t)(N * C) * sizeof(float));
-    PL_TRY(pl_tp_lmhead_bwd(m->tp, whole ? 0 : m->blk.sp, m->gemm, dx, m->d.out_w, m->d.out_b, x,
-                            m->p.out_w, m->p.out_b, m->targets, m->lse, m->dloss, N, C, m->v0,
-                            m->Vl, m->lm_chunk, m->lm_ws, m->cfg.keep_logits));
-    if (hs->lm_transform)
+    if (m->cfg.head.lm_head)
+        PL_TRY(pl_tp_lmhead_bwd(m->tp, whole ? 0 : m->blk.sp, m->gemm, dx, m->d.out_w, m->d.out_b,
+                                x, m->p.out_w, m->p.out_b, m->targets, m->lse, m->dloss, N, C,
+                                m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->cfg.keep_logits));
+    if (hs.lm)
         PL_TRY(pl_head_lm_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->dhead, dln,
                               m->head_ws, N, C));
-    if (hs->binary_head)
-        PL_TRY(pl_head_binary_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
-                                  dln, m->head_ws, m->B, m->T, C));
+    if (hs.pooled)
+        PL_TRY(pl_head_pooled_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
+                                  dln, m->head_ws, m->B, m->T, C, hs.pooled));
+    if (hs.token && hs.span)
+        PL_TRY(pl_head_span_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
+                                dln, m->head_ws, m->B, m->T, C));
+    else if (hs.token)
+        PL_TRY(pl_head_token_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->targets, m->dloss,
+                                 dln, m->head_ws, N, C, hs.token));
 fail:
     return st;
 }
@@ -538,7 +574,8 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
         m->prof.lmhead += pl_time_now() - t0;
         /* the heads leave the final norm's output gradient whole; the LM head
          * alone, under sp, this rank's rows first */
-        const int whole = m->cfg.head.lm_transform || m->cfg.head.binary_head;
+        const pl_head_set hs = pl_model_head_set(&m->cfg);
+        const int whole = hs.lm || hs.pooled || hs.token;
         const float *dy = whole && m->blk.sp ? dln + m->blk.n0 * C : dln;
         PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->d.lnf_w, m->d.lnf_b, dy, layer_input(m, L),
                                  m->p.lnf_w, m->lnf_mean, m->lnf_rstd));

@@ -7,21 +7,24 @@ static const pl_family_spec families[] = {
     /* Megatron's GPTModel (GPT-2): LayerNorm with bias, GELU, learned absolute
      * positions, causal, biases, pre-norm, tied output layer. */
     {"gpt", PL_FAMILY_GPT,
-     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_CAUSAL, 0, 1, 1, 0}, {0, 0, 0, 0},
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_CAUSAL, 0, 1, 1, 0},
+     {1, PL_TASK_NONE, 0, 0, 0, 0, 0},
      "decoder", 0, 0.1f, 0.1f, "GPT2LMHeadModel"},
     /* Llama 2/3 as Megatron trains them (docs/training.md, "The model"): RMSNorm without bias,
      * SwiGLU, rotary positions, causal, no biases (--disable-bias-linear),
      * pre-norm, untied output layer, no dropout (Megatron's Llama recipes set
      * --attention-dropout 0 --hidden-dropout 0). */
     {"llama", PL_FAMILY_LLAMA,
-     {PL_NORM_RMSNORM, PL_ACT_SWIGLU, PL_POS_ROPE, PL_MASK_CAUSAL, 0, 0, 0, 0}, {0, 0, 0, 0},
+     {PL_NORM_RMSNORM, PL_ACT_SWIGLU, PL_POS_ROPE, PL_MASK_CAUSAL, 0, 0, 0, 0},
+     {1, PL_TASK_NONE, 0, 0, 0, 0, 0},
      "decoder", 1, 0.0f, 0.0f, "LlamaForCausalLM"},
     /* Megatron core's BertModel as pretrain_bert.py builds it (bert_layer_local_spec):
      * GPT's layer, bidirectional with the padding masked; token types, lm_head
      * transform, output bias, pooler and binary head (--bert-no-binary-head drops the
      * last and the token types, as Megatron's num_tokentypes = 0); tied output layer. */
     {"bert", PL_FAMILY_BERT,
-     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0}, {2, 1, 1, 1},
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0},
+     {1, PL_TASK_NONE, 0, 2, 1, 1, 1},
      "encoder", 0, 0.1f, 0.1f, "BertForPreTraining"},
 };
 

@@ -1,5 +1,6 @@
-/* BERT's lm transform and binary head (nn/head.h): linear layers, the exact
- * GELU, LayerNorm and tanh, forward and backward. */
+/* BERT's lm transform and pooled head, the token and span heads (nn/head.h):
+ * linear layers, the exact GELU, LayerNorm, tanh and small softmaxes, forward
+ * and backward. */
 #include "nn/head.h"
 
 #include "nn/linear.h"
@@ -7,39 +8,51 @@
 #include <math.h>
 #include <string.h>
 
-void pl_head_take_acts(pl_plan *b, pl_head_acts *a, int lm, int binary, int64_t B, int64_t T,
+void pl_head_take_acts(pl_plan *b, pl_head_acts *a, const pl_head_set *h, int64_t B, int64_t T,
                        int64_t C)
 {
     const int64_t N = B * T;
     memset(a, 0, sizeof *a);
-    if (lm) {
+    if (h->lm) {
         a->dense = pl_plan_take(b, N * C);
         a->act = pl_plan_take(b, N * C);
         a->mean = pl_plan_take(b, N);
         a->rstd = pl_plan_take(b, N);
         a->out = pl_plan_take(b, N * C);
     }
-    if (binary) {
+    if (h->pooled) {
         a->pooled = pl_plan_take(b, B * C);
-        a->logits = pl_plan_take(b, 2 * B);
+        a->logits = pl_plan_take(b, B * h->pooled);
+    }
+    if (h->token) {
+        a->tlogits = pl_plan_take(b, N * h->token);
+        a->lse = pl_plan_take(b, h->span ? 2 * B : N);
     }
 }
 
-int64_t pl_head_scratch(int lm, int binary, int64_t B, int64_t T, int64_t C)
+int64_t pl_head_scratch(const pl_head_set *h, int64_t B, int64_t T, int64_t C)
 {
-    const int64_t need_lm = lm ? B * T * C : 0, need_bin = binary ? 3 * B * C + 2 * B : 0;
-    return need_lm > need_bin ? need_lm : need_bin;
+    const int64_t N = B * T;
+    int64_t need = h->lm ? N * C : 0;
+    if (h->pooled && 3 * B * C + B * h->pooled > need)
+        need = 3 * B * C + B * h->pooled;
+    if (h->token && 3 * N > need) /* the token head's row statistics; the span head's dlogits */
+        need = 3 * N;
+    return need;
 }
 
-pl_status pl_head_prepare(pl_gemm *g, int lm, int binary, int64_t B, int64_t T, int64_t C)
+pl_status pl_head_prepare(pl_gemm *g, const pl_head_set *h, int64_t B, int64_t T, int64_t C)
 {
     pl_status st = PL_OK;
-    if (lm)
+    if (h->lm)
         st = pl_nn_linear_prepare(g, B * T, C, C);
-    if (!st && binary)
+    if (!st && h->pooled)
         st = pl_nn_linear_prepare(g, B, C, C);
-    if (!st && binary)
-        st = pl_nn_linear_prepare(g, B, C, 2);
+    if (!st && h->pooled)
+        st = pl_nn_linear_prepare(g, B, C, h->pooled);
+    if (!st && h->token)
+        st = h->span ? pl_nn_linear_prepare(g, B * T, C, 2)
+                     : pl_lmhead_prepare(g, B * T, C, h->token, h->token);
     return st;
 }
 
@@ -67,6 +80,17 @@ pl_status pl_head_lm_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *
     return pl_nn_linear_bwd(g, dx, dw->dense_w, dw->dense_b, ddense, x, w->dense_w, N, C, C);
 }
 
+/* log-sum-exp of z[0], z[stride], ..., z[(n-1) stride] */
+static float lse_of(const float *z, int64_t n, int64_t stride)
+{
+    float mx = -INFINITY, sum = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        mx = z[i * stride] > mx ? z[i * stride] : mx;
+    for (int64_t i = 0; i < n; i++)
+        sum += expf(z[i * stride] - mx);
+    return mx + logf(sum);
+}
+
 /* The first position of each sample: cls (B, C) = x[b T]. */
 static void first_positions(float *cls, const float *x, int64_t B, int64_t T, int64_t C)
 {
@@ -74,9 +98,9 @@ static void first_positions(float *cls, const float *x, int64_t B, int64_t T, in
         memcpy(cls + b * C, x + b * T * C, (size_t)C * sizeof(float));
 }
 
-pl_status pl_head_binary_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+pl_status pl_head_pooled_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
                              const float *x, const int32_t *labels, float *loss, float *scratch,
-                             int64_t B, int64_t T, int64_t C)
+                             int64_t B, int64_t T, int64_t C, int64_t K)
 {
     float *cls = scratch;
     first_positions(cls, x, B, T, C);
@@ -85,35 +109,32 @@ pl_status pl_head_binary_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts 
         return st;
     for (int64_t i = 0; i < B * C; i++)
         a->pooled[i] = tanhf(a->pooled[i]);
-    if ((st = pl_nn_linear_fwd(g, a->logits, a->pooled, w->bin_w, w->bin_b, B, C, 2)))
+    if ((st = pl_nn_linear_fwd(g, a->logits, a->pooled, w->bin_w, w->bin_b, B, C, K)))
         return st;
     for (int64_t b = 0; b < B; b++) {
-        const float *z = a->logits + 2 * b;
-        const float mx = z[0] > z[1] ? z[0] : z[1];
-        const float lse = mx + logf(expf(z[0] - mx) + expf(z[1] - mx));
-        loss[b] = labels[b] == 0 || labels[b] == 1 ? lse - z[labels[b]] : 0.0f;
+        const float *z = a->logits + K * b;
+        loss[b] = labels[b] >= 0 && labels[b] < K ? lse_of(z, K, 1) - z[labels[b]] : 0.0f;
     }
     return PL_OK;
 }
 
-pl_status pl_head_binary_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+pl_status pl_head_pooled_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
                              const pl_head_acts *a, const float *x, const int32_t *labels,
                              const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
-                             int64_t C)
+                             int64_t C, int64_t K)
 {
     float *cls = scratch, *dpooled = scratch + B * C, *dcls = scratch + 2 * B * C;
     float *dlogits = scratch + 3 * B * C;
     for (int64_t b = 0; b < B; b++) {
-        const float *z = a->logits + 2 * b;
-        const float mx = z[0] > z[1] ? z[0] : z[1];
-        const float lse = mx + logf(expf(z[0] - mx) + expf(z[1] - mx));
-        const int ok = labels[b] == 0 || labels[b] == 1;
-        for (int k = 0; k < 2; k++)
-            dlogits[2 * b + k] = ok ? (expf(z[k] - lse) - (labels[b] == k)) * dloss[b] : 0.0f;
+        const float *z = a->logits + K * b;
+        const int ok = labels[b] >= 0 && labels[b] < K;
+        const float lse = lse_of(z, K, 1);
+        for (int64_t k = 0; k < K; k++)
+            dlogits[K * b + k] = ok ? (expf(z[k] - lse) - (labels[b] == k)) * dloss[b] : 0.0f;
     }
     memset(dpooled, 0, (size_t)(B * C) * sizeof(float));
     pl_status st = pl_nn_linear_bwd(g, dpooled, dw->bin_w, dw->bin_b, dlogits, a->pooled,
-                                    w->bin_w, B, C, 2);
+                                    w->bin_w, B, C, K);
     if (st)
         return st;
     for (int64_t i = 0; i < B * C; i++) /* tanh' = 1 - tanh^2 */
@@ -125,4 +146,71 @@ pl_status pl_head_binary_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weigh
     for (int64_t b = 0; b < B; b++)
         pl_cpu_add(dx + b * T * C, dx + b * T * C, dcls + b * C, C);
     return PL_OK;
+}
+
+/* The token head is the fused LM head's cross-entropy over K classes, whole on
+ * every rank: its logits stay in a->tlogits (one chunk) from forward to backward. */
+pl_status pl_head_token_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+                            const float *x, const int32_t *labels, float *loss, float *scratch,
+                            int64_t N, int64_t C, int64_t K)
+{
+    float *mx = scratch, *se = scratch + N, *tl = scratch + 2 * N;
+    pl_status st = pl_cpu_lmhead_stats(mx, se, tl, x, w->tok_w, w->tok_b, labels, N, C, 0, K, K,
+                                       a->tlogits, g);
+    if (st)
+        return st;
+    for (int64_t n = 0; n < N; n++) {
+        a->lse[n] = mx[n] + logf(se[n]);
+        loss[n] = labels[n] >= 0 ? a->lse[n] - tl[n] : 0.0f;
+    }
+    return PL_OK;
+}
+
+pl_status pl_head_token_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                            const pl_head_acts *a, const float *x, const int32_t *labels,
+                            const float *dloss, float *dx, float *scratch, int64_t N, int64_t C,
+                            int64_t K)
+{
+    (void)scratch;
+    return pl_cpu_lmhead_bwd(dx, dw->tok_w, dw->tok_b, x, w->tok_w, w->tok_b, labels, a->lse,
+                             dloss, N, C, 0, K, K, a->tlogits, 1, g);
+}
+
+pl_status pl_head_span_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+                           const float *x, const int32_t *spans, float *loss, int64_t B,
+                           int64_t T, int64_t C)
+{
+    pl_status st = pl_nn_linear_fwd(g, a->tlogits, x, w->tok_w, w->tok_b, B * T, C, 2);
+    if (st)
+        return st;
+    for (int64_t b = 0; b < B; b++) {
+        float sum = 0.0f;
+        for (int e = 0; e < 2; e++) { /* start, end */
+            const float *z = a->tlogits + b * T * 2 + e;
+            const int32_t pos = spans[e * B + b];
+            a->lse[e * B + b] = lse_of(z, T, 2);
+            if (pos >= 0 && pos < T)
+                sum += a->lse[e * B + b] - z[2 * pos];
+        }
+        loss[b] = 0.5f * sum;
+    }
+    return PL_OK;
+}
+
+pl_status pl_head_span_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                           const pl_head_acts *a, const float *x, const int32_t *spans,
+                           const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
+                           int64_t C)
+{
+    float *dlogits = scratch; /* (N, 2) */
+    for (int64_t b = 0; b < B; b++)
+        for (int e = 0; e < 2; e++) {
+            const float *z = a->tlogits + b * T * 2 + e;
+            const int32_t pos = spans[e * B + b];
+            const int ok = pos >= 0 && pos < T;
+            const float lse = a->lse[e * B + b], d = 0.5f * dloss[b];
+            for (int64_t t = 0; t < T; t++)
+                dlogits[(b * T + t) * 2 + e] = ok ? (expf(z[2 * t] - lse) - (t == pos)) * d : 0.0f;
+        }
+    return pl_nn_linear_bwd(g, dx, dw->tok_w, dw->tok_b, dlogits, x, w->tok_w, B * T, C, 2);
 }

@@ -1,12 +1,20 @@
 /* BERT's heads on the final norm's output (Megatron core's BertLMHead, Pooler
- * and binary_head; models/bert/):
+ * and binary_head; models/bert/), and the fine-tuning heads:
  *
  *   lm transform:  out = LayerNorm(gelu(x Wd^T + bd))             x, out (N, C)
  *                  gelu exact (erf), as torch.nn.functional.gelu; the output
  *                  layer (the LM head's cross-entropy, kernels.h) reads out
- *   binary head:   pooled = tanh(x[b T] Wp^T + bp)                 (B, C), position 0
- *                  logits = pooled Wb^T + bb                       (B, 2)
+ *   pooled head:   pooled = tanh(x[b T] Wp^T + bp)                 (B, C), position 0
+ *                  logits = pooled Wc^T + bc                       (B, K)
  *                  loss[b] = cross-entropy(logits[b], label[b]), 0 where label is -1
+ *                  K = 2: BERT's binary_head; K classes: Megatron's classification_head
+ *   token head:    logits = x Wt^T + bt                            (N, K)
+ *                  token classification: loss[n] = cross-entropy(logits[n], label[n])
+ *                  (NeMo's TokenClassifier, one layer: classifier.mlp.layer0)
+ *   span head:     the token head with K = 2: start and end logits (N) per position;
+ *                  loss[b] = (CE over the sample's T positions of the start logits at
+ *                  start[b] + the same of the end logits at end[b]) / 2 (NeMo's and
+ *                  Hugging Face's BertForQuestionAnswering)
  *
  * x is whole (N = B T rows) on every tensor-parallel rank and each rank computes
  * the heads whole: their parameters are replicated and, since every rank sees
@@ -22,9 +30,10 @@
 #include "nn/plan.h"
 
 /* Views of the heads' parameters (absent ones NULL): lm_head.dense,
- * lm_head.layer_norm, pooler.dense, binary_head. */
+ * lm_head.layer_norm, pooler.dense, the pooled head's linear layer (binary_head
+ * or classification_head), the token head's (classifier.mlp.layer0). */
 typedef struct pl_head_weights {
-    float *dense_w, *dense_b, *ln_w, *ln_b, *pool_w, *pool_b, *bin_w, *bin_b;
+    float *dense_w, *dense_b, *ln_w, *ln_b, *pool_w, *pool_b, *bin_w, *bin_b, *tok_w, *tok_b;
 } pl_head_weights;
 
 /* What forward keeps for backward, per micro-batch. */
@@ -34,17 +43,26 @@ typedef struct pl_head_acts {
     float *mean, *rstd; /* (N) */
     float *out;         /* (N, C) the output layer's input */
     float *pooled;      /* (B, C) */
-    float *logits;      /* (B, 2) */
+    float *logits;      /* (B, K) the pooled head's */
+    float *tlogits;     /* (N, K) the token or span head's */
+    float *lse;         /* (N) the token head's log-sum-exp; span: (2 B) start's, end's */
 } pl_head_acts;
 
-/* Lays out a's buffers on b: the lm transform's (lm), the binary head's (binary). */
-void pl_head_take_acts(pl_plan *b, pl_head_acts *a, int lm, int binary, int64_t B, int64_t T,
+/* Which heads a model has, and their classes. */
+typedef struct pl_head_set {
+    int lm;             /* the lm transform */
+    int64_t pooled;     /* classes of the pooled head (0: none) */
+    int64_t token;      /* classes of the token head (0: none) */
+    int span;           /* the token head (2 classes) is the span head */
+} pl_head_set;
+
+/* Lays out a's buffers on b for the heads h. */
+void pl_head_take_acts(pl_plan *b, pl_head_acts *a, const pl_head_set *h, int64_t B, int64_t T,
                        int64_t C);
-/* Floats of scratch pl_head_*_bwd need: (N, C) for the lm transform, 3 (B, C) +
- * 2 B for the binary head. */
-int64_t pl_head_scratch(int lm, int binary, int64_t B, int64_t T, int64_t C);
-/* Creates the GEMM primitives both heads use, before the step loop. */
-pl_status pl_head_prepare(pl_gemm *g, int lm, int binary, int64_t B, int64_t T, int64_t C);
+/* Floats of scratch pl_head_*_bwd need. */
+int64_t pl_head_scratch(const pl_head_set *h, int64_t B, int64_t T, int64_t C);
+/* Creates the GEMM primitives of the heads h, before the step loop. */
+pl_status pl_head_prepare(pl_gemm *g, const pl_head_set *h, int64_t B, int64_t T, int64_t C);
 
 pl_status pl_head_lm_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a, const float *x,
                          int64_t N, int64_t C, float eps);
@@ -54,15 +72,37 @@ pl_status pl_head_lm_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *
                          const pl_head_acts *a, const float *x, float *dout, float *dx,
                          float *scratch, int64_t N, int64_t C);
 
-/* labels (B): 0, 1 or -1 (ignored: loss 0). loss (B) written. */
-pl_status pl_head_binary_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+/* The pooled head with K classes; labels (B): 0..K-1 or -1 (ignored: loss 0).
+ * loss (B) written. */
+pl_status pl_head_pooled_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
                              const float *x, const int32_t *labels, float *loss, float *scratch,
-                             int64_t B, int64_t T, int64_t C);
-/* dloss (B): d objective / d loss[b]; dx (N, C) (its rows b T) and dw's binary
- * views added into. */
-pl_status pl_head_binary_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                             int64_t B, int64_t T, int64_t C, int64_t K);
+/* dloss (B): d objective / d loss[b]; dx (N, C) (its rows b T) and dw's pooler
+ * and pooled-head views added into. */
+pl_status pl_head_pooled_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
                              const pl_head_acts *a, const float *x, const int32_t *labels,
                              const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
-                             int64_t C);
+                             int64_t C, int64_t K);
+
+/* The token head with K classes: labels (N) 0..K-1 or -1 (ignored); loss (N). */
+pl_status pl_head_token_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+                            const float *x, const int32_t *labels, float *loss, float *scratch,
+                            int64_t N, int64_t C, int64_t K);
+/* dloss (N); dx (N, C) and dw's token-head views added into. */
+pl_status pl_head_token_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                            const pl_head_acts *a, const float *x, const int32_t *labels,
+                            const float *dloss, float *dx, float *scratch, int64_t N, int64_t C,
+                            int64_t K);
+
+/* The span head: spans (2 B) the start positions of the B samples, then their
+ * end positions (0..T-1, or -1: ignored); loss (B). */
+pl_status pl_head_span_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+                           const float *x, const int32_t *spans, float *loss, int64_t B,
+                           int64_t T, int64_t C);
+/* dloss (B); dx (N, C) and dw's token-head views added into. */
+pl_status pl_head_span_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                           const pl_head_acts *a, const float *x, const int32_t *spans,
+                           const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
+                           int64_t C);
 
 #endif

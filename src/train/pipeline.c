@@ -86,7 +86,7 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
         if (n > t->pp_slots)
             t->pp_slots = n;
     }
-    t->pp_tied = !t->cfg.untie;
+    t->pp_tied = !t->cfg.untie && t->cfg.head.lm_head; /* fine-tuning heads: no output layer */
     const size_t nreq = (size_t)(v * t->pp_slots);
     t->pp_send_act = pl_calloc(nreq, sizeof *t->pp_send_act);
     t->pp_send_grad = pl_calloc(nreq, sizeof *t->pp_send_grad);

@@ -11,6 +11,12 @@
  * of the positions inside the sample masked (their labels), is_random 0 or 1;
  * the objective is pretrain_bert.py's: the mean MLM loss over the labelled
  * positions plus the mean binary (sentence-order) loss.
+ * --task sequence|token|span (with --model bert): the fine-tuning model instead,
+ * its pretraining heads replaced by the task's (nn/head.h): sequence classification
+ * into 3 classes (pooler + classification_head, one label a sample), token
+ * classification into 5 (classifier.mlp.layer0, a label at about half the positions
+ * inside each sample), or spans (start and end logits, a start and an end position
+ * a sample); the objective is the mean of the task's loss.
  * --model llama: RMSNorm, RoPE (base 10000, or Llama 3.1's scaling with --rope-scaling),
  * SwiGLU, no biases, untied output layer, G key/value groups (--groups, default NH).
  * --dropout P: hidden and attention dropout P; the masks plait draws (the counter-based
@@ -85,6 +91,7 @@ static void dropout_masks(float *hidden, float *attn, float *emb, const int64_t 
 int main(int argc, char **argv)
 {
     int keep = 0, bf16 = 0, fp16 = 0, llama = 0, bert = 0, scaling = 0, bad = argc < 2;
+    pl_task task = PL_TASK_NONE;
     int64_t groups = NH;
     float dropout = 0;
     for (int i = 2; i < argc; i++) {
@@ -100,7 +107,13 @@ int main(int argc, char **argv)
             llama = strcmp(argv[++i], "llama") == 0;
             bert = strcmp(argv[i], "bert") == 0;
         }
-        else if (strcmp(argv[i], "--groups") == 0 && i + 1 < argc)
+        else if (strcmp(argv[i], "--task") == 0 && i + 1 < argc) {
+            i++;
+            task = strcmp(argv[i], "sequence") == 0 ? PL_TASK_SEQUENCE
+                   : strcmp(argv[i], "token") == 0  ? PL_TASK_TOKEN
+                   : strcmp(argv[i], "span") == 0   ? PL_TASK_SPAN
+                                                    : (bad = 1, PL_TASK_NONE);
+        } else if (strcmp(argv[i], "--groups") == 0 && i + 1 < argc)
             groups = atoll(argv[++i]);
         else if (strcmp(argv[i], "--dropout") == 0 && i + 1 < argc)
             dropout = (float)atof(argv[++i]);
@@ -108,9 +121,10 @@ int main(int argc, char **argv)
             bad = 1;
     }
     if (bad || (bf16 && fp16) || groups < 1 || NH % groups || dropout < 0 || dropout >= 1 ||
-        (bert && dropout > 0)) {
+        (bert && dropout > 0) || (task && !bert)) {
         fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama|bert] [--groups G] "
-                        "[--rope-scaling] [--dropout P] [--keep-logits] [--bf16 | --fp16]\n");
+                        "[--rope-scaling] [--dropout P] [--keep-logits] [--bf16 | --fp16] "
+                        "[--task sequence|token|span]\n");
         return 2;
     }
     const double scale = fp16 ? LOSS_SCALE : 1.0;
@@ -121,6 +135,9 @@ int main(int argc, char **argv)
     pl_family_apply(&cfg, llama ? PL_FAMILY_LLAMA : bert ? PL_FAMILY_BERT : PL_FAMILY_GPT);
     if (llama)
         cfg.ffn_hidden = 3 * C / 2; /* SwiGLU: fc1 has 2 x 96 rows */
+    const int64_t K = task == PL_TASK_SEQUENCE ? 3 : task == PL_TASK_TOKEN ? 5 : 2;
+    if (task)
+        pl_model_set_task(&cfg, task, K);
     cfg.query_groups = groups;
     cfg.hidden_dropout = cfg.attention_dropout = dropout;
     cfg.rope = (pl_rope_config){10000.0, 1.0, scaling, 8.0, 1.0, 4.0, 8192};
@@ -156,6 +173,16 @@ int main(int argc, char **argv)
         lab[1] = next_token(); /* at least one label per sample */
         bb[(int64_t)STEPS * B * 3 * T + i] = len;
         bb[(int64_t)STEPS * B * 3 * T + STEPS * B + i] = (i * 7 / 3) % 2;
+        for (int t = 0; task == PL_TASK_TOKEN && t < T; t++) /* token classes 0..4 */
+            lab[t] = t < len && next_token() % 2 ? next_token() % (int32_t)K : -1;
+        if (task == PL_TASK_TOKEN)
+            lab[0] = 4;
+        if (task == PL_TASK_SEQUENCE)
+            bb[(int64_t)STEPS * B * 3 * T + STEPS * B + i] = (i * 5 / 2) % 3;
+        if (task == PL_TASK_SPAN) { /* start, end: lab[0], lab[1] inside the sample */
+            lab[0] = next_token() % len;
+            lab[1] = lab[0] + next_token() % (len - lab[0]);
+        }
     }
     pl_gemm *gemm;
     pl_comm tp = {0};
@@ -193,7 +220,14 @@ int main(int argc, char **argv)
                 memcpy(model.types + b * T, tok + T, T * sizeof(int32_t));
                 memcpy(model.targets + b * T, tok + 2 * T, T * sizeof(int32_t));
                 model.lengths[b] = bb[(int64_t)STEPS * B * 3 * T + s * B + b];
-                model.labels[b] = bb[(int64_t)STEPS * B * 3 * T + STEPS * B + s * B + b];
+                if (model.labels)
+                    model.labels[b] = bb[(int64_t)STEPS * B * 3 * T + STEPS * B + s * B + b];
+                if (task == PL_TASK_SPAN) {
+                    model.labels[b] = tok[2 * T], model.labels[B + b] = tok[2 * T + 1];
+                    memset(model.targets + b * T, 0xff, T * sizeof(int32_t)); /* -1 */
+                }
+                if (task == PL_TASK_SEQUENCE)
+                    memset(model.targets + b * T, 0xff, T * sizeof(int32_t));
                 model.dbin[b] = (float)(scale / B);
             }
             for (int64_t i = 0; i < N; i++)
@@ -224,21 +258,30 @@ int main(int argc, char **argv)
             double sum = 0, bsum = 0;
             for (int64_t i = 0; i < N; i++)
                 sum += bert ? (double)model.dloss[i] * model.loss[i] / scale : model.loss[i] / N;
-            for (int b = 0; bert && b < B; b++)
+            for (int b = 0; bert && model.labels && b < B; b++)
                 bsum += model.bin_loss[b] / B;
             loss0 = (float)(sum + bsum), lm_loss0 = (float)sum, sop_loss0 = (float)bsum;
             memcpy(grads0, grads, (size_t)n * sizeof(float));
             /* the output layer's input: the final norm's, or BERT's lm transform's */
             const float *x = bert ? model.mb[0].head.out : model.lnf;
-            if (bf16 || fp16) /* the logits as the LM head computes them: rounded inputs */
+            if (task == PL_TASK_SEQUENCE) /* the task's logits instead */
+                memcpy(logits, model.mb[0].head.logits, (size_t)(B * K) * sizeof(float));
+            else if (task == PL_TASK_SPAN)
+                memcpy(logits, model.mb[0].head.tlogits, (size_t)(N * K) * sizeof(float));
+            else if (task) { /* the token head's kept logits are spent by backward: again */
+                pl_ref_gemm(0, 1, N, K, C, model.lnf, C, model.p.head.tok_w, C, 0.0f, logits, K);
+                for (int64_t i = 0; i < N; i++)
+                    pl_cpu_add(logits + i * K, logits + i * K, model.p.head.tok_b, K);
+            }
+            else if (bf16 || fp16) /* the logits as the LM head computes them: rounded inputs */
                 st = pl_gemm_run(gemm, 0, 1, N, Vp, C, x, C, model.p.out_w, C, 0.0f, logits, Vp);
             else
                 pl_ref_gemm(0, 1, N, Vp, C, x, C, model.p.out_w, C, 0.0f, logits, Vp);
             if (st)
                 return fail(st);
-            for (int64_t i = 0; bert && i < N; i++)
+            for (int64_t i = 0; bert && !task && i < N; i++)
                 pl_cpu_add(logits + i * Vp, logits + i * Vp, model.p.out_b, Vp);
-            if (bert)
+            if (bert && !task)
                 memcpy(blogits, model.mb[0].head.logits, sizeof blogits);
         }
         lrs[s] = (float)pl_lr_schedule_lr(&sched);
@@ -262,6 +305,10 @@ int main(int argc, char **argv)
             pl_st_writer_add(w, keys[nk++], "F32", p->ndim, p->shape, bufs[k] + p->offset);
         }
     int64_t sb[2] = {STEPS * B, T + 1}, sl[2] = {N, Vp}, s1[1] = {1}, ss[1] = {STEPS};
+    if (task == PL_TASK_SEQUENCE)
+        sl[0] = B, sl[1] = K;
+    else if (task)
+        sl[1] = K;
     pl_st_writer_add(w, "batches", "I32", 2, sb, batches);
     int64_t sbt[3] = {STEPS * B, 3, T}, sbb[2] = {2, STEPS * B}, sbl[2] = {B, 2};
     if (bert) {
@@ -302,7 +349,10 @@ int main(int argc, char **argv)
              "\"rotary_base\": %g, \"rope_scaling\": %d, \"rope_original\": %lld, "
              "\"dropout\": %g}",
              L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : fp16 ? "fp16" : "fp32", scale,
-             llama ? "llama" : bert ? "bert" : "gpt", (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
+             llama ? "llama" : bert ? (task == PL_TASK_SEQUENCE ? "bert-sequence"
+                                       : task == PL_TASK_TOKEN  ? "bert-token"
+                                       : task == PL_TASK_SPAN   ? "bert-span" : "bert") : "gpt",
+             (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
              scaling, (long long)cfg.rope.original_max_positions, dropout);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, argv[1])))
