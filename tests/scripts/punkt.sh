@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# plait's Punkt sentence splitter (src/data/punkt.c) against NLTK's
+# (Debian's python3-nltk 3.8, tests/scripts/punkt_reference.py) with the same
+# parameters: NLTK's PunktTrainer trains them (scripts/punkt_params.py) on license
+# texts, KJV verses and generated stress text; both split held-out documents
+# (other licenses, KJV, git release notes when installed, stress text with
+# abbreviations, initials, numbers, ellipses, brackets and quotes after periods,
+# non-ASCII, and a document over Megatron's 1,000,000-character chunk), and every
+# sentence span must agree. NLTK's English model (english.pickle) is not in
+# Debian: the agreement measured is of the algorithm, with trained parameters.
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+REF=$ROOT/tests/scripts/punkt_reference.py
+TOOL=$ROOT/build/testtools/punkt_split
+L=/usr/share/common-licenses
+W=$TMP/punkt
+rm -rf "$W"
+mkdir -p "$W"
+if ! "$PY" -c "import nltk" 2>/dev/null; then
+    echo "python3-nltk is not installed (scripts/setup.sh installs it)"
+    _fail=$((_fail + 1))
+    summary punkt
+    exit 1
+fi
+head -n 6000 "$PLAIT_DATA/kjv.txt" >"$W/kjv_train.txt"
+sed -n 6001,12000p "$PLAIT_DATA/kjv.txt" >"$W/kjv_test.txt"
+head -n 9500 "$PLAIT_DATA/kjv.txt" | tr '\n' ' ' >"$W/kjv_whole.txt"
+"$PY" "$REF" stress "$W/stress_train.txt" 1 3000
+"$PY" "$REF" stress "$W/stress_test.txt" 2 1500
+relnotes=()
+[ -d /usr/share/doc/git/RelNotes ] &&
+    mapfile -t relnotes < <(ls /usr/share/doc/git/RelNotes/*.txt | sort -V | head -n 60)
+
+agree() {
+    local name=$1 params=$2; shift 2
+    "$PY" "$REF" docs "$W/$name.hex" "$@" >/dev/null &&
+        "$TOOL" "$params" "$W/$name.hex" >"$W/$name.plait" &&
+        "$PY" "$REF" split "$params" "$W/$name.hex" >"$W/$name.nltk" &&
+        "$PY" "$REF" compare "$W/$name.plait" "$W/$name.nltk" "$W/$name.hex"
+}
+report() { grep -E '^(agreement|DIFFER)' "$TMP/check.out" | sed 's/^/    /'; }
+
+TRAIN=("$L/GPL-3" "$L/Apache-2.0" "$L/MPL-2.0" "$W/kjv_train.txt" "$W/stress_train.txt")
+TEST=("$W/stress_test.txt" "$L/GFDL-1.3" "$L/LGPL-2.1" "$L/Artistic" "$L/CC0-1.0" "$L/GPL-2"
+      "$W/kjv_test.txt" "${relnotes[@]}")
+check params_trained_by_nltk "$PY" "$ROOT/scripts/punkt_params.py" --train "$W/p.txt" "${TRAIN[@]}"
+check params_with_all_collocations "$PY" "$ROOT/scripts/punkt_params.py" --train "$W/pc.txt" \
+    "${TRAIN[@]}" --all-collocs
+check every_sentence_agrees_with_nltk agree held_out "$W/p.txt" "${TEST[@]}"
+report
+check every_sentence_agrees_with_nltk_all_collocations agree held_out_c "$W/pc.txt" "${TEST[@]}"
+report
+printf '# none\n' >"$W/none.txt"
+check every_sentence_agrees_with_nltk_no_parameters agree held_out_none "$W/none.txt" "${TEST[@]}"
+report
+check chunks_of_a_million_characters_as_megatron agree whole "$W/p.txt" "$W/kjv_whole.txt"
+report
+# The comparison can fail: parameters that differ give different sentences.
+differs() { ! "$PY" "$REF" compare "$W/held_out.plait" "$W/held_out_none.nltk" "$W/held_out.hex"; }
+check comparison_detects_other_parameters differs
+
+printf 'abbrev\tmr\nbogus line\n' >"$W/bad.txt"
+check_fails bad_parameter_line_named "bad.txt:2: expected" "$TOOL" "$W/bad.txt" "$W/whole.hex"
+summary punkt

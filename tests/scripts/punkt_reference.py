@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""NLTK's Punkt (Debian's python3-nltk 3.8) as the reference for plait's
+src/data/punkt.c, for tests/scripts/punkt.sh. Imports nothing of plait.
+
+  docs OUT.hex FILE...      documents: the paragraphs (blank-line separated) of each
+                            FILE, KJV verses joined 30 to a document (a file named
+                            *kjv*), or the whole file (named *whole*), hex-encoded
+                            one per line
+  stress OUT SEED N         N paragraphs of English built to reach Punkt's cases:
+                            abbreviations, initials, numbers, ellipses, quotes and
+                            brackets after a period, ?! runs, dashes, non-ASCII
+  split PARAMS DOCS.hex     NLTK's spans for each document, in bytes, as Megatron's
+                            Encoder.split calls it: splitter.tokenize(text[i:i+1000000])
+  compare PLAIT.txt NLTK.txt DOCS.hex
+                            agreement: documents and sentences split identically
+The parameters are read from the file scripts/punkt_params.py writes, into a
+PunktParameters, so NLTK and plait split with the same parameters.
+"""
+import random
+import sys
+
+from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+MAX_LEN = 1000000
+
+
+def load_params(path):
+    p = PunktParameters()
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().split("\n"):
+            if not line or line.startswith("#"):
+                continue
+            f_ = line.split("\t")
+            if f_[0] == "abbrev":
+                p.abbrev_types.add(f_[1])
+            elif f_[0] == "starter":
+                p.sent_starters.add(f_[1])
+            elif f_[0] == "colloc":
+                p.collocations.add((f_[1], f_[2]))
+            elif f_[0] == "ortho":
+                p.ortho_context[f_[1]] |= int(f_[2])
+            else:
+                raise ValueError("bad line %r" % line)
+    return p
+
+
+def docs(out, files):
+    n = 0
+    with open(out, "w") as w:
+        for path in files:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            if "whole" in path:
+                parts = [text]
+            elif "kjv" in path:
+                verses = text.split("\n")
+                parts = [" ".join(verses[i:i + 30]) for i in range(0, len(verses), 30)]
+            else:
+                parts = [p for p in text.split("\n\n") if p.strip()]
+            for p in parts:
+                w.write(p.encode("utf-8").hex() + "\n")
+                n += 1
+    print("%d documents" % n)
+
+
+ABBREVS = ["Mr.", "Mrs.", "Dr.", "Prof.", "St.", "Inc.", "Ltd.", "Co.", "Corp.", "e.g.",
+           "i.e.", "etc.", "vs.", "U.S.", "a.m.", "p.m.", "Jan.", "Feb.", "No.", "Fig.",
+           "approx.", "Gen.", "Sen.", "Rev.", "Jr.", "Sr.", "Ave.", "Dept.", "Univ.", "cf."]
+NAMES = ["Smith", "Jones", "Müller", "García", "Ólafsson", "Brown", "Łukasz", "Zoë", "Øre"]
+WORDS = ("the a report said that our team found results were clear and strong after "
+         "review of data in model city river north house letter meeting plan budget "
+         "night day year later early small large new old first last good bad").split()
+STARTS = ["The", "However,", "In", "After", "This", "We", "They", "It", "Then", "But",
+          "Über", "Élan", "\u201cWhy", "(See", "\"Yes", "'Well", "Meanwhile", "3", "iPhone"]
+ENDS = [".", ".", ".", "?", "!", "!?", "...", ". . .", ".)", ".\"", ".'", ".\u201d", "?)",
+        ".]", ".}", ".--", "!!!"]
+
+
+def stress(out, seed, n):
+    r = random.Random(seed)
+
+    def words(k):
+        return " ".join(r.choice(WORDS) for _ in range(k))
+
+    def sentence():
+        parts = [r.choice(STARTS), words(r.randint(1, 6))]
+        k = r.random()
+        if k < 0.25:
+            parts.append("%s %s" % (r.choice(ABBREVS), r.choice(NAMES + WORDS)))
+        elif k < 0.35:
+            parts.append("%s. %s. %s" % (chr(65 + r.randint(0, 25)), chr(65 + r.randint(0, 25)),
+                                         r.choice(NAMES)))
+        elif k < 0.45:
+            parts.append("%d.%d percent of %s,000" % (r.randint(0, 99), r.randint(0, 9),
+                                                    r.randint(1, 999)))
+        elif k < 0.5:
+            parts.append("on %d. %s" % (r.randint(1, 31), r.choice(["May", "June", "march"])))
+        elif k < 0.55:
+            parts.append("-- %s --" % words(2))
+        parts.append(words(r.randint(0, 5)))
+        end = r.choice(ENDS)
+        if r.random() < 0.15:
+            end = " " + r.choice(ABBREVS)
+        return " ".join(p for p in parts if p) + end
+
+    with open(out, "w", encoding="utf-8") as w:
+        for _ in range(n):
+            sep = r.choice([" ", " ", "  ", "\n", " \n"])
+            w.write(sep.join(sentence() for _ in range(r.randint(1, 8))) + "\n\n")
+
+
+def split(params, path):
+    tok = PunktSentenceTokenizer(load_params(params))
+    with open(path) as f:
+        for line in f.read().split("\n")[:-1]:
+            text = bytes.fromhex(line).decode("utf-8")
+            spans = []
+            for i in range(0, len(text), MAX_LEN):
+                chunk = text[i:i + MAX_LEN]
+                base = len(text[:i].encode("utf-8"))
+                for s, e in tok.span_tokenize(chunk):
+                    spans += [base + len(chunk[:s].encode("utf-8")),
+                              base + len(chunk[:max(s, e)].encode("utf-8"))]
+            print(" ".join(map(str, spans)))
+
+
+def compare(plait, nltk, path):
+    with open(plait) as f:
+        a = f.read().split("\n")[:-1]
+    with open(nltk) as f:
+        b = f.read().split("\n")[:-1]
+    with open(path) as f:
+        texts = [bytes.fromhex(x) for x in f.read().split("\n")[:-1]]
+    assert len(a) == len(b) == len(texts), (len(a), len(b), len(texts))
+    docs_same = sent_same = sent_total = shown = 0
+    for i, (x, y, t) in enumerate(zip(a, b, texts)):
+        sx = list(zip(*[iter(map(int, x.split()))] * 2))
+        sy = list(zip(*[iter(map(int, y.split()))] * 2))
+        docs_same += sx == sy
+        sent_total += len(sy)
+        sent_same += len(set(sx) & set(sy))
+        if sx != sy and shown < 3:
+            shown += 1
+            diff = sorted(set(sx) ^ set(sy))[:2]
+            print("DIFFER document %d: %s" % (i, ["%s %r" % ("plait" if d in sx else "nltk",
+                                                              t[d[0]:d[1]][:120].decode())
+                                                   for d in diff]))
+    print("agreement: %d of %d documents, %d of %d sentences identical (%.3f%%)" % (
+        docs_same, len(b), sent_same, sent_total, 100.0 * sent_same / max(sent_total, 1)))
+    return 0 if docs_same == len(b) else 1
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "docs":
+        return docs(sys.argv[2], sys.argv[3:])
+    if len(sys.argv) == 5 and sys.argv[1] == "stress":
+        return stress(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) == 4 and sys.argv[1] == "split":
+        return split(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 5 and sys.argv[1] == "compare":
+        return compare(sys.argv[2], sys.argv[3], sys.argv[4])
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
