@@ -59,6 +59,37 @@ report
 differs() { ! "$PY" "$REF" compare "$W/held_out.plait" "$W/held_out_none.nltk" "$W/held_out.hex"; }
 check comparison_detects_other_parameters differs
 
+# plait preprocess --split-sentences equals Megatron's two passes: NLTK's split
+# written as JSON lists of sentences, then tokenized sentence by sentence.
+"$PY" -c '
+import json, sys
+docs = [p for p in open(sys.argv[1], encoding="utf-8").read().split("\n\n") if p.strip()]
+verses = open(sys.argv[2], encoding="utf-8").read().split("\n")
+docs += [" ".join(verses[i:i + 30]) for i in range(0, len(verses), 30)]
+with open(sys.argv[3], "w", encoding="utf-8") as f:
+    for d in docs:
+        f.write(json.dumps({"text": d}) + "\n")
+' "$W/stress_test.txt" "$W/kjv_test.txt" "$W/docs.jsonl"
+BERT=(--tokenizer-type BertWordPieceLowerCase --vocab-file "$PLAIT_DATA/bert/vocab.txt")
+preprocess_matches_megatron() {
+    local workers=$1
+    "$PY" "$REF" megatron_split "$W/p.txt" "$W/docs.jsonl" "$W/lists.jsonl" &&
+        "$PLAIT" preprocess --input "$W/docs.jsonl" --output-prefix "$W/a$workers" \
+            --split-sentences --punkt-params "$W/p.txt" --workers "$workers" "${BERT[@]}" \
+            --log-interval 0 &&
+        "$PLAIT" preprocess --input "$W/lists.jsonl" --output-prefix "$W/b" "${BERT[@]}" \
+            --log-interval 0 &&
+        cmp "$W/a${workers}_text_sentence.bin" "$W/b_text_document.bin" &&
+        cmp "$W/a${workers}_text_sentence.idx" "$W/b_text_document.idx"
+}
+check preprocess_split_sentences_equals_megatrons_split_then_encode preprocess_matches_megatron 1
+check preprocess_split_sentences_with_3_workers preprocess_matches_megatron 3
+check_fails keep_newlines_refused "--keep-newlines" "$PLAIT" preprocess --input "$W/docs.jsonl" \
+    --output-prefix "$W/c" --split-sentences --punkt-params "$W/p.txt" --keep-newlines "${BERT[@]}"
+
 printf 'abbrev\tmr\nbogus line\n' >"$W/bad.txt"
 check_fails bad_parameter_line_named "bad.txt:2: expected" "$TOOL" "$W/bad.txt" "$W/whole.hex"
+check_fails preprocess_bad_parameters_named "--punkt-params: .*bad.txt:2" "$PLAIT" preprocess \
+    --input "$W/docs.jsonl" --output-prefix "$W/c" --split-sentences --punkt-params "$W/bad.txt" \
+    "${BERT[@]}"
 summary punkt

@@ -11,11 +11,16 @@ src/data/punkt.c, for tests/scripts/punkt.sh. Imports nothing of plait.
                             brackets after a period, ?! runs, dashes, non-ASCII
   split PARAMS DOCS.hex     NLTK's spans for each document, in bytes, as Megatron's
                             Encoder.split calls it: splitter.tokenize(text[i:i+1000000])
+  megatron_split PARAMS IN.jsonl OUT.jsonl
+                            Megatron's Encoder.split pass (preprocess_data.py
+                            --split-sentences): each "text" becomes the list of its
+                            sentences, json.dumps'd
   compare PLAIT.txt NLTK.txt DOCS.hex
                             agreement: documents and sentences split identically
 The parameters are read from the file scripts/punkt_params.py writes, into a
 PunktParameters, so NLTK and plait split with the same parameters.
 """
+import json
 import random
 import sys
 
@@ -124,6 +129,21 @@ def split(params, path):
             print(" ".join(map(str, spans)))
 
 
+def megatron_split(params, src, dst):
+    splitter = PunktSentenceTokenizer(load_params(params))
+    with open(src, encoding="utf-8") as fin, open(dst, "w") as fout:
+        for json_line in fin:
+            data = json.loads(json_line)
+            output = {}
+            for key in ["text"]:
+                text = data[key]
+                max_len = 1000000
+                tokens_list = [splitter.tokenize(text[i:i + max_len])
+                               for i in range(0, len(text), max_len)]
+                output[key] = [tokens for partial in tokens_list for tokens in partial]
+            fout.write(json.dumps(output) + "\n")
+
+
 def compare(plait, nltk, path):
     with open(plait) as f:
         a = f.read().split("\n")[:-1]
@@ -157,6 +177,8 @@ def main():
         return stress(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     if len(sys.argv) == 4 and sys.argv[1] == "split":
         return split(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 5 and sys.argv[1] == "megatron_split":
+        return megatron_split(sys.argv[2], sys.argv[3], sys.argv[4])
     if len(sys.argv) == 5 and sys.argv[1] == "compare":
         return compare(sys.argv[2], sys.argv[3], sys.argv[4])
     print(__doc__)
