@@ -51,6 +51,22 @@ compare num_samples_none_one_epoch "$P" "split=90/5/5" n=-1 seq=128 count=300
 compare small_corpus_many_epochs "$S" "split=1" n=5000 seq=48 count=400 first=4600
 compare seq_5_minimum "$S" "split=1" n=200 seq=5 count=200
 
+# The whole path: plait preprocess --split-sentences (Punkt with no trained parameters
+# here; tests/scripts/punkt.sh checks the splitting) writes PREFIX_text_sentence, which
+# the dataset reads as Megatron would. Documents: KJV verses 25 at a time.
+"$PY" -c '
+import json, sys
+v = open(sys.argv[1], encoding="utf-8").read().split("\n")[:12000]
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    for i in range(0, len(v), 25):
+        f.write(json.dumps({"text": " ".join(v[i:i + 25])}) + "\n")
+' "$PLAIT_DATA/kjv.txt" "$W/chapters.jsonl"
+printf '# no parameters\n' >"$W/punkt.txt"
+"$PLAIT" preprocess --input "$W/chapters.jsonl" --output-prefix "$W/pp" --split-sentences \
+    --punkt-params "$W/punkt.txt" --tokenizer-type BertWordPieceLowerCase --vocab-file "$VOCAB" \
+    --log-interval 0 || echo "preprocess --split-sentences failed"
+compare preprocess_split_sentences_output "$W/pp_text_sentence" n=1000 seq=128 count=1000
+
 # A second run reuses the cache: built 0 and the same samples.
 reuse() {
     "$TOOL" dump "$VOCAB" "$P" n=4000 seq=128 count=50 >"$W/a.txt" &&
