@@ -106,13 +106,13 @@ static pl_status lower_utf8(pl_bytes *b, const int32_t *t, int64_t s, int64_t e)
 /* _re_non_word_chars: (?:[)\";}\]\*:@\'\({\[?!]) */
 static int non_word(int32_t c)
 {
-    return c && strchr(")\";}]*:@'({[?!", c) != NULL && c < 0x80;
+    return c > 0 && c < 0x80 && strchr(")\";}]*:@'({[?!", c) != NULL;
 }
 
 /* _re_word_start excludes ( " ` { [ : ; & # * @ ) } ] - , */
 static int word_start(int32_t c)
 {
-    return !(c < 0x80 && c && strchr("(\"`{[:;&#*@)}]-,", c) != NULL);
+    return !(c > 0 && c < 0x80 && strchr("(\"`{[:;&#*@)}]-,", c) != NULL);
 }
 
 /* _re_multi_char_punct at t[i] (line end le): (?:\-{2,}|\.{2,}|(?:\.\s){2,}\.);
@@ -299,7 +299,7 @@ enum { ORTHO_FALSE, ORTHO_TRUE, ORTHO_UNKNOWN };
 static int ortho_heuristic(const work *w, const ptok *k)
 {
     const int32_t *t = w->t;
-    if (k->e - k->s == 1 && t[k->s] < 0x80 && strchr(";:,.!?", t[k->s]) && t[k->s])
+    if (k->e - k->s == 1 && t[k->s] > 0 && t[k->s] < 0x80 && strchr(";:,.!?", t[k->s]))
         return ORTHO_FALSE;
     int ctx = ortho_of(w, type_of(w, k), len_no_sentperiod(w, k));
     if (py_upper(t[k->s]) && (ctx & ORTHO_LC) && !(ctx & ORTHO_MID_UC))
