@@ -64,7 +64,7 @@ static int py_word(int32_t cp)
 }
 
 /* str.isupper() / islower() of one character: the Uppercase / Lowercase
- * properties (Lu, Ll and the Other_* code points of the common blocks). */
+ * properties (Lu, Ll and the Other_* code points). */
 static int py_upper(int32_t cp)
 {
     if (cp < 0x80)
@@ -74,12 +74,33 @@ static int py_upper(int32_t cp)
            (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189);
 }
 
+/* Other_Lowercase outside Ll (Unicode 14, as Python 3.11's str.islower sees it). */
+static const int32_t other_lower[][2] = {
+    {0xAA, 0xAA},       {0xBA, 0xBA},       {0x2B0, 0x2B8},     {0x2C0, 0x2C1},
+    {0x2E0, 0x2E4},     {0x345, 0x345},     {0x37A, 0x37A},     {0x1D2C, 0x1D6A},
+    {0x1D78, 0x1D78},   {0x1D9B, 0x1DBF},   {0x2071, 0x2071},   {0x207F, 0x207F},
+    {0x2090, 0x209C},   {0x2170, 0x217F},   {0x24D0, 0x24E9},   {0x2C7C, 0x2C7D},
+    {0xA69C, 0xA69D},   {0xA770, 0xA770},   {0xA7F8, 0xA7F9},   {0xAB5C, 0xAB5F},
+    {0x10780, 0x10780}, {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA},
+};
+
 static int py_lower(int32_t cp)
 {
     if (cp < 0x80)
         return cp >= 'a' && cp <= 'z';
-    return cat(cp) == UTF8PROC_CATEGORY_LL || cp == 0xAA || cp == 0xBA ||
-           (cp >= 0x2170 && cp <= 0x217F) || (cp >= 0x24D0 && cp <= 0x24E9);
+    if (cat(cp) == UTF8PROC_CATEGORY_LL)
+        return 1;
+    for (size_t i = 0; i < sizeof other_lower / sizeof *other_lower; i++)
+        if (cp >= other_lower[i][0] && cp <= other_lower[i][1])
+            return 1;
+    return 0;
+}
+
+int pl_punkt_char_classes(int32_t cp)
+{
+    return (py_space(cp) ? PL_PUNKT_SPACE : 0) | (py_word(cp) ? PL_PUNKT_WORD : 0) |
+           (py_digit(cp) ? PL_PUNKT_DIGIT : 0) | (py_upper(cp) ? PL_PUNKT_UPPER : 0) |
+           (py_lower(cp) ? PL_PUNKT_LOWER : 0);
 }
 
 /* Appends str.lower() of t[s, e) as UTF-8 (U+0130 -> "i\u0307"). */

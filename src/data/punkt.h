@@ -21,8 +21,10 @@
  *   ortho<TAB>TYPE<TAB>FLAGS   (lines starting with '#' are comments)
  *
  * Character classes are Python's: str.isspace, \w, \d, isupper/islower on
- * the first character, str.lower for types, from utf8proc's tables (the
- * Unicode version may differ from the Python's; final sigma lowers as sigma).
+ * the first character, str.lower for types, from utf8proc's tables; they
+ * differ from Python 3.11's only on code points its Unicode 14 leaves
+ * unassigned (tests/scripts/punkt.sh checks every code point); a final
+ * capital sigma lowers to U+03C3 in a type.
  *
  * Not here: training (NLTK's PunktTrainer), --keep-newlines (Megatron's
  * CustomLanguageVars), languages other than NLTK's default PunktLanguageVars. */
@@ -47,5 +49,17 @@ void pl_punkt_free(pl_punkt *p);
  * its byte range as two entries start, end to spans. p is only read: threads
  * may share it. */
 pl_status pl_punkt_split(const pl_punkt *p, const char *text, size_t len, pl_i64s *spans);
+
+/* Python's classes of one code point as plait's Punkt sees them, for tests:
+ * a mask of PL_PUNKT_SPACE (str.isspace), _WORD (re \w), _DIGIT (re \d),
+ * _UPPER (str.isupper), _LOWER (str.islower). */
+enum {
+    PL_PUNKT_SPACE = 1,
+    PL_PUNKT_WORD = 2,
+    PL_PUNKT_DIGIT = 4,
+    PL_PUNKT_UPPER = 8,
+    PL_PUNKT_LOWER = 16,
+};
+int pl_punkt_char_classes(int32_t cp);
 
 #endif

@@ -87,6 +87,11 @@ check preprocess_split_sentences_with_3_workers preprocess_matches_megatron 3
 check_fails keep_newlines_refused "--keep-newlines" "$PLAIT" preprocess --input "$W/docs.jsonl" \
     --output-prefix "$W/c" --split-sentences --punkt-params "$W/p.txt" --keep-newlines "${BERT[@]}"
 
+# Python's character classes (isspace, \w, \d, isupper, islower) over every code point.
+classes() { "$TOOL" --classes >"$W/classes.txt" && "$PY" "$REF" classes "$W/classes.txt"; }
+check character_classes_are_pythons_on_every_assigned_code_point classes
+grep '^classes' "$TMP/check.out" | sed 's/^/    /'
+
 printf 'abbrev\tmr\nbogus line\n' >"$W/bad.txt"
 check_fails bad_parameter_line_named "bad.txt:2: expected" "$TOOL" "$W/bad.txt" "$W/whole.hex"
 check_fails preprocess_bad_parameters_named "--punkt-params: .*bad.txt:2" "$PLAIT" preprocess \

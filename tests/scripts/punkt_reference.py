@@ -15,6 +15,10 @@ src/data/punkt.c, for tests/scripts/punkt.sh. Imports nothing of plait.
                             Megatron's Encoder.split pass (preprocess_data.py
                             --split-sentences): each "text" becomes the list of its
                             sentences, json.dumps'd
+  classes CLASSES.txt       checks punkt_split --classes (space, \w, \d, upper, lower, and
+                            the lower-case mapping, of every code point) against Python's: a difference is allowed
+                            only where this Python's Unicode leaves the code point
+                            unassigned (a newer Unicode in utf8proc)
   compare PLAIT.txt NLTK.txt DOCS.hex
                             agreement: documents and sentences split identically
 The parameters are read from the file scripts/punkt_params.py writes, into a
@@ -144,6 +148,39 @@ def megatron_split(params, src, dst):
             fout.write(json.dumps(output) + "\n")
 
 
+def classes(path):
+    import re
+    import unicodedata
+    with open(path) as f:
+        rows = [tuple(map(int, x.split())) for x in f.read().split("\n")[:-1]]
+    cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    assert len(rows) == len(cps)
+    word, digit = re.compile(r"\w"), re.compile(r"\d")
+    names = ["isspace", "\\w", "\\d", "isupper", "islower", "lower"]
+    newer = {n: 0 for n in names}
+    wrong = []
+    for c, (g, low) in zip(cps, rows):
+        ch = chr(c)
+        ref = [ch.isspace(), bool(word.match(ch)), bool(digit.match(ch)), ch.isupper(),
+               ch.islower()]
+        got = [bool(g >> k & 1) for k in range(5)]
+        # str.lower(): one code point but for U+0130 (plait writes "i\u0307" itself)
+        ref.append(ch.lower() if c != 0x130 else chr(c))
+        got.append(chr(low) if c != 0x130 else chr(c))
+        for k, n in enumerate(names):
+            if got[k] != ref[k]:
+                if unicodedata.category(ch) == "Cn":
+                    newer[n] += 1
+                else:
+                    wrong.append("U+%04X %s" % (c, n))
+    print("classes of %d code points: %d differ on assigned code points; on code points "
+          "unassigned in Unicode %s: %s" % (len(cps), len(wrong), unicodedata.unidata_version,
+                                             newer))
+    for w in wrong[:10]:
+        print("DIFFER " + w)
+    return 1 if wrong else 0
+
+
 def compare(plait, nltk, path):
     with open(plait) as f:
         a = f.read().split("\n")[:-1]
@@ -179,6 +216,8 @@ def main():
         return split(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 5 and sys.argv[1] == "megatron_split":
         return megatron_split(sys.argv[2], sys.argv[3], sys.argv[4])
+    if len(sys.argv) == 3 and sys.argv[1] == "classes":
+        return classes(sys.argv[2])
     if len(sys.argv) == 5 and sys.argv[1] == "compare":
         return compare(sys.argv[2], sys.argv[3], sys.argv[4])
     print(__doc__)

@@ -2,13 +2,17 @@
  * hex-encoded UTF-8 documents (one per line, so newlines survive) into
  * sentences with plait's Punkt and prints their byte spans, one line per
  * document: "s e s e ...".
- *   punkt_split PARAMS FILE.hex */
+ *   punkt_split PARAMS FILE.hex
+ * or prints, for every code point but surrogates, pl_punkt_char_classes and
+ * the simple lower-case mapping Punkt's types use (utf8proc_tolower), a line each:
+ *   punkt_split --classes */
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "data/punkt.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <utf8proc.h>
 
 static int hexval(char c)
 {
@@ -21,6 +25,12 @@ static int hexval(char c)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--classes") == 0) {
+        for (int32_t cp = 0; cp < 0x110000; cp++)
+            if (cp < 0xD800 || cp > 0xDFFF)
+                printf("%d %d\n", pl_punkt_char_classes(cp), (int)utf8proc_tolower(cp));
+        return 0;
+    }
     if (argc != 3) {
         fprintf(stderr, "usage: punkt_split PARAMS FILE.hex\n");
         return 2;
