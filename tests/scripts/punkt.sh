@@ -6,7 +6,8 @@
 # (other licenses, KJV, git release notes when installed, stress text with
 # abbreviations, initials, numbers, ellipses, brackets and quotes after periods,
 # non-ASCII, and a document over Megatron's 1,000,000-character chunk), and every
-# sentence span must agree. NLTK's English model (english.pickle) is not in
+# sentence span must agree; so must 3,000 random strings of words and punctuation;
+# the character classes are checked on every code point. NLTK's English model (english.pickle) is not in
 # Debian: the agreement measured is of the algorithm, with trained parameters.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
@@ -52,6 +53,27 @@ check every_sentence_agrees_with_nltk_all_collocations agree held_out_c "$W/pc.t
 report
 printf '# none\n' >"$W/none.txt"
 check every_sentence_agrees_with_nltk_no_parameters agree held_out_none "$W/none.txt" "${TEST[@]}"
+report
+# Random strings of words and every character Punkt's expressions treat specially,
+# with parameters trained on them (abbreviations and collocations of their words).
+"$PY" "$REF" random "$W/random.hex" 7 3000
+"$PY" -c '
+import sys
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    for line in open(sys.argv[1]):
+        out.write(bytes.fromhex(line.strip()).decode() + "\n\n")
+' "$W/random.hex" "$W/random.txt"
+check params_trained_on_random_text "$PY" "$ROOT/scripts/punkt_params.py" --train "$W/pr.txt" \
+    "$W/random.txt" "$W/stress_train.txt" --all-collocs
+random_agrees() { cp "$W/random.hex" "$W/$1.hex" && agree_hex "$1" "$2"; }
+agree_hex() {
+    "$TOOL" "$2" "$W/$1.hex" >"$W/$1.plait" &&
+        "$PY" "$REF" split "$2" "$W/$1.hex" >"$W/$1.nltk" &&
+        "$PY" "$REF" compare "$W/$1.plait" "$W/$1.nltk" "$W/$1.hex"
+}
+check random_strings_agree_with_nltk random_agrees random_trained "$W/pr.txt"
+report
+check random_strings_agree_with_nltk_no_parameters random_agrees random_none "$W/none.txt"
 report
 check chunks_of_a_million_characters_as_megatron agree whole "$W/p.txt" "$W/kjv_whole.txt"
 report

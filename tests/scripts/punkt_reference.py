@@ -9,6 +9,9 @@ src/data/punkt.c, for tests/scripts/punkt.sh. Imports nothing of plait.
   stress OUT SEED N         N paragraphs of English built to reach Punkt's cases:
                             abbreviations, initials, numbers, ellipses, quotes and
                             brackets after a period, ?! runs, dashes, non-ASCII
+  random OUT SEED N         N documents of random words and punctuation (every character
+                            Punkt's regular expressions treat specially, runs of them,
+                            spaces, tabs, newlines, blank lines, non-ASCII letters)
   split PARAMS DOCS.hex     NLTK's spans for each document, in bytes, as Megatron's
                             Encoder.split calls it: splitter.tokenize(text[i:i+1000000])
   megatron_split PARAMS IN.jsonl OUT.jsonl
@@ -118,6 +121,31 @@ def stress(out, seed, n):
             w.write(sep.join(sentence() for _ in range(r.randint(1, 8))) + "\n\n")
 
 
+def random_docs(out, seed, n):
+    r = random.Random(seed)
+    letters = ["a", "b", "mr", "dr", "e.g", "u.s", "inc", "x", "The", "A", "Mr", "Jan", "iv",
+               "Élan", "über", "Øre", "σ", "Σ", "İ", "ǅ", "Ⅻ", "ⓐ", "ʰ", "3", "12", "1,000",
+               "-5", ".5", "3.14", "٣", "x_y", "é"]
+    puncts = [".", ".", ".", "?", "!", ",", ";", ":", "'", '"', "(", ")", "[", "]", "{", "}",
+              "-", "--", "---", "*", "@", "&", "#", "`", "..", "...", ". . .", ". . . .",
+              ".)", '."', "?!", "!!", "\u201d", "\u2019"]
+    spaces = [" ", " ", " ", "  ", "\t", "\n", "\n\n", " \n ", "\u00a0", "\u2003", "\x0b"]
+    with open(out, "w", encoding="utf-8") as w:
+        for _ in range(n):
+            parts = []
+            for _ in range(r.randint(1, 60)):
+                k = r.random()
+                if k < 0.45:
+                    parts.append(r.choice(letters))
+                elif k < 0.8:
+                    parts.append(r.choice(puncts))
+                else:
+                    parts.append(r.choice(spaces))
+                if r.random() < 0.5:
+                    parts.append(" ")
+            w.write("".join(parts).encode("utf-8").hex() + "\n")
+
+
 def split(params, path):
     tok = PunktSentenceTokenizer(load_params(params))
     with open(path) as f:
@@ -212,6 +240,8 @@ def main():
         return docs(sys.argv[2], sys.argv[3:])
     if len(sys.argv) == 5 and sys.argv[1] == "stress":
         return stress(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) == 5 and sys.argv[1] == "random":
+        return random_docs(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     if len(sys.argv) == 4 and sys.argv[1] == "split":
         return split(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 5 and sys.argv[1] == "megatron_split":
