@@ -18,7 +18,7 @@ typedef struct pp_opts {
     const char *csv_column;
     int csv_header;
     int split_sentences, keep_newlines;
-    const char *lang;
+    const char *lang, *punkt_params;
     const char *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;
     int64_t vocab_extra_ids;
     int legacy_tokenizer;
@@ -46,11 +46,16 @@ static const pl_option table[] = {
     {"--csv-header", PL_OPT_BOOL, NULL, O(csv_header),
      "the first CSV row is a header (implied by a --csv-column name)", NULL, 0},
     {"--split-sentences", PL_OPT_BOOL, NULL, O(split_sentences),
-     "split documents into sentences (needs NLTK: not supported)", NULL, 0},
+     "split each text into sentences with Punkt (NLTK's algorithm; needs --punkt-params), one "
+     "item each; outputs are PREFIX_KEY_sentence", NULL, 0},
+    {"--punkt-params", PL_OPT_STRING, NULL, O(punkt_params),
+     "Punkt parameters for --split-sentences (plait's; scripts/punkt_params.py writes them from "
+     "NLTK's tokenizers/punkt/LANG.pickle or trains them)", NULL, 0},
     {"--keep-newlines", PL_OPT_BOOL, NULL, O(keep_newlines),
      "keep newlines between sentences (only with --split-sentences)", NULL, 0},
-    {"--lang", PL_OPT_STRING, "english", O(lang), "NLTK language (only with --split-sentences)",
-     NULL, 0},
+    {"--lang", PL_OPT_STRING, "english", O(lang),
+     "NLTK language (only with --split-sentences; the language is that of --punkt-params)", NULL,
+     0},
     {"--tokenizer-type", PL_OPT_CHOICE, NULL, O(tokenizer_type), "tokenizer",
      pl_tokenizer_types, 0},
     {"--vocab-file", PL_OPT_STRING, NULL, O(vocab_file), "vocabulary file", NULL, 0},
@@ -103,11 +108,19 @@ static void on_signal(int sig) { interrupted = sig; }
 /* Flags Megatron has but plait cannot honour. */
 static pl_status check_flags(const pp_opts *o)
 {
-    if (o->split_sentences)
+    if (o->split_sentences && !o->punkt_params)
         return pl_errorf(PL_ERR_ARG,
-                         "--split-sentences needs NLTK's punkt sentence splitter, which plait does "
-                         "not have; split the text beforehand and give each document as a JSON "
-                         "list of sentences (each becomes one sequence)");
+                         "--split-sentences needs --punkt-params FILE: Punkt's parameters "
+                         "(scripts/punkt_params.py writes them from NLTK's "
+                         "tokenizers/punkt/%s.pickle, or trains them with NLTK); or split the text "
+                         "beforehand and give each document as a JSON list of sentences",
+                         o->lang);
+    if (o->punkt_params && !o->split_sentences)
+        return pl_errorf(PL_ERR_ARG, "--punkt-params: only used with --split-sentences");
+    if (o->split_sentences && o->keep_newlines)
+        return pl_errorf(PL_ERR_ARG,
+                         "--keep-newlines: Megatron's CustomLanguageVars splitting is not "
+                         "implemented (plait splits as NLTK's default Punkt does, without it)");
     if (strcmp(o->dataset_impl, "mmap") != 0)
         return pl_errorf(PL_ERR_ARG,
                          "--dataset-impl %s: only mmap is supported (the lazy/cached formats "
@@ -146,11 +159,17 @@ int plait_cmd_preprocess(int argc, char **argv)
         pl_options_free(&spec, &o);
         return st ? plait_report(st) : 0;
     }
+    pl_punkt *splitter = NULL;
+    if (o.split_sentences && (st = pl_punkt_load(&splitter, o.punkt_params)) != PL_OK) {
+        pl_options_free(&spec, &o);
+        return plait_report(pl_error_wrap(st, "--punkt-params"));
+    }
     pl_tokenizer *tok = NULL;
     pl_tokenizer_spec ts = {o.tokenizer_type, o.vocab_file, o.merge_file, o.tokenizer_model,
                             o.vocab_extra_ids, o.legacy_tokenizer};
     st = pl_tokenizer_open(&tok, &ts);
     if (st) {
+        pl_punkt_free(splitter);
         pl_options_free(&spec, &o);
         return plait_report(st);
     }
@@ -169,6 +188,7 @@ int plait_cmd_preprocess(int argc, char **argv)
         .log_interval = o.log_interval,
         .log = stderr,
         .cancel = &interrupted,
+        .splitter = splitter,
     };
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -180,6 +200,7 @@ int plait_cmd_preprocess(int argc, char **argv)
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     pl_tokenizer_free(tok);
+    pl_punkt_free(splitter);
     pl_options_free(&spec, &o);
     if (st && interrupted) {
         fprintf(stderr, "plait: interrupted by signal %d; no output written\n", (int)interrupted);

@@ -193,7 +193,7 @@ static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_
 
 /* ---- init ------------------------------------------------------------------- */
 
-static pl_status check_config(const pl_bert_dataset_config *cfg, const char *path)
+static pl_status check_config(const pl_bert_dataset_config *cfg)
 {
     if (cfg->seq_length < 5 || cfg->seq_length > INT32_MAX)
         return pl_errorf(PL_ERR_ARG, "--seq-length %lld: BERT needs at least 5 ([CLS], two "
@@ -211,7 +211,6 @@ static pl_status check_config(const pl_bert_dataset_config *cfg, const char *pat
     if (cfg->max_ngram < 1 || cfg->max_ngram > PL_BERT_MAX_NGRAM)
         return pl_errorf(PL_ERR_ARG, "masking max n-gram %d: expected 1..%d", cfg->max_ngram,
                          PL_BERT_MAX_NGRAM);
-    (void)path;
     return PL_OK;
 }
 
@@ -333,7 +332,7 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     ds->binary_head = cfg->binary_head != 0;
     ds->max_ngram = cfg->max_ngram;
     ds->whole_word = cfg->whole_word != 0;
-    PL_TRY(check_config(cfg, path));
+    PL_TRY(check_config(cfg));
     if (!cfg->split_matrix.present[s]) {
         st = pl_errorf(PL_ERR_INTERNAL, "%s: split %s is absent from --split '%s'", path,
                        pl_split_name(s), cfg->split);

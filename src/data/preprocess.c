@@ -101,35 +101,63 @@ static void chunk_free(pp_chunk *c, int n_keys)
     pl_i64s_free(&c->doc_end);
 }
 
-/* Tokenizes the texts of one parsed record into c's outputs (Encoder.encode). */
+/* Per-worker scratch: the ids of one text, the sentence spans of one text. */
+typedef struct pp_scratch {
+    pl_ids ids;
+    pl_i64s spans;
+} pp_scratch;
+
+/* Appends text[0..len)'s tokens as one item of o, unless they are none. */
+static pl_status add_item(pl_tokenizer *tok, const char *text, size_t len, pp_key_out *o,
+                          pl_ids *ids, int32_t *items)
+{
+    ids->n = 0;
+    pl_status st = pl_tokenizer_encode(tok, text, len, ids);
+    if (st)
+        return st;
+    if (ids->n == 0)
+        return PL_OK; /* Megatron drops empty sentences */
+    if (ids->n > INT32_MAX)
+        return pl_errorf(PL_ERR_FORMAT, "a text of %lld tokens exceeds the int32 length field",
+                         (long long)ids->n);
+    PL_ASSERT(*items < INT32_MAX);
+    st = pl_ids_append(&o->tokens, ids->data, ids->n);
+    if (!st)
+        st = pl_ids_push(&o->lens, (int32_t)ids->n);
+    if (!st)
+        (*items)++;
+    return st;
+}
+
+/* Tokenizes the texts of one parsed record into c's outputs (Encoder.encode);
+ * with a splitter, each text is first split into sentences (Encoder.split),
+ * each sentence one item. */
 static pl_status tokenize_doc(pp_run *r, pl_tokenizer *tok, const pl_reader_doc *d, pp_chunk *c,
-                              pl_ids *ids)
+                              pp_scratch *sc)
 {
     const pl_reader_spec *s = &r->spec;
+    const pl_punkt *splitter = r->cfg->splitter;
     for (int k = 0; k < s->n_keys; k++) {
         pp_key_out *o = &c->keys[k];
         int32_t items = 0;
         for (int64_t t = d->first[k]; t < d->first[k + 1]; t++) {
-            ids->n = 0;
-            pl_status st = pl_tokenizer_encode(tok, d->text[t], d->len[t], ids);
+            pl_status st = PL_OK;
+            if (splitter) {
+                sc->spans.n = 0;
+                st = pl_punkt_split(splitter, d->text[t], d->len[t], &sc->spans);
+                for (int64_t i = 0; i + 1 < sc->spans.n && st == PL_OK; i += 2)
+                    st = add_item(tok, d->text[t] + sc->spans.data[i],
+                                  (size_t)(sc->spans.data[i + 1] - sc->spans.data[i]), o,
+                                  &sc->ids, &items);
+            } else {
+                st = add_item(tok, d->text[t], d->len[t], o, &sc->ids, &items);
+            }
             if (st) {
                 if (st == PL_ERR_FORMAT && s->format == PL_READER_JSONL)
                     return pl_error_wrap(st, "key '%s' text %lld", s->keys[k],
                                          (long long)(t - d->first[k]));
                 return st;
             }
-            if (ids->n == 0)
-                continue; /* Megatron drops empty sentences */
-            if (ids->n > INT32_MAX)
-                return pl_errorf(PL_ERR_FORMAT, "a text of %lld tokens exceeds the int32 length field",
-                                 (long long)ids->n);
-            PL_ASSERT(items < INT32_MAX);
-            st = pl_ids_append(&o->tokens, ids->data, ids->n);
-            if (!st)
-                st = pl_ids_push(&o->lens, (int32_t)ids->n);
-            if (st)
-                return st;
-            items++;
         }
         if (items > 0 && r->cfg->append_eod) {
             pl_status st = pl_ids_push(&o->tokens, r->eod);
@@ -154,7 +182,7 @@ static void note_copy(char *dst, size_t cap, const char *msg)
 
 /* Parses and tokenizes every record of c. */
 static void process_chunk(pp_run *r, pl_tokenizer *tok, pp_chunk *c, pl_reader_doc *doc,
-                          pl_ids *ids)
+                          pp_scratch *sc)
 {
     const int n_keys = r->spec.n_keys;
     size_t pos = c->start;
@@ -174,7 +202,7 @@ static void process_chunk(pp_run *r, pl_tokenizer *tok, pp_chunk *c, pl_reader_d
         if (st == PL_OK && doc->blank)
             continue;
         if (st == PL_OK)
-            st = tokenize_doc(r, tok, doc, c, ids);
+            st = tokenize_doc(r, tok, doc, c, sc);
         if (st == PL_OK)
             st = pl_i64s_push(&c->doc_end, (int64_t)rec.end);
         if (st == PL_OK)
@@ -210,7 +238,7 @@ static void *worker_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     pl_reader_doc doc = {0};
-    pl_ids ids = {0};
+    pp_scratch sc = {{0}, {0}};
     for (;;) {
         pthread_mutex_lock(&r->lock);
         while (!atomic_load(&r->stop) && r->taken == r->queued && !r->input_done)
@@ -221,14 +249,15 @@ static void *worker_main(void *arg)
         }
         pp_chunk *c = &r->slots[r->taken++ % r->n_slots];
         pthread_mutex_unlock(&r->lock);
-        process_chunk(r, w->tok, c, &doc, &ids);
+        process_chunk(r, w->tok, c, &doc, &sc);
         pthread_mutex_lock(&r->lock);
         c->done = 1;
         pthread_cond_broadcast(&r->finished);
         pthread_mutex_unlock(&r->lock);
     }
     pl_reader_doc_free(&doc);
-    pl_ids_free(&ids);
+    pl_ids_free(&sc.ids);
+    pl_i64s_free(&sc.spans);
     return NULL;
 }
 
@@ -307,12 +336,12 @@ static pl_status take_header(pp_run *r, pp_chunk *c, int by_name, const char *na
 
 /* ---- the run --------------------------------------------------------------------- */
 
-char *pl_preprocess_output_prefix(const char *prefix, const char *key)
+char *pl_preprocess_output_prefix(const char *prefix, const char *key, const char *level)
 {
-    size_t n = strlen(prefix) + strlen(key) + sizeof "__document";
+    size_t n = strlen(prefix) + strlen(key) + strlen(level) + 3;
     char *p = pl_malloc(n);
     if (p)
-        snprintf(p, n, "%s_%s_document", prefix, key);
+        snprintf(p, n, "%s_%s_%s", prefix, key, level);
     return p;
 }
 
@@ -524,7 +553,8 @@ pl_status pl_preprocess_run(const pl_preprocess_config *cfg, const pl_tokenizer 
         goto fail;
     }
     for (int k = 0; k < n_keys; k++) {
-        names[k] = pl_preprocess_output_prefix(cfg->output_prefix, cfg->keys[k]);
+        names[k] = pl_preprocess_output_prefix(cfg->output_prefix, cfg->keys[k],
+                                               cfg->splitter ? "sentence" : "document");
         if (!names[k]) {
             st = pl_errorf(PL_ERR_NOMEM, "out of memory");
             goto fail;

@@ -3,7 +3,7 @@
  * tools/merge_datasets.py does.
  *
  * For every key K of cfg->keys the run writes {output_prefix}_{K}_document.bin
- * and .idx. Each input record (JSON line, text line, CSV row; see reader.h) is
+ * and .idx ({output_prefix}_{K}_sentence with a sentence splitter). Each input record (JSON line, text line, CSV row; see reader.h) is
  * one document of each dataset; each of its texts for K is tokenized, empty
  * tokenizations are dropped, the others are the document's items (sequences);
  * with append_eod the tokenizer's eod ends the last item of a non-empty
@@ -11,7 +11,9 @@
  * (a repeated document index), as in Megatron. With one_document the records
  * only add items and a single end_document() closes the input, as
  * MegaMolBART's csv_to_binary.py does per CSV file. The dtype is uint16 when the
- * tokenizer's unpadded vocab_size < 65500, else int32.
+ * tokenizer's unpadded vocab_size < 65500, else int32. With cfg->splitter
+ * (--split-sentences) each text is first split into sentences by Punkt
+ * (Megatron's Encoder.split) and each sentence is tokenized as one item.
  *
  * Work is split in chunks of whole records, tokenized by cfg->workers threads
  * (each with its own pl_tokenizer_fork) and written strictly in input order,
@@ -25,6 +27,7 @@
 #ifndef PL_DATA_PREPROCESS_H
 #define PL_DATA_PREPROCESS_H
 
+#include "data/punkt.h"
 #include "data/tokenizer/tokenizer.h"
 
 #include <signal.h>
@@ -48,6 +51,7 @@ typedef struct pl_preprocess_config {
     size_t chunk_bytes;        /* bytes of input per work unit; 0 = 1 MiB */
     FILE *log;                 /* progress, warnings and the summary; NULL = silent */
     volatile sig_atomic_t *cancel; /* when it becomes non-zero the run stops, writing nothing */
+    const pl_punkt *splitter;  /* --split-sentences: split each text into sentences; NULL: no */
 } pl_preprocess_config;
 
 typedef struct pl_preprocess_stats {
@@ -64,8 +68,9 @@ typedef struct pl_preprocess_stats {
 pl_status pl_preprocess_run(const pl_preprocess_config *cfg, const pl_tokenizer *tok,
                             pl_preprocess_stats *stats);
 
-/* "{prefix}_{key}_document", pl_malloc'd (NULL when out of memory). */
-char *pl_preprocess_output_prefix(const char *prefix, const char *key);
+/* "{prefix}_{key}_{level}" (level "document", or "sentence" with a splitter),
+ * pl_malloc'd (NULL when out of memory). */
+char *pl_preprocess_output_prefix(const char *prefix, const char *key, const char *level);
 
 /* Concatenates datasets into output_prefix (.bin/.idx) with
  * pl_indexed_builder_add_index, in the order given. An input is a dataset

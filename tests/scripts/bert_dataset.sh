@@ -35,21 +35,39 @@ compare() {
 }
 
 # Megatron's defaults (split 969,30,1, --mask-prob 0.15, --short-seq-prob 0.1, binary head).
-compare default_seq128_every_sample "$P" n=4000 seq=128 count=100000
-compare seq64_seed7_first_2000 "$P" n=3000 seq=64 seed=7 count=2000
+compare default_seq128_first_2500 "$P" n=4000 seq=128 count=2500
+compare seq64_seed7_last_1000 "$P" n=3000 seq=64 seed=7 count=1000 first=8448
 compare seq512_long_sentences_many_epochs "$P" n=9000 seq=512 seed=2147483646 count=300 first=8500
-compare no_binary_head_single_sentence_documents "$P" n=2000 seq=128 binary=0 count=1500
+compare no_binary_head_single_sentence_documents "$P" n=2000 seq=128 binary=0 count=800
 compare no_binary_head_seq512 "$P" n=500 seq=512 binary=0 count=400 seed=99
 compare short_seq_prob_0 "$P" n=1000 seq=96 short=0 count=600
 compare short_seq_prob_1_every_target_short "$P" n=1000 seq=96 short=1 count=600
 compare short_seq_prob_0.3_ratio_3 "$P" n=1000 seq=96 short=0.3 count=600 seed=5
 compare mask_prob_0.4 "$P" n=1000 seq=128 mask=0.4 count=600
 compare mask_prob_0.01_cap_below_one_masks_nothing "$P" n=1000 seq=32 mask=0.01 count=600
+compare subword_masking_max_ngram_1 "$P" n=1000 seq=128 wholeword=0 ngram=1 count=600 seed=11
+compare whole_words_max_ngram_5 "$P" n=1000 seq=256 ngram=5 count=400 seed=12
 compare valid_split_98_2_0 "$P" "split=98,2,0" which=valid n=300 seq=128 count=300
 compare test_split_default "$P" which=test n=50 seq=64 count=200 cache="$W/c_test"
 compare num_samples_none_one_epoch "$P" "split=90/5/5" n=-1 seq=128 count=300
 compare small_corpus_many_epochs "$S" "split=1" n=5000 seq=48 count=400 first=4600
 compare seq_5_minimum "$S" "split=1" n=200 seq=5 count=200
+
+# The whole path: plait preprocess --split-sentences (Punkt with no trained parameters
+# here; tests/scripts/punkt.sh checks the splitting) writes PREFIX_text_sentence, which
+# the dataset reads as Megatron would. Documents: KJV verses 25 at a time.
+"$PY" -c '
+import json, sys
+v = open(sys.argv[1], encoding="utf-8").read().split("\n")[:12000]
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    for i in range(0, len(v), 25):
+        f.write(json.dumps({"text": " ".join(v[i:i + 25])}) + "\n")
+' "$PLAIT_DATA/kjv.txt" "$W/chapters.jsonl"
+printf '# no parameters\n' >"$W/punkt.txt"
+"$PLAIT" preprocess --input "$W/chapters.jsonl" --output-prefix "$W/pp" --split-sentences \
+    --punkt-params "$W/punkt.txt" --tokenizer-type BertWordPieceLowerCase --vocab-file "$VOCAB" \
+    --log-interval 0 2>"$W/pp.log" || { echo "preprocess --split-sentences failed"; cat "$W/pp.log"; }
+compare preprocess_split_sentences_output "$W/pp_text_sentence" n=1000 seq=128 count=1000
 
 # A second run reuses the cache: built 0 and the same samples.
 reuse() {

@@ -233,8 +233,8 @@ class BERTDataset:
         ids["tokenizer"] = tok.identifiers
         ids["masking_probability"] = cfg["mask"]
         ids["short_sequence_probability"] = cfg["short"]
-        ids["masking_max_ngram"] = 3
-        ids["masking_do_full_word"] = True
+        ids["masking_max_ngram"] = cfg["ngram"]
+        ids["masking_do_full_word"] = cfg["wholeword"]
         ids["masking_do_permutation"] = False
         ids["masking_use_longer_ngrams"] = False
         ids["masking_use_geometric_distribution"] = False
@@ -315,16 +315,16 @@ class BERTDataset:
         return None
 
     def mask(self, token_ids, target_sequence_length, rs):
-        """_create_masked_lm_predictions with pretrain_bert.py's configuration
-        (max n-gram 3, whole words, no permutation, no geometric n-grams)."""
-        tok, p_mask, max_ngram = self.tok, self.cfg["mask"], 3
+        """_create_masked_lm_predictions without permutation and geometric n-grams
+        (pretrain_bert.py: max n-gram 3, whole words)."""
+        tok, p_mask, max_ngram = self.tok, self.cfg["mask"], self.cfg["ngram"]
         candidates = []
         for i, token_id in enumerate(token_ids):
             if token_id == tok.cls or token_id == tok.sep:
                 continue
             if not tok.inv_vocab[token_id].startswith("##"):
                 candidates.append([i])
-            elif len(candidates) > 0:  # masking_do_full_word
+            elif self.cfg["wholeword"] and len(candidates) > 0:
                 candidates[-1].append(i)
             else:
                 candidates.append([i])
@@ -377,7 +377,8 @@ class BERTDataset:
 
 def parse_keys(argv):
     keys = {"split": "969, 30, 1", "which": "train", "n": "-1", "seq": "128", "seed": "1234",
-            "mask": "0.15", "short": "0.1", "binary": "1", "cache": None}
+            "mask": "0.15", "short": "0.1", "binary": "1", "cache": None, "ngram": "3",
+            "wholeword": "1"}
     rest = []
     for a in argv:
         k, _, v = a.partition("=")
@@ -398,7 +399,8 @@ def check(argv):
         rest = rest[2:]
     cfg = {"split": keys["split"], "split_matrix": split_matrix(keys["split"]),
            "seq": int(keys["seq"]), "seed": int(keys["seed"]), "mask": float(keys["mask"]),
-           "short": float(keys["short"]), "binary": keys["binary"] == "1", "cache": keys["cache"]}
+           "short": float(keys["short"]), "binary": keys["binary"] == "1", "cache": keys["cache"],
+           "ngram": int(keys["ngram"]), "wholeword": keys["wholeword"] == "1"}
     n = int(keys["n"])
     n = None if n < 0 else n
     low = Indexed(opts["prefix"])

@@ -74,7 +74,8 @@ with open("kjv.txt", encoding="utf-8") as f, open("kjv.jsonl", "w", encoding="ut
 # ---- flags ----------------------------------------------------------------------------
 check_exit "missing --output-prefix is named" 2 "missing required flag --output-prefix" \
     "$PLAIT" preprocess --input kjv.jsonl
-check_exit "--split-sentences is refused by name" 2 "--split-sentences needs NLTK" \
+check_exit "--split-sentences without --punkt-params is refused by name" 2 \
+    "--split-sentences needs --punkt-params FILE" \
     "$PLAIT" preprocess --input kjv.jsonl --output-prefix o --split-sentences
 check_exit "--dataset-impl lazy is refused by name" 2 "--dataset-impl lazy" \
     "$PLAIT" preprocess --input kjv.jsonl --output-prefix o --dataset-impl lazy

@@ -13,6 +13,7 @@
  *       "sample I LENGTH IS_RANDOM" and lines "tokens ...", "types ...",
  *       "labels ...". keys: split (the --split text), which (train|valid|test),
  *       n (num_samples, -1 = None), seq, seed, mask, short, binary (1|0),
+ *       ngram (max n-gram), wholeword (1|0),
  *       cache (directory), first, count, gpt2 (a GPT-2 tokenizer directory to
  *       open instead of the vocabulary, for the error path). */
 #include "base/alloc.h"
@@ -118,6 +119,8 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
     cfg.short_seq_prob = atof(arg(argc, argv, "short", "0.1"));
     cfg.binary_head = atoi(arg(argc, argv, "binary", "1"));
     cfg.cache_dir = arg(argc, argv, "cache", NULL);
+    cfg.max_ngram = atoi(arg(argc, argv, "ngram", "3"));
+    cfg.whole_word = atoi(arg(argc, argv, "wholeword", "1"));
     cfg.tokenizer.class_name = "_BertWordPieceTokenizer";
     cfg.tokenizer.paths[0] = vocab;
     cfg.tokenizer.n_paths = 1;
