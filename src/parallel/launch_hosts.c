@@ -82,8 +82,8 @@ static pl_status parse_line(pl_launch_hosts *hosts, const char *s, size_t len, c
         return pl_errorf(PL_ERR_FORMAT, "%s:%d: expected 'HOST slots=N', got '%.*s'", path, lineno,
                          (int)len, s);
     if (slots < 1 || slots > 1 << 20)
-        return pl_errorf(PL_ERR_FORMAT, "%s:%d: slots=%.*s: expected 1 to %d ranks on host %.*s",
-                         path, lineno, (int)(p - hl), s + hl, 1 << 20, (int)hl, s);
+        return pl_errorf(PL_ERR_FORMAT, "%s:%d: slots=%ld: expected 1 to %d ranks on host %.*s",
+                         path, lineno, slots, 1 << 20, (int)hl, s);
     if (find_host(hosts, s, hl) >= 0)
         return pl_errorf(PL_ERR_FORMAT, "%s:%d: host %.*s is listed twice (one line per host)",
                          path, lineno, (int)hl, s);
