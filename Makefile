@@ -4,6 +4,7 @@
 #   make demo       set-up, then the main job on the King James Bible
 #   make asan       the unit tests under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz       libFuzzer targets, long runs (FUZZ_SECONDS each)
+#   make install    plait into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local); make uninstall
 #   WERROR=1        warnings are errors (CI)
 #   MPI_PKG=mpich   build against MPICH instead of OpenMPI (e.g. BUILD=build-mpich)
 
@@ -33,7 +34,7 @@ TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(BUILD)/testtools/%)
 LIB       := $(BUILD)/libplait.a
 PLAIT     := $(BUILD)/plait
 
-.PHONY: all test unit setup demo asan fuzz fuzz-build mpich-build clean bench
+.PHONY: all test unit setup demo asan fuzz fuzz-build mpich-build clean bench install uninstall
 all: $(LIB) $(PLAIT) $(TEST_BIN) $(TTOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -58,6 +59,16 @@ $(BUILD)/testtools/%: tests/tools/%.c $(LIB)
 
 setup:
 	scripts/setup.sh
+
+# GNU conventions: PREFIX where it runs from, DESTDIR a staging root (packaging).
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+install: $(PLAIT)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(PLAIT) $(DESTDIR)$(BINDIR)/plait
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/plait
 
 # The whole suite: set-up, build, the asan build, unit tests, script tests, brief fuzzing.
 test: setup
