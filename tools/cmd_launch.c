@@ -99,6 +99,8 @@ int plait_cmd_launch(int argc, char **argv)
         snprintf(v, sizeof v, "%d", plan.omp_threads);
         setenv("OMP_NUM_THREADS", v, 1);
     }
+    if (plan.yield_when_idle)
+        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     fflush(stdout);
     fflush(stderr);
     execvp(plan.argv[0], plan.argv);

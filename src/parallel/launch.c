@@ -465,6 +465,11 @@ pl_status pl_launch_plan_make(const pl_launch_ctx *ctx, int argc, char **argv,
             PL_TRY(push(&p, "--oversubscribe"));
         }
     }
+    if (use_srun && ctx->mpi == PL_LAUNCH_OPENMPI && ranks_per_node > ctx->ncpu) {
+        p.yield_when_idle = 1;
+        PL_TRY(note(&p, "OMPI_MCA_mpi_yield_when_idle=1 (%d ranks per node > %d cores: srun, "
+                    "unlike mpirun, does not set it)", ranks_per_node, ctx->ncpu));
+    }
     if (!ctx->omp_threads_set && ranks_per_node > 0 && !p.nothing_to_do) {
         p.omp_threads = ctx->ncpu / ranks_per_node > 1 ? ctx->ncpu / ranks_per_node : 1;
         PL_TRY(note(&p, "OMP_NUM_THREADS=%d (%d cores here, %d ranks per node; set "

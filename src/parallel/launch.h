@@ -66,6 +66,8 @@ typedef struct pl_launch_plan {
     int argc;
     int world;         /* ranks started; 0 under srun without counts (the allocation's) */
     int omp_threads;   /* > 0: export OMP_NUM_THREADS=this before running */
+    int yield_when_idle; /* export OMPI_MCA_mpi_yield_when_idle=1: srun does not set it when
+                          * OpenMPI ranks outnumber the cores (a waiting rank then spins) */
     int nothing_to_do; /* torchrun --node_rank > 0: node 0's mpirun starts every rank */
     int dry_run;       /* --dry-run: print, do not run */
     pl_bytes notes;    /* one line per flag plait treats differently, each ending "\n" */

@@ -259,6 +259,25 @@ TEST(inside_slurm_the_command_is_srun)
                "srun -K --mpi=pmix --nodes=1 --ntasks-per-node=2 /bin/plait train");
 }
 
+TEST(srun_with_more_ranks_than_cores_asks_openmpi_to_yield)
+{
+    char line[1024];
+    pl_launch_plan plan;
+    pl_launch_ctx c = ompi;
+    c.in_slurm = 1;
+    c.ncpu = 2;
+    CHECK_OK(plan_line(&c, "--nproc_per_node 4 train", line, sizeof line, &plan));
+    CHECK(plan.yield_when_idle, "4 ranks on 2 cores under srun");
+    pl_launch_plan_free(&plan);
+    CHECK_OK(plan_line(&c, "--nproc_per_node 2 train", line, sizeof line, &plan));
+    CHECK(!plan.yield_when_idle, "2 ranks on 2 cores");
+    pl_launch_plan_free(&plan);
+    c.in_slurm = 0;
+    CHECK_OK(plan_line(&c, "--nproc_per_node 4 train", line, sizeof line, &plan));
+    CHECK(!plan.yield_when_idle, "mpirun sets it itself (--oversubscribe)");
+    pl_launch_plan_free(&plan);
+}
+
 TEST(node_rank_above_zero_has_nothing_to_do)
 {
     char line[1024];
@@ -352,6 +371,7 @@ int main(void)
     RUN(threads_per_rank_divide_the_cores_unless_set);
     RUN(deepspeed_hostfile_flags_become_mpirun_hosts);
     RUN(inside_slurm_the_command_is_srun);
+    RUN(srun_with_more_ranks_than_cores_asks_openmpi_to_yield);
     RUN(node_rank_above_zero_has_nothing_to_do);
     RUN(bad_launcher_input_is_an_error_naming_the_flag);
     RUN(cmdline_quotes_words_the_shell_would_split);
