@@ -3,6 +3,7 @@
 #include "parallel/launch.h"
 
 #include "base/alloc.h"
+#include "base/fileio.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -52,6 +53,13 @@ static const struct launch_flag {
     {"--no_ssh_check", NULL, F_NOOP, 0, NULL},
     {"--force_multi", NULL, F_NOOP, 0, NULL},
     {"--dry_run", NULL, F_DRY_RUN, 0, NULL},
+    /* torch.distributed.launch / torchrun options without a meaning here */
+    {"--use_env", NULL, F_NOOP, 0, NULL},
+    {"--log_dir", NULL, F_NOOP, 1, "--log_dir: not used: every rank writes to this terminal (mpirun's --output-filename splits it)"},
+    {"--redirects", NULL, F_NOOP, 1, "--redirects: not used: mpirun forwards every rank's output"},
+    {"--tee", NULL, F_NOOP, 1, "--tee: not used: mpirun forwards every rank's output"},
+    {"--monitor_interval", NULL, F_NOOP, 1, NULL},
+    {"--start_method", NULL, F_NOOP, 1, NULL},
 };
 enum { N_FLAGS = sizeof flags / sizeof *flags };
 
@@ -354,6 +362,12 @@ static pl_status pick_hosts(const pl_launch_ctx *ctx, const launch_args *a, int 
     if (((inc && *inc) || (exc && *exc)) && (nodes > 0 || per_node > 0))
         return pl_errorf(PL_ERR_ARG, "--include/--exclude cannot be combined with "
                          "--num_nodes/--num_gpus (or --nnodes/--nproc_per_node), as in DeepSpeed");
+    if (hostfile && !pl_file_exists(hostfile)) {
+        /* DeepSpeed's runner: "Unable to find hostfile, will proceed with training with
+         * local resources only" (its scripts pass --hostfile /job/hostfile everywhere) */
+        PL_TRY(note(p, "--hostfile %s not found: this machine only, as DeepSpeed does", hostfile));
+        hostfile = NULL;
+    }
     if (!hostfile) {
         if ((inc && *inc) || (exc && *exc))
             return pl_errorf(PL_ERR_ARG, "%s selects hosts and slots of a --hostfile; none given",

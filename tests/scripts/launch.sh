@@ -52,6 +52,13 @@ check "deepspeed-style --num_nodes 1 --num_gpus 4 trains" \
     run ds4 "$PLAIT" launch --hostfile "$TMP/hostfile" --num_nodes 1 --num_gpus 4 train
 check "  world 4" world_is ds4 4
 
+# DeepSpeedExamples' ds_pretrain_gpt2.sh passes --hostfile /job/hostfile even on one
+# machine; a missing hostfile means this machine only, with a note, as in DeepSpeed
+check "deepspeed-style line with a missing hostfile trains on this machine" \
+    run dsx "$PLAIT" launch --num_nodes 1 --num_gpus 2 --hostfile "$TMP/no/hostfile" pretrain_gpt2.py
+check "  said so in one line" printed dsx "--hostfile $TMP/no/hostfile not found: this machine only"
+check "  world 2" world_is dsx 2
+
 if [ -x "$ROOT/build-mpich/plait" ]; then
     check "MPICH build: --nproc_per_node 2 runs mpirun.mpich" \
         run mpich2 "$ROOT/build-mpich/plait" launch --nproc_per_node 2 train

@@ -278,6 +278,27 @@ TEST(srun_with_more_ranks_than_cores_asks_openmpi_to_yield)
     pl_launch_plan_free(&plan);
 }
 
+TEST(a_missing_hostfile_means_this_machine_as_in_deepspeed)
+{
+    char line[1024];
+    pl_launch_plan plan;
+    pl_launch_ctx c = ompi;
+    c.omp_threads_set = 1;
+    /* DeepSpeedExamples' ds_pretrain_gpt2.sh: --num_nodes 1 --num_gpus N --hostfile /job/hostfile */
+    CHECK_OK(plan_line(&c, "--num_nodes 1 --num_gpus 2 --hostfile /nonexistent/hostfile pretrain_gpt2.py",
+                       line, sizeof line, &plan));
+    CHECK(strcmp(line, "mpirun.openmpi -n 2 -x OMP_NUM_THREADS /bin/plait train") == 0, "%s", line);
+    CHECK(plan.notes.data && strstr(plan.notes.data, "--hostfile /nonexistent/hostfile not found: "
+                                    "this machine only"), "note %s", plan.notes.data ? plan.notes.data : "");
+    pl_launch_plan_free(&plan);
+    expect_error(&ompi, "--hostfile /nonexistent/hostfile --num_nodes 2 train", PL_ERR_ARG, "give --hostfile");
+    expect_error(&ompi, "--hostfile /nonexistent/hostfile -i w0 train", PL_ERR_ARG,
+                 "--include selects hosts and slots of a --hostfile");
+    /* torch.distributed.launch's --use_env is accepted */
+    expect_cmd(&c, "--nproc_per_node 2 --use_env --log_dir /tmp/x train",
+               "mpirun.openmpi -n 2 -x OMP_NUM_THREADS /bin/plait train");
+}
+
 TEST(node_rank_above_zero_has_nothing_to_do)
 {
     char line[1024];
@@ -309,7 +330,6 @@ TEST(bad_launcher_input_is_an_error_naming_the_flag)
     expect_error(&ompi, "--include w0 train", PL_ERR_ARG, "--include selects hosts and slots of a --hostfile");
     expect_error(&ompi, "--launcher mvapich train", PL_ERR_ARG, "--launcher mvapich: expected");
     expect_error(&ompi, "--launcher mpich train", PL_ERR_ARG, "built against OpenMPI");
-    expect_error(&ompi, "--hostfile /nonexistent/hosts train", PL_ERR_IO, "/nonexistent/hosts");
     char args[512];
     const char *hf = write_file("launch_bad_hosts", "w0 slots=2\nw1 slots=two\n");
     snprintf(args, sizeof args, "--hostfile %s train", hf);
@@ -372,6 +392,7 @@ int main(void)
     RUN(deepspeed_hostfile_flags_become_mpirun_hosts);
     RUN(inside_slurm_the_command_is_srun);
     RUN(srun_with_more_ranks_than_cores_asks_openmpi_to_yield);
+    RUN(a_missing_hostfile_means_this_machine_as_in_deepspeed);
     RUN(node_rank_above_zero_has_nothing_to_do);
     RUN(bad_launcher_input_is_an_error_naming_the_flag);
     RUN(cmdline_quotes_words_the_shell_would_split);
