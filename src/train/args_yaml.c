@@ -12,8 +12,11 @@
  * use for gets a note saying why; any other key is named in a note as ignored.
  * A value plait cannot honour (a scheduler it does not have, an activation other
  * than gelu/swiglu) is an error naming the key, unless its flag was given.
- * Not done: Hydra's `defaults:` composition (a note: give the composed config),
- * resolvers other than multiply, YAML merge keys (<<). */
+ * Hydra's `defaults:` list is composed: each `group[@package]: name` entry reads
+ * DIR/group/name.yaml (DIR: the primary config's directory) under its package
+ * before the file's own keys, which win (as Hydra's _self_ last).
+ * Not done: resolvers other than multiply, YAML merge keys (<<), `_self_` placed
+ * before the other defaults (its keys always win here). */
 #include "train/args.h"
 
 #include "base/alloc.h"
@@ -37,6 +40,7 @@ typedef struct yaml_entry {
 
 /* Owned by pl_train_args.yaml: the entries and every string handed to the flags. */
 typedef struct pl_train_yaml {
+    pl_train_args *a; /* for the notes */
     char *path;
     yaml_entry *e;
     int n, cap;
@@ -125,7 +129,6 @@ static const struct yaml_map {
     {"do_training", NULL, K_NOTE, "plait train trains"},
     {"do_testing", NULL, K_NOTE, "not applied"},
     {"restore_from_path", NULL, K_NOTE, "not applied: use --load"},
-    {"defaults", NULL, K_NOTE, "Hydra's composition is not done here: give the composed config (OmegaConf.to_yaml of the config the run used)"},
     {"model.encoder_arch", NULL, K_NOTE, "an encoder-decoder (BART) config: plait train builds --model's decoder-only model with these sizes"},
     {"model.decoder_arch", NULL, K_NOTE, "an encoder-decoder (BART) config: plait train builds --model's decoder-only model with these sizes"},
     {"model.data.dataset_path", NULL, K_NOTE, "MegaMolBART's CSV ranges are not read in training: preprocess them with plait preprocess and give --data-path"},
@@ -217,6 +220,8 @@ static pl_status flatten(pl_train_yaml *y, yaml_document_t *doc, yaml_node_t *no
             return pl_errorf(PL_ERR_FORMAT, "--config-file %s: a key under '%s' is not a plain "
                              "string (line %zu)", y->path, len ? key : "(top)",
                              k ? k->start_mark.line + 1 : 0);
+        if (depth == 0 && strcmp((const char *)k->data.scalar.value, "defaults") == 0)
+            continue; /* Hydra's composition list: compose() reads it */
         int w = snprintf(key + len, cap - len, "%s%s", len ? "." : "", (const char *)k->data.scalar.value);
         if (w < 0 || (size_t)w >= cap - len)
             return pl_errorf(PL_ERR_FORMAT, "--config-file %s: a key path is too long", y->path);
@@ -228,8 +233,85 @@ static pl_status flatten(pl_train_yaml *y, yaml_document_t *doc, yaml_node_t *no
     return PL_OK;
 }
 
-static pl_status load(pl_train_yaml *y, const char *path)
+static pl_status load_file(pl_train_yaml *y, const char *dir, const char *gdir, const char *path,
+                           const char *prefix, int depth);
+
+/* One defaults-list entry: "group[@package]: name", "optional group: name", a bare
+ * name, or _self_. Composes DIR/group/name.yaml under the package (default: the group
+ * path, '/' as '.'; _global_: the top), relative to the including file's package; the
+ * group is relative to the including file's group gdir ("/group": from DIR). */
+static pl_status compose_entry(pl_train_yaml *y, yaml_document_t *doc, yaml_node_t *item,
+                               const char *dir, const char *gdir, const char *path,
+                               const char *prefix, int depth)
 {
+    char group[256] = "", name[256] = "", package[512];
+    int optional = 0;
+    if (item->type == YAML_SCALAR_NODE) {
+        snprintf(name, sizeof name, "%s", (const char *)item->data.scalar.value);
+        if (strcmp(name, "_self_") == 0)
+            return PL_OK; /* the file's own keys: composed after its defaults here */
+    } else if (item->type == YAML_MAPPING_NODE &&
+               item->data.mapping.pairs.top - item->data.mapping.pairs.start == 1) {
+        yaml_node_t *k = yaml_document_get_node(doc, item->data.mapping.pairs.start->key);
+        yaml_node_t *v = yaml_document_get_node(doc, item->data.mapping.pairs.start->value);
+        if (!k || k->type != YAML_SCALAR_NODE || !v || v->type != YAML_SCALAR_NODE)
+            return pl_errorf(PL_ERR_FORMAT, "--config-file %s:%zu: a defaults entry must be "
+                             "'group: name'", path, item->start_mark.line + 1);
+        const char *g = (const char *)k->data.scalar.value;
+        if (strncmp(g, "optional ", 9) == 0)
+            optional = 1, g += 9;
+        if (strncmp(g, "override ", 9) == 0)
+            g += 9;
+        snprintf(group, sizeof group, "%s", g);
+        snprintf(name, sizeof name, "%s", (const char *)v->data.scalar.value);
+        if (!*name || strcmp(name, "null") == 0)
+            return PL_OK; /* "group: null": nothing from that group */
+    } else {
+        return pl_errorf(PL_ERR_FORMAT, "--config-file %s:%zu: a defaults entry must be "
+                         "'group: name' or a config name", path, item->start_mark.line + 1);
+    }
+    char *at = strchr(group, '@');
+    const char *pkg = NULL;
+    if (at) {
+        *at = '\0';
+        pkg = at + 1;
+    }
+    char dotted[256];
+    snprintf(dotted, sizeof dotted, "%s", group);
+    for (char *c = dotted; *c; c++)
+        if (*c == '/')
+            *c = '.';
+    if (pkg && strcmp(pkg, "_global_") == 0)
+        package[0] = '\0';
+    else
+        snprintf(package, sizeof package, "%s%s%s", prefix, *prefix && *(pkg ? pkg : dotted) ? "." : "",
+                 pkg ? pkg : dotted);
+    char full[512]; /* the group's path from DIR */
+    if (group[0] == '/')
+        snprintf(full, sizeof full, "%s", group + 1);
+    else
+        snprintf(full, sizeof full, "%s%s%s", gdir, *gdir && *group ? "/" : "", group);
+    if (group[0] == '/')
+        memmove(dotted, dotted + 1, strlen(dotted));
+    char file[4096];
+    snprintf(file, sizeof file, "%s/%s%s%s.yaml", dir, full, *full ? "/" : "", name);
+    if (!pl_file_exists(file)) {
+        if (optional)
+            return PL_OK;
+        return pl_errorf(PL_ERR_FORMAT, "--config-file %s:%zu: defaults entry %s%s%s: no file %s",
+                         path, item->start_mark.line + 1, group, *group ? ": " : "", name, file);
+    }
+    return load_file(y, dir, full, file, package, depth + 1);
+}
+
+/* Reads path's keys under prefix, after the configs of its defaults list; gdir is
+ * path's config group ("" for the primary config). */
+static pl_status load_file(pl_train_yaml *y, const char *dir, const char *gdir, const char *path,
+                           const char *prefix, int depth)
+{
+    if (depth > 8)
+        return pl_errorf(PL_ERR_FORMAT, "--config-file %s: defaults nested deeper than 8 (a "
+                         "cycle?)", path);
     char *text = NULL;
     size_t size = 0;
     pl_status st = pl_file_read_all(path, &text, &size);
@@ -251,17 +333,52 @@ static pl_status load(pl_train_yaml *y, const char *path)
         return st;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (!root || root->type != YAML_MAPPING_NODE) {
+    if (!root && depth > 0) {
+        st = PL_OK; /* an empty group file */
+    } else if (!root || root->type != YAML_MAPPING_NODE) {
         st = pl_errorf(PL_ERR_FORMAT, "--config-file %s: expected a mapping of keys (trainer:, "
                        "model:, ...) at the top", path);
     } else {
-        char key[512] = "";
-        st = flatten(y, &doc, root, key, 0, sizeof key, 0);
+        for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+             st == PL_OK && p < root->data.mapping.pairs.top; p++) {
+            yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+            yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+            if (!k || k->type != YAML_SCALAR_NODE ||
+                strcmp((const char *)k->data.scalar.value, "defaults") != 0)
+                continue;
+            if (!v || v->type != YAML_SEQUENCE_NODE) {
+                st = pl_errorf(PL_ERR_FORMAT, "--config-file %s: defaults must be a list", path);
+                break;
+            }
+            for (yaml_node_item_t *it = v->data.sequence.items.start;
+                 st == PL_OK && it < v->data.sequence.items.top; it++)
+                st = compose_entry(y, &doc, yaml_document_get_node(&doc, *it), dir, gdir, path,
+                                   prefix, depth);
+            if (st == PL_OK && depth == 0)
+                st = pl_train_args_note(y->a, "--config-file %s: composed with its defaults list "
+                                        "(Hydra): the group files under %s", path, dir);
+        }
+        char key[512];
+        snprintf(key, sizeof key, "%s", prefix);
+        if (st == PL_OK)
+            st = flatten(y, &doc, root, key, strlen(key), sizeof key, 0);
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     pl_free(text);
     return st;
+}
+
+static pl_status load(pl_train_yaml *y, const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    return load_file(y, dir, "", path, "", 0);
 }
 
 /* ---- interpolation ------------------------------------------------------------------- */
@@ -693,6 +810,7 @@ pl_status pl_train_args_yaml(pl_train_args *a, char **overrides, int n_overrides
         return pl_errorf(PL_ERR_NOMEM, "--config-file: out of memory");
     }
     a->yaml = y;
+    y->a = a;
     PL_TRY(load(y, path));
     for (int i = 0; i < n_overrides; i++) {
         const char *s = overrides[i];

@@ -4,7 +4,8 @@
 # --config-path/--config-name and key=value overrides; a MegaMolBART-shaped config
 # (its conf/ layout: trainer, model with tokenizer/data/optim.sched, exp_manager) is
 # read, every key either applied or named in a note, and its NoamAnnealing schedule
-# refused by name until --lr-decay-style is given.
+# refused by name until --lr-decay-style is given; a config with a Hydra defaults list
+# (group files as MegaMolBART's conf/ has them) trains from the composed settings.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -149,6 +150,30 @@ check "  library regex is SmilesTokenizer (vocab = the .vocab file's lines, padd
 check "  the CSV dataset keys and the BART architecture are noted" sh -c "grep -q 'model.data.dataset_path: MegaMolBART' '$TMP/mmb.log' && grep -q 'model.encoder_arch: an encoder-decoder (BART) config' '$TMP/mmb.log'"
 check "  tokenizer.model noted as unused with library regex" grep -q "model.tokenizer.model: not used with library regex" "$TMP/mmb.log"
 check "  d_model (Noam's) named as unknown" grep -q "model.optim.sched.d_model: unknown key, ignored" "$TMP/mmb.log"
+# Hydra's defaults list, as MegaMolBART's conf/: group files under the config's directory
+mkdir -p "$TMP/conf/trainer" "$TMP/conf/model/optim"
+printf 'max_steps: 2\nlog_every_n_steps: 1\nlimit_val_batches: 0\nval_check_interval: 100\n' >"$TMP/conf/trainer/cpu.yaml"
+printf 'defaults:\n  - optim: adam\nnum_layers: 3\nhidden_size: 32\nnum_attention_heads: 2\nseq_length: 32\nmax_position_embeddings: ${.seq_length}\n' >"$TMP/conf/model/tiny.yaml"
+printf 'name: fused_adam\nlr: 1e-3\n' >"$TMP/conf/model/optim/adam.yaml"
+cat >"$TMP/conf/pretrain.yaml" <<YAML
+defaults:
+  - trainer: cpu
+  - model: tiny
+seed: 3
+model:
+  global_batch_size: 4
+  micro_batch_size: 2
+  tokenizer:
+    library: regex
+    vocab_file: $TMP/smiles.vocab
+  data:
+    data_prefix: $TMP/smi_text_document
+    splits_string: 98,2,0
+YAML
+check "a config with a defaults list (--config-path/--config-name) trains" \
+    run composed --config-path "$TMP/conf" --config-name pretrain
+check "  the group files were read (3 layers, 2 iterations, Adam lr 1e-3)" sh -c \
+    "grep -q 'gpt, 3 layers' '$TMP/composed.log' && [ \$(grep -c lm_loss '$TMP/composed.jsonl') = 2 ] && grep -q 'lr: 1.000000E-03' '$TMP/composed.log'"
 printf 'model:\n  num_layers: 2\n   hidden_size: 3\n' >"$TMP/broken.yaml"
 check_fails "malformed YAML names file:line" "broken.yaml:3: " "$PLAIT" train --config-file "$TMP/broken.yaml"
 summary nemo_yaml

@@ -141,6 +141,59 @@ TEST(command_line_and_overrides)
     CHECK(parse(&a, "model.num_layers=3 --num-layers 2") == PL_ERR_ARG, "an override without YAML");
 }
 
+static void mkdirs(const char *sub)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/%s", test_tmpdir(), sub);
+    CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+TEST(hydra_defaults_lists_are_composed)
+{
+    /* MegaMolBART's conf/ layout: groups under the primary config's directory */
+    mkdirs("conf/trainer");
+    mkdirs("conf/model/optim/sched");
+    write_yaml("conf/trainer/trainer_defaults.yaml",
+               "max_steps: 100\nlog_every_n_steps: 10\ngradient_clip_val: 0.25\n");
+    write_yaml("conf/model/small.yaml",
+               "defaults:\n  - optim: adam\nnum_layers: 4\nhidden_size: 64\nseq_length: 40\n"
+               "max_position_embeddings: ${.seq_length}\nnum_attention_heads: 4\n");
+    write_yaml("conf/model/optim/adam.yaml", "name: fused_adam\nlr: 5e-4\nbetas: [0.9, 0.99]\n");
+    write_yaml("conf/model/optim/sched/cosine.yaml", "name: CosineAnnealing\nwarmup_steps: 7\nmin_lr: 1e-5\n");
+    const char *path = write_yaml("conf/pretrain.yaml",
+        "defaults:\n"
+        "  - trainer: trainer_defaults\n"
+        "  - model: small\n"
+        "  - model/optim/sched@model.optim.sched: cosine\n"
+        "  - optional exp_manager: log_all\n"
+        "  - _self_\n"
+        "trainer:\n  max_steps: 30\n"
+        "model:\n  hidden_size: 32\n  global_batch_size: 4\n  micro_batch_size: 2\n");
+    char line[1024];
+    snprintf(line, sizeof line, "--config-file %s --mock-data --vocab-size 100", path);
+    pl_train_args a;
+    pl_status st = parse(&a, line);
+    CHECK(st == PL_OK, "%s", pl_error_msg());
+    if (st)
+        return;
+    CHECK(a.train_iters == 30 && a.hidden_size == 32, "the primary's keys win (%lld, %lld)",
+          (long long)a.train_iters, (long long)a.hidden_size);
+    CHECK(a.log_interval == 10 && a.clip_grad == 0.25, "trainer/trainer_defaults.yaml under trainer");
+    CHECK(a.num_layers == 4 && a.seq_length == 40 && a.max_position_embeddings == 40,
+          "model/small.yaml under model, its relative interpolation");
+    CHECK(a.lr == 5e-4 && a.adam_beta2 == 0.99, "a nested defaults list: model/optim/adam.yaml under model.optim");
+    CHECK(strcmp(a.lr_decay_style, "cosine") == 0 && a.lr_warmup_iters == 7 && a.min_lr == 1e-5,
+          "group@package: model/optim/sched/cosine.yaml under model.optim.sched");
+    pl_train_args_free(&a);
+    path = write_yaml("conf/missing.yaml", "defaults:\n  - model: huge\nmodel:\n  num_layers: 2\n");
+    snprintf(line, sizeof line, "--config-file %s --mock-data", path);
+    st = parse(&a, line);
+    CHECK(st == PL_ERR_FORMAT && strstr(pl_error_msg(), "missing.yaml:2: defaults entry model: huge: no file"),
+          "%s", pl_error_msg());
+    if (st == PL_OK)
+        pl_train_args_free(&a);
+}
+
 TEST(errors_name_the_file_and_key)
 {
     static const struct {
@@ -211,6 +264,7 @@ int main(void)
 {
     RUN(nemo_keys_set_their_flags);
     RUN(command_line_and_overrides);
+    RUN(hydra_defaults_lists_are_composed);
     RUN(errors_name_the_file_and_key);
     RUN(allocation_faults_come_back_cleanly);
     return test_summary("train_yaml");
