@@ -4,6 +4,7 @@
 #   make demo       set-up, then the main job on the King James Bible
 #   make asan       the unit tests under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz       libFuzzer targets, long runs (FUZZ_SECONDS each)
+#   make install    plait into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local); make uninstall
 #   WERROR=1        warnings are errors (CI)
 #   MPI_PKG=mpich   build against MPICH instead of OpenMPI (e.g. BUILD=build-mpich)
 
@@ -19,7 +20,7 @@ MPI_PKG  ?= ompi-c
 OPENMP   ?= -fopenmp
 CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(MPI_PKG))
 CFLAGS   += -std=c11 $(OPT) $(WARN) $(OPENMP) -pthread -fno-strict-aliasing -fno-math-errno $(XCFLAGS)
-LDLIBS   += -ldnnl $(shell pkg-config --libs $(MPI_PKG)) -lutf8proc -lcjson -lm -pthread
+LDLIBS   += -ldnnl $(shell pkg-config --libs $(MPI_PKG)) -lutf8proc -lcjson -lz -llzma -lzstd -lyaml -lm -pthread
 LDFLAGS  += $(XLDFLAGS)
 
 LIB_SRC   := $(sort $(shell find src -name '*.c'))
@@ -33,7 +34,7 @@ TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(BUILD)/testtools/%)
 LIB       := $(BUILD)/libplait.a
 PLAIT     := $(BUILD)/plait
 
-.PHONY: all test unit setup demo asan fuzz fuzz-build mpich-build clean bench
+.PHONY: all test unit setup demo asan fuzz fuzz-build mpich-build clean bench install uninstall
 all: $(LIB) $(PLAIT) $(TEST_BIN) $(TTOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -58,6 +59,16 @@ $(BUILD)/testtools/%: tests/tools/%.c $(LIB)
 
 setup:
 	scripts/setup.sh
+
+# GNU conventions: PREFIX where it runs from, DESTDIR a staging root (packaging).
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+install: $(PLAIT)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(PLAIT) $(DESTDIR)$(BINDIR)/plait
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/plait
 
 # The whole suite: set-up, build, the asan build, unit tests, script tests, brief fuzzing.
 test: setup

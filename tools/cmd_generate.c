@@ -212,6 +212,15 @@ static pl_status generate(const gen_opts *o, gen_world *w)
     if (print)
         fputs(o->prompt, stdout);
     const int64_t n_prompt = ids.n;
+    /* Each new token is shown as what it adds to the decoded text of all ids so
+     * far, so tokenizers that join tokens (PretokenizedTokenizer's spaces,
+     * WordPiece's "##", SentencePiece's leading "▁") print as a whole decode would. */
+    size_t shown = 0;
+    if (print) {
+        text.n = 0;
+        PL_TRY(pl_tokenizer_decode(tok, ids.data, n_prompt, &text));
+        shown = text.n;
+    }
     for (int64_t pos = 0; pos < n_prompt + o->max_new_tokens - 1; pos++) {
         /* collective over TP; a failure is agreed on before anyone goes on */
         PL_TRY(pl_comm_agree(all, pl_generator_step(&m.gen, ids.data[pos], pos)));
@@ -225,16 +234,17 @@ static pl_status generate(const gen_opts *o, gen_world *w)
         if (next == tok->eod)
             break;
         ids.data[ids.n++] = next; /* reserved by prompt_ids */
-        pl_status shown = PL_OK;
+        pl_status decoded = PL_OK;
         if (print) {
             text.n = 0;
-            shown = pl_tokenizer_decode(tok, &next, 1, &text);
-            if (!shown) {
-                fwrite(text.data, 1, text.n, stdout);
+            decoded = pl_tokenizer_decode(tok, ids.data, ids.n, &text);
+            if (!decoded && text.n > shown) {
+                fwrite(text.data + shown, 1, text.n - shown, stdout);
                 fflush(stdout);
+                shown = text.n;
             }
         }
-        PL_TRY(pl_comm_agree(all, shown));
+        PL_TRY(pl_comm_agree(all, decoded));
     }
     if (print)
         fputc('\n', stdout);

@@ -34,7 +34,8 @@ typedef struct pp_opts {
 #define O(f) offsetof(pp_opts, f)
 static const pl_option table[] = {
     {"--input", PL_OPT_LIST, NULL, O(input),
-     "input file: JSON lines, text (one document a line) or CSV/.tsv/.smi; '-' reads stdin. "
+     "input file: JSON lines, text (one document a line) or CSV/.tsv/.smi; '-' reads stdin; "
+     ".gz, .xz and .zst are decompressed. "
      "With --merge: dataset prefixes and/or directories of .bin/.idx pairs",
      NULL, PL_OPT_REQUIRED},
     {"--input-format", PL_OPT_CHOICE, "auto", O(input_format),

@@ -6,6 +6,7 @@
 #include "commands.h"
 
 #include "base/alloc.h"
+#include "base/zread.h"
 #include "base/fileio.h"
 #include "data/tokenizer/smiles.h"
 
@@ -55,7 +56,13 @@ static const pl_command_spec vocab_cmd = {
 static int ends_with_csv(const char *path)
 {
     size_t n = strlen(path);
-    return n >= 4 && strcasecmp(path + n - 4, ".csv") == 0;
+    static const char *const forms[] = {".csv", ".csv.gz", ".csv.xz", ".csv.zst"};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        size_t e = strlen(forms[i]);
+        if (n >= e && strcasecmp(path + n - e, forms[i]) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* Field col (1-based) of line[0..n): CSV (RFC 4180 quoting, "" inside quotes)
@@ -139,15 +146,20 @@ static pl_status add_file(pl_smiles_vocab_builder *b, const vocab_opts *o, const
 {
     pl_mmap m = {0};
     pl_bytes buf = {0};
-    pl_status st = pl_mmap_open(&m, path);
+    char *unpacked = NULL; /* a compressed corpus, decompressed in memory */
+    size_t size = 0;
+    pl_status st = pl_zread_compressed_name(path) ? pl_zread_file(path, &unpacked, &size)
+                                                  : pl_mmap_open(&m, path);
     if (st != PL_OK)
         return pl_error_wrap(st, "--input");
     int csv = ends_with_csv(path);
-    const char *data = (const char *)m.data;
+    const char *data = unpacked ? unpacked : (const char *)m.data;
+    if (!unpacked)
+        size = m.size;
     int64_t line_no = 0;
-    for (size_t i = 0; i < m.size;) {
-        const char *nl = memchr(data + i, '\n', m.size - i);
-        size_t e = nl ? (size_t)(nl - data) : m.size;
+    for (size_t i = 0; i < size;) {
+        const char *nl = memchr(data + i, '\n', size - i);
+        size_t e = nl ? (size_t)(nl - data) : size;
         const char *line = data + i;
         size_t n = e - i;
         i = e + 1;
@@ -169,6 +181,7 @@ static pl_status add_file(pl_smiles_vocab_builder *b, const vocab_opts *o, const
     }
 fail:
     pl_bytes_free(&buf);
+    pl_free(unpacked);
     pl_mmap_close(&m);
     return st;
 }

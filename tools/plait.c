@@ -20,6 +20,8 @@ static const subcommand subcommands[] = {
     {"train", plait_cmd_train, "train a GPT with Megatron-LM's flags (pretrain_gpt.py)"},
     {"generate", plait_cmd_generate, "generate text from a checkpoint"},
     {"bench", plait_cmd_bench, "measure training speed on synthetic tokens: tokens/s, MFU, step breakdown"},
+    {"launch", plait_cmd_launch,
+     "start a command on many ranks from torchrun/deepspeed flags (mpirun, or srun in Slurm)"},
 };
 
 static void usage(FILE *fp)

@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/zread.h"
 #include "data/indexed.h"
 #include "data/reader.h"
 
@@ -265,6 +266,7 @@ static void *worker_main(void *arg)
 
 typedef struct pp_input {
     FILE *fp;
+    pl_zread *z;         /* fp, decompressed when it is gzip/xz/zstd */
     int is_stdin;
     int eof;
     pl_bytes carry;      /* the incomplete record at the end of the last read */
@@ -293,15 +295,17 @@ static pl_status read_chunk(pp_run *r, pp_input *in, pp_chunk *c, size_t chunk)
             st = pl_bytes_reserve(&c->in, c->in.n + want);
             if (st)
                 return st;
-            size_t got = fread(c->in.data + c->in.n, 1, want, in->fp);
+            size_t got = 0;
+            while (got < want && !in->eof) {
+                size_t n;
+                st = pl_zread_read(in->z, c->in.data + c->in.n + got, want - got, &n);
+                if (st)
+                    return pl_error_wrap(st, "--input");
+                got += n;
+                in->eof = n == 0;
+            }
             c->in.n += got;
             in->bytes_read += (int64_t)got;
-            if (got < want) {
-                if (ferror(in->fp))
-                    return pl_errorf(PL_ERR_IO, "--input %s: read error: %s", r->cfg->input,
-                                     strerror(errno));
-                in->eof = 1;
-            }
         }
         cut = pl_reader_boundary(&r->spec, c->in.data, c->in.n, in->eof);
         if (cut > 0 || in->eof)
@@ -543,6 +547,9 @@ pl_status pl_preprocess_run(const pl_preprocess_config *cfg, const pl_tokenizer 
         if (S_ISREG(sb.st_mode))
             in.size = (int64_t)sb.st_size;
     }
+    PL_TRY(pl_zread_open(&in.z, in.fp, cfg->input));
+    if (pl_zread_codec(in.z))
+        in.size = -1; /* the progress line counts decompressed bytes: no ETA */
     w.input_size = in.size;
 
     /* outputs, under temporary names until the end */
@@ -723,6 +730,7 @@ done:
             pl_free(names[k]);
     pl_free(names);
     pl_bytes_free(&in.carry);
+    pl_zread_close(in.z);
     if (in.fp && !in.is_stdin)
         fclose(in.fp);
     return st;

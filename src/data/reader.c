@@ -9,29 +9,42 @@
 #include "base/utf8.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 /* ---- format selection ------------------------------------------------------ */
 
-static const char *extension(const char *path)
+/* The extension that says the format: "corpus.jsonl.gz" -> ".jsonl" (the
+ * compression suffix, read by base/zread, is skipped). Written into buf. */
+static const char *extension(const char *path, char *buf, size_t cap)
 {
+    static const char *const zext[] = {".gz", ".xz", ".zst"};
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
-    const char *dot = strrchr(base, '.');
-    return dot && dot != base ? dot : "";
+    size_t n = strlen(base);
+    for (size_t i = 0; i < sizeof zext / sizeof *zext; i++) {
+        size_t e = strlen(zext[i]);
+        if (n > e && strcasecmp(base + n - e, zext[i]) == 0) {
+            n -= e;
+            break;
+        }
+    }
+    snprintf(buf, cap, "%.*s", (int)n, base);
+    const char *dot = strrchr(buf, '.');
+    return dot && dot != buf ? dot : "";
 }
 
 pl_status pl_reader_spec_init(pl_reader_spec *s, const char *format, const char *path)
 {
-    static const char *const compressed[] = {".gz", ".bz2", ".xz", ".zst", ".lz4"};
-    const char *ext = path ? extension(path) : "";
-    for (size_t i = 0; i < sizeof compressed / sizeof *compressed; i++)
-        if (strcasecmp(ext, compressed[i]) == 0)
+    static const char *const unsupported[] = {".bz2", ".lz4"};
+    char buf[512];
+    const char *ext = path ? extension(path, buf, sizeof buf) : "";
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+        if (strcasecmp(ext, unsupported[i]) == 0)
             return pl_errorf(PL_ERR_UNSUPPORTED,
-                             "--input %s: compressed input is not read directly; decompress it "
-                             "first (e.g. zcat %s > corpus.jsonl)",
-                             path, path);
+                             "--input %s: %s input is not read directly (.gz, .xz and .zst are); "
+                             "decompress it first", path, ext + 1);
     s->delim = strcasecmp(ext, ".tsv") == 0 ? '\t' : strcasecmp(ext, ".smi") == 0 ? ' ' : ',';
     if (!format || strcmp(format, "auto") == 0) {
         if (strcasecmp(ext, ".txt") == 0)

@@ -14,7 +14,7 @@
  * Lines end at "\n", "\r\n" or "\r" (Python's universal newlines). Each record
  * must be valid UTF-8, as Python's strict decoder requires. Nothing here knows
  * file names or absolute line numbers: callers add them to messages.
- * Not here: compressed input, sentence splitting (NLTK). */
+ * Not here: decompression (base/zread), sentence splitting (NLTK). */
 #ifndef PL_DATA_READER_H
 #define PL_DATA_READER_H
 
@@ -36,7 +36,8 @@ typedef struct pl_reader_spec {
 /* Sets format and delim from format ("auto", "jsonl", "text" or "csv") and, for
  * "auto" and the CSV delimiter, the extension of path: .txt -> text; .csv ->
  * csv ','; .tsv -> csv '\t'; .smi -> csv ' '; anything else -> jsonl.
- * Compressed input (.gz, .bz2, .xz, .zst) is an error naming --input. */
+ * A compression suffix (.gz, .xz, .zst: base/zread decompresses) is skipped:
+ * corpus.txt.gz is text. .bz2 and .lz4 input is an error naming --input. */
 pl_status pl_reader_spec_init(pl_reader_spec *s, const char *format, const char *path);
 
 /* Length of the longest prefix of buf[0..n) that ends on a record boundary

@@ -221,6 +221,12 @@ static const pl_option train_options[] = {
     {"--metrics-file", PL_OPT_STRING, NULL, F(metrics_file),
      "JSON-lines metrics (default SAVE/metrics.jsonl)", NULL, 0},
     {"--config", PL_OPT_STRING, NULL, F(config), "JSON preset of flags (command-line flags win)", NULL, 0},
+    {"--config-file", PL_OPT_STRING, NULL, F(config_file),
+     "NeMo-style YAML config (trainer.*, model.*; key=value overrides after it; command-line "
+     "flags win)", NULL, 0},
+    {"--config-path", PL_OPT_STRING, NULL, F(config_path), "Hydra: directory of --config-name", NULL, 0},
+    {"--config-name", PL_OPT_STRING, NULL, F(config_name),
+     "Hydra: the YAML config --config-path/NAME(.yaml)", NULL, 0},
     /* Megatron v1's and the DeepSpeed era's flags (train/args_legacy.c, docs/flags.md) */
 #define L(field) F(legacy.field)
     {"--batch-size", PL_OPT_INT, NULL, L(batch_size), "= --micro-batch-size (Megatron v1)", NULL, 0},
@@ -836,17 +842,30 @@ pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv)
     memset(a, 0, sizeof *a);
     _Static_assert(sizeof train_options / sizeof *train_options <= sizeof a->given,
                    "given[] too small");
-    pl_status st = pl_options_parse(&pl_train_cmd, a, argc, argv, a->given);
-    if (st)
+    /* With a YAML config, Hydra's key=value overrides are taken out of argv. */
+    char **args = NULL, **overrides = NULL;
+    int n_args = 0, n_over = 0;
+    if (pl_train_yaml_split(argc, argv, &args, &n_args, &overrides, &n_over))
+        return PL_ERR_NOMEM;
+    pl_status st = pl_options_parse(&pl_train_cmd, a, n_args, args, a->given);
+    pl_free(args);
+    if (st) {
+        pl_free(overrides);
         return st;
+    }
     a->ds_train_batch = a->ds_micro_batch = a->ds_grad_accum = -1;
+    unsigned char cli[sizeof a->given];
+    memcpy(cli, a->given, sizeof cli);
     if (a->config) {
-        unsigned char cli[sizeof a->given];
-        memcpy(cli, a->given, sizeof cli);
         st = apply_preset(a, cli);
         if (st)
             goto fail;
     }
+    st = pl_train_args_yaml(a, overrides, n_over, cli);
+    if (st)
+        goto fail;
+    pl_free(overrides);
+    overrides = NULL;
     st = pl_train_args_legacy(a);
     if (st)
         goto fail;
@@ -860,6 +879,7 @@ pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv)
         goto fail;
     return PL_OK;
 fail:
+    pl_free(overrides);
     pl_train_args_free(a);
     return st;
 }
@@ -869,6 +889,8 @@ void pl_train_args_free(pl_train_args *a)
     pl_options_free(&pl_train_cmd, a);
     cJSON_Delete(a->preset);
     a->preset = NULL;
+    pl_train_yaml_free(a->yaml);
+    a->yaml = NULL;
     cJSON_Delete(a->ds_json);
     a->ds_json = NULL;
     pl_free(a->notes);

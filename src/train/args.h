@@ -117,6 +117,9 @@ typedef struct pl_train_args {
     int log_num_zeros_in_grad;
     int no_load_optim, no_load_rng, finetune;
     void *preset; /* the parsed --config file (cJSON); owns the preset's strings */
+    /* NeMo-style YAML (train/args_yaml.c): --config-file, or --config-path + --config-name */
+    const char *config_file, *config_path, *config_name;
+    void *yaml;   /* the flattened YAML document; owns the strings it gave the flags */
     int bench;    /* set by `plait bench`: report the step breakdown and a JSON summary */
     pl_train_legacy_args legacy;
     /* one line per accepted flag or DeepSpeed key that plait maps differently or
@@ -145,6 +148,19 @@ int pl_train_args_given(const pl_train_args *a, const char *name);
 
 /* Appends one line to the notes (what plait does instead of a flag or key). */
 pl_status pl_train_args_note(pl_train_args *a, const char *fmt, ...) PL_PRINTF(2, 3);
+
+/* Applies the NeMo-style YAML config of --config-file or --config-path/--config-name
+ * (train/args_yaml.c; nothing without one) and Hydra's overrides ("model.num_layers=4")
+ * to the flags not in cli (the command line's); a->yaml owns what it read (freed by
+ * pl_train_yaml_free). Unknown keys become notes. */
+pl_status pl_train_args_yaml(pl_train_args *a, char **overrides, int n_overrides,
+                             const unsigned char *cli);
+/* Splits argv into *args (for the option parser) and *overrides (Hydra's key=value,
+ * only when --config-file/--config-name is among them); both pl_malloc'd arrays of
+ * argv's strings, *overrides freed by the caller. */
+pl_status pl_train_yaml_split(int argc, char **argv, char ***args, int *n_args,
+                              char ***overrides, int *n_overrides);
+void pl_train_yaml_free(void *yaml);
 
 /* Maps the legacy flags onto plait's (train/args_legacy.c); called by
  * pl_train_args_parse after the preset and before the DeepSpeed config. */

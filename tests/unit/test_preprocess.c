@@ -635,7 +635,7 @@ TEST(configuration_errors_name_the_flag)
         {"cfg.jsonl", "x", {.format = "xml"}, "--input-format"},
         {"cfg.jsonl", "x", {.workers = -1}, "--workers"},
         {"cfg.jsonl", "x", {.log_interval = -5}, "--log-interval"},
-        {"cfg.jsonl.gz", "x", {.n_keys = 0}, "decompress"},
+        {"cfg.jsonl.bz2", "x", {.n_keys = 0}, "bz2 input is not read directly"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pl_status st = run(cases[i].input, cases[i].prefix, cases[i].o, NULL);

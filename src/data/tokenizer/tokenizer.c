@@ -8,7 +8,8 @@
 
 const char pl_tokenizer_types[] =
     "GPT2BPETokenizer|BertWordPieceLowerCase|BertWordPieceCase|SmilesTokenizer|"
-    "HuggingFaceTokenizer|SentencePieceTokenizer|GPTSentencePieceTokenizer|Llama2Tokenizer";
+    "HuggingFaceTokenizer|SentencePieceTokenizer|GPTSentencePieceTokenizer|Llama2Tokenizer|"
+    "PretokenizedTokenizer";
 
 enum { NEED_VOCAB = 1, NEED_MERGES = 2, NEED_MODEL = 4, TAKES_EXTRA_IDS = 8 };
 
@@ -44,6 +45,11 @@ static pl_status open_sp(pl_tokenizer **out, const pl_tokenizer_spec *s)
     return pl_sp_tokenizer_open(out, s->type, s->tokenizer_model, s->legacy, s->vocab_extra_ids);
 }
 
+static pl_status open_pretok(pl_tokenizer **out, const pl_tokenizer_spec *s)
+{
+    return pl_pretok_tokenizer_open(out, s->vocab_file);
+}
+
 static const struct {
     const char *type;
     unsigned needs;
@@ -57,6 +63,7 @@ static const struct {
     {"SentencePieceTokenizer", NEED_MODEL | TAKES_EXTRA_IDS, open_sp},
     {"GPTSentencePieceTokenizer", NEED_MODEL, open_sp},
     {"Llama2Tokenizer", NEED_MODEL, open_sp},
+    {"PretokenizedTokenizer", NEED_VOCAB, open_pretok},
 };
 
 pl_status pl_tokenizer_open(pl_tokenizer **out, const pl_tokenizer_spec *s)

@@ -7,6 +7,7 @@
  *   HuggingFaceTokenizer    --tokenizer-model DIR (or DIR/tokenizer.json)   hf_*.c
  *   SentencePieceTokenizer  --tokenizer-model tokenizer.model               sp_*.c
  *   GPTSentencePieceTokenizer, Llama2Tokenizer  the same, Megatron's other wrappers
+ *   PretokenizedTokenizer   --vocab-file vocab.json: whitespace-separated tokens   pretok.c
  *
  * Megatron has two tokenizer systems: megatron/core/tokenizers (the default since
  * 2025-09, the only one since 2026-02) and the legacy classes of
@@ -75,6 +76,8 @@ pl_status pl_bert_tokenizer_open(pl_tokenizer **out, const char *vocab_file, int
 pl_status pl_smiles_tokenizer_open(pl_tokenizer **out, const char *vocab_file);
 /* path: a directory holding tokenizer.json (and tokenizer_config.json), or the file. */
 pl_status pl_hf_tokenizer_open(pl_tokenizer **out, const char *path);
+/* vocab_file: a JSON object token -> id holding <unk> and <|endoftext|>. */
+pl_status pl_pretok_tokenizer_open(pl_tokenizer **out, const char *vocab_file);
 /* type: "SentencePieceTokenizer", "GPTSentencePieceTokenizer" or "Llama2Tokenizer". */
 pl_status pl_sp_tokenizer_open(pl_tokenizer **out, const char *type, const char *model_file,
                                int legacy, int64_t vocab_extra_ids);
