@@ -1,0 +1,151 @@
+"""RDKit side of tests/scripts/smiles_augment.sh.
+
+  rdkit_check.py stereo DATA_DIR OUT.smi N
+      Writes N stereo SMILES made by RDKit from the shipped sets: stereoisomers
+      of molecules with stereocentres or stereo double bonds (EnumerateStereoisomers,
+      so every @/@@ and / \\ combination occurs), each written once canonically
+      and once as RDKit's own random SMILES (doRandom=True), so plait parses ring
+      closures with marks on them as RDKit writes them.
+  rdkit_check.py compare AUGMENTED.tsv
+      Each line: input TAB output... (plait data smiles-augment --keep-input).
+      Every output must parse in RDKit and give the input's canonical
+      isomeric SMILES. Prints the counts; exits 1 on any mismatch.
+  rdkit_check.py mapped DATA_DIR OUT.smi
+      Writes one molecule with every atom numbered by an atom class (RDKit
+      atom map numbers 1..n), for the root-distribution check.
+  rdkit_check.py roots MAPPED.tsv
+      Each line holds many outputs of the mapped molecule: counts which atom
+      each starts with, and checks every atom is a root and the counts fit a
+      uniform distribution (chi-square).
+"""
+import random
+import sys
+
+from rdkit import Chem, RDLogger
+from rdkit.Chem.EnumerateStereoisomers import EnumerateStereoisomers, StereoEnumerationOptions
+
+RDLogger.DisableLog("rdApp.*")
+
+
+def canon(smi):
+    m = Chem.MolFromSmiles(smi)
+    return None if m is None else Chem.MolToSmiles(m, isomericSmiles=True)
+
+
+def shipped(data_dir):
+    """SMILES of the shipped sets, in file order."""
+    import csv
+    out = []
+    for name in ("first_5K.smi", "CHEMBL2321810.smi"):
+        for line in open(f"{data_dir}/{name}", encoding="utf-8"):
+            f = line.split()
+            if f:
+                out.append(f[0])
+    with open(f"{data_dir}/wehi_mols.csv", encoding="utf-8", newline="") as fh:
+        for row in csv.reader(fh):
+            if row:
+                out.append(row[0])
+    return out
+
+
+def stereo(data_dir, path, n):
+    rng = random.Random(7)
+    opts = StereoEnumerationOptions(onlyUnassigned=False, maxIsomers=4, rand=rng, unique=True)
+    out = []
+    for smi in shipped(data_dir):
+        m = Chem.MolFromSmiles(smi)
+        if m is None:
+            continue
+        for iso in EnumerateStereoisomers(m, options=opts):
+            s = Chem.MolToSmiles(iso, isomericSmiles=True)
+            if "@" not in s and "/" not in s and "\\" not in s:
+                continue
+            out.append(s)
+            out.append(Chem.MolToSmiles(iso, isomericSmiles=True, doRandom=True))
+            if len(out) >= n:
+                break
+        if len(out) >= n:
+            break
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("".join(s + "\n" for s in out))
+    chiral = sum("@" in s for s in out)
+    ez = sum("/" in s or "\\" in s for s in out)
+    print(f"stereo set: {len(out)} SMILES, {chiral} with @/@@, {ez} with / or \\")
+
+
+def compare(path):
+    mols = outs = bad = rdkit_rejects_input = 0
+    distinct_sum = 0
+    multi = 0
+    shown = 0
+    for line in open(path, encoding="utf-8"):
+        f = line.rstrip("\n").split("\t")
+        src, rand = f[0], f[1:]
+        want = canon(src)
+        if want is None:
+            rdkit_rejects_input += 1
+            continue
+        mols += 1
+        distinct_sum += len(set(rand))
+        multi += len(set(rand)) > 1
+        for r in rand:
+            outs += 1
+            got = canon(r)
+            if got != want:
+                bad += 1
+                if shown < 10:
+                    shown += 1
+                    print(f"  MISMATCH input {src}\n           output {r}\n"
+                          f"           rdkit  {want}\n           got    {got}")
+    print(f"{path.rsplit('/', 1)[-1]}: {mols} molecules, {outs} randomised SMILES, "
+          f"{bad} mismatches with RDKit's canonical SMILES; {rdkit_rejects_input} inputs RDKit "
+          f"rejects (skipped); {multi}/{mols} molecules got more than one distinct output, "
+          f"{distinct_sum / max(mols, 1):.2f} distinct of {len(rand)} on average")
+    return 0 if bad == 0 and outs > 0 else 1
+
+
+def mapped(data_dir, path):
+    for smi in shipped(data_dir):
+        m = Chem.MolFromSmiles(smi)
+        if m is not None and 20 <= m.GetNumAtoms() <= 30 and Chem.GetSSSR(m) >= 2:
+            for a in m.GetAtoms():
+                a.SetAtomMapNum(a.GetIdx() + 1)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(Chem.MolToSmiles(m) + "\n")
+            print(f"mapped molecule: {m.GetNumAtoms()} atoms")
+            return
+
+
+def roots(path):
+    import re
+    line = open(path, encoding="utf-8").readline().rstrip("\n").split("\t")
+    src, outs = line[0], line[1:]
+    n = Chem.MolFromSmiles(src).GetNumAtoms()
+    counts = [0] * (n + 1)
+    for o in outs:
+        counts[int(re.match(r"\[[^\]:]*:(\d+)\]", o).group(1))] += 1
+    counts = counts[1:]
+    expect = len(outs) / n
+    chi2 = sum((c - expect) ** 2 / expect for c in counts)
+    # 99.99th percentile of chi-square with n - 1 degrees of freedom (Wilson-Hilferty).
+    k = n - 1
+    z = 3.719
+    limit = k * (1 - 2 / (9 * k) + z * (2 / (9 * k)) ** 0.5) ** 3
+    print(f"roots over {len(outs)} outputs of a {n}-atom molecule: min {min(counts)}, "
+          f"max {max(counts)} (uniform: {expect:.1f} each); chi-square {chi2:.1f}, "
+          f"99.99% limit {limit:.1f}")
+    return 0 if min(counts) > 0 and chi2 < limit else 1
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "stereo":
+        stereo(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif cmd == "compare":
+        sys.exit(compare(sys.argv[2]))
+    elif cmd == "mapped":
+        mapped(sys.argv[2], sys.argv[3])
+    elif cmd == "roots":
+        sys.exit(roots(sys.argv[2]))
+    else:
+        sys.exit(f"unknown command {cmd}")
