@@ -9,7 +9,11 @@
   rdkit_check.py compare AUGMENTED.tsv
       Each line: input TAB output... (plait data smiles-augment --keep-input).
       Every output must parse in RDKit and give the input's canonical
-      isomeric SMILES. Prints the counts; exits 1 on any mismatch.
+      isomeric SMILES (and be rejected where RDKit rejects the input, a
+      valence error). Prints the counts; exits 1 on any mismatch.
+  rdkit_check.py flip chiral|ez AUGMENTED.tsv OUT.tsv
+      The negative control: outputs with their chirality (all @ <-> @@) or
+      one cis/trans mark flipped, which compare must reject.
   rdkit_check.py mapped DATA_DIR OUT.smi
       Writes one molecule with every atom numbered by an atom class (RDKit
       atom map numbers 1..n), for the root-distribution check.
@@ -75,6 +79,7 @@ def stereo(data_dir, path, n):
 
 def compare(path):
     mols = outs = bad = rdkit_rejects_input = 0
+    rand = []
     distinct_sum = 0
     multi = 0
     shown = 0
@@ -83,7 +88,13 @@ def compare(path):
         src, rand = f[0], f[1:]
         want = canon(src)
         if want is None:
+            # RDKit refuses the molecule (valence): it must refuse every output too.
             rdkit_rejects_input += 1
+            for r in rand:
+                outs += 1
+                if canon(r) is not None:
+                    bad += 1
+                    print(f"  RDKit rejects input {src} but accepts output {r}")
             continue
         mols += 1
         distinct_sum += len(set(rand))
@@ -99,15 +110,34 @@ def compare(path):
                           f"           rdkit  {want}\n           got    {got}")
     print(f"{path.rsplit('/', 1)[-1]}: {mols} molecules, {outs} randomised SMILES, "
           f"{bad} mismatches with RDKit's canonical SMILES; {rdkit_rejects_input} inputs RDKit "
-          f"rejects (skipped); {multi}/{mols} molecules got more than one distinct output, "
+          f"rejects (their outputs rejected too); {multi}/{mols} molecules got more than one distinct output, "
           f"{distinct_sum / max(mols, 1):.2f} distinct of {len(rand)} on average")
     return 0 if bad == 0 and outs > 0 else 1
+
+
+def flip(kind, src, dst):
+    """Negative control: the first output of each line with a stereo mark,
+    every @ and @@ swapped (kind chiral) or its first / or \\ swapped (kind ez)."""
+    import re
+    with open(dst, "w", encoding="utf-8") as fh:
+        for line in open(src, encoding="utf-8"):
+            f = line.rstrip("\n").split("\t")
+            for r in f[1:]:
+                if kind == "chiral" and "@" in r:
+                    r = re.sub("@@?", lambda x: "@" if x.group(0) == "@@" else "@@", r)
+                elif kind == "ez" and "@" not in r and re.search(r"[/\\]", r):
+                    i = re.search(r"[/\\]", r).start()
+                    r = r[:i] + ("\\" if r[i] == "/" else "/") + r[i + 1:]
+                else:
+                    continue
+                fh.write(f"{f[0]}\t{r}\n")
+                break
 
 
 def mapped(data_dir, path):
     for smi in shipped(data_dir):
         m = Chem.MolFromSmiles(smi)
-        if m is not None and 20 <= m.GetNumAtoms() <= 30 and Chem.GetSSSR(m) >= 2:
+        if m is not None and 20 <= m.GetNumAtoms() <= 30 and len(Chem.GetSSSR(m)) >= 2:
             for a in m.GetAtoms():
                 a.SetAtomMapNum(a.GetIdx() + 1)
             with open(path, "w", encoding="utf-8") as fh:
@@ -143,6 +173,8 @@ if __name__ == "__main__":
         stereo(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif cmd == "compare":
         sys.exit(compare(sys.argv[2]))
+    elif cmd == "flip":
+        flip(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "mapped":
         mapped(sys.argv[2], sys.argv[3])
     elif cmd == "roots":
