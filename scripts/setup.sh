@@ -26,10 +26,11 @@ DATA=${PLAIT_DATA:-$PWD/data}
 # back to the reference BLAS (~6 GFLOP/s here) and the PyTorch comparisons mean nothing.
 # python3-matplotlib: scripts/plot.py (loss curves, benchmark charts).
 # python3-sentencepiece: the SentencePiece reference of tests/scripts/llama_tokenizers.sh.
+# python3-rdkit: the RDKit oracle of tests/scripts/smiles_augment.sh.
 PACKAGES=(build-essential clang libclang-rt-14-dev pkg-config libutf8proc-dev libcjson-dev
           libdnnl-dev libopenmpi-dev openmpi-bin mpich libmpich-dev
           python3 python3-numpy python3-torch python3-matplotlib libopenblas0-pthread bible-kjv nodejs npm
-          python3-sentencepiece
+          python3-sentencepiece python3-rdkit
           slurmctld slurmd slurm-client munge iproute2)
 
 die() { echo "setup: error: $*" >&2; exit 1; }

@@ -395,6 +395,7 @@ static pl_status parse(parse_state *ps)
                 return fail_at(ps, at, "bond with no atom before it");
             bond_c = c;
             bond_pos = at;
+            after_open = 0;
             ps->pos++;
         } else if (c == '(') {
             if (prev < 0 || after_open)
