@@ -342,12 +342,27 @@ static pl_status build_adjacency(parse_state *ps)
             m->adj[j] = b;
         }
     }
+    /* Fragments: connected components (a ring bond may join two '.' parts). */
+    int32_t *root = cursor;
+    for (int32_t a = 0; a < m->n_atoms; a++)
+        root[a] = a;
+    m->n_frags = m->n_atoms;
+    for (int32_t i = 0; i < m->n_bonds; i++) {
+        int32_t x = m->bonds[i].a, y = m->bonds[i].b;
+        while (root[x] != x)
+            x = root[x] = root[root[x]];
+        while (root[y] != y)
+            y = root[y] = root[root[y]];
+        if (x != y) {
+            root[x < y ? y : x] = x < y ? x : y;
+            m->n_frags--;
+        }
+    }
     return PL_OK;
 }
 
 static pl_status parse(parse_state *ps)
 {
-    pl_smiles_mol *m = ps->m;
     const char *s = ps->s;
     int32_t prev = -1;
     char bond_c = 0;
@@ -358,7 +373,6 @@ static pl_status parse(parse_state *ps)
     pl_status st;
     if (ps->len == 0)
         return pl_errorf(PL_ERR_FORMAT, "SMILES is empty");
-    m->n_frags = 0;
     while (ps->pos < ps->len) {
         size_t at = ps->pos;
         char c = s[at];
@@ -382,8 +396,6 @@ static pl_status parse(parse_state *ps)
                     order = bond_c;
                 if ((st = add_bond(ps, prev, idx, order, dir, prev, (int64_t)at, -1)) != PL_OK)
                     return st;
-            } else {
-                m->n_frags++;
             }
             prev = idx;
             bond_c = 0;

@@ -78,7 +78,8 @@ typedef struct pl_smiles_bond {
 typedef struct pl_smiles_mol {
     pl_smiles_atom *atoms;
     pl_smiles_bond *bonds;
-    int32_t n_atoms, n_bonds, n_frags;
+    int32_t n_atoms, n_bonds;
+    int32_t n_frags; /* connected components ("C1.C1" is one) */
     /* Atom i's bonds in the order SMILES lists its neighbours (the chirality
      * order): adj[adj_start[i] .. adj_start[i + 1]). */
     int32_t *adj_start, *adj;
