@@ -97,7 +97,7 @@ static pl_status add_incidence(parse_state *ps, int32_t atom, int32_t bond, int6
 
 /* Bond a-b; key_a / key_b place it among each atom's neighbours. */
 static pl_status add_bond(parse_state *ps, int32_t a, int32_t b, char order, char dir,
-                          int32_t dir_from, int64_t key_a, int64_t key_b)
+                          int32_t dir_from, int ring, int64_t key_a, int64_t key_b)
 {
     pl_smiles_mol *m = ps->m;
     int64_t cap = m->cap_bonds;
@@ -108,7 +108,8 @@ static pl_status add_bond(parse_state *ps, int32_t a, int32_t b, char order, cha
         return pl_errorf(PL_ERR_FORMAT, "SMILES: more than %d bonds", INT32_MAX);
     m->cap_bonds = (int32_t)cap;
     int32_t id = m->n_bonds++;
-    m->bonds[id] = (pl_smiles_bond){a < b ? a : b, a < b ? b : a, order, dir, dir_from};
+    m->bonds[id] = (pl_smiles_bond){a < b ? a : b, a < b ? b : a, order, dir, (uint8_t)ring,
+                                    dir_from};
     if ((st = add_incidence(ps, a, id, key_a)) != PL_OK)
         return st;
     return add_incidence(ps, b, id, key_b);
@@ -283,18 +284,18 @@ static pl_status ring_digit(parse_state *ps, int32_t prev, char bond_c)
         return fail_at(ps, at, "ring bond closes on the atom that opened it");
     if (find_bond(ps->m, r->atom, prev) >= 0)
         return fail_at(ps, at, "ring bond duplicates a bond between the same two atoms");
-    char o = r->order;
-    if (order && o && order != o)
-        return fail_at(ps, at, "ring bond's order differs from the one given where it opened");
-    if (!o)
-        o = order;
-    /* RDKit reads a mark on either end from the atom carrying it to its
-     * partner; when both ends carry one, the closing one wins. */
+    /* Two symbols for one ring bond, as RDKit reads them: an order written
+     * where the ring opened wins (a / or \\ mark gives no order); a mark on
+     * either end reads from the atom carrying it to its partner, the closing
+     * one winning; a mark on a bond that ends up double or more is dropped. */
+    char o = r->order ? r->order : order;
     char d = dir ? dir : r->dir;
     int32_t from = dir ? prev : r->atom;
+    if (o && o != '-')
+        d = 0;
     int32_t opener = r->atom;
     r->atom = -1;
-    return add_bond(ps, opener, prev, o, d, from, (int64_t)r->pos, (int64_t)at);
+    return add_bond(ps, opener, prev, o, d, from, 1, (int64_t)r->pos, (int64_t)at);
 }
 
 /* Sorts the incidences into m->adj (per atom, by key) and fills has_from. */
@@ -394,7 +395,7 @@ static pl_status parse(parse_state *ps)
                     dir = bond_c;
                 else
                     order = bond_c;
-                if ((st = add_bond(ps, prev, idx, order, dir, prev, (int64_t)at, -1)) != PL_OK)
+                if ((st = add_bond(ps, prev, idx, order, dir, prev, 0, (int64_t)at, -1)) != PL_OK)
                     return st;
             }
             prev = idx;

@@ -30,7 +30,10 @@
  *     reached from, then its implicit H (first when the atom starts a
  *     fragment), then ring closures at the position of their digits, then
  *     branches and the chain; a three-neighbour centre without H is the parity
- *     of its three neighbours;
+ *     of its three neighbours, flipped once more when it is saturated and
+ *     carries exactly one ring-closure digit (RDKit's
+ *     Canon::chiralAtomNeedsTagInversion, applied by its reader and writer
+ *     alike, so it is part of what RDKit means by such a SMILES);
  *   - cis/trans: each / or \ bond keeps its direction in space. A bond written
  *     in the opposite order gets the opposite mark, and a ring-closure bond's
  *     mark reads from the atom carrying it to its partner, as RDKit reads it.
@@ -72,6 +75,7 @@ typedef struct pl_smiles_bond {
     int32_t a, b;  /* atom indices, a < b in parse order */
     char order;    /* 0 implicit, or one of - = # $ : */
     char dir;      /* 0, '/' or '\\', read from atom dir_from to the other */
+    uint8_t ring;  /* written as a ring closure (digits) */
     int32_t dir_from;
 } pl_smiles_bond;
 

@@ -133,9 +133,33 @@ static char bond_symbol(const pl_smiles_bond *b, int32_t from)
     return b->order;
 }
 
+/* RDKit's extra swap for a three-neighbour centre without H that is
+ * saturated and carries exactly one ring-closure digit
+ * (Canon::chiralAtomNeedsTagInversion: its SMILES reader and writer both
+ * apply it, so it is part of what a tag means to RDKit). Bonds of order > 1
+ * make an atom unsaturated, an implicit bond between two aromatic atoms
+ * (aromatic for RDKit) included. */
+static int rdkit_extra_swap(const pl_smiles_mol *m, int32_t a, int32_t n_ring_digits)
+{
+    const pl_smiles_atom *at = &m->atoms[a];
+    int32_t lo = m->adj_start[a], deg = m->adj_start[a + 1] - lo;
+    if (deg != 3 || n_ring_digits != 1 || (at->bracket && at->hcount == 1))
+        return 0;
+    for (int32_t i = lo; i < lo + deg; i++) {
+        const pl_smiles_bond *b = &m->bonds[m->adj[i]];
+        if (b->order == '=' || b->order == '#' || b->order == '$' || b->order == ':')
+            return 0;
+        if (!b->order && !b->dir && m->atoms[b->a].aromatic && m->atoms[b->b].aromatic)
+            return 0;
+    }
+    return 1;
+}
+
 /* The chirality tag atom a gets when written with neighbour order out_list
- * (n_out bonds): flipped if that order is an odd permutation of the parsed one. */
-static uint8_t chirality(walk *w, int32_t a, int32_t n_out, int is_root)
+ * (n_out bonds, n_ring_out of them by ring-closure digits): flipped if that
+ * order is an odd permutation of the parsed one, RDKit's extra swap counted
+ * on both sides. */
+static uint8_t chirality(walk *w, int32_t a, int32_t n_out, int32_t n_ring_out, int is_root)
 {
     const pl_smiles_mol *m = w->m;
     const pl_smiles_atom *at = &m->atoms[a];
@@ -171,6 +195,10 @@ static uint8_t chirality(walk *w, int32_t a, int32_t n_out, int is_root)
         for (int32_t j = 0; j < i; j++)
             inv += out[j] > pi;
     }
+    int32_t n_ring_in = 0;
+    for (int32_t i = 0; i < deg; i++)
+        n_ring_in += m->bonds[m->adj[lo + i]].ring;
+    inv += rdkit_extra_swap(m, a, n_ring_in) != rdkit_extra_swap(m, a, n_ring_out);
     if (inv % 2 == 0)
         return at->chiral;
     return at->chiral == PL_SMILES_CHIRAL_CCW ? PL_SMILES_CHIRAL_CW : PL_SMILES_CHIRAL_CCW;
@@ -229,11 +257,14 @@ static pl_status emit_atom(walk *w, int32_t a, pl_bytes *out)
             return st;
         w->out_list[n_out++] = pb;
     }
+    int32_t n_ring = 0;
     for (int type = ENT_CLOSE; type <= ENT_CHILD; type++)
         for (int32_t i = 0; i < n_ent; i++)
-            if (w->ent_type[lo + i] == type)
+            if (w->ent_type[lo + i] == type) {
                 w->out_list[n_out++] = w->ent[lo + i];
-    uint8_t chiral = chirality(w, a, n_out, pb < 0);
+                n_ring += type != ENT_CHILD;
+            }
+    uint8_t chiral = chirality(w, a, n_out, n_ring, pb < 0);
     if ((st = put_atom(out, &m->atoms[a], chiral)) != PL_OK)
         return st;
     for (int32_t i = 0; i < n_ent; i++) /* closings first: their digits are reused */
