@@ -345,6 +345,7 @@ pl_status pl_smiles_write(pl_smiles_mol *m, const int32_t *rank, pl_bytes *out)
     int32_t n = m->n_atoms;
     for (int32_t a = 0; a < n; a++) {
         w.rank[a] = rank ? rank[a] : a;
+        w.order[a] = -1;
         w.state[a] = 0;
         w.ent_n[a] = 0;
     }
@@ -353,12 +354,11 @@ pl_status pl_smiles_write(pl_smiles_mol *m, const int32_t *rank, pl_bytes *out)
         if (r < 0 || r >= n)
             return pl_errorf(PL_ERR_ARG, "SMILES writer: rank of atom %d is %d, expected 0..%d",
                              a, r, n - 1);
+        if (w.order[r] >= 0)
+            return pl_errorf(PL_ERR_ARG, "SMILES writer: rank is not a permutation of 0..%d "
+                             "(atoms %d and %d both have rank %d)", n - 1, w.order[r], a, r);
         w.order[r] = a;
     }
-    for (int32_t a = 0; a < n; a++)
-        if (w.rank[w.order[a]] != a)
-            return pl_errorf(PL_ERR_ARG, "SMILES writer: rank is not a permutation of 0..%d",
-                             n - 1);
     sort_neighbours(&w);
     size_t start = out->n;
     for (int32_t i = 0; i < n; i++) {
