@@ -2,8 +2,9 @@
 # SMILES augmentation (src/data/smiles_graph.h) against RDKit: every SMILES of
 # the three shipped sets in data/smiles, a stereo set RDKit makes from them
 # (stereoisomers, canonical and doRandom forms, so @/@@ and / \ on chains and
-# ring closures occur) and a hand-written list of hard cases
-# (smiles_augment/cases.smi) are written from random atom orders by
+# ring closures occur), a hand-written list of hard cases
+# (smiles_augment/cases.smi) and the fuzzer's inputs that RDKit accepts
+# (smiles_augment/fuzz_found.smi) are written from random atom orders by
 # `plait data smiles-augment`; RDKit must read every output as the same
 # molecule (equal canonical isomeric SMILES), and reject the outputs of the
 # inputs it rejects. The check is shown to catch a flipped chirality or
@@ -37,6 +38,7 @@ agree chembl "$D/CHEMBL2321810.smi" 3
 agree wehi "$D/wehi_mols.csv" 3
 agree stereo "$TMP/stereo.smi" 5
 agree cases "$CASES" 100
+agree fuzz_found "$ROOT/tests/scripts/smiles_augment/fuzz_found.smi" 30
 agree parse_order "$TMP/stereo.smi" 1 --parse-order
 
 # The oracle is not blind: swapping @ and @@, or / and \ on one side, in the outputs is caught.
