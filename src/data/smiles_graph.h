@@ -12,8 +12,10 @@
  * PL_ERR_FORMAT and a message naming the character position (1-based) and what
  * was expected: an unknown character or element, a bad bracket atom, a bond
  * with no atom on one side, an empty or unbalanced branch, a ring bond never
- * closed, closed on its own atom or doubling a bond, ring-bond orders that
- * disagree on the two ends. @AL, @SP, @TB and @OH chirality are PL_ERR_UNSUPPORTED.
+ * closed, closed on its own atom or doubling a bond. @AL, @SP, @TB and @OH
+ * chirality are PL_ERR_UNSUPPORTED. A ring bond with symbols on both ends is
+ * read as RDKit reads it: the order given at the opening wins (/ and \ give
+ * none), a / or \ mark at the closing end wins over one at the opening.
  *
  * pl_smiles_write writes the graph back as SMILES by a depth-first walk in a
  * given atom order (rank): each fragment starts at its lowest-ranked atom,
