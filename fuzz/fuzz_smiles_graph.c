@@ -34,8 +34,8 @@ static uint64_t atoms_digest(const pl_smiles_mol *m)
 
 static void fail(const char *what, const uint8_t *data, size_t size, const pl_bytes *out)
 {
-    fprintf(stderr, "fuzz_smiles_graph: %s: %s\n  input  %.*s\n  output %s\n", what,
-            pl_error_msg(), (int)size, (const char *)data, out && out->data ? out->data : "");
+    fprintf(stderr, "fuzz_smiles_graph: %s: %s\n  input  %.*s\n  output %s\n", what, pl_error_msg(),
+            (int)size, (const char *)data, out && out->data ? out->data : "");
     abort();
 }
 

@@ -41,8 +41,8 @@ static const pl_option augment_options[] = {
      "skip the first record", NULL, 0},
     {"--seed", PL_OPT_INT, "1234", offsetof(augment_opts, seed),
      "seed of numpy's RandomState stream the atom orders are drawn from", NULL, 0},
-    {"--num", PL_OPT_INT, "1", offsetof(augment_opts, num),
-     "randomised SMILES per input SMILES", NULL, 0},
+    {"--num", PL_OPT_INT, "1", offsetof(augment_opts, num), "randomised SMILES per input SMILES",
+     NULL, 0},
     {"--keep-input", PL_OPT_BOOL, NULL, offsetof(augment_opts, keep_input),
      "write the input SMILES first on each line", NULL, 0},
     {"--parse-order", PL_OPT_BOOL, NULL, offsetof(augment_opts, parse_order),
@@ -71,8 +71,8 @@ static pl_status augment_file(const augment_opts *o, FILE *out, int64_t *n_mols)
     pl_np_rng_seed(&rng, (uint32_t)o->seed);
     PL_TRY(pl_reader_spec_init(&spec, "auto", o->input));
     if (spec.format == PL_READER_JSONL) {
-        st = pl_errorf(PL_ERR_ARG, "--input %s: expected a .smi, .csv, .tsv or .txt file",
-                       o->input);
+        st =
+            pl_errorf(PL_ERR_ARG, "--input %s: expected a .smi, .csv, .tsv or .txt file", o->input);
         goto fail;
     }
     spec.column = o->csv_column;
@@ -107,7 +107,7 @@ static pl_status augment_file(const augment_opts *o, FILE *out, int64_t *n_mols)
             if (line.n > 0 || k > 0)
                 PL_TRY(pl_bytes_append(&line, "\t", 1));
             st = o->parse_order ? pl_smiles_write(&mol, NULL, &line)
-                                    : pl_smiles_write_random(&mol, &rng, &line);
+                                : pl_smiles_write_random(&mol, &rng, &line);
             if (st != PL_OK) {
                 st = pl_error_wrap(st, "%s:%lld", o->input, (long long)at);
                 goto fail;
@@ -138,13 +138,17 @@ int plait_data_smiles_augment(int argc, char **argv)
     FILE *out = stdout;
     int64_t n_mols = 0;
     if (o.num < 1 || o.num > 1000000) {
-        st = pl_errorf(PL_ERR_ARG, "plait data smiles-augment: --num must be in [1, 1000000], "
-                       "got %lld", (long long)o.num);
+        st = pl_errorf(PL_ERR_ARG,
+                       "plait data smiles-augment: --num must be in [1, 1000000], "
+                       "got %lld",
+                       (long long)o.num);
         goto fail;
     }
     if (o.seed < 0 || o.seed > UINT32_MAX) {
-        st = pl_errorf(PL_ERR_ARG, "plait data smiles-augment: --seed must be in [0, 2^32 - 1] "
-                       "(numpy RandomState), got %lld", (long long)o.seed);
+        st = pl_errorf(PL_ERR_ARG,
+                       "plait data smiles-augment: --seed must be in [0, 2^32 - 1] "
+                       "(numpy RandomState), got %lld",
+                       (long long)o.seed);
         goto fail;
     }
     if (o.csv_column < 0) {

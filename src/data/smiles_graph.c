@@ -31,7 +31,7 @@ typedef struct incidence {
 typedef struct ring_slot {
     int32_t atom; /* -1: free */
     char order, dir;
-    size_t pos;   /* of the digit */
+    size_t pos; /* of the digit */
 } ring_slot;
 
 typedef struct parse_state {
@@ -108,8 +108,8 @@ static pl_status add_bond(parse_state *ps, int32_t a, int32_t b, char order, cha
         return pl_errorf(PL_ERR_FORMAT, "SMILES: more than %d bonds", INT32_MAX);
     m->cap_bonds = (int32_t)cap;
     int32_t id = m->n_bonds++;
-    m->bonds[id] = (pl_smiles_bond){a < b ? a : b, a < b ? b : a, order, dir, (uint8_t)ring,
-                                    dir_from};
+    m->bonds[id] =
+        (pl_smiles_bond){a < b ? a : b, a < b ? b : a, order, dir, (uint8_t)ring, dir_from};
     if ((st = add_incidence(ps, a, id, key_a)) != PL_OK)
         return st;
     return add_incidence(ps, b, id, key_b);
@@ -132,7 +132,8 @@ static pl_status fail_at(const parse_state *ps, size_t pos, const char *what)
 static int32_t read_number(parse_state *ps)
 {
     int32_t v = -1;
-    for (int k = 0; k < 9 && ps->pos < ps->len && ps->s[ps->pos] >= '0' && ps->s[ps->pos] <= '9'; k++)
+    for (int k = 0; k < 9 && ps->pos < ps->len && ps->s[ps->pos] >= '0' && ps->s[ps->pos] <= '9';
+         k++)
         v = (v < 0 ? 0 : v * 10) + (ps->s[ps->pos++] - '0');
     return v;
 }
@@ -187,7 +188,8 @@ static pl_status parse_bracket(parse_state *ps, pl_smiles_atom *a)
                     memcmp(s + ps->pos, "TB", 2) == 0 || memcmp(s + ps->pos, "OH", 2) == 0)) {
             return pl_errorf(PL_ERR_UNSUPPORTED,
                              "SMILES character %zu: @%.2s chirality is not supported (only @, "
-                             "@@, @TH1, @TH2)", ps->pos + 1, s + ps->pos);
+                             "@@, @TH1, @TH2)",
+                             ps->pos + 1, s + ps->pos);
         }
     }
     if (ps->pos < ps->len && s[ps->pos] == 'H') {
@@ -216,8 +218,9 @@ static pl_status parse_bracket(parse_state *ps, pl_smiles_atom *a)
             return fail_at(ps, ps->pos, "expected digits of the atom class after ':'");
     }
     if (ps->pos >= ps->len || s[ps->pos] != ']')
-        return fail_at(ps, ps->pos, "expected ']' closing the bracket atom (after symbol, "
-                                    "chirality, H count, charge, class)");
+        return fail_at(ps, ps->pos,
+                       "expected ']' closing the bracket atom (after symbol, "
+                       "chirality, H count, charge, class)");
     ps->pos++;
     return PL_OK;
 }
@@ -368,8 +371,8 @@ static pl_status parse(parse_state *ps)
     int32_t prev = -1;
     char bond_c = 0;
     size_t bond_pos = 0;
-    int after_open = 0;  /* the last token was '(' */
-    int after_dot = 0;   /* the last token was '.' */
+    int after_open = 0; /* the last token was '(' */
+    int after_dot = 0;  /* the last token was '.' */
     size_t dot_pos = 0;
     pl_status st;
     if (ps->len == 0)
@@ -415,8 +418,8 @@ static pl_status parse(parse_state *ps)
                 return fail_at(ps, at, "branch with no atom before it");
             if (bond_c)
                 return fail_at(ps, at, "expected an atom after the bond symbol, not a branch");
-            if ((st = grow((void **)&ps->stack, &ps->cap_stack, ps->depth + 1, sizeof *ps->stack)) !=
-                PL_OK)
+            if ((st = grow((void **)&ps->stack, &ps->cap_stack, ps->depth + 1,
+                           sizeof *ps->stack)) != PL_OK)
                 return st;
             ps->stack[ps->depth++] = prev;
             after_open = 1;
@@ -448,8 +451,9 @@ static pl_status parse(parse_state *ps)
             dot_pos = at;
             ps->pos++;
         } else {
-            return fail_at(ps, at, "unexpected character (expected an atom, bond, branch, "
-                                   "ring-closure digit or '.')");
+            return fail_at(ps, at,
+                           "unexpected character (expected an atom, bond, branch, "
+                           "ring-closure digit or '.')");
         }
     }
     if (bond_c)

@@ -59,25 +59,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { PL_SMILES_CHIRAL_NONE = 0, PL_SMILES_CHIRAL_CCW = 1 /* @ */, PL_SMILES_CHIRAL_CW = 2 /* @@ */ };
+enum {
+    PL_SMILES_CHIRAL_NONE = 0,
+    PL_SMILES_CHIRAL_CCW = 1 /* @ */,
+    PL_SMILES_CHIRAL_CW = 2 /* @@ */
+};
 
 typedef struct pl_smiles_atom {
-    char symbol[4];    /* "C", "Cl", "c", "se", "*" ... */
-    uint8_t bracket;   /* written in [] */
-    uint8_t aromatic;  /* lower-case symbol */
-    uint8_t chiral;    /* PL_SMILES_CHIRAL_* */
-    uint8_t has_from;  /* bonded to an atom written before it (not by a ring closure) */
-    int32_t isotope;   /* -1: none */
-    int32_t hcount;    /* bracket H count; -1 outside brackets */
+    char symbol[4];   /* "C", "Cl", "c", "se", "*" ... */
+    uint8_t bracket;  /* written in [] */
+    uint8_t aromatic; /* lower-case symbol */
+    uint8_t chiral;   /* PL_SMILES_CHIRAL_* */
+    uint8_t has_from; /* bonded to an atom written before it (not by a ring closure) */
+    int32_t isotope;  /* -1: none */
+    int32_t hcount;   /* bracket H count; -1 outside brackets */
     int32_t charge;
     int32_t atom_class; /* -1: none */
 } pl_smiles_atom;
 
 typedef struct pl_smiles_bond {
-    int32_t a, b;  /* atom indices, a < b in parse order */
-    char order;    /* 0 implicit, or one of - = # $ : */
-    char dir;      /* 0, '/' or '\\', read from atom dir_from to the other */
-    uint8_t ring;  /* written as a ring closure (digits) */
+    int32_t a, b; /* atom indices, a < b in parse order */
+    char order;   /* 0 implicit, or one of - = # $ : */
+    char dir;     /* 0, '/' or '\\', read from atom dir_from to the other */
+    uint8_t ring; /* written as a ring closure (digits) */
     int32_t dir_from;
 } pl_smiles_bond;
 
@@ -92,11 +96,11 @@ typedef struct pl_smiles_mol {
     /* Capacities and scratch buffers, owned here (see pl_smiles_mol_free). */
     int32_t cap_atoms, cap_bonds;
     int64_t cap_adj;
-    void *inc;           /* parser: bond ends before sorting */
-    int64_t *keys;       /* parser: sort keys */
-    int32_t *stack;      /* parser: branch points */
+    void *inc;      /* parser: bond ends before sorting */
+    int64_t *keys;  /* parser: sort keys */
+    int32_t *stack; /* parser: branch points */
     int64_t cap_inc, cap_keys, cap_stack;
-    int32_t *work;       /* writer: rank, walk and ring state */
+    int32_t *work; /* writer: rank, walk and ring state */
     int64_t cap_work;
 } pl_smiles_mol;
 

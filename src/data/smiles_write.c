@@ -16,14 +16,14 @@ enum { ENT_CLOSE = 0, ENT_OPEN = 1, ENT_CHILD = 2 };
 
 typedef struct walk {
     const pl_smiles_mol *m;
-    int32_t *rank, *order;   /* n: rank of each atom, atoms by rank */
-    int32_t *nbr;            /* adj-sized: bonds of each atom by the rank of the other end */
-    int32_t *state;          /* n: 0 unvisited, 1 on the walk, 2 done */
-    int32_t *parent;         /* n: the bond an atom is reached by, -1 for a root */
-    int32_t *ent, *ent_type; /* adj-sized: what each atom writes after itself */
-    int32_t *ent_n;          /* n */
-    int32_t *st_atom, *st_i; /* n: the walk's stack */
-    int32_t *digit;          /* m: ring digit of a ring bond while open */
+    int32_t *rank, *order;       /* n: rank of each atom, atoms by rank */
+    int32_t *nbr;                /* adj-sized: bonds of each atom by the rank of the other end */
+    int32_t *state;              /* n: 0 unvisited, 1 on the walk, 2 done */
+    int32_t *parent;             /* n: the bond an atom is reached by, -1 for a root */
+    int32_t *ent, *ent_type;     /* adj-sized: what each atom writes after itself */
+    int32_t *ent_n;              /* n */
+    int32_t *st_atom, *st_i;     /* n: the walk's stack */
+    int32_t *digit;              /* m: ring digit of a ring bond while open */
     int32_t *in_list, *out_list; /* adj + 2: neighbour orders of one atom */
     uint8_t used[100];
 } walk;
@@ -214,7 +214,9 @@ static pl_status put_atom(pl_bytes *out, const pl_smiles_atom *a, uint8_t chiral
     if (a->isotope >= 0)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "%d", a->isotope);
     k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s", a->symbol,
-                  chiral == PL_SMILES_CHIRAL_CCW ? "@" : chiral == PL_SMILES_CHIRAL_CW ? "@@" : "");
+                  chiral == PL_SMILES_CHIRAL_CCW  ? "@"
+                  : chiral == PL_SMILES_CHIRAL_CW ? "@@"
+                                                  : "");
     if (a->hcount == 1)
         buf[k++] = 'H';
     else if (a->hcount > 1)
@@ -352,11 +354,13 @@ pl_status pl_smiles_write(pl_smiles_mol *m, const int32_t *rank, pl_bytes *out)
     for (int32_t a = 0; a < n; a++) {
         int32_t r = w.rank[a];
         if (r < 0 || r >= n)
-            return pl_errorf(PL_ERR_ARG, "SMILES writer: rank of atom %d is %d, expected 0..%d",
-                             a, r, n - 1);
+            return pl_errorf(PL_ERR_ARG, "SMILES writer: rank of atom %d is %d, expected 0..%d", a,
+                             r, n - 1);
         if (w.order[r] >= 0)
-            return pl_errorf(PL_ERR_ARG, "SMILES writer: rank is not a permutation of 0..%d "
-                             "(atoms %d and %d both have rank %d)", n - 1, w.order[r], a, r);
+            return pl_errorf(PL_ERR_ARG,
+                             "SMILES writer: rank is not a permutation of 0..%d "
+                             "(atoms %d and %d both have rank %d)",
+                             n - 1, w.order[r], a, r);
         w.order[r] = a;
     }
     sort_neighbours(&w);

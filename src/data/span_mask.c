@@ -19,8 +19,8 @@ int64_t pl_span_mask_poisson(double lambda, uint64_t seed, uint64_t stream, uint
 }
 
 pl_status pl_span_mask(const int32_t *ids, int64_t n, const pl_span_mask_cfg *cfg, uint64_t seed,
-                       uint64_t stream, int32_t *out, uint8_t *is_mask, int64_t cap,
-                       int64_t *n_out, int *truncated)
+                       uint64_t stream, int32_t *out, uint8_t *is_mask, int64_t cap, int64_t *n_out,
+                       int *truncated)
 {
     if (!(cfg->mask_prob >= 0.0 && cfg->mask_prob <= 1.0))
         return pl_errorf(PL_ERR_ARG, "span mask: mask probability %g, expected [0, 1]",

@@ -35,9 +35,9 @@
 #include <stdint.h>
 
 typedef struct pl_span_mask_cfg {
-    double mask_prob;    /* [0, 1] */
-    double span_lambda;  /* Poisson mean, (0, 30] */
-    int32_t mask_id;     /* <MASK> (4 in MegaMolBART's vocabulary) */
+    double mask_prob;   /* [0, 1] */
+    double span_lambda; /* Poisson mean, (0, 30] */
+    int32_t mask_id;    /* <MASK> (4 in MegaMolBART's vocabulary) */
 } pl_span_mask_cfg;
 
 /* Masks ids[0..n) into out[0..cap) with is_mask[0..cap) (1 where out holds a
@@ -46,8 +46,8 @@ typedef struct pl_span_mask_cfg {
  * afterwards) and *truncated says so. PL_ERR_ARG for a configuration outside
  * the ranges above or cap < 0. Allocates nothing. */
 pl_status pl_span_mask(const int32_t *ids, int64_t n, const pl_span_mask_cfg *cfg, uint64_t seed,
-                       uint64_t stream, int32_t *out, uint8_t *is_mask, int64_t cap,
-                       int64_t *n_out, int *truncated);
+                       uint64_t stream, int32_t *out, uint8_t *is_mask, int64_t cap, int64_t *n_out,
+                       int *truncated);
 
 /* The Poisson draw pl_span_mask makes for (seed, stream), starting at
  * uniform index *index and advancing it past the uniforms used. */

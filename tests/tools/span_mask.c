@@ -32,7 +32,8 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < n; i++)
             ids[i] = (int32_t)(100 + i);
         if (pl_span_mask(ids, n, &cfg, seed, (uint64_t)s, out, is_mask, 4 * MAX_LEN, &n_out,
-                         &truncated) != PL_OK || truncated) {
+                         &truncated) != PL_OK ||
+            truncated) {
             fprintf(stderr, "span_mask: %s\n", truncated ? "truncated" : pl_error_msg());
             return 1;
         }

@@ -98,7 +98,8 @@ TEST(malformed_smiles_name_position_and_expectation)
     pl_smiles_mol m = {0};
     for (size_t i = 0; i < N_OF(cases); i++) {
         pl_status st = parse_str(&m, cases[i].s);
-        CHECK(st == cases[i].st, "'%s': status %d, expected %d", cases[i].s, (int)st, (int)cases[i].st);
+        CHECK(st == cases[i].st, "'%s': status %d, expected %d", cases[i].s, (int)st,
+              (int)cases[i].st);
         CHECK(strstr(pl_error_msg(), cases[i].msg) != NULL, "'%s': message '%s' lacks '%s'",
               cases[i].s, pl_error_msg(), cases[i].msg);
         CHECK(m.n_atoms == 0, "'%s': a failed parse leaves %d atoms", cases[i].s, m.n_atoms);
@@ -134,8 +135,7 @@ TEST(writer_follows_rank_and_fixes_chirality_parity)
      * one ring digit in the input, none in the output, so the plain parity
      * (even here) is flipped once more. The expected string is what RDKit's
      * own MolToSmiles(doRandom=True) writes for this molecule. */
-    write_ranked("C[P@]1CCC[C@H]1C", (const int32_t[]){3, 2, 4, 5, 6, 1, 0},
-                 "C[C@H]1[P@](C)CCC1");
+    write_ranked("C[P@]1CCC[C@H]1C", (const int32_t[]){3, 2, 4, 5, 6, 1, 0}, "C[C@H]1[P@](C)CCC1");
     /* ... not for a sulfoxide (S=O is unsaturated): plain parity. */
     write_ranked("C[S@]1(=O)CCC[C@H]1C", (const int32_t[]){3, 2, 4, 5, 6, 7, 1, 0},
                  "C[C@H]1[S@@](C)(=O)CCC1");
@@ -158,7 +158,8 @@ TEST(writer_rejects_a_rank_that_is_not_a_permutation)
     CHECK(pl_smiles_write(&m, (const int32_t[]){0, 0, 1}, &out) == PL_ERR_ARG, "duplicate rank");
     CHECK(strstr(pl_error_msg(), "not a permutation") != NULL, "%s", pl_error_msg());
     CHECK(pl_smiles_write(&m, (const int32_t[]){0, 1, 3}, &out) == PL_ERR_ARG, "rank out of range");
-    CHECK(strstr(pl_error_msg(), "rank of atom 2 is 3, expected 0..2") != NULL, "%s", pl_error_msg());
+    CHECK(strstr(pl_error_msg(), "rank of atom 2 is 3, expected 0..2") != NULL, "%s",
+          pl_error_msg());
     pl_smiles_mol empty = {0};
     CHECK(pl_smiles_write(&empty, NULL, &out) == PL_ERR_ARG, "a molecule with no atoms");
     pl_bytes_free(&out);

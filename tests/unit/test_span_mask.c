@@ -20,7 +20,8 @@ TEST(probability_zero_keeps_every_token)
     int64_t n_out;
     int trunc;
     ids_init(ids, N);
-    CHECK_OK(pl_span_mask(ids, N, &(pl_span_mask_cfg){0.0, 3.0, 4}, 1, 0, out, m, N, &n_out, &trunc));
+    CHECK_OK(
+        pl_span_mask(ids, N, &(pl_span_mask_cfg){0.0, 3.0, 4}, 1, 0, out, m, N, &n_out, &trunc));
     CHECK(n_out == N && !trunc, "n_out %lld", (long long)n_out);
     for (int i = 0; i < N; i++)
         CHECK(out[i] == ids[i] && m[i] == 0, "position %d", i);
@@ -74,7 +75,8 @@ TEST(output_is_cut_at_capacity_and_says_so)
     pl_span_mask_cfg cfg = {0.2, 3.0, 4};
     CHECK_OK(pl_span_mask(ids, N, &cfg, 3, 1, full, mf, 4 * N, &nf, &tf));
     CHECK_OK(pl_span_mask(ids, N, &cfg, 3, 1, cut, mc, 8, &nc, &tc));
-    CHECK(nf > 8 && !tf && nc == 8 && tc, "full %lld, cut %lld (%d)", (long long)nf, (long long)nc, tc);
+    CHECK(nf > 8 && !tf && nc == 8 && tc, "full %lld, cut %lld (%d)", (long long)nf, (long long)nc,
+          tc);
     CHECK(memcmp(full, cut, sizeof cut) == 0 && memcmp(mf, mc, sizeof mc) == 0, "prefix differs");
 }
 
@@ -84,12 +86,15 @@ TEST(bad_configuration_is_an_argument_error)
     uint8_t m[4];
     int64_t n;
     int t;
-    CHECK(pl_span_mask(ids, 2, &(pl_span_mask_cfg){1.5, 3, 4}, 0, 0, out, m, 4, &n, &t) == PL_ERR_ARG,
+    CHECK(pl_span_mask(ids, 2, &(pl_span_mask_cfg){1.5, 3, 4}, 0, 0, out, m, 4, &n, &t) ==
+              PL_ERR_ARG,
           "probability 1.5");
     CHECK(strstr(pl_error_msg(), "expected [0, 1]") != NULL, "%s", pl_error_msg());
-    CHECK(pl_span_mask(ids, 2, &(pl_span_mask_cfg){0.1, 0, 4}, 0, 0, out, m, 4, &n, &t) == PL_ERR_ARG,
+    CHECK(pl_span_mask(ids, 2, &(pl_span_mask_cfg){0.1, 0, 4}, 0, 0, out, m, 4, &n, &t) ==
+              PL_ERR_ARG,
           "lambda 0");
-    CHECK(pl_span_mask(ids, 2, &(pl_span_mask_cfg){0.1, 3, 4}, 0, 0, out, m, -1, &n, &t) == PL_ERR_ARG,
+    CHECK(pl_span_mask(ids, 2, &(pl_span_mask_cfg){0.1, 3, 4}, 0, 0, out, m, -1, &n, &t) ==
+              PL_ERR_ARG,
           "negative capacity");
     CHECK(pl_alloc_live() == 0, "allocated %lld blocks", (long long)pl_alloc_live());
 }
