@@ -17,10 +17,11 @@
   rdkit_check.py mapped DATA_DIR OUT.smi
       Writes one molecule with every atom numbered by an atom class (RDKit
       atom map numbers 1..n), for the root-distribution check.
-  rdkit_check.py roots MAPPED.tsv
+  rdkit_check.py roots MAPPED.tsv SEED
       Each line holds many outputs of the mapped molecule: counts which atom
-      each starts with, and checks every atom is a root and the counts fit a
-      uniform distribution (chi-square).
+      each starts with, and checks every atom is a root, the counts fit a
+      uniform distribution (chi-square), and each root is the atom
+      MegaMolBART's augmentation starts at with numpy seeded with SEED.
 """
 import random
 import sys
@@ -146,14 +147,29 @@ def mapped(data_dir, path):
             return
 
 
-def roots(path):
+def roots(path, seed):
+    """Also: each root is the one MegaMolBART's augmentation starts from with
+    numpy's stream seeded alike (np.random.shuffle of the atom indices,
+    Chem.RenumberAtoms, MolToSmiles(canonical=False))."""
     import re
+    import numpy as np
     line = open(path, encoding="utf-8").readline().rstrip("\n").split("\t")
     src, outs = line[0], line[1:]
-    n = Chem.MolFromSmiles(src).GetNumAtoms()
+    mol = Chem.MolFromSmiles(src)
+    n = mol.GetNumAtoms()
+    rs = np.random.RandomState(seed)
+    first = re.compile(r"\[[^\]:]*:(\d+)\]")
     counts = [0] * (n + 1)
+    same_root = 0
     for o in outs:
-        counts[int(re.match(r"\[[^\]:]*:(\d+)\]", o).group(1))] += 1
+        root = int(first.match(o).group(1))
+        counts[root] += 1
+        order = list(range(n))
+        rs.shuffle(order)
+        mmb = Chem.MolToSmiles(Chem.RenumberAtoms(mol, order), canonical=False)
+        same_root += int(first.match(mmb).group(1)) == root
+    print(f"roots: {same_root}/{len(outs)} outputs start at the atom MegaMolBART's augmentation "
+          f"starts at for the same numpy seed")
     counts = counts[1:]
     expect = len(outs) / n
     chi2 = sum((c - expect) ** 2 / expect for c in counts)
@@ -164,7 +180,7 @@ def roots(path):
     print(f"roots over {len(outs)} outputs of a {n}-atom molecule: min {min(counts)}, "
           f"max {max(counts)} (uniform: {expect:.1f} each); chi-square {chi2:.1f}, "
           f"99.99% limit {limit:.1f}")
-    return 0 if min(counts) > 0 and chi2 < limit else 1
+    return 0 if min(counts) > 0 and chi2 < limit and same_root == len(outs) else 1
 
 
 if __name__ == "__main__":
@@ -178,6 +194,6 @@ if __name__ == "__main__":
     elif cmd == "mapped":
         mapped(sys.argv[2], sys.argv[3])
     elif cmd == "roots":
-        sys.exit(roots(sys.argv[2]))
+        sys.exit(roots(sys.argv[2], int(sys.argv[3])))
     else:
         sys.exit(f"unknown command {cmd}")
