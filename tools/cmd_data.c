@@ -1,4 +1,4 @@
-/* plait data SUBCOMMAND: inspect, index, build-vocab. */
+/* plait data SUBCOMMAND: inspect, index, build-vocab, smiles-augment. */
 #include "commands.h"
 
 #include <stdio.h>
@@ -14,13 +14,15 @@ static const struct {
     {"index", plait_data_index,
      "build (or reuse) the GPT sample indices Megatron would build, and print a summary"},
     {"build-vocab", plait_data_build_vocab, "build a SMILES vocabulary from a corpus"},
+    {"smiles-augment", plait_data_smiles_augment,
+     "write each SMILES of a file from random atom orders (same molecule, stereo kept)"},
 };
 
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: plait data COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof data_commands / sizeof *data_commands; i++)
-        fprintf(fp, "  %-12s %s\n", data_commands[i].name, data_commands[i].summary);
+        fprintf(fp, "  %-14s %s\n", data_commands[i].name, data_commands[i].summary);
 }
 
 int plait_cmd_data(int argc, char **argv)

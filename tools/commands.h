@@ -14,6 +14,7 @@ int plait_cmd_launch(int argc, char **argv);      /* cmd_launch.c */
 int plait_data_inspect(int argc, char **argv);    /* cmd_inspect.c */
 int plait_data_index(int argc, char **argv);      /* cmd_index.c */
 int plait_data_build_vocab(int argc, char **argv);/* cmd_vocab.c */
+int plait_data_smiles_augment(int argc, char **argv); /* cmd_smiles.c */
 
 /* Starts MPI, runs the trainer with args (plait train and plait bench), frees
  * args and returns the exit code; a failing rank aborts the whole job. */
