@@ -32,7 +32,33 @@ pl_head_set pl_model_head_set(const pl_model_config *c)
     return s;
 }
 
-const char *pl_model_stack(const pl_model_config *c) { return pl_family_get(c->family)->stack; }
+const char *pl_model_stack(const pl_model_config *c)
+{
+    if (c->part != PL_PART_WHOLE)
+        return c->part == PL_PART_ENCODER ? "encoder" : "decoder";
+    return pl_family_get(c->family)->stack;
+}
+
+const char *pl_model_output_bias_name(const pl_model_config *c)
+{
+    return c->family == PL_FAMILY_T5 ? "lm_head.output_layer.bias" : "output_layer.bias";
+}
+
+int pl_model_is_encdec(const pl_model_config *c) { return c->family == PL_FAMILY_T5; }
+
+void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_model_config *dec)
+{
+    *enc = *c;
+    enc->part = PL_PART_ENCODER;
+    enc->head = (pl_head_spec){0};
+    *dec = *c;
+    dec->part = PL_PART_DECODER;
+    dec->num_layers = c->dec_layers;
+    dec->seq_length = c->dec_seq_length;
+    dec->block.mask = PL_MASK_CAUSAL;
+    dec->block.cross_attention = 1;
+    dec->cross_length = c->seq_length;
+}
 
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c)
 {
@@ -96,6 +122,43 @@ pl_param_spec pl_model_layer_param(const pl_model_config *c, size_t field, const
     return s;
 }
 
+/* A stack's layers and final norm (c: a whole model, or an encoder-decoder's part). */
+static pl_status register_stack(pl_registry *r, const pl_model_config *c, int pp_size)
+{
+    pl_status st = PL_OK;
+    const int64_t C = c->hidden;
+    const int last = pp_size - 1;
+    const char *stack = pl_model_stack(c);
+    pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
+    const int np = pl_block_param_names(&c->block, names);
+    int64_t l0, nl;
+    for (int s = 0; s < pp_size; s++) /* every stage's (and chunk's) split is possible */
+        for (int k = 0; k < (c->pp_chunks > 1 ? c->pp_chunks : 1); k++)
+            PL_TRY(pl_model_chunk_layers(c, pp_size, s, k, &l0, &nl));
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        const int stage = pl_model_layer_stage(c, pp_size, l);
+        for (int k = 0; k < np; k++) {
+            char name[PL_PARAM_NAME_MAX];
+            snprintf(name, sizeof name, "%s.layers.%lld.%s", stack, (long long)l, names[k].suffix);
+            pl_param_spec s = pl_model_layer_param(c, names[k].field, name, stage, (int)l,
+                                                   r->tp_size);
+            PL_TRY(pl_registry_add(r, &s));
+        }
+    }
+    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
+    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", stack);
+    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", stack);
+    pl_param_spec fin[] = {
+        {lnf_w, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
+        {lnf_b, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+    };
+    PL_TRY(pl_registry_add(r, &fin[0]));
+    if (c->block.norm_bias)
+        PL_TRY(pl_registry_add(r, &fin[1]));
+fail:
+    return st;
+}
+
 pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_size)
 {
     const pl_block_dims d = pl_model_block_dims(c);
@@ -121,7 +184,6 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     const int64_t C = c->hidden, K = c->head.classes;
     const float std = (float)c->init_std;
     const int last = pp_size - 1;
-    const int nb = c->block.norm_bias;
     pl_status st = PL_OK;
     pl_param_spec emb[] = {
         {"embedding.word_embeddings.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, 0, -1, 1,
@@ -137,43 +199,28 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
                             PL_TP_REPLICATED, 0, -1, 1, PL_INIT_NORMAL, std, 0, 0};
         PL_TRY(pl_registry_add(r, &tt));
     }
-    const char *stack = pl_model_stack(c);
-    pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
-    const int np = pl_block_param_names(&c->block, names);
-    int64_t l0, nl;
-    for (int s = 0; s < pp_size; s++) /* every stage's (and chunk's) split is possible */
-        for (int k = 0; k < (c->pp_chunks > 1 ? c->pp_chunks : 1); k++)
-            PL_TRY(pl_model_chunk_layers(c, pp_size, s, k, &l0, &nl));
-    for (int64_t l = 0; l < c->num_layers; l++) {
-        const int stage = pl_model_layer_stage(c, pp_size, l);
-        for (int k = 0; k < np; k++) {
-            char name[PL_PARAM_NAME_MAX];
-            snprintf(name, sizeof name, "%s.layers.%lld.%s", stack, (long long)l, names[k].suffix);
-            pl_param_spec s = pl_model_layer_param(c, names[k].field, name, stage, (int)l,
-                                                   r->tp_size);
-            PL_TRY(pl_registry_add(r, &s));
-        }
+    if (pl_model_is_encdec(c)) { /* the encoder's stack, then the decoder's */
+        if (pp_size > 1)
+            return pl_errorf(PL_ERR_UNSUPPORTED, "--model %s with --pipeline-model-parallel-size "
+                             "%d: encoder-decoder models are not pipelined yet",
+                             pl_family_get(c->family)->name, pp_size);
+        pl_model_config enc, dec;
+        pl_model_encdec_parts(c, &enc, &dec);
+        PL_TRY(register_stack(r, &enc, pp_size));
+        PL_TRY(register_stack(r, &dec, pp_size));
+    } else {
+        PL_TRY(register_stack(r, c, pp_size));
     }
-    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
-    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", stack);
-    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", stack);
-    pl_param_spec fin[] = {
-        {lnf_w, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
-        {lnf_b, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
-        {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1, PL_INIT_NORMAL,
-         std, 0, 0},
-    };
-    PL_TRY(pl_registry_add(r, &fin[0]));
-    if (nb)
-        PL_TRY(pl_registry_add(r, &fin[1]));
+    pl_param_spec out = {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1,
+                         PL_INIT_NORMAL, std, 0, 0};
     if (h->lm_head && (c->untie || pp_size > 1))
-        PL_TRY(pl_registry_add(r, &fin[2]));
+        PL_TRY(pl_registry_add(r, &out));
     if (h->lm_head && !c->untie && pp_size > 1) {
         /* Tied across stages (Megatron): the last stage's output layer is a copy of
          * the word embeddings, drawn alike; the embedding group sums their gradients. */
-        pl_param *out = &r->params[r->n - 1];
-        out->init_stream = pl_hash_str("embedding.word_embeddings.weight");
-        out->tied_copy = 1;
+        pl_param *copy = &r->params[r->n - 1];
+        copy->init_stream = pl_hash_str("embedding.word_embeddings.weight");
+        copy->tied_copy = 1;
     }
     /* BERT's heads, after the final norm (the last stage's region and DP bucket
      * run from the final norm to the end of the buffer). Megatron's get_linear_layer:
@@ -183,7 +230,8 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         {"lm_head.dense.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
         {"lm_head.layer_norm.weight", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
         {"lm_head.layer_norm.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
-        {"output_layer.bias", 1, {c->padded_vocab}, PL_TP_VOCAB, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+        {pl_model_output_bias_name(c), 1, {c->padded_vocab}, PL_TP_VOCAB, last, -1, 0,
+         PL_INIT_ZEROS, 0, 0, 0},
         {"pooler.dense.weight", 2, {C, C}, PL_TP_REPLICATED, last, -1, 1, PL_INIT_NORMAL, std, 0, 0},
         {"pooler.dense.bias", 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
         {"binary_head.weight", 2, {2, C}, PL_TP_REPLICATED, last, -1, 1, PL_INIT_NORMAL, std, 0, 0},

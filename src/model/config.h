@@ -16,7 +16,13 @@
  *         with the padding masked; final LayerNorm; lm_head (dense, GELU,
  *         LayerNorm), then logits = . word_embeddings^T + output_layer.bias;
  *         pooler and binary (sentence-order) head on position 0. Its layers are
- *         named encoder.layers.N..., its final norm encoder.final_layernorm. */
+ *         named encoder.layers.N..., its final norm encoder.final_layernorm.
+ *   T5    (Megatron core's T5Model, pretrain_t5.py): word and learned position
+ *         embeddings shared by both stacks; an encoder of L pre-LayerNorm GELU
+ *         blocks attending both ways over the source (its padding masked) and
+ *         encoder.final_layernorm; a decoder of dec_layers such blocks, causal,
+ *         with cross-attention to the encoder output, and decoder.final_layernorm;
+ *         logits = . word_embeddings^T + lm_head.output_layer.bias. */
 #ifndef PL_MODEL_CONFIG_H
 #define PL_MODEL_CONFIG_H
 
@@ -42,7 +48,16 @@ typedef struct pl_recompute {
     int64_t num_layers;         /* full only: 1..L */
 } pl_recompute;
 
-typedef enum pl_family { PL_FAMILY_GPT = 0, PL_FAMILY_LLAMA = 1, PL_FAMILY_BERT = 2 } pl_family;
+typedef enum pl_family {
+    PL_FAMILY_GPT = 0,
+    PL_FAMILY_LLAMA = 1,
+    PL_FAMILY_BERT = 2,
+    PL_FAMILY_T5 = 3
+} pl_family;
+
+/* Which stack of an encoder-decoder model a configuration describes: the
+ * whole model (registration, checkpoints) or the one a pl_model runs. */
+typedef enum pl_part { PL_PART_WHOLE = 0, PL_PART_ENCODER, PL_PART_DECODER } pl_part;
 
 /* What a family has around its layers besides the word (and position)
  * embeddings, the final norm and the output layer: Megatron core's BertModel
@@ -68,7 +83,12 @@ typedef struct pl_head_spec {
 
 typedef struct pl_model_config {
     pl_family family;
-    int64_t num_layers;   /* L */
+    int64_t num_layers;   /* L (an encoder-decoder: the encoder's) */
+    int64_t dec_layers;   /* an encoder-decoder's decoder layers */
+    int64_t dec_seq_length; /* an encoder-decoder's decoder positions (seq_length: the encoder's) */
+    pl_part part;         /* an encoder-decoder's stack this describes (pl_model_encdec_parts) */
+    int64_t cross_length; /* a decoder part: its cross-attention's keys per sample (seq_length
+                           * of the encoder) */
     int64_t hidden;       /* C */
     int64_t heads;        /* NH */
     int64_t ffn_hidden;   /* F (4C by default; SwiGLU: each half) */
@@ -105,9 +125,20 @@ void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes);
 /* The heads c has, for nn/head.h. */
 pl_head_set pl_model_head_set(const pl_model_config *c);
 
-/* "decoder" or "encoder" (BERT): the name of the stack of layers, as Megatron
- * core names it ("decoder.layers.0....", "encoder.final_layernorm.weight"). */
+/* "decoder" or "encoder" (BERT, an encoder-decoder's encoder part): the name of
+ * the stack of layers, as Megatron core names it ("decoder.layers.0....",
+ * "encoder.final_layernorm.weight"). */
 const char *pl_model_stack(const pl_model_config *c);
+/* The output layer's bias (BERT: output_layer.bias, T5: lm_head.output_layer.bias). */
+const char *pl_model_output_bias_name(const pl_model_config *c);
+/* An encoder-decoder's two stacks as the configurations two pl_models run:
+ * enc (num_layers, seq_length, the family's block, no head: its final norm's
+ * output is the decoder's cross-attention input) and dec (dec_layers,
+ * dec_seq_length, causal with cross-attention to seq_length positions, the LM
+ * head with the output bias). Both are laid out in the whole model's registry. */
+void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_model_config *dec);
+/* 1 when c is an encoder-decoder family (T5). */
+int pl_model_is_encdec(const pl_model_config *c);
 /* The final norm's weight in r: the first parameter of the last stage's tail
  * (the final norm, the output layer, the heads), which follows the layers. */
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c);

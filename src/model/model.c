@@ -53,7 +53,7 @@ pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, co
     const char *const names[NTOP] = {
         "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
         "embedding.tokentype_embeddings.weight", lnf_w, lnf_b, "output_layer.weight",
-        "output_layer.bias", "lm_head.dense.weight", "lm_head.dense.bias",
+        pl_model_output_bias_name(c), "lm_head.dense.weight", "lm_head.dense.bias",
         "lm_head.layer_norm.weight", "lm_head.layer_norm.bias", "pooler.dense.weight",
         "pooler.dense.bias", "binary_head.weight", "binary_head.bias",
         "classification_head.weight", "classification_head.bias", "classifier.mlp.layer0.weight",
@@ -262,7 +262,8 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     m->tp = tp;
     m->gemm = gemm;
     const pl_block_dims dims = pl_model_block_dims(cfg);
-    PL_TRY(pl_block_ctx_init(&m->blk, &cfg->block, &dims, cfg->ln_eps, B, m->T, 0, tp, reg->tp_rank,
+    PL_TRY(pl_block_ctx_init(&m->blk, &cfg->block, &dims, cfg->ln_eps, B, m->T,
+                             cfg->block.cross_attention ? cfg->cross_length : 0, tp, reg->tp_rank,
                              cfg->sequence_parallel, gemm, &m->prof));
     PL_TRY(pl_block_kv_comm(&m->kv_comm, tp, &dims));
     m->blk.kv = &m->kv_comm;
@@ -440,7 +441,7 @@ static void set_dropout(pl_model *m)
 static void embedding_dropout(pl_model *m, float *x)
 {
     if (m->blk.drop.hidden > 0)
-        pl_block_hidden_dropout(&m->blk, x, x, 0, 3);
+        pl_block_hidden_dropout(&m->blk, x, x, m->layer_id0, 3);
 }
 
 /* The last stage's heads on the final norm's output m->lnf: the LM head (BERT's
@@ -493,7 +494,8 @@ static pl_status tokentype_fwd(pl_model *m, float *x)
 pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
-    const int64_t B = m->B, T = m->T, C = m->C, L = m->stage.nl, l0 = m->stage.l0;
+    const int64_t B = m->B, T = m->T, C = m->C, L = m->stage.nl;
+    const int64_t l0 = m->stage.l0 + m->layer_id0; /* layer numbers of the dropout masks */
     set_dropout(m);
     if (m->stage.first) {
         if (m->fetch)
@@ -561,7 +563,7 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
 {
     pl_status st = PL_OK;
     const int64_t B = m->B, T = m->T, N = m->N, Nl = m->blk.Nl, C = m->C;
-    const int64_t L = m->stage.nl, l0 = m->stage.l0;
+    const int64_t L = m->stage.nl, l0 = m->stage.l0 + m->layer_id0;
     const int selective = m->cfg.recompute.granularity == PL_RECOMPUTE_SELECTIVE;
     const pl_model_mb *mb = &m->mb[m->cur];
     set_dropout(m);
@@ -570,13 +572,18 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
         memset(m->dres, 0, (size_t)(Nl * C) * sizeof(float));
         memset(dln, 0, (size_t)(N * C) * sizeof(float));
         double t0 = pl_time_now();
-        PL_TRY(heads_bwd(m, dln));
+        const pl_head_set hs = pl_model_head_set(&m->cfg);
+        const int headless = !m->cfg.head.lm_head && !hs.pooled && !hs.token;
+        if (headless && !m->dlnf_in)
+            return pl_errorf(PL_ERR_INTERNAL, "backward of a model without heads needs the "
+                             "gradient of its output (dlnf_in)");
+        if (!headless)
+            PL_TRY(heads_bwd(m, dln));
         m->prof.lmhead += pl_time_now() - t0;
         /* the heads leave the final norm's output gradient whole; the LM head
          * alone, under sp, this rank's rows first */
-        const pl_head_set hs = pl_model_head_set(&m->cfg);
         const int whole = hs.lm || hs.pooled || hs.token;
-        const float *dy = whole && m->blk.sp ? dln + m->blk.n0 * C : dln;
+        const float *dy = headless ? m->dlnf_in : whole && m->blk.sp ? dln + m->blk.n0 * C : dln;
         PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->d.lnf_w, m->d.lnf_b, dy, layer_input(m, L),
                                  m->p.lnf_w, m->lnf_mean, m->lnf_rstd));
     } else {
@@ -639,7 +646,7 @@ pl_status pl_model_backward_input(pl_model *m)
 pl_status pl_model_backward_weight(pl_model *m, pl_grad_ready_fn ready, void *ctx)
 {
     pl_status st = PL_OK;
-    const int64_t L = m->stage.nl, l0 = m->stage.l0;
+    const int64_t L = m->stage.nl, l0 = m->stage.l0 + m->layer_id0;
     if (!m->stage.split_bwd)
         return pl_errorf(PL_ERR_INTERNAL, "pl_model_backward_weight: the stage was not planned "
                          "for a split backward");

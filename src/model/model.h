@@ -131,6 +131,11 @@ typedef struct pl_model {
     uint64_t seed;            /* --seed (dropout masks) */
     pl_step_prof prof;
     float *dloss;             /* (N) */
+    int64_t layer_id0;        /* added to the layer numbers that key dropout masks (an
+                               * encoder-decoder's decoder: the encoder's layer count) */
+    const float *dlnf_in;     /* a model without heads (an encoder-decoder's encoder): the
+                               * gradient of its final norm's output, set before backward
+                               * (rows as pl_block_norm_bwd takes them) */
     pl_param_fetch_fn fetch;  /* NULL unless parameters are sharded (ZeRO-3) */
     void *fetch_ctx;
 } pl_model;

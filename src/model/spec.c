@@ -26,9 +26,17 @@ static const pl_family_spec families[] = {
      {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0},
      {1, PL_TASK_NONE, 0, 2, 1, 1, 1},
      "encoder", 0, 0.1f, 0.1f, "BertForPreTraining"},
+    /* Megatron core's T5Model as pretrain_t5.py builds it (local spec): the encoder's
+     * layer is BERT's (bidirectional, padding masked), the decoder's causal with
+     * cross-attention; shared embeddings, tied output layer with a bias. The row's
+     * block is the encoder's (pl_model_encdec_parts derives the decoder's). */
+    {"t5", PL_FAMILY_T5,
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0},
+     {1, PL_TASK_NONE, 0, 0, 0, 1, 0},
+     "encoder", 0, 0.1f, 0.1f, "T5ForConditionalGeneration"},
 };
 
-const char pl_family_names[] = "gpt|llama|bert";
+const char pl_family_names[] = "gpt|llama|bert|t5";
 
 const pl_family_spec *pl_family_find(const char *name)
 {
