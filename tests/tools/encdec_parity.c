@@ -3,14 +3,20 @@
  * lengths, decoder tokens, targets), the first step's logits, loss and every
  * gradient, and the parameters after 5 AdamW steps with warmup, cosine decay
  * and clipping, run by the model and optimizer code the trainer uses.
- * usage: encdec_parity OUT.safetensors [--bf16]
+ * usage: [mpirun -n P] encdec_parity OUT.safetensors [--bf16] [--sp]
+ * Under mpirun the model is split over P tensor-parallel ranks (--sp: with
+ * sequence parallelism) and rank 0 writes the same file as one process: every
+ * tensor gathered by global element index, the logits by vocabulary slice; the
+ * gradient norm for clipping sums each rank's part (replicated tensors once).
  * The model: 2 encoder and 2 decoder layers, hidden 64, 4 heads, MLP 256, 24
  * source and 16 decoder positions, 2 samples, vocabulary 1000 (padded to 1024);
  * the second sample's source is padded after 17 tokens (the encoder's padding
  * mask and the cross-attention's keys), its decoder after 11 (targets -1: no
  * loss there); the objective is the mean cross-entropy over the targets. */
 #include "base/alloc.h"
+#include "base/rng.h"
 #include "ckpt/safetensors.h"
+#include "parallel/dist.h"
 #include "model/encdec.h"
 #include "model/spec.h"
 #include "optim/adamw.h"
@@ -29,19 +35,76 @@ static int32_t next_token(void)
     return (int32_t)((lcg >> 33) % V);
 }
 
+static pl_comm tp;
+
 static int fail(pl_status st)
 {
-    fprintf(stderr, "encdec_parity: %s\n", pl_error_msg());
+    fprintf(stderr, "encdec_parity (rank %d): %s\n", tp.rank, pl_error_msg());
     return st ? 1 : 0;
 }
 
+/* rank 0's global tensor of p from every rank's local values (replicated ones from
+ * TP rank 0), by global element index */
+static pl_status gather(const pl_param *p, const float *local, float *global)
+{
+    const int64_t n = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
+    const int64_t rows = p->local_shape[0], cols = p->ndim == 2 ? p->local_shape[1] : 1;
+    memset(global, 0, (size_t)n * sizeof(float));
+    if (p->split != PL_TP_REPLICATED || tp.rank == 0)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < cols; k++)
+                global[pl_param_global_index(p, r, k)] = local[r * cols + k];
+    if (tp.size == 1)
+        return PL_OK;
+    int rc = MPI_Reduce(tp.rank ? global : MPI_IN_PLACE, global, (int)n, MPI_FLOAT, MPI_SUM, 0,
+                        tp.mpi);
+    return rc == MPI_SUCCESS ? PL_OK : pl_errorf(PL_ERR_IO, "MPI_Reduce of %s failed", p->name);
+}
+
+/* The squared gradient norm over the TP group, each replicated tensor once. */
+static pl_status grad_sumsq(const pl_registry *reg, const float *grads, double *out)
+{
+    double s = 0;
+    for (int i = 0; i < reg->n; i++) {
+        const pl_param *p = &reg->params[i];
+        if (p->split != PL_TP_REPLICATED || tp.rank == 0)
+            s += pl_cpu_sumsq(grads + p->offset, p->numel);
+    }
+    *out = s;
+    return tp.size > 1 ? pl_comm_allreduce_f64(&tp, out, 1, PL_COMM_SUM) : PL_OK;
+}
+
+static int run(int bf16, int sp, const char *out);
+
 int main(int argc, char **argv)
 {
-    int bf16 = argc == 3 && strcmp(argv[2], "--bf16") == 0;
-    if (argc < 2 || (argc == 3 && !bf16) || argc > 3) {
-        fprintf(stderr, "usage: encdec_parity OUT.safetensors [--bf16]\n");
+    int bf16 = 0, sp = 0, bad = argc < 2;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--bf16") == 0)
+            bf16 = 1;
+        else if (strcmp(argv[i], "--sp") == 0)
+            sp = 1;
+        else
+            bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: [mpirun -n P] encdec_parity OUT.safetensors [--bf16] [--sp]\n");
         return 2;
     }
+    pl_dist dist;
+    pl_status st = pl_dist_init(&dist, &argc, &argv);
+    if (st)
+        return fail(st);
+    if ((st = pl_comm_init(&tp, MPI_COMM_WORLD, "tp", 0)))
+        return fail(st);
+    int rc = run(bf16, sp && tp.size > 1, argv[1]);
+    pl_comm_free(&tp);
+    pl_dist_finalize(&dist);
+    return rc;
+}
+
+static int run(int bf16, int sp, const char *out)
+{
     pl_model_config cfg = {.num_layers = LE, .dec_layers = LD, .hidden = C, .heads = NH,
                            .ffn_hidden = 4 * C, .seq_length = TE, .dec_seq_length = TD,
                            .max_positions = TE, .vocab_size = V, .divisible_by = 128,
@@ -49,13 +112,18 @@ int main(int argc, char **argv)
     pl_family_apply(&cfg, PL_FAMILY_T5);
     cfg.query_groups = NH;
     cfg.hidden_dropout = cfg.attention_dropout = 0;
-    cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1);
+    cfg.sequence_parallel = sp;
+    cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1); /* 1024: a multiple of 128 x tp */
+    if (cfg.padded_vocab % (128 * tp.size))
+        return fail(pl_errorf(PL_ERR_ARG, "%d ranks do not divide the vocabulary's 1024 rows",
+                              tp.size));
     pl_registry reg;
-    pl_registry_init(&reg, 1, 0, 0);
+    pl_registry_init(&reg, tp.size, tp.rank, 0);
     pl_status st = pl_model_register(&reg, &cfg, 1);
     if (st)
         return fail(st);
     const int64_t n = reg.numel, Ne = B * TE, Nd = B * TD, Vp = cfg.padded_vocab;
+    const int64_t Vl = Vp / tp.size;
     float *init = pl_calloc((size_t)n, sizeof(float)), *params = pl_calloc((size_t)n, sizeof(float));
     float *grads = pl_calloc((size_t)n, sizeof(float)), *grads0 = pl_calloc((size_t)n, sizeof(float));
     float *m = pl_calloc((size_t)n, sizeof(float)), *v = pl_calloc((size_t)n, sizeof(float));
@@ -66,11 +134,15 @@ int main(int argc, char **argv)
     if (!init || !params || !grads || !grads0 || !m || !v || !logits || !batch)
         return fail(pl_errorf(PL_ERR_NOMEM, "out of memory"));
     pl_registry_init_values(&reg, init, SEED);
-    /* norm gains and biases away from 1 and 0, so their gradients matter */
+    /* norm gains and biases away from 1 and 0, so their gradients matter (keyed by
+     * the global element, so every layout perturbs alike) */
     for (int i = 0; i < reg.n; i++) {
         const pl_param *p = &reg.params[i];
         for (int64_t k = 0; p->ndim == 1 && k < p->numel; k++)
-            init[p->offset + k] += 0.05f * (float)((next_token() % 200) - 100) / 100.0f;
+            init[p->offset + k] +=
+                0.05f * (float)(2.0 * pl_rng_uniform(SEED, pl_hash_str(p->name),
+                                                     (uint64_t)pl_param_global_index(p, k, 0)) -
+                                1.0);
     }
     memcpy(params, init, (size_t)n * sizeof(float));
     for (int s = 0; s < STEPS; s++) {
@@ -88,8 +160,6 @@ int main(int argc, char **argv)
         }
     }
     pl_gemm *gemm;
-    pl_comm tp = {0};
-    tp.size = 1;
     if ((st = pl_gemm_init(&gemm)))
         return fail(st);
     pl_gemm_set_precision(gemm, bf16 ? PL_GEMM_BF16 : PL_GEMM_FP32);
@@ -117,29 +187,46 @@ int main(int argc, char **argv)
         memset(grads, 0, (size_t)n * sizeof(float));
         if ((st = pl_encdec_forward(&e)) || (st = pl_encdec_backward(&e)))
             return fail(st);
+        double sumsq;
+        if ((st = grad_sumsq(&reg, grads, &sumsq)))
+            return fail(st);
         if (s == 0) {
             double sum = 0;
             for (int64_t i = 0; i < Nd; i++)
                 sum += (double)e.dec.dloss[i] * e.dec.loss[i];
             loss0 = (float)sum;
             memcpy(grads0, grads, (size_t)n * sizeof(float));
+            /* this rank's vocabulary slice of the logits, then every slice side by side */
+            float *mine = pl_calloc((size_t)(Nd * Vl), sizeof(float));
+            if (!mine)
+                return fail(pl_errorf(PL_ERR_NOMEM, "out of memory"));
             if (bf16)
-                st = pl_gemm_run(gemm, 0, 1, Nd, Vp, C, e.dec.lnf, C, e.dec.p.out_w, C, 0.0f, logits,
-                                 Vp);
+                st = pl_gemm_run(gemm, 0, 1, Nd, Vl, C, e.dec.lnf, C, e.dec.p.out_w, C, 0.0f, mine,
+                                 Vl);
             else
-                pl_ref_gemm(0, 1, Nd, Vp, C, e.dec.lnf, C, e.dec.p.out_w, C, 0.0f, logits, Vp);
+                pl_ref_gemm(0, 1, Nd, Vl, C, e.dec.lnf, C, e.dec.p.out_w, C, 0.0f, mine, Vl);
             if (st)
                 return fail(st);
             for (int64_t i = 0; i < Nd; i++)
-                pl_cpu_add(logits + i * Vp, logits + i * Vp, e.dec.p.out_b, Vp);
+                pl_cpu_add(mine + i * Vl, mine + i * Vl, e.dec.p.out_b, Vl);
+            float *all = tp.size > 1 ? pl_calloc((size_t)(Nd * Vp), sizeof(float)) : mine;
+            if (tp.size > 1 && MPI_Gather(mine, (int)(Nd * Vl), MPI_FLOAT, all, (int)(Nd * Vl),
+                                          MPI_FLOAT, 0, tp.mpi) != MPI_SUCCESS)
+                return fail(pl_errorf(PL_ERR_IO, "MPI_Gather of the logits failed"));
+            for (int r = 0; r < tp.size; r++)
+                for (int64_t i = 0; i < Nd; i++)
+                    memcpy(logits + i * Vp + r * Vl, all + ((int64_t)r * Nd + i) * Vl,
+                           (size_t)Vl * sizeof(float));
+            if (all != mine)
+                pl_free(all);
+            pl_free(mine);
         }
         lrs[s] = (float)pl_lr_schedule_lr(&sched);
-        norms[s] = (float)pl_adamw_step(&reg, params, grads, m, v, &hp, lrs[s], s + 1,
-                                        pl_cpu_sumsq(grads, n));
+        norms[s] = (float)pl_adamw_step(&reg, params, grads, m, v, &hp, lrs[s], s + 1, sumsq);
         pl_lr_schedule_step(&sched, B);
     }
-    pl_st_writer *w;
-    if ((st = pl_st_writer_new(&w)))
+    pl_st_writer *w = NULL;
+    if (tp.rank == 0 && (st = pl_st_writer_new(&w)))
         return fail(st);
     static char keys[3 * 128][PL_ST_NAME_MAX];
     if (reg.n > 128)
@@ -147,12 +234,26 @@ int main(int argc, char **argv)
     int nk = 0;
     const float *bufs[3] = {init, grads0, params};
     const char *pre[3] = {"init.", "grad.", "final."};
+    static float *globals[3 * 128];
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < reg.n; i++) {
             const pl_param *p = &reg.params[i];
+            float *g = globals[nk] =
+                pl_calloc((size_t)(p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1)), sizeof(float));
+            if (!g)
+                return fail(pl_errorf(PL_ERR_NOMEM, "out of memory"));
+            if ((st = gather(p, bufs[k] + p->offset, g)))
+                return fail(st);
             snprintf(keys[nk], PL_ST_NAME_MAX, "%s%s", pre[k], p->name);
-            pl_st_writer_add(w, keys[nk++], "F32", p->ndim, p->shape, bufs[k] + p->offset);
+            if (w)
+                pl_st_writer_add(w, keys[nk], "F32", p->ndim, p->shape, g);
+            nk++;
         }
+    if (!w) {
+        for (int k = 0; k < nk; k++)
+            pl_free(globals[k]);
+        goto done;
+    }
     int64_t sbatch[2] = {STEPS, Ne + 2 * Nd + B}, sl[2] = {Nd, Vp}, s1[1] = {1}, ss[1] = {STEPS};
     pl_st_writer_add(w, "batch", "I32", 2, sbatch, batch);
     pl_st_writer_add(w, "logits", "F32", 2, sl, logits);
@@ -167,10 +268,13 @@ int main(int argc, char **argv)
              "\"clip_grad\": 0.05, \"precision\": \"%s\"}",
              LE, LD, C, NH, TE, TD, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32");
     pl_st_writer_meta(w, "config", meta);
-    if ((st = pl_st_writer_finish(w, argv[1])))
+    if ((st = pl_st_writer_finish(w, out)))
         return fail(st);
-    printf("wrote %s: loss %.6f, grad norms %.4f %.4f %.4f %.4f %.4f\n", argv[1], loss0, norms[0],
-           norms[1], norms[2], norms[3], norms[4]);
+    printf("wrote %s: tp %d%s, loss %.6f, grad norms %.4f %.4f %.4f %.4f %.4f\n", out, tp.size,
+           sp ? " (sp)" : "", loss0, norms[0], norms[1], norms[2], norms[3], norms[4]);
+    for (int k = 0; k < nk; k++)
+        pl_free(globals[k]);
+done:
     pl_encdec_free(&e);
     pl_gemm_free(gemm);
     pl_registry_free(&reg);
