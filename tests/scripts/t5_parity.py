@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_parity import megatron_lr, read_safetensors, rel  # noqa: E402
+from torch_parity import megatron_lr, read_safetensors, rel, run_files  # noqa: E402
 
 DT = torch.float64
 
@@ -124,19 +124,7 @@ def run(path, check):
 
 
 def main():
-    passed = failed = 0
-
-    def check(what, err, tol):
-        nonlocal passed, failed
-        ok = err <= tol
-        passed += ok
-        failed += not ok
-        print(f"{'ok' if ok else 'not ok'} {what}: relative error {err:.2e} (tolerance {tol:g})")
-
-    for path in sys.argv[1:]:
-        run(path, check)
-    print(f"t5_parity: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_files(run, "t5_parity")
 
 
 if __name__ == "__main__":

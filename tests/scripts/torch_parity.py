@@ -597,7 +597,9 @@ def run(path, check):
                   -e, -t)
 
 
-def main():
+def run_files(run_one, name):
+    """Runs run_one(path, check) on every file named on the command line and prints
+    "NAME: N passed, N failed"; returns the exit code."""
     passed = failed = 0
 
     def check(what, err, tol):
@@ -608,9 +610,13 @@ def main():
         print(f"{'ok' if ok else 'not ok'} {what}: relative error {err:.2e} (tolerance {tol:g})")
 
     for path in sys.argv[1:]:
-        run(path, check)
-    print(f"torch_parity: {passed} passed, {failed} failed")
+        run_one(path, check)
+    print(f"{name}: {passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def main():
+    return run_files(run, "torch_parity")
 
 
 if __name__ == "__main__":
