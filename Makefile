@@ -20,7 +20,7 @@ MPI_PKG  ?= ompi-c
 OPENMP   ?= -fopenmp
 CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(MPI_PKG))
 CFLAGS   += -std=c11 $(OPT) $(WARN) $(OPENMP) -pthread -fno-strict-aliasing -fno-math-errno $(XCFLAGS)
-LDLIBS   += -ldnnl $(shell pkg-config --libs $(MPI_PKG)) -lutf8proc -lcjson -lz -llzma -lzstd -lyaml -lm -pthread
+LDLIBS   += -ldnnl $(shell pkg-config --libs $(MPI_PKG)) -lutf8proc -lcjson -lz -llzma -lzstd -lyaml -lmd -lxxhash -lm -pthread
 LDFLAGS  += $(XLDFLAGS)
 
 LIB_SRC   := $(sort $(shell find src -name '*.c'))

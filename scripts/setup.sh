@@ -30,11 +30,13 @@ DATA=${PLAIT_DATA:-$PWD/data}
 # zlib1g-dev liblzma-dev libzstd-dev: compressed corpora read directly (src/base/zread.c).
 # libyaml-dev: NeMo-style YAML configs (plait train --config-file, src/train/args_yaml.c).
 # python3-rdkit: the RDKit oracle of tests/scripts/smiles_augment.sh.
+# libmd-dev libxxhash-dev librandom123-dev: MD5 (dataset cache names), XXH64 (checkpoint
+# checksums) and Philox (every random draw) from the libraries that define them.
 PACKAGES=(build-essential clang libclang-rt-14-dev pkg-config libutf8proc-dev libcjson-dev
           libdnnl-dev libopenmpi-dev openmpi-bin mpich libmpich-dev
           python3 python3-numpy python3-torch python3-matplotlib libopenblas0-pthread bible-kjv nodejs npm
           python3-sentencepiece python3-nltk zlib1g-dev liblzma-dev libzstd-dev libyaml-dev
-          python3-rdkit
+          python3-rdkit libmd-dev libxxhash-dev librandom123-dev
           slurmctld slurmd slurm-client munge iproute2)
 
 die() { echo "setup: error: $*" >&2; exit 1; }

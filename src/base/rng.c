@@ -1,27 +1,19 @@
 /* Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
- * SC 2011), with its published multipliers and Weyl constants. */
+ * SC 2011) through the authors' Random123 (Debian's librandom123-dev, header
+ * only); the SIMD twins in the dropout and attention kernels write the same
+ * rounds out and are tested against this. */
 #include "base/rng.h"
 
+#include <Random123/philox.h>
 #include <math.h>
 
 void pl_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
 {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int round = 0; round < 10; round++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
+    const philox4x32_ctr_t c = {{ctr[0], ctr[1], ctr[2], ctr[3]}};
+    const philox4x32_key_t k = {{key[0], key[1]}};
+    const philox4x32_ctr_t r = philox4x32_R(10, c, k);
+    for (int i = 0; i < 4; i++)
+        out[i] = r.v[i];
 }
 
 uint64_t pl_hash_str(const char *s)

@@ -1,5 +1,7 @@
 /* base/: options tables, the allocation hook, atomic files, growable arrays. */
 #include "base/alloc.h"
+#include "base/md5.h"
+#include "base/xxh64.h"
 #include "base/fileio.h"
 #include "base/options.h"
 #include "base/vec.h"
@@ -240,6 +242,26 @@ TEST(large_blocks_are_advised_onto_huge_pages)
     pl_free(q);
 }
 
+/* XXH64 against `xxhsum -H64` (Debian's xxhash), and MD5 against RFC 1321's
+ * test suite: the library calls behind plait's names give the published digests. */
+TEST(xxh64_and_md5_give_the_published_digests)
+{
+    static const struct {
+        const char *in;
+        uint64_t xxh;
+        const char *md5;
+    } v[] = {{"", 0xef46db3751d8e999ull, "d41d8cd98f00b204e9800998ecf8427e"},
+             {"a", 0xd24ec4f1a98c6e5bull, "0cc175b9c0f1b6a831c399e269772661"},
+             {"The quick brown fox jumps over the lazy dog", 0x0b242d361fda71bcull,
+              "9e107d9d372bb6826bd81d3542a419d6"}};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        char hex[33];
+        pl_md5_hex(v[i].in, strlen(v[i].in), hex);
+        CHECK(pl_xxh64(v[i].in, strlen(v[i].in), 0) == v[i].xxh, "xxh64 of \"%s\"", v[i].in);
+        CHECK(strcmp(hex, v[i].md5) == 0, "md5 of \"%s\": %s", v[i].in, hex);
+    }
+}
+
 int main(void)
 {
     RUN(options_apply_defaults_and_parse_every_type);
@@ -249,5 +271,6 @@ int main(void)
     RUN(wfile_is_invisible_until_commit_and_abort_leaves_nothing);
     RUN(growable_arrays_keep_contents_when_growth_fails);
     RUN(large_blocks_are_advised_onto_huge_pages);
+    RUN(xxh64_and_md5_give_the_published_digests);
     return test_summary("base");
 }
