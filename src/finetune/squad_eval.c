@@ -42,6 +42,37 @@ static int is_cased(int32_t c)
     return k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LL || k == UTF8PROC_CATEGORY_LT;
 }
 
+/* Case_Ignorable (Unicode's derived property): Mn Me Cf Lm Sk and the
+ * Word_Break MidLetter / MidNumLet / Single_Quote characters. */
+static int is_case_ignorable(int32_t c)
+{
+    static const int32_t mid[] = {0x27, 0x2E, 0x3A, 0xB7, 0x387, 0x55F, 0x5F4, 0x2018, 0x2019,
+                                  0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A};
+    for (size_t i = 0; i < sizeof mid / sizeof mid[0]; i++)
+        if (c == mid[i])
+            return 1;
+    if (c < 0)
+        return 0;
+    int k = utf8proc_category(c);
+    return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_ME || k == UTF8PROC_CATEGORY_CF ||
+           k == UTF8PROC_CATEGORY_LM || k == UTF8PROC_CATEGORY_SK;
+}
+
+/* Python's handle_capital_sigma: a cased letter before (through case-ignorable
+ * characters) and none after. */
+static int final_sigma(const int32_t *c, int64_t n, int64_t i)
+{
+    int64_t j = i - 1;
+    while (j >= 0 && is_case_ignorable(c[j]))
+        j--;
+    if (j < 0 || !is_cased(c[j]))
+        return 0;
+    j = i + 1;
+    while (j < n && is_case_ignorable(c[j]))
+        j++;
+    return j == n || !is_cased(c[j]);
+}
+
 static int is_ascii_punct(int32_t c)
 {
     return c < 0x80 && c > 0x20 && c != 0x7F && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)c) != NULL;
@@ -86,8 +117,7 @@ pl_status pl_squad_normalize(const char *s, size_t n, pl_bytes *out)
         if (c == 0x130) {
             l[0] = 'i', l[1] = 0x307, nl = 2;
         } else if (c == 0x3A3) {
-            int final = i > 0 && is_cased(in.c[i - 1]) && !(i + 1 < in.n && is_cased(in.c[i + 1]));
-            l[0] = final ? 0x3C2 : 0x3C3;
+            l[0] = final_sigma(in.c, in.n, i) ? 0x3C2 : 0x3C3;
         } else {
             l[0] = utf8proc_tolower(c);
         }

@@ -16,9 +16,10 @@
  * simple mapping); a word character is a letter, a number or '_' (Python's
  * \w: str.isalnum() or '_'); whitespace is what str.split() splits on
  * (\t\n\v\f\r, U+001C..U+001F, space, U+0085, U+00A0, U+1680,
- * U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000). The final-sigma
- * rule looks at the neighbouring letters only, not through case-ignorable
- * characters as Python does (docs/finetune.md).
+ * U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000). "Cased" is taken
+ * as the letter categories Lu/Ll/Lt (Python adds Other_Lowercase/Uppercase,
+ * e.g. U+00AA, which only matters next to a capital sigma) and the Unicode
+ * tables are utf8proc's, whose version may differ from the Python's.
  * tests/scripts/squad_eval_reference.py transcribes evaluate-v1.1.py as the
  * oracle. */
 #ifndef PL_FINETUNE_SQUAD_EVAL_H
