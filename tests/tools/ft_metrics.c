@@ -7,13 +7,21 @@
  *   ft_metrics cls K FILE       FILE: "TRUTH PRED" ids per line; prints the metrics
  *   ft_metrics normalize FILE   FILE: one JSON string per line; prints each
  *                               normalize_answer() as a JSON string
- *   ft_metrics squad DATA PRED  the official SQuAD v1.1 EM and F1 */
+ *   ft_metrics squad DATA PRED  the official SQuAD v1.1 EM and F1
+ *   ft_metrics read-tsv FILE    a header + "text\tlabel" file: examples per label (sorted)
+ *   ft_metrics read-conll FILE  sentences, words and entities (seqeval) of a CoNLL file
+ *   ft_metrics squad-gold VOCAB DATA SEQ STRIDE QLEN
+ *                               features of DATA, logits peaked at each question's
+ *                               gold start/end, decoded and evaluated: prints
+ *                               questions, features, skipped answers, EM, F1 */
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/json.h"
 #include "finetune/cls_metrics.h"
 #include "finetune/seqeval.h"
 #include "finetune/squad_eval.h"
+#include "finetune/textcls.h"
+#include "finetune/conll.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -154,8 +162,108 @@ static int run_squad(const char *data, const char *preds)
     return 0;
 }
 
+static int run_read_tsv(const char *path)
+{
+    pl_textcls_spec sp = pl_textcls_spec_default();
+    sp.header = 1;
+    pl_textcls_set s;
+    pl_ft_labels m;
+    if (pl_textcls_read(&s, path, &sp) || pl_textcls_labels(&s, &m))
+        return fail();
+    for (int64_t l = 0; l < m.n; l++) {
+        int64_t k = 0;
+        for (int64_t i = 0; i < s.n; i++)
+            k += strcmp(s.ex[i].label, m.names[l]) == 0;
+        printf("%s %lld\n", m.names[l], (long long)k);
+    }
+    pl_ft_labels_free(&m);
+    pl_textcls_set_free(&s);
+    return 0;
+}
+
+static int run_read_conll(const char *path)
+{
+    pl_conll_spec sp = pl_conll_spec_default();
+    pl_conll_set s;
+    if (pl_conll_read(&s, path, &sp))
+        return fail();
+    int64_t *len = malloc((size_t)s.n_sent * sizeof *len);
+    for (int64_t i = 0; i < s.n_sent; i++)
+        len[i] = s.sent[i].n;
+    pl_seqeval_result r;
+    if (pl_seqeval_score(&r, s.tags, s.tags, len, s.n_sent))
+        return fail();
+    printf("sentences %lld words %lld entities %lld f1 %.17g\n", (long long)s.n_sent, (long long)s.n_words,
+           (long long)r.true_all, r.f1);
+    pl_seqeval_result_free(&r);
+    free(len);
+    pl_conll_set_free(&s);
+    return 0;
+}
+
+static int run_squad_gold(char **argv)
+{
+    pl_tokenizer *t;
+    pl_squad_set s;
+    pl_squad_features fs = {0};
+    pl_squad_config cfg = {atoll(argv[4]), atoll(argv[5]), atoll(argv[6])};
+    if (pl_bert_tokenizer_open(&t, argv[2], 1) || pl_squad_read(&s, argv[3]) ||
+        pl_squad_features_build(&fs, t, &s, &cfg))
+        return fail();
+    int64_t L = fs.seq_len;
+    float *sl = malloc((size_t)(fs.n * L) * sizeof *sl), *el = malloc((size_t)(fs.n * L) * sizeof *el);
+    int64_t *feats = malloc((size_t)fs.n * sizeof *feats);
+    const char **pred = calloc((size_t)s.n_q, sizeof *pred);
+    char **texts = calloc((size_t)s.n_q, sizeof *texts);
+    pl_squad_decode_config dc = {20, 30};
+    pl_squad_doc doc = {0};
+    int64_t cur = -1;
+    for (int64_t i = 0, q = 0; q < s.n_q; q++) {
+        int64_t nf = 0;
+        for (; i + nf < fs.n && fs.f[i + nf].question == q; nf++) {
+            const pl_squad_feature *f = &fs.f[i + nf];
+            feats[nf] = i + nf;
+            for (int64_t p = 0; p < L; p++)
+                sl[nf * L + p] = el[nf * L + p] = -10.0f;
+            if (f->start > 0)
+                sl[nf * L + f->start] = 10.0f, el[nf * L + f->end] = 10.0f;
+        }
+        if (s.q[q].context != cur) {
+            pl_squad_doc_free(&doc);
+            cur = s.q[q].context;
+            if (pl_squad_doc_init(&doc, t, s.contexts[cur]))
+                return fail();
+        }
+        pl_bytes out = {0};
+        if (pl_squad_decode(t, &fs, &doc, feats, nf, sl, el, &dc, &out, NULL))
+            return fail();
+        texts[q] = out.data ? out.data : pl_strdup("");
+        pred[q] = texts[q];
+        i += nf;
+    }
+    pl_squad_eval_result r;
+    if (pl_squad_evaluate(&s, pred, &r))
+        return fail();
+    printf("questions %lld features %lld skipped %lld exact_match %.6f f1 %.6f\n", (long long)s.n_q,
+           (long long)fs.n, (long long)fs.n_skipped_answers, r.exact_match, r.f1);
+    for (int64_t q = 0; q < s.n_q; q++)
+        pl_free(texts[q]);
+    free(texts), free(pred), free(sl), free(el), free(feats);
+    pl_squad_doc_free(&doc);
+    pl_squad_features_free(&fs);
+    pl_squad_set_free(&s);
+    pl_tokenizer_free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "read-tsv") == 0)
+        return run_read_tsv(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "read-conll") == 0)
+        return run_read_conll(argv[2]);
+    if (argc == 7 && strcmp(argv[1], "squad-gold") == 0)
+        return run_squad_gold(argv);
     if (argc == 3 && strcmp(argv[1], "seqeval") == 0)
         return run_seqeval(argv[2]);
     if (argc == 4 && strcmp(argv[1], "cls") == 0)

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Fine-tuning data on real text: scripts/derive_kjv_tasks.py derives three
+# labelled tasks from data/kjv.txt by documented rules (docs/finetune.md), and
+# plait's readers must see exactly what the script wrote:
+#  - the testament TSV: examples per label equal the script's counts;
+#  - the names CoNLL: sentences and entities (seqeval over the tags) equal;
+#  - the cloze SQuAD JSON: every answer matches its context (none skipped),
+#    and logits peaked at the gold window positions decode, through the
+#    n-best search and get_final_text, to the exact answers (EM = F1 = 100)
+#    with NeMo's 384/128/64 and with short 64/16/32 windows (many windows
+#    per question, answers split across them);
+#  - the derivation is deterministic (byte-identical on a second run).
+set -u
+. "$(dirname "$0")/lib.sh"
+TOOL=${PLAIT_TESTTOOLS:-$ROOT/build/testtools}/ft_metrics
+PY=/usr/bin/python3
+VOCAB=$PLAIT_DATA/bert/vocab.txt
+OUT=$TMP/kjv
+mkdir -p "$OUT" "$OUT/again"
+
+check derive_runs "$PY" "$ROOT/scripts/derive_kjv_tasks.py" "$PLAIT_DATA/kjv.txt" "$OUT"
+"$PY" "$ROOT/scripts/derive_kjv_tasks.py" "$PLAIT_DATA/kjv.txt" "$OUT" >"$OUT/counts.json"
+# same NAME GOT WANT: passes when the two texts are equal (diff shown otherwise).
+same() { check "$1" diff <(printf '%s\n' "$2") <(printf '%s\n' "$3"); }
+count() { "$PY" -c "import json,sys; print(json.load(open('$OUT/counts.json')).get(sys.argv[1], 0))" "$1"; }
+
+for split in train dev; do
+    "$TOOL" read-tsv "$OUT/kjv-testament.$split.tsv" >"$OUT/tsv.$split" 2>&1
+    same "testament_${split}_counts_match" "$(cat "$OUT/tsv.$split")" \
+        "NT $(count testament.$split.NT)
+OT $(count testament.$split.OT)"
+    "$TOOL" read-conll "$OUT/kjv-names.$split.conll" >"$OUT/conll.$split" 2>&1
+    same "names_${split}_counts_match" "$(awk '{print $2, $6}' "$OUT/conll.$split")" \
+        "$(count names.$split.sentences) $(count names.$split.entities)"
+done
+for cfg in "384 128 64" "64 16 32"; do
+    # shellcheck disable=SC2086
+    "$TOOL" squad-gold "$VOCAB" "$OUT/kjv-cloze.dev.json" $cfg >"$OUT/gold" 2>&1
+    same "cloze_gold_spans_decode_exactly_${cfg// /_}" "$(awk '{print $2, $6, $8, $10}' "$OUT/gold")" \
+        "$(count cloze.dev.questions) 0 100.000000 100.000000"
+    echo "  $cfg: $(cat "$OUT/gold")"
+done
+"$PY" "$ROOT/scripts/derive_kjv_tasks.py" "$PLAIT_DATA/kjv.txt" "$OUT/again" >/dev/null
+check derivation_is_deterministic diff -r -q --exclude=again --exclude='*.dev' --exclude='*.train' \
+    --exclude=gold --exclude=counts.json "$OUT" "$OUT/again"
+echo "  majority-class baseline (OT) on testament dev: $(count testament.dev.OT) / \
+$(($(count testament.dev.OT) + $(count testament.dev.NT)))"
+summary finetune_data
