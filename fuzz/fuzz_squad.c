@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
     pl_tokenizer *t = tok();
-    pl_squad_config cfg = {32, 8, 8};
+    pl_squad_config cfg = {.max_seq_len = 32, .doc_stride = 8, .max_query_len = 8};
     pl_squad_features fs = {0};
     if (pl_squad_features_build(&fs, t, &s, &cfg) != PL_OK)
         abort();

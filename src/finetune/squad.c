@@ -438,6 +438,8 @@ pl_status pl_squad_features_add(pl_squad_features *fs, pl_tokenizer *t, const pl
     if (qq->n_answers > 0) {
         PL_TRY(answer_tokens(t, doc, &qq->answers[0], &tok_s, &tok_e));
         fs->n_skipped_answers += tok_s < 0;
+        if (tok_s < 0 && cfg->training)
+            goto fail; /* st is PL_OK: no features, as run_squad.py */
     }
     int64_t n_win = 0, cap = doc->tok.n / (room < cfg->doc_stride ? room : cfg->doc_stride) + 2;
     starts = pl_malloc((size_t)cap * sizeof *starts);

@@ -7,7 +7,8 @@
  *    each answer's answer_start (in code points, as Python indexes str) maps
  *    to its first and last word; an answer whose words, joined by spaces, do
  *    not contain the answer text (after the same whitespace clean-up) is
- *    skipped in training features, as run_squad.py skips it;
+ *    counted in n_skipped_answers; with cfg->training the question then gets
+ *    no features at all, as run_squad.py drops it from training;
  *  - every word is WordPiece-tokenized on its own (tok_to_word, word_to_tok);
  *    the answer's token span is narrowed to the tokenization of the answer
  *    text when that occurs inside it (_improve_answer_span);
@@ -84,6 +85,7 @@ typedef struct pl_squad_config {
     int64_t max_seq_len;   /* 384 in NeMo's and HF's examples */
     int64_t doc_stride;    /* 128 */
     int64_t max_query_len; /* 64 */
+    int training;          /* drop questions whose answer does not match the context */
 } pl_squad_config;
 
 /* One context, split into words and tokenized once for all its questions. */
@@ -120,8 +122,9 @@ typedef struct pl_squad_features {
 } pl_squad_features;
 
 /* Appends the features of question q (of set s, whose context is doc).
- * The question's first answer sets start/end (training); a question with
- * none, or whose answer is skipped, gets 0, 0. */
+ * The question's first answer sets start/end; a question with none gets
+ * 0, 0, and so does one whose answer is skipped unless cfg->training (then
+ * it gets no features). */
 pl_status pl_squad_features_add(pl_squad_features *fs, pl_tokenizer *t, const pl_squad_set *s,
                                 int64_t q, const pl_squad_doc *doc, const pl_squad_config *cfg);
 /* The features of every question of s, the docs built along the way. */

@@ -9,6 +9,10 @@
 #    n-best search and get_final_text, to the exact answers (EM = F1 = 100)
 #    with NeMo's 384/128/64 and with short 64/16/32 windows (many windows
 #    per question, answers split across them);
+#  - features and decoding equal squad_features_reference.py (a transcription
+#    of run_squad.py with its BERT tokenizer) on seeded random logits: every
+#    feature's ids, types, answer positions and max-context flags, and every
+#    predicted text, on the cloze dev set and on awkward hand-made contexts;
 #  - the derivation is deterministic (byte-identical on a second run).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -40,9 +44,15 @@ for cfg in "384 128 64" "64 16 32"; do
         "$(count cloze.dev.questions) 0 100.000000 100.000000"
     echo "  $cfg: $(cat "$OUT/gold")"
 done
+REF=$ROOT/tests/scripts/squad_features_reference.py
+check squad_features_and_decoding_match_run_squad_tricky_64_16_12 \
+    "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 64 16 12 --tricky "$OUT/tricky.json"
+check squad_features_and_decoding_match_run_squad_tricky_32_8_12 "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 32 8 12
+check squad_features_and_decoding_match_run_squad_cloze_384_128_64 \
+    "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/kjv-cloze.dev.json" 384 128 64
 "$PY" "$ROOT/scripts/derive_kjv_tasks.py" "$PLAIT_DATA/kjv.txt" "$OUT/again" >/dev/null
 check derivation_is_deterministic diff -r -q --exclude=again --exclude='*.dev' --exclude='*.train' \
-    --exclude=gold --exclude=counts.json "$OUT" "$OUT/again"
+    --exclude=gold --exclude=counts.json --exclude=tricky.json "$OUT" "$OUT/again"
 echo "  majority-class baseline (OT) on testament dev: $(count testament.dev.OT) / \
 $(($(count testament.dev.OT) + $(count testament.dev.NT)))"
 summary finetune_data

@@ -13,7 +13,12 @@
  *   ft_metrics squad-gold VOCAB DATA SEQ STRIDE QLEN
  *                               features of DATA, logits peaked at each question's
  *                               gold start/end, decoded and evaluated: prints
- *                               questions, features, skipped answers, EM, F1 */
+ *                               questions, features, skipped answers, EM, F1
+ *   ft_metrics squad-dump VOCAB DATA SEQ STRIDE QLEN LOGITS
+ *                               training features of DATA as JSON lines
+ *                               {"q", "ids", "types", "n", "start", "end", "maxctx"},
+ *                               then, with LOGITS (float32 [feature][start|end][SEQ]),
+ *                               {"id", "text"} per question decoded (n-best 20, 30) */
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/json.h"
@@ -206,7 +211,7 @@ static int run_squad_gold(char **argv)
     pl_tokenizer *t;
     pl_squad_set s;
     pl_squad_features fs = {0};
-    pl_squad_config cfg = {atoll(argv[4]), atoll(argv[5]), atoll(argv[6])};
+    pl_squad_config cfg = {.max_seq_len = atoll(argv[4]), .doc_stride = atoll(argv[5]), .max_query_len = atoll(argv[6])};
     if (pl_bert_tokenizer_open(&t, argv[2], 1) || pl_squad_read(&s, argv[3]) ||
         pl_squad_features_build(&fs, t, &s, &cfg))
         return fail();
@@ -256,8 +261,87 @@ static int run_squad_gold(char **argv)
     return 0;
 }
 
+static int run_squad_dump(char **argv)
+{
+    pl_tokenizer *t;
+    pl_squad_set s;
+    pl_squad_features fs = {0};
+    pl_squad_config cfg = {.max_seq_len = atoll(argv[4]), .doc_stride = atoll(argv[5]),
+                           .max_query_len = atoll(argv[6]), .training = 1};
+    char *lg;
+    size_t lg_n;
+    if (pl_bert_tokenizer_open(&t, argv[2], 1) || pl_squad_read(&s, argv[3]) ||
+        pl_squad_features_build(&fs, t, &s, &cfg) || pl_file_read_all(argv[7], &lg, &lg_n))
+        return fail();
+    int64_t L = fs.seq_len;
+    if (lg_n != (size_t)(fs.n * 2 * L) * sizeof(float)) {
+        fprintf(stderr, "ft_metrics: %s holds %zu bytes, expected %lld features x 2 x %lld floats\n", argv[7], lg_n,
+                (long long)fs.n, (long long)L);
+        return 1;
+    }
+    const float *logits = (const float *)lg;
+    for (int64_t i = 0; i < fs.n; i++) {
+        const pl_squad_feature *f = &fs.f[i];
+        int64_t n = 0;
+        while (n < L && fs.mask[i * L + n])
+            n++;
+        printf("{\"q\": %lld, \"n\": %lld, \"start\": %lld, \"end\": %lld, \"ids\": [", (long long)f->question,
+               (long long)n, (long long)f->start, (long long)f->end);
+        for (int64_t p = 0; p < n; p++)
+            printf("%s%d", p ? ", " : "", fs.ids[i * L + p]);
+        printf("], \"types\": [");
+        for (int64_t p = 0; p < n; p++)
+            printf("%s%d", p ? ", " : "", fs.types[i * L + p]);
+        printf("], \"maxctx\": [");
+        for (int64_t p = 0, k = 0; p < L; p++)
+            if (fs.max_context[i * L + p])
+                printf("%s%lld", k++ ? ", " : "", (long long)p);
+        printf("]}\n");
+    }
+    float *sl = malloc((size_t)(fs.n * L + 1) * sizeof *sl), *el = malloc((size_t)(fs.n * L + 1) * sizeof *el);
+    int64_t *feats = malloc((size_t)(fs.n + 1) * sizeof *feats);
+    pl_squad_decode_config dc = {.n_best = 20, .max_answer_len = 30};
+    pl_squad_doc doc = {0};
+    int64_t cur = -1;
+    for (int64_t i = 0; i < fs.n;) {
+        int64_t q = fs.f[i].question, nf = 0;
+        for (; i + nf < fs.n && fs.f[i + nf].question == q; nf++) {
+            feats[nf] = i + nf;
+            memcpy(sl + nf * L, logits + (i + nf) * 2 * L, (size_t)L * sizeof *sl);
+            memcpy(el + nf * L, logits + (i + nf) * 2 * L + L, (size_t)L * sizeof *el);
+        }
+        if (s.q[q].context != cur) {
+            pl_squad_doc_free(&doc);
+            cur = s.q[q].context;
+            if (pl_squad_doc_init(&doc, t, s.contexts[cur]))
+                return fail();
+        }
+        pl_bytes out = {0};
+        if (pl_squad_decode(t, &fs, &doc, feats, nf, sl, el, &dc, &out, NULL))
+            return fail();
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", s.q[q].id);
+        cJSON_AddStringToObject(o, "text", out.data ? out.data : "");
+        char *js = cJSON_PrintUnformatted(o);
+        printf("%s\n", js);
+        cJSON_free(js);
+        cJSON_Delete(o);
+        pl_bytes_free(&out);
+        i += nf;
+    }
+    free(sl), free(el), free(feats);
+    pl_free(lg);
+    pl_squad_doc_free(&doc);
+    pl_squad_features_free(&fs);
+    pl_squad_set_free(&s);
+    pl_tokenizer_free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 8 && strcmp(argv[1], "squad-dump") == 0)
+        return run_squad_dump(argv);
     if (argc == 3 && strcmp(argv[1], "read-tsv") == 0)
         return run_read_tsv(argv[2]);
     if (argc == 3 && strcmp(argv[1], "read-conll") == 0)

@@ -383,6 +383,12 @@ TEST(squad_windows_stride_and_answer_positions)
     int64_t before = fs.n;
     CHECK_OK(pl_squad_features_add(&fs, t, &s, 0, &doc, &cfg));
     CHECK(fs.n_skipped_answers == 1 && fs.f[before].start == 0 && fs.f[fs.n - 1].end == 0, "skipped");
+    cfg.training = 1;
+    before = fs.n;
+    CHECK_OK(pl_squad_features_add(&fs, t, &s, 0, &doc, &cfg));
+    CHECK(fs.n == before && fs.n_skipped_answers == 2, "training drops the question: %lld features added",
+          (long long)(fs.n - before));
+    cfg.training = 0;
     s.q[0].answers[0] = moved;
     pl_squad_features_free(&fs);
     pl_squad_doc_free(&doc);
