@@ -307,6 +307,8 @@ pl_status pl_textcls_encode_set(pl_tokenizer *t, const pl_textcls_set *s, const 
     pl_status st = pl_bert_tokenizer_specials(t, &sp);
     if (st != PL_OK)
         return st;
+    if (labels && !map)
+        return pl_errorf(PL_ERR_ARG, "%s: labels asked for without a label map", s->path);
     int64_t cut = 0;
     for (int64_t i = 0; i < s->n; i++) {
         const pl_textcls_example *e = &s->ex[i];
