@@ -13,6 +13,11 @@
 #    of run_squad.py with its BERT tokenizer) on seeded random logits: every
 #    feature's ids, types, answer positions and max-context flags, and every
 #    predicted text, on the cloze dev set and on awkward hand-made contexts;
+#  - the BERT inputs equal finetune_encoding_reference.py (run_classifier.py's
+#    pair truncation and padding; first-sub-token labels and plait's window
+#    split) with a Python BERT tokenizer: single verses at 24 tokens, verse
+#    pairs at 40, the names dev set at 16 (many split sentences) and an awkward
+#    CoNLL file at 3 and 8 (words longer than a window);
 #  - the derivation is deterministic (byte-identical on a second run).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -50,9 +55,24 @@ check squad_features_and_decoding_match_run_squad_tricky_64_16_12 \
 check squad_features_and_decoding_match_run_squad_tricky_32_8_12 "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 32 8 12
 check squad_features_and_decoding_match_run_squad_cloze_384_128_64 \
     "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/kjv-cloze.dev.json" 384 128 64
+ENC=$ROOT/tests/scripts/finetune_encoding_reference.py
+"$PY" - "$OUT/kjv-testament.dev.tsv" "$OUT/pairs.tsv" <<'PY'
+import sys
+rows = [l.split('\t') for l in open(sys.argv[1], encoding='utf-8').read().split('\n')[1:] if l]
+with open(sys.argv[2], 'w', encoding='utf-8') as f:
+    f.write('a\tb\tlabel\n')
+    for i in range(len(rows) - 1):
+        f.write(f'{rows[i][0]}\t{rows[i + 1][0]}\t{rows[i][1]}\n')
+PY
+printf -- '-DOCSTART- O\n\nZ\xc3\xbcrich B-LOC\nis O\nsupercalifragilisticexpialidocious B-MISC\n\xe2\x80\x8b O\nunaffable O\n\n\xe6\x97\xa5\xe6\x9c\xac I-LOC\n\xe2\x80\x9cquoted\xe2\x80\x9d O\nU.S.A. B-LOC\n' >"$OUT/tricky.conll"
+check textcls_single_encoding_matches_run_classifier_24 "$PY" "$ENC" "$TOOL" "$VOCAB" textcls "$OUT/kjv-testament.dev.tsv" 24 -1
+check textcls_pair_encoding_matches_run_classifier_40 "$PY" "$ENC" "$TOOL" "$VOCAB" textcls "$OUT/pairs.tsv" 40 1
+check tokcls_alignment_and_split_match_reference_16 "$PY" "$ENC" "$TOOL" "$VOCAB" tokcls "$OUT/kjv-names.dev.conll" 16
+check tokcls_awkward_words_match_reference_3 "$PY" "$ENC" "$TOOL" "$VOCAB" tokcls "$OUT/tricky.conll" 3
+check tokcls_awkward_words_match_reference_8 "$PY" "$ENC" "$TOOL" "$VOCAB" tokcls "$OUT/tricky.conll" 8
 "$PY" "$ROOT/scripts/derive_kjv_tasks.py" "$PLAIT_DATA/kjv.txt" "$OUT/again" >/dev/null
 check derivation_is_deterministic diff -r -q --exclude=again --exclude='*.dev' --exclude='*.train' \
-    --exclude=gold --exclude=counts.json --exclude=tricky.json "$OUT" "$OUT/again"
+    --exclude=gold --exclude=counts.json --exclude=tricky.json --exclude=tricky.conll --exclude=pairs.tsv "$OUT" "$OUT/again"
 echo "  majority-class baseline (OT) on testament dev: $(count testament.dev.OT) / \
 $(($(count testament.dev.OT) + $(count testament.dev.NT)))"
 summary finetune_data

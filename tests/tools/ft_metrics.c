@@ -18,7 +18,14 @@
  *                               training features of DATA as JSON lines
  *                               {"q", "ids", "types", "n", "start", "end", "maxctx"},
  *                               then, with LOGITS (float32 [feature][start|end][SEQ]),
- *                               {"id", "text"} per question decoded (n-best 20, 30) */
+ *                               {"id", "text"} per question decoded (n-best 20, 30)
+ *   ft_metrics textcls-dump VOCAB FILE SEQ COL_B
+ *                               a header + TSV file (text_a column 0, text_b column
+ *                               COL_B or -1, label last) encoded: one line per
+ *                               example "label_id|ids|types|mask" (space-separated)
+ *   ft_metrics tokcls-dump VOCAB FILE SEQ
+ *                               a CoNLL file encoded: one line per row
+ *                               "sentence|ids|labels|word_pos" */
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/json.h"
@@ -338,8 +345,80 @@ static int run_squad_dump(char **argv)
     return 0;
 }
 
+static void print_row(const int32_t *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        printf("%s%d", i ? " " : "", x[i]);
+}
+
+static int run_textcls_dump(char **argv)
+{
+    pl_tokenizer *t;
+    pl_textcls_spec sp = pl_textcls_spec_default();
+    sp.header = 1, sp.col_b = atoi(argv[5]);
+    pl_textcls_set s;
+    pl_ft_labels m;
+    int64_t L = atoll(argv[4]);
+    if (pl_bert_tokenizer_open(&t, argv[2], 1) || pl_textcls_read(&s, argv[3], &sp) || pl_textcls_labels(&s, &m))
+        return fail();
+    size_t cells = (size_t)(s.n * L);
+    int32_t *ids = malloc(cells * 4), *ty = malloc(cells * 4), *mk = malloc(cells * 4), *lab = malloc((size_t)s.n * 4);
+    int64_t cut;
+    if (pl_textcls_encode_set(t, &s, &m, L, ids, ty, mk, lab, &cut))
+        return fail();
+    for (int64_t i = 0; i < s.n; i++) {
+        printf("%d|", lab[i]);
+        print_row(ids + i * L, L);
+        printf("|");
+        print_row(ty + i * L, L);
+        printf("|");
+        print_row(mk + i * L, L);
+        printf("\n");
+    }
+    fprintf(stderr, "%lld examples, %lld truncated\n", (long long)s.n, (long long)cut);
+    free(ids), free(ty), free(mk), free(lab);
+    pl_ft_labels_free(&m);
+    pl_textcls_set_free(&s);
+    pl_tokenizer_free(t);
+    return 0;
+}
+
+static int run_tokcls_dump(char **argv)
+{
+    pl_tokenizer *t;
+    pl_conll_spec sp = pl_conll_spec_default();
+    pl_conll_set s;
+    pl_ft_labels m;
+    pl_tokcls_rows r;
+    int64_t L = atoll(argv[4]);
+    if (pl_bert_tokenizer_open(&t, argv[2], 1) || pl_conll_read(&s, argv[3], &sp) || pl_conll_labels(&s, &m) ||
+        pl_tokcls_encode(&r, t, &s, &m, L))
+        return fail();
+    for (int64_t i = 0; i < r.n; i++) {
+        printf("%lld|", (long long)r.sentence[i]);
+        print_row(r.ids + i * L, L);
+        printf("|");
+        print_row(r.labels + i * L, L);
+        printf("|");
+        for (int64_t p = 0; p < L; p++)
+            printf("%s%lld", p ? " " : "", (long long)r.word_pos[i * L + p]);
+        printf("\n");
+    }
+    fprintf(stderr, "%lld rows, %lld sentences split, %lld words cut\n", (long long)r.n, (long long)r.n_split,
+            (long long)r.n_cut_words);
+    pl_tokcls_rows_free(&r);
+    pl_ft_labels_free(&m);
+    pl_conll_set_free(&s);
+    pl_tokenizer_free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && strcmp(argv[1], "textcls-dump") == 0)
+        return run_textcls_dump(argv);
+    if (argc == 5 && strcmp(argv[1], "tokcls-dump") == 0)
+        return run_tokcls_dump(argv);
     if (argc == 8 && strcmp(argv[1], "squad-dump") == 0)
         return run_squad_dump(argv);
     if (argc == 3 && strcmp(argv[1], "read-tsv") == 0)
