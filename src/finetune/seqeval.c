@@ -2,6 +2,7 @@
 #include "finetune/seqeval.h"
 
 #include "base/alloc.h"
+#include "base/fileio.h"
 #include "base/utf8.h"
 
 #include <stdlib.h>
@@ -228,4 +229,43 @@ done:
     pl_free(et);
     pl_free(ep);
     return st;
+}
+
+pl_status pl_seqeval_format(const pl_seqeval_result *r, int markdown, pl_bytes *out)
+{
+    pl_status st = PL_OK;
+    const char *sep = markdown ? " | " : "\t", *lead = markdown ? "| " : "", *tail = markdown ? " |\n" : "\n";
+    double mp = 0, mr = 0, mf = 0, wp = 0, wr = 0, wf = 0;
+    PL_TRY(pl_bytes_printf(out, "%stype%sprecision%srecall%sf1%ssupport%spredicted%s", lead, sep, sep, sep, sep, sep,
+                           tail));
+    if (markdown)
+        PL_TRY(pl_bytes_printf(out, "| --- | --- | --- | --- | --- | --- |\n"));
+    for (int64_t t = 0; t < r->n_types; t++) {
+        double p, rc, f;
+        pl_seqeval_prf(r, t, &p, &rc, &f);
+        mp += p, mr += rc, mf += f;
+        wp += p * (double)r->n_true[t], wr += rc * (double)r->n_true[t], wf += f * (double)r->n_true[t];
+        PL_TRY(pl_bytes_printf(out, "%s%s%s%.6f%s%.6f%s%.6f%s%lld%s%lld%s", lead, r->types[t], sep, p, sep, rc, sep, f,
+                               sep, (long long)r->n_true[t], sep, (long long)r->n_pred[t], tail));
+    }
+    double n = r->n_types ? (double)r->n_types : 1, w = r->true_all ? (double)r->true_all : 1;
+    PL_TRY(pl_bytes_printf(out, "%smicro avg%s%.6f%s%.6f%s%.6f%s%lld%s%lld%s", lead, sep, r->precision, sep, r->recall,
+                           sep, r->f1, sep, (long long)r->true_all, sep, (long long)r->pred_all, tail));
+    PL_TRY(pl_bytes_printf(out, "%smacro avg%s%.6f%s%.6f%s%.6f%s%lld%s%lld%s", lead, sep, mp / n, sep, mr / n, sep,
+                           mf / n, sep, (long long)r->true_all, sep, (long long)r->pred_all, tail));
+    PL_TRY(pl_bytes_printf(out, "%sweighted avg%s%.6f%s%.6f%s%.6f%s%lld%s%lld%s", lead, sep, wp / w, sep, wr / w, sep,
+                           wf / w, sep, (long long)r->true_all, sep, (long long)r->pred_all, tail));
+fail:
+    return st;
+}
+
+pl_status pl_seqeval_write(const pl_seqeval_result *r, const char *path)
+{
+    size_t n = strlen(path);
+    pl_bytes b = {0};
+    pl_status st = pl_seqeval_format(r, n >= 3 && strcmp(path + n - 3, ".md") == 0, &b);
+    if (st == PL_OK)
+        st = pl_file_write_atomic(path, b.data, b.n);
+    pl_bytes_free(&b);
+    return st == PL_OK ? st : pl_error_wrap(st, "writing entity report %s", path);
 }

@@ -24,7 +24,7 @@
 #ifndef PL_FINETUNE_SEQEVAL_H
 #define PL_FINETUNE_SEQEVAL_H
 
-#include "base/status.h"
+#include "base/vec.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,5 +57,13 @@ void pl_seqeval_result_free(pl_seqeval_result *r);
 
 /* P/R/F1 of one type (or of all when type < 0) from the counts, seqeval's formulas. */
 void pl_seqeval_prf(const pl_seqeval_result *r, int64_t type, double *p, double *rec, double *f1);
+
+/* Appends seqeval 1.x's classification_report as a table: a row per type
+ * (precision, recall, F1, support = true entities, predicted), then micro,
+ * macro (over every type of truth or predictions) and support-weighted
+ * averages. Markdown (markdown = 1) or TSV. */
+pl_status pl_seqeval_format(const pl_seqeval_result *r, int markdown, pl_bytes *out);
+/* Writes that report to path: Markdown when path ends in ".md", TSV otherwise. */
+pl_status pl_seqeval_write(const pl_seqeval_result *r, const char *path);
 
 #endif

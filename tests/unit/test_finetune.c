@@ -239,6 +239,17 @@ TEST(seqeval_entities_match_its_docstrings_and_conlleval_rules)
     pl_seqeval_result r;
     CHECK_OK(pl_seqeval_score(&r, t, p, len3, 2));
     CHECK(r.f1 == 0.5 && r.n_types == 2 && strcmp(r.types[0], "MISC") == 0 && r.tp[1] == 1, "f1 %.17g", r.f1);
+    /* classification_report's docstring: MISC 0.00 0.00 0.00 1, PER 1.00 1.00 1.00 1,
+     * micro / macro / weighted avg 0.50 0.50 0.50 2. */
+    pl_bytes md = {0};
+    CHECK_OK(pl_seqeval_format(&r, 1, &md));
+    CHECK(md.data && strstr(md.data, "| MISC | 0.000000 | 0.000000 | 0.000000 | 1 | 1 |") &&
+              strstr(md.data, "| PER | 1.000000 | 1.000000 | 1.000000 | 1 | 1 |") &&
+              strstr(md.data, "| micro avg | 0.500000 | 0.500000 | 0.500000 | 2 | 2 |") &&
+              strstr(md.data, "| macro avg | 0.500000 | 0.500000 | 0.500000 | 2 | 2 |") &&
+              strstr(md.data, "| weighted avg | 0.500000 | 0.500000 | 0.500000 | 2 | 2 |"),
+          "report:\n%s", md.data);
+    pl_bytes_free(&md);
     pl_seqeval_result_free(&r);
 }
 
