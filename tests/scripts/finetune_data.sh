@@ -18,6 +18,8 @@
 #    split) with a Python BERT tokenizer: single verses at 24 tokens, verse
 #    pairs at 40, the names dev set at 16 (many split sentences) and an awkward
 #    CoNLL file at 3 and 8 (words longer than a window);
+#  - the TPSA regression set that scripts/derive_smiles_tpsa.py computes with
+#    RDKit reads back as the same number of targets with the same mean;
 #  - the derivation is deterministic (byte-identical on a second run).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -55,6 +57,13 @@ check squad_features_and_decoding_match_run_squad_tricky_64_16_12 \
 check squad_features_and_decoding_match_run_squad_tricky_32_8_12 "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 32 8 12
 check squad_features_and_decoding_match_run_squad_cloze_384_128_64 \
     "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/kjv-cloze.dev.json" 384 128 64
+mkdir -p "$OUT/smiles"
+"$PY" "$ROOT/scripts/derive_smiles_tpsa.py" "$PLAIT_DATA/smiles/first_5K.smi" "$OUT/smiles" >"$OUT/smiles/stats.json"
+for split in train dev; do
+    same "tpsa_${split}_targets_read_back" "$("$TOOL" read-targets "$OUT/smiles/smiles-tpsa.$split.tsv" 2>&1)" \
+        "$("$PY" -c "import json,sys; s=json.load(open(sys.argv[1]))[sys.argv[2]]; print(s['n'], '%.6f' % s['mean'])" \
+            "$OUT/smiles/stats.json" "$split")"
+done
 ENC=$ROOT/tests/scripts/finetune_encoding_reference.py
 "$PY" - "$OUT/kjv-testament.dev.tsv" "$OUT/pairs.tsv" <<'PY'
 import sys
@@ -72,7 +81,7 @@ check tokcls_awkward_words_match_reference_3 "$PY" "$ENC" "$TOOL" "$VOCAB" tokcl
 check tokcls_awkward_words_match_reference_8 "$PY" "$ENC" "$TOOL" "$VOCAB" tokcls "$OUT/tricky.conll" 8
 "$PY" "$ROOT/scripts/derive_kjv_tasks.py" "$PLAIT_DATA/kjv.txt" "$OUT/again" >/dev/null
 check derivation_is_deterministic diff -r -q --exclude=again --exclude='*.dev' --exclude='*.train' \
-    --exclude=gold --exclude=counts.json --exclude=tricky.json --exclude=tricky.conll --exclude=pairs.tsv "$OUT" "$OUT/again"
+    --exclude=gold --exclude=counts.json --exclude=tricky.json --exclude=smiles --exclude=tricky.conll --exclude=pairs.tsv "$OUT" "$OUT/again"
 echo "  majority-class baseline (OT) on testament dev: $(count testament.dev.OT) / \
 $(($(count testament.dev.OT) + $(count testament.dev.NT)))"
 summary finetune_data

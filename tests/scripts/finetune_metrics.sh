@@ -4,6 +4,7 @@
 #   seqeval_reference.py       seqeval's default-mode entity P/R/F1 (NER)
 #   squad_eval_reference.py    the official SQuAD v1.1 evaluate-v1.1.py
 #   cls_metrics_reference.py   scikit-learn's accuracy / per-class / macro P/R/F1, confusion matrix
+#   reg_metrics_reference.py   scikit-learn's MSE / MAE / R², numpy's Pearson r
 # Each runs hand-picked tricky cases and seeded random ones through
 # build/testtools/ft_metrics and compares every figure.
 set -u
@@ -15,6 +16,7 @@ HERE=$ROOT/tests/scripts
 check seqeval_matches_python_transcription "$PY" "$HERE/seqeval_reference.py" "$TOOL" 300
 check squad_v11_em_f1_match_official_script "$PY" "$HERE/squad_eval_reference.py" "$TOOL"
 check classification_metrics_match_sklearn_definitions "$PY" "$HERE/cls_metrics_reference.py" "$TOOL"
+check regression_metrics_match_sklearn_definitions "$PY" "$HERE/reg_metrics_reference.py" "$TOOL"
 
 # The tool's inputs are checked, not guessed at.
 printf '0 1\n2 0\n' >"$TMP/cls.txt"

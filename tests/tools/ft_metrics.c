@@ -23,6 +23,8 @@
  *                               a header + TSV file (text_a column 0, text_b column
  *                               COL_B or -1, label last) encoded: one line per
  *                               example "label_id|ids|types|mask" (space-separated)
+ *   ft_metrics reg FILE         FILE: "TRUTH PRED" numbers per line; prints the metrics
+ *   ft_metrics read-targets FILE  a header + "text\ttarget" TSV: count and mean of the targets
  *   ft_metrics tokcls-dump VOCAB FILE SEQ
  *                               a CoNLL file encoded: one line per row
  *                               "sentence|ids|labels|word_pos" */
@@ -33,6 +35,7 @@
 #include "finetune/seqeval.h"
 #include "finetune/squad_eval.h"
 #include "finetune/textcls.h"
+#include "finetune/reg_metrics.h"
 #include "finetune/conll.h"
 
 #include <cjson/cJSON.h>
@@ -345,6 +348,44 @@ static int run_squad_dump(char **argv)
     return 0;
 }
 
+static int run_reg(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return perror(path), 1;
+    int64_t n = 0, cap = 1024;
+    double *t = malloc((size_t)cap * sizeof *t), *p = malloc((size_t)cap * sizeof *p), a, b;
+    while (fscanf(f, "%lf %lf", &a, &b) == 2) {
+        if (n == cap)
+            cap *= 2, t = realloc(t, (size_t)cap * sizeof *t), p = realloc(p, (size_t)cap * sizeof *p);
+        t[n] = a, p[n++] = b;
+    }
+    fclose(f);
+    pl_reg_metrics m;
+    if (pl_reg_metrics_compute(&m, t, p, n))
+        return fail();
+    printf("mse %.17g\nrmse %.17g\nmae %.17g\nr2 %.17g\npearson %.17g\n", m.mse, m.rmse, m.mae, m.r2, m.pearson);
+    free(t), free(p);
+    return 0;
+}
+
+static int run_read_targets(const char *path)
+{
+    pl_textcls_spec sp = pl_textcls_spec_default();
+    sp.header = 1;
+    pl_textcls_set s;
+    if (pl_textcls_read(&s, path, &sp))
+        return fail();
+    double *v = malloc((size_t)s.n * sizeof *v);
+    pl_reg_metrics m;
+    if (pl_textcls_targets(&s, v) || pl_reg_metrics_compute(&m, v, v, s.n))
+        return fail();
+    printf("%lld %.6f\n", (long long)s.n, m.truth_mean);
+    free(v);
+    pl_textcls_set_free(&s);
+    return 0;
+}
+
 static void print_row(const int32_t *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -415,6 +456,10 @@ static int run_tokcls_dump(char **argv)
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "reg") == 0)
+        return run_reg(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "read-targets") == 0)
+        return run_read_targets(argv[2]);
     if (argc == 6 && strcmp(argv[1], "textcls-dump") == 0)
         return run_textcls_dump(argv);
     if (argc == 5 && strcmp(argv[1], "tokcls-dump") == 0)

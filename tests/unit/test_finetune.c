@@ -9,6 +9,7 @@
 #include "finetune/cls_metrics.h"
 #include "finetune/conll.h"
 #include "finetune/labels.h"
+#include "finetune/reg_metrics.h"
 #include "finetune/seqeval.h"
 #include "finetune/squad.h"
 #include "finetune/squad_eval.h"
@@ -210,6 +211,34 @@ TEST(classification_metrics_match_sklearn_documented_example_and_report)
     pl_ft_labels_free(&l);
     pl_cls_metrics_free(&m);
     CHECK(pl_cls_metrics_compute(&m, y, p, 6, 2) == PL_ERR_ARG && strstr(pl_error_msg(), "example 1"), "%s",
+          pl_error_msg());
+}
+
+TEST(regression_targets_parse_and_metrics_match_sklearn_docstring)
+{
+    const char *path = tmp_file("tpsa.tsv", "smiles\ttpsa\nCCO\t20.23\nc1ccccc1\t0.00\nCC(=O)O\tabc\n");
+    pl_textcls_spec sp = pl_textcls_spec_default();
+    sp.header = 1;
+    pl_textcls_set s;
+    double v[3];
+    CHECK_OK(pl_textcls_read(&s, path, &sp));
+    CHECK(pl_textcls_targets(&s, v) == PL_ERR_FORMAT && strstr(pl_error_msg(), "tpsa.tsv:4: target 'abc'"), "%s",
+          pl_error_msg());
+    s.n = 2;
+    CHECK_OK(pl_textcls_targets(&s, v));
+    CHECK(v[0] == 20.23 && v[1] == 0.0, "targets %g %g", v[0], v[1]);
+    pl_textcls_set_free(&s);
+    /* r2_score's docstring: 0.948..., and mean_squared_error's: 0.375. */
+    double t[] = {3, -0.5, 2, 7}, p[] = {2.5, 0.0, 2, 8};
+    pl_reg_metrics m;
+    CHECK_OK(pl_reg_metrics_compute(&m, t, p, 4));
+    CHECK(fabs(m.r2 - 0.9486081370449679) < 1e-15 && m.mse == 0.375 && m.mae == 0.5, "r2 %.17g mse %g mae %g", m.r2,
+          m.mse, m.mae);
+    double c[] = {1, 1, 1};
+    CHECK_OK(pl_reg_metrics_compute(&m, c, c, 3));
+    CHECK(m.r2 == 1.0 && m.pearson == 0.0, "constant truth, exact: r2 %g r %g", m.r2, m.pearson);
+    p[0] = NAN;
+    CHECK(pl_reg_metrics_compute(&m, t, p, 4) == PL_ERR_ARG && strstr(pl_error_msg(), "example 0"), "%s",
           pl_error_msg());
 }
 
@@ -542,6 +571,7 @@ int main(void)
     RUN(pair_encoding_truncates_longer_segment_first_then_pads);
     RUN(encode_set_maps_labels_and_names_unknown_label);
     RUN(classification_metrics_match_sklearn_documented_example_and_report);
+    RUN(regression_targets_parse_and_metrics_match_sklearn_docstring);
     RUN(seqeval_entities_match_its_docstrings_and_conlleval_rules);
     RUN(conll_reads_sentences_skips_docstart_and_names_bad_lines);
     RUN(token_labels_go_on_first_subtoken_and_long_sentences_split);
