@@ -346,3 +346,37 @@ fail:
     pl_bytes_free(&ar);
     return st;
 }
+
+pl_status pl_squad_predictions_write(const pl_squad_set *s, const char *const *pred, const char *path)
+{
+    pl_json_init();
+    pl_status st = PL_OK;
+    char *text = NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        goto nomem;
+    for (int64_t i = 0; i < s->n_q; i++) {
+        if (!pred[i])
+            continue;
+        cJSON *v = cJSON_CreateString(pred[i]);
+        if (!v)
+            goto nomem;
+        cJSON_DeleteItemFromObjectCaseSensitive(o, s->q[i].id);
+        if (!cJSON_AddItemToObject(o, s->q[i].id, v)) {
+            cJSON_Delete(v);
+            goto nomem;
+        }
+    }
+    if (!(text = cJSON_Print(o)))
+        goto nomem;
+    st = pl_file_write_atomic(path, text, strlen(text));
+    if (st != PL_OK)
+        st = pl_error_wrap(st, "writing predictions %s", path);
+    goto done;
+nomem:
+    st = pl_errorf(PL_ERR_NOMEM, "%s: predictions JSON", path);
+done:
+    cJSON_free(text);
+    cJSON_Delete(o);
+    return st;
+}

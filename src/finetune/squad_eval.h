@@ -50,4 +50,8 @@ pl_status pl_squad_evaluate(const pl_squad_set *s, const char *const *pred, pl_s
 pl_status pl_squad_predictions_read(const pl_squad_set *s, const char *path, const char ***pred,
                                     char **arena);
 
+/* Writes {"question id": "answer", ...} for the questions with a prediction
+ * (pred[i] non-NULL), the file evaluate-v1.1.py reads. Errors name path. */
+pl_status pl_squad_predictions_write(const pl_squad_set *s, const char *const *pred, const char *path);
+
 #endif

@@ -499,6 +499,16 @@ TEST(squad_decoding_returns_original_text_of_best_span_over_windows)
     pl_squad_eval_result er;
     CHECK_OK(pl_squad_evaluate(&s, pred, &er));
     CHECK(er.exact_match == 50.0 && er.f1 == 50.0 && er.answered == 1, "EM %g F1 %g", er.exact_match, er.f1);
+    /* The predictions file round-trips: q1 answered, q2 absent. */
+    char ppath[1024];
+    snprintf(ppath, sizeof ppath, "%s/predictions.json", test_tmpdir());
+    CHECK_OK(pl_squad_predictions_write(&s, pred, ppath));
+    const char **back = NULL;
+    char *arena = NULL;
+    CHECK_OK(pl_squad_predictions_read(&s, ppath, &back, &arena));
+    CHECK(back && back[0] && strcmp(back[0], "Denver Broncos") == 0 && !back[1], "read back");
+    pl_free(back);
+    pl_free(arena);
     pl_bytes_free(&out);
     free(sl), free(el), free(feats);
     pl_squad_features_free(&fs);
