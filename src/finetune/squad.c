@@ -85,8 +85,8 @@ static pl_status read_qa(sq_builder *b, const cJSON *qa, int64_t ctx, const char
         if (!cJSON_IsObject(a))
             return pl_errorf(PL_ERR_FORMAT, "%s: %s: expected an object", name, where);
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(a, "answer_start");
-        if (!cJSON_IsNumber(s) || s->valuedouble < 0 || s->valuedouble != (double)(int64_t)s->valuedouble ||
-            s->valuedouble > 1e15)
+        if (!cJSON_IsNumber(s) || !(s->valuedouble >= 0 && s->valuedouble <= 1e15) ||
+            s->valuedouble != (double)(int64_t)s->valuedouble)
             return pl_errorf(PL_ERR_FORMAT, "%s: %s: \"answer_start\" must be a non-negative integer", name, where);
         if ((st = grow((void **)&b->a, &b->cap_a, b->n_a + 1, sizeof *b->a)))
             return st;

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -111,7 +112,8 @@ static pl_status json_str(builder *bd, const cJSON *o, const char *key, int labe
     }
     if (cJSON_IsString(v))
         return put_str(bd, v->valuestring, strlen(v->valuestring), off);
-    if (label && cJSON_IsNumber(v) && v->valuedouble == (double)(int64_t)v->valuedouble) {
+    if (label && cJSON_IsNumber(v) && fabs(v->valuedouble) < 9e15 &&
+        v->valuedouble == (double)(int64_t)v->valuedouble) {
         char num[32];
         snprintf(num, sizeof num, "%" PRId64, (int64_t)v->valuedouble);
         return put_str(bd, num, strlen(num), off);
