@@ -174,6 +174,115 @@ pl_status pl_conll_read(pl_conll_set *out, const char *path, const pl_conll_spec
     return st;
 }
 
+/* The next non-blank line of t[*pos..n) split into fields; 0 at the end. */
+static int next_fields(const char *t, size_t n, size_t *pos, int64_t *lineno, const char **f, size_t *fl,
+                       int64_t cap, int64_t *nf)
+{
+    while (*pos < n) {
+        const char *nl = memchr(t + *pos, '\n', n - *pos);
+        size_t end = nl ? (size_t)(nl - t) : n, s = *pos;
+        *pos = nl ? end + 1 : n;
+        (*lineno)++;
+        *nf = 0;
+        for (size_t i = s; i < end;) {
+            while (i < end && (t[i] == ' ' || t[i] == '\t' || t[i] == '\r'))
+                i++;
+            if (i == end)
+                break;
+            size_t b = i;
+            while (i < end && t[i] != ' ' && t[i] != '\t' && t[i] != '\r')
+                i++;
+            if (*nf < cap)
+                f[*nf] = t + b, fl[*nf] = i - b;
+            (*nf)++;
+        }
+        if (*nf > 0)
+            return 1;
+    }
+    return 0;
+}
+
+pl_status pl_conll_read_nemo(pl_conll_set *out, const char *text_path, const char *labels_path)
+{
+    *out = (pl_conll_set){0};
+    char *text = NULL, *lab = NULL;
+    size_t tn = 0, ln = 0;
+    const char **f = NULL, **g = NULL;
+    size_t *fl = NULL, *gl = NULL;
+    cbuild b = {0};
+    pl_status st = pl_file_read_all(text_path, &text, &tn);
+    if (st == PL_OK && labels_path)
+        st = pl_file_read_all(labels_path, &lab, &ln);
+    if (st != PL_OK)
+        goto fail;
+    if (!pl_utf8_valid(text, tn) || (lab && !pl_utf8_valid(lab, ln)) || memchr(text, '\0', tn) ||
+        (lab && memchr(lab, '\0', ln))) {
+        st = pl_errorf(PL_ERR_FORMAT, "%s%s%s: invalid UTF-8 or a NUL byte", text_path, lab ? " / " : "",
+                       lab ? labels_path : "");
+        goto fail;
+    }
+    int64_t cap = (int64_t)(tn > ln ? tn : ln) / 2 + 2, nf = 0, ng = 0, tl = 0, ll = 0, first = 0;
+    f = pl_malloc((size_t)cap * sizeof *f), g = pl_malloc((size_t)cap * sizeof *g);
+    fl = pl_malloc((size_t)cap * sizeof *fl), gl = pl_malloc((size_t)cap * sizeof *gl);
+    if (!f || !g || !fl || !gl) {
+        st = pl_errorf(PL_ERR_NOMEM, "%s: %lld words", text_path, (long long)cap);
+        goto fail;
+    }
+    size_t tp = 0, lp = 0;
+    while (next_fields(text, tn, &tp, &tl, f, fl, cap, &nf)) {
+        if (lab && !next_fields(lab, ln, &lp, &ll, g, gl, cap, &ng)) {
+            st = pl_errorf(PL_ERR_FORMAT, "%s:%lld: no line of labels left in %s for this sentence", text_path,
+                           (long long)tl, labels_path);
+            goto fail;
+        }
+        if (lab && ng != nf) {
+            st = pl_errorf(PL_ERR_FORMAT, "%s:%lld has %lld words but %s:%lld has %lld labels", text_path,
+                           (long long)tl, (long long)nf, labels_path, (long long)ll, (long long)ng);
+            goto fail;
+        }
+        for (int64_t i = 0; i < nf; i++)
+            PL_TRY(push_word(&b, f[i], fl[i], lab ? g[i] : NULL, lab ? gl[i] : 0));
+        PL_TRY(end_sentence(&b, &first, tl));
+    }
+    if (lab && next_fields(lab, ln, &lp, &ll, g, gl, cap, &ng)) {
+        st = pl_errorf(PL_ERR_FORMAT, "%s:%lld: labels past the last sentence of %s", labels_path, (long long)ll, text_path);
+        goto fail;
+    }
+    if (b.n_s == 0) {
+        st = pl_errorf(PL_ERR_FORMAT, "%s: no sentences", text_path);
+        goto fail;
+    }
+    out->words = pl_malloc((size_t)b.n_w * sizeof *out->words);
+    out->tags = lab ? pl_malloc((size_t)b.n_w * sizeof *out->tags) : NULL;
+    out->path = pl_strdup(text_path);
+    if (!out->words || (lab && !out->tags) || !out->path) {
+        st = pl_errorf(PL_ERR_NOMEM, "%s: %lld words", text_path, (long long)b.n_w);
+        goto fail;
+    }
+    out->arena = b.arena.data;
+    b.arena = (pl_bytes){0};
+    for (int64_t i = 0; i < b.n_w; i++) {
+        out->words[i] = out->arena + b.w_off[i];
+        if (out->tags)
+            out->tags[i] = out->arena + b.t_off[i];
+    }
+    out->n_words = b.n_w;
+    out->sent = b.sent, out->n_sent = b.n_s;
+    b.sent = NULL;
+    goto done;
+fail:
+    pl_conll_set_free(out);
+done:
+    pl_bytes_free(&b.arena);
+    pl_free(b.w_off);
+    pl_free(b.t_off);
+    pl_free(b.sent);
+    pl_free(f), pl_free(g), pl_free(fl), pl_free(gl);
+    pl_free(text);
+    pl_free(lab);
+    return st;
+}
+
 pl_status pl_conll_labels(const pl_conll_set *s, pl_ft_labels *out)
 {
     if (!s->tags)

@@ -58,6 +58,12 @@ pl_conll_spec pl_conll_spec_default(void);
 pl_status pl_conll_read(pl_conll_set *out, const char *path, const pl_conll_spec *spec);
 pl_status pl_conll_parse(pl_conll_set *out, const char *text, size_t n, const char *name,
                          const pl_conll_spec *spec);
+/* NeMo's token classification files: text_path holds one sentence a line
+ * (words split on spaces/tabs), labels_path the tags of those words, line by
+ * line (labels_path NULL: words only). A line pair whose counts differ is
+ * PL_ERR_FORMAT naming both files and the line; empty lines are skipped in
+ * both. Sentences read this way have line = their line in text_path. */
+pl_status pl_conll_read_nemo(pl_conll_set *out, const char *text_path, const char *labels_path);
 void pl_conll_set_free(pl_conll_set *s);
 
 /* The tag map of a set: NeMo's order, "O" first, the others sorted. */

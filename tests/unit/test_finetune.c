@@ -308,6 +308,29 @@ TEST(conll_reads_sentences_skips_docstart_and_names_bad_lines)
     pl_conll_set_free(&s);
 }
 
+TEST(nemo_text_and_labels_files_read_as_sentences)
+{
+    char tp[1024];
+    snprintf(tp, sizeof tp, "%s", tmp_file("text_train.txt", "EU rejects German call\n\nPeter Blackburn\n"));
+    const char *lp = tmp_file("labels_train.txt", "B-ORG O B-MISC O\n\nB-PER I-PER\n");
+    pl_conll_set s;
+    CHECK_OK(pl_conll_read_nemo(&s, tp, lp));
+    CHECK(s.n_sent == 2 && s.n_words == 6 && s.sent[1].line == 3 && strcmp(s.words[4], "Peter") == 0 &&
+              strcmp(s.tags[5], "I-PER") == 0,
+          "n_sent %lld", (long long)s.n_sent);
+    pl_conll_set_free(&s);
+    CHECK_OK(pl_conll_read_nemo(&s, tp, NULL));
+    CHECK(s.n_words == 6 && !s.tags, "words only");
+    pl_conll_set_free(&s);
+    const char *bad = tmp_file("labels_bad.txt", "B-ORG O B-MISC O\nB-PER\n");
+    CHECK(pl_conll_read_nemo(&s, tp, bad) == PL_ERR_FORMAT && strstr(pl_error_msg(), "text_train.txt:3 has 2 words") &&
+              strstr(pl_error_msg(), "labels_bad.txt:2 has 1 labels"),
+          "%s", pl_error_msg());
+    const char *short_l = tmp_file("labels_short.txt", "B-ORG O B-MISC O\n");
+    CHECK(pl_conll_read_nemo(&s, tp, short_l) == PL_ERR_FORMAT && strstr(pl_error_msg(), "text_train.txt:3: no line"),
+          "%s", pl_error_msg());
+}
+
 TEST(token_labels_go_on_first_subtoken_and_long_sentences_split)
 {
     pl_tokenizer *t = bert();
@@ -540,8 +563,11 @@ TEST(parsers_fail_cleanly_on_every_allocation)
 {
     static const char tsv[] = "text\tlabel\na b\tx\nc\ty\n";
     static const char conll[] = "-DOCSTART- O\n\nEU B-ORG\nsays O\n\nok O\n";
+    char tp[1024], lp[1024];
+    snprintf(tp, sizeof tp, "%s", tmp_file("nemo_text.txt", "EU rejects\nPeter Blackburn\n"));
+    snprintf(lp, sizeof lp, "%s", tmp_file("nemo_labels.txt", "B-ORG O\nB-PER I-PER\n"));
     int64_t live0 = pl_alloc_live();
-    for (int which = 0; which < 3; which++) {
+    for (int which = 0; which < 4; which++) {
         for (int n = 0; n < 500; n++) {
             pl_textcls_set a;
             pl_conll_set b;
@@ -552,12 +578,13 @@ TEST(parsers_fail_cleanly_on_every_allocation)
             pl_alloc_fail_after(n);
             pl_status st = which == 0   ? pl_textcls_parse(&a, tsv, sizeof tsv - 1, "t", &ts)
                            : which == 1 ? pl_conll_parse(&b, conll, sizeof conll - 1, "c", &cs)
-                                        : pl_squad_parse(&c, squad_json, sizeof squad_json - 1, "s");
+                           : which == 2 ? pl_squad_parse(&c, squad_json, sizeof squad_json - 1, "s")
+                                        : pl_conll_read_nemo(&b, tp, lp);
             pl_alloc_fail_after(-1);
             if (st == PL_OK) {
                 if (which == 0)
                     pl_textcls_set_free(&a);
-                else if (which == 1)
+                else if (which == 1 || which == 3)
                     pl_conll_set_free(&b);
                 else
                     pl_squad_set_free(&c);
@@ -584,6 +611,7 @@ int main(void)
     RUN(regression_targets_parse_and_metrics_match_sklearn_docstring);
     RUN(seqeval_entities_match_its_docstrings_and_conlleval_rules);
     RUN(conll_reads_sentences_skips_docstart_and_names_bad_lines);
+    RUN(nemo_text_and_labels_files_read_as_sentences);
     RUN(token_labels_go_on_first_subtoken_and_long_sentences_split);
     RUN(squad_windows_stride_and_answer_positions);
     RUN(squad_decoding_returns_original_text_of_best_span_over_windows);
