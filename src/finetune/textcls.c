@@ -78,6 +78,13 @@ static pl_status parse_tsv_line(builder *bd, const char *line, size_t n, const c
         int64_t *off;
         const char *what;
     } want[3] = {{sp->col_a, &e.a, "text_a"}, {sp->col_b, &e.b, "text_b"}, {sp->col_label, &e.label, "label"}};
+    int nf_all = 1;
+    for (size_t i = 0; i < n; i++)
+        nf_all += line[i] == '\t';
+    int lab_col = sp->col_label < 0 ? nf_all - 1 : sp->col_label;
+    if (!sp->unlabeled && (lab_col == sp->col_a || lab_col == sp->col_b))
+        return pl_errorf(PL_ERR_FORMAT, "%s:%lld: %d tab-separated field(s); expected text in column %d%s and a label in another column",
+                         name, (long long)lineno, nf_all, sp->col_a, sp->col_b >= 0 ? " (and text_b)" : "");
     for (int k = 0; k < 3; k++) {
         if ((k == 1 && sp->col_b < 0) || (k == 2 && sp->unlabeled))
             continue;
