@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-pl_status pl_textcls_targets(const pl_textcls_set *s, double *out)
+pl_status pl_reg_targets(const pl_textcls_set *s, double *out)
 {
     for (int64_t i = 0; i < s->n; i++) {
         const char *l = s->ex[i].label;

@@ -19,7 +19,7 @@
 /* Parses every label of s as a finite number (strtod, the whole string):
  * out[i] for example i. A label that is not one is PL_ERR_FORMAT naming
  * path:line. */
-pl_status pl_textcls_targets(const pl_textcls_set *s, double *out);
+pl_status pl_reg_targets(const pl_textcls_set *s, double *out);
 
 typedef struct pl_reg_metrics {
     int64_t n;

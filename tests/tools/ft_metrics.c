@@ -378,7 +378,7 @@ static int run_read_targets(const char *path)
         return fail();
     double *v = malloc((size_t)s.n * sizeof *v);
     pl_reg_metrics m;
-    if (pl_textcls_targets(&s, v) || pl_reg_metrics_compute(&m, v, v, s.n))
+    if (pl_reg_targets(&s, v) || pl_reg_metrics_compute(&m, v, v, s.n))
         return fail();
     printf("%lld %.6f\n", (long long)s.n, m.truth_mean);
     free(v);

@@ -223,10 +223,10 @@ TEST(regression_targets_parse_and_metrics_match_sklearn_docstring)
     pl_textcls_set s;
     double v[3];
     CHECK_OK(pl_textcls_read(&s, path, &sp));
-    CHECK(pl_textcls_targets(&s, v) == PL_ERR_FORMAT && strstr(pl_error_msg(), "tpsa.tsv:4: target 'abc'"), "%s",
+    CHECK(pl_reg_targets(&s, v) == PL_ERR_FORMAT && strstr(pl_error_msg(), "tpsa.tsv:4: target 'abc'"), "%s",
           pl_error_msg());
     s.n = 2;
-    CHECK_OK(pl_textcls_targets(&s, v));
+    CHECK_OK(pl_reg_targets(&s, v));
     CHECK(v[0] == 20.23 && v[1] == 0.0, "targets %g %g", v[0], v[1]);
     pl_textcls_set_free(&s);
     /* r2_score's docstring: 0.948..., and mean_squared_error's: 0.375. */
