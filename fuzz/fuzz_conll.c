@@ -8,7 +8,7 @@
  *  - encoding puts every word's first sub-token in exactly one row, with its
  *    label id, and ignores every other position.
  * Seeds: fuzz/seeds/fuzz_conll/. */
-#include "finetune/conll.h"
+#include "finetune/tokcls.h"
 #include "finetune/seqeval.h"
 
 #include <stdio.h>

@@ -36,7 +36,7 @@
 #include "finetune/squad_eval.h"
 #include "finetune/textcls.h"
 #include "finetune/reg_metrics.h"
-#include "finetune/conll.h"
+#include "finetune/tokcls.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

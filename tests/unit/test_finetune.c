@@ -7,7 +7,7 @@
 #include "base/alloc.h"
 #include "base/vec.h"
 #include "finetune/cls_metrics.h"
-#include "finetune/conll.h"
+#include "finetune/tokcls.h"
 #include "finetune/labels.h"
 #include "finetune/reg_metrics.h"
 #include "finetune/seqeval.h"
