@@ -1,0 +1,257 @@
+/* SQuAD v1.1 span decoding: run_squad.py's write_predictions and
+ * get_final_text for the best answer of a question (see squad.h). */
+#include "finetune/squad.h"
+
+#include "base/alloc.h"
+#include "base/utf8.h"
+
+#include <string.h>
+
+/* Indices of the k largest of x[0..n), largest first, lower index first on
+ * ties (Python's stable sort by value, descending). */
+static int64_t top_k(const float *x, int64_t n, int64_t k, int64_t *idx)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p;
+        if (m < k)
+            p = m++;
+        else if (x[i] > x[idx[k - 1]])
+            p = k - 1;
+        else
+            continue;
+        while (p > 0 && x[i] > x[idx[p - 1]]) {
+            idx[p] = idx[p - 1];
+            p--;
+        }
+        idx[p] = i;
+    }
+    return m;
+}
+
+typedef struct u32s {
+    int32_t *c;
+    int64_t n, cap;
+} u32s;
+
+static pl_status u32_push(u32s *v, int32_t c)
+{
+    if (v->n == v->cap) {
+        int64_t cap = v->cap ? 2 * v->cap : 64;
+        int32_t *p = pl_realloc(v->c, (size_t)cap * sizeof *p);
+        if (!p)
+            return pl_errorf(PL_ERR_NOMEM, "SQuAD decoding: %lld characters", (long long)cap);
+        v->c = p, v->cap = cap;
+    }
+    v->c[v->n++] = c;
+    return PL_OK;
+}
+
+static pl_status u32_append(u32s *v, const char *s, size_t n)
+{
+    pl_status st = PL_OK;
+    for (size_t i = 0; i < n && st == PL_OK;) {
+        int32_t c;
+        i += pl_utf8_next((const unsigned char *)s + i, n - i, &c);
+        st = u32_push(v, c);
+    }
+    return st;
+}
+
+/* get_final_text(pred, orig): the span of orig that pred (basic-token text)
+ * covers, or NULL-length -1 when the alignment fails. Positions are code
+ * points of orig. */
+static void final_span(const u32s *pred, const u32s *tok, const u32s *orig, int64_t *os, int64_t *oe)
+{
+    *os = *oe = -1;
+    int64_t start = -1;
+    for (int64_t i = 0; i + pred->n <= tok->n && pred->n > 0; i++)
+        if (memcmp(tok->c + i, pred->c, (size_t)pred->n * sizeof(int32_t)) == 0) {
+            start = i;
+            break;
+        }
+    if (start < 0)
+        return;
+    int64_t end = start + pred->n - 1;
+    int64_t orig_ns = 0, tok_ns = 0;
+    for (int64_t i = 0; i < orig->n; i++)
+        orig_ns += orig->c[i] != ' ';
+    for (int64_t i = 0; i < tok->n; i++)
+        tok_ns += tok->c[i] != ' ';
+    if (orig_ns != tok_ns)
+        return;
+    /* tok position -> non-space index (only when not a space), then the
+     * orig position of that non-space index. */
+    if (tok->c[start] == ' ' || tok->c[end] == ' ')
+        return;
+    int64_t ns_s = 0, ns_e = 0;
+    for (int64_t i = 0; i < start; i++)
+        ns_s += tok->c[i] != ' ';
+    for (int64_t i = 0; i < end; i++)
+        ns_e += tok->c[i] != ' ';
+    for (int64_t i = 0, k = 0; i < orig->n; i++) {
+        if (orig->c[i] == ' ')
+            continue;
+        if (k == ns_s)
+            *os = i;
+        if (k == ns_e)
+            *oe = i;
+        k++;
+    }
+    if (*os < 0 || *oe < 0)
+        *os = *oe = -1;
+}
+
+static pl_status put_cps(const int32_t *c, int64_t n, pl_bytes *out)
+{
+    pl_status st = PL_OK;
+    for (int64_t i = 0; i < n && st == PL_OK; i++) {
+        char b[4];
+        uint32_t v = (uint32_t)c[i];
+        size_t k;
+        if (v < 0x80)
+            b[0] = (char)v, k = 1;
+        else if (v < 0x800)
+            b[0] = (char)(0xC0 | (v >> 6)), b[1] = (char)(0x80 | (v & 0x3F)), k = 2;
+        else if (v < 0x10000)
+            b[0] = (char)(0xE0 | (v >> 12)), b[1] = (char)(0x80 | ((v >> 6) & 0x3F)), b[2] = (char)(0x80 | (v & 0x3F)), k = 3;
+        else
+            b[0] = (char)(0xF0 | (v >> 18)), b[1] = (char)(0x80 | ((v >> 12) & 0x3F)),
+            b[2] = (char)(0x80 | ((v >> 6) & 0x3F)), b[3] = (char)(0x80 | (v & 0x3F)), k = 4;
+        st = pl_bytes_append(out, b, k);
+    }
+    return st;
+}
+
+/* The text of doc tokens [ts, te] of words [ws, we], as run_squad.py builds it. */
+static pl_status span_text(pl_tokenizer *t, const pl_squad_doc *doc, int64_t ts, int64_t te, pl_bytes *out)
+{
+    int64_t ws = doc->tok_to_word[ts], we = doc->tok_to_word[te];
+    u32s pred = {0}, tok = {0}, orig = {0};
+    pl_bytes tmp = {0};
+    pl_status st = PL_OK;
+    int unk = 0;
+    int32_t unk_id = pl_tokenizer_token_id(t, "[UNK]");
+    /* orig_text: the words joined by spaces. */
+    for (int64_t w = ws; w <= we; w++) {
+        if (w > ws)
+            PL_TRY(u32_push(&orig, ' '));
+        PL_TRY(u32_append(&orig, doc->text + doc->word_start[w], (size_t)(doc->word_end[w] - doc->word_start[w])));
+    }
+    /* tok_text (BasicTokenizer's, rebuilt from the pieces) and pred_text
+     * (" ".join(tokens) with " ##" then "##" removed, whitespace cleaned). */
+    for (int64_t i = doc->word_to_tok[ws]; i < doc->word_to_tok[we + 1]; i++) {
+        size_t n;
+        const char *p = pl_bert_tokenizer_piece(t, doc->tok.data[i], &n);
+        if (!p) {
+            st = pl_errorf(PL_ERR_INTERNAL, "SQuAD decoding: token id %d has no piece", doc->tok.data[i]);
+            goto fail;
+        }
+        unk |= doc->tok.data[i] == unk_id;
+        int cont = n >= 2 && p[0] == '#' && p[1] == '#';
+        if (tok.n && !cont)
+            PL_TRY(u32_push(&tok, ' '));
+        PL_TRY(u32_append(&tok, p + (cont ? 2 : 0), n - (cont ? 2 : 0)));
+        if (i >= ts && i <= te) {
+            if (i > ts)
+                PL_TRY(pl_bytes_append(&tmp, " ", 1));
+            PL_TRY(pl_bytes_append(&tmp, p, n));
+        }
+    }
+    /* replace(" ##", "") then replace("##", "") then strip and split/join. */
+    {
+        size_t w = 0;
+        char *s = tmp.data;
+        for (size_t r = 0; r < tmp.n;) {
+            if (r + 3 <= tmp.n && memcmp(s + r, " ##", 3) == 0)
+                r += 3;
+            else
+                s[w++] = s[r++];
+        }
+        tmp.n = w;
+        w = 0;
+        for (size_t r = 0; r < tmp.n;) {
+            if (r + 2 <= tmp.n && s[r] == '#' && s[r + 1] == '#')
+                r += 2;
+            else
+                s[w++] = s[r++];
+        }
+        tmp.n = w;
+        int pending = 0;
+        for (size_t r = 0; r < tmp.n; r++) {
+            if (s[r] == ' ') {
+                pending = pred.n > 0;
+                continue;
+            }
+            if (pending)
+                PL_TRY(u32_push(&pred, ' '));
+            pending = 0;
+            size_t k = r;
+            while (k < tmp.n && s[k] != ' ')
+                k++;
+            PL_TRY(u32_append(&pred, s + r, k - r));
+            r = k - 1;
+        }
+    }
+    int64_t os = -1, oe = -1;
+    if (!unk)
+        final_span(&pred, &tok, &orig, &os, &oe);
+    if (os >= 0)
+        st = put_cps(orig.c + os, oe - os + 1, out);
+    else
+        st = put_cps(orig.c, orig.n, out);
+fail:
+    pl_free(pred.c);
+    pl_free(tok.c);
+    pl_free(orig.c);
+    pl_bytes_free(&tmp);
+    return st;
+}
+
+pl_status pl_squad_decode(pl_tokenizer *t, const pl_squad_features *fs, const pl_squad_doc *doc,
+                          const int64_t *feats, int64_t n_feat, const float *start_logits,
+                          const float *end_logits, const pl_squad_decode_config *cfg, pl_bytes *out,
+                          float *score)
+{
+    int64_t L = fs->seq_len, k = cfg->n_best;
+    if (k <= 0 || cfg->max_answer_len <= 0)
+        return pl_errorf(PL_ERR_ARG, "SQuAD decoding: n_best %lld and max_answer_len %lld must be positive",
+                         (long long)k, (long long)cfg->max_answer_len);
+    if (k > L)
+        k = L;
+    int64_t *si = pl_malloc((size_t)k * sizeof *si), *ei = pl_malloc((size_t)k * sizeof *ei);
+    if (!si || !ei) {
+        pl_free(si);
+        pl_free(ei);
+        return pl_errorf(PL_ERR_NOMEM, "SQuAD decoding: n_best %lld", (long long)k);
+    }
+    double best = 0;
+    int64_t best_f = -1, best_s = 0, best_e = 0;
+    for (int64_t j = 0; j < n_feat; j++) {
+        const pl_squad_feature *f = &fs->f[feats[j]];
+        const float *sl = start_logits + j * L, *el = end_logits + j * L;
+        int64_t ns = top_k(sl, L, k, si), ne = top_k(el, L, k, ei);
+        int64_t lo = f->doc_offset, hi = f->doc_offset + f->doc_len; /* context positions [lo, hi) */
+        for (int64_t a = 0; a < ns; a++) {
+            int64_t s = si[a];
+            if (s < lo || s >= hi || !fs->max_context[feats[j] * L + s])
+                continue;
+            for (int64_t b = 0; b < ne; b++) {
+                int64_t e = ei[b];
+                if (e < lo || e >= hi || e < s || e - s + 1 > cfg->max_answer_len)
+                    continue;
+                double v = (double)sl[s] + (double)el[e];
+                if (best_f < 0 || v > best)
+                    best = v, best_f = j, best_s = s, best_e = e;
+            }
+        }
+    }
+    pl_free(si);
+    pl_free(ei);
+    if (score)
+        *score = (float)best;
+    if (best_f < 0)
+        return PL_OK;
+    const pl_squad_feature *f = &fs->f[feats[best_f]];
+    return span_text(t, doc, f->doc_start + best_s - f->doc_offset, f->doc_start + best_e - f->doc_offset, out);
+}
