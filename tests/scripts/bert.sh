@@ -47,7 +47,10 @@ print(missing); sys.exit(bool(missing) or any(k.startswith('decoder.') for k in 
 bert_checks b_single b_tp2_sp "2 2 1 1" --sequence-parallel
 bert_checks b_single b_pp2 "2 1 1 2"
 bert_checks b_single b_dp2_z1 "2 1 2 1" --use-distributed-optimizer
+bert_checks b_single b_dp2_z2 "2 1 2 1" --zero-stage 2
 bert_checks b_single b_dp2_z3 "2 1 2 1" --zero-stage 3
+bert_checks b_single b_pp2_zb "2 1 1 2" --pipeline-schedule zb-h1
+bert_checks b_single b_pp2_gpipe "2 1 1 2" --pipeline-schedule gpipe
 bert_checks b_single b_pp2_vp2 "2 1 1 2" --num-layers-per-virtual-pipeline-stage 1
 bert_checks b_single b_3d "8 2 2 2" --sequence-parallel --use-distributed-optimizer
 # Resume: 3D with ZeRO 1 from iteration 5 gives the uninterrupted run's losses and final
