@@ -95,6 +95,10 @@ typedef struct pl_train_args {
     double distributed_timeout_minutes; /* the collective watchdog (parallel/watchdog.h) */
     /* optimizer and schedule */
     const char *optimizer;
+    struct {                       /* a DeepSpeed config's "type": "Lamb" (optim/lamb.h) */
+        int on, eps_inside_sqrt, bias_correction;
+        double max_coeff, min_coeff;
+    } lamb;
     double lr, min_lr, lr_warmup_init, lr_warmup_fraction, weight_decay;
     double adam_beta1, adam_beta2, adam_eps, clip_grad;
     const char *lr_decay_style;

@@ -532,29 +532,6 @@ pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t
     return pl_comm_allreduce_f64(mp, out, 1, PL_COMM_SUM);
 }
 
-/* The optimizer step over this rank's shard (ZeRO): average the reduced gradients
- * over DP, clip by the global norm (sums of squares of every shard, all-reduced),
- * AdamW on the shard, then (stages 1-2) all-gather the updated parameters. */
-static pl_status zero_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr, double *norm)
-{
-    pl_status st = PL_OK;
-    pl_zero *z = &t->zero;
-    float *g = t->zero_stage == 1 ? t->grads : t->gshard; /* stage 1: in-place result at [0, S) */
-    const float scale = (float)(1.0 / (double)t->dp);
-    for (int64_t i = 0; i < z->shard; i++)
-        g[i] *= scale;
-    double sumsq;
-    PL_TRY(pl_train_grad_sumsq(t, g, z->lo, z->shard, &sumsq));
-    PL_TRY(pl_comm_allreduce_f64(z->comm, &sumsq, 1, PL_COMM_SUM));
-    float *p = t->zero_stage == 3 ? t->pshard : t->params + z->lo;
-    *norm = pl_adamw_step_range(&t->reg, z->lo, z->hi, p, g, t->exp_avg, t->exp_avg_sq, hp, lr,
-                                t->opt_steps, sumsq);
-    if (t->zero_stage <= 2)
-        PL_TRY(pl_zero_allgather_all(z, t->params));
-fail:
-    return st;
-}
-
 static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
 {
     pl_status st = PL_OK;
@@ -685,11 +662,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
                          (long long)t->iteration, hp.beta1);
     t->opt_steps++;
     double to = pl_time_now();
-    if (t->zero_stage == 0)
-        r->grad_norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp,
-                                     lr, t->opt_steps, sumsq);
-    else
-        PL_TRY(zero_step(t, &hp, lr, &r->grad_norm));
+    PL_TRY(pl_train_optimizer_step(t, &hp, lr, sumsq, &r->grad_norm));
     t->prof.optim += pl_time_now() - to;
     pl_lr_schedule_step(&t->sched, t->gbs);
 stats:
@@ -798,6 +771,7 @@ static void trainer_free(pl_trainer *t)
     pl_free(t->pp_send_grad);
     pl_free(t->pp_dp_wire);
     pl_zero_free(&t->zero);
+    pl_train_optimizer_free(t);
     pl_train_free_chunks(t);
     pl_free(t->zchunk);
     if (t->model_up)
@@ -855,6 +829,7 @@ static pl_status run(pl_trainer *t)
     t->train_samples = pl_train_args_given(a, "--train-iters") ? a->train_iters * t->gbs
                                                                : a->train_samples;
     PL_TRY(setup_model(t));
+    PL_TRY(pl_train_optimizer_init(t));
     PL_TRY(setup_schedule(t));
     PL_TRY(setup_data(t));
     if (a->load)

@@ -10,6 +10,7 @@
 #include "data/sampler.h"
 #include "data/tokenizer/tokenizer.h"
 #include "model/model.h"
+#include "optim/adamw.h"
 #include "optim/loss_scale.h"
 #include "optim/schedule.h"
 #include "parallel/commq.h"
@@ -97,6 +98,7 @@ typedef struct pl_trainer {
     int data_up;
     int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
     int64_t iteration, consumed_train, consumed_valid, opt_steps;
+    double *lamb_sums;                       /* Lamb: [2 x reg.n] per-tensor squared norms */
     int32_t *sample;                         /* S + 1 tokens */
     int64_t *batch_idx;                      /* mbs global indices */
     FILE *metrics;
@@ -185,6 +187,16 @@ size_t pl_train_act_bytes(const pl_trainer *t, int kept);
 /* The squared norm of n values at flat offset lo of this rank's model-parallel slice
  * (a gradient, or parameters): summed over TP (x PP), replicated tensors once. */
 pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n, double *out);
+
+/* The optimizer (train/optimizer.c): AdamW, or Lamb when the DeepSpeed config
+ * asks for it. _init plans Lamb's per-tensor sums (after the registry); _step is
+ * one step over this rank's parameters or (ZeRO) shard, with the betas hp gives
+ * and the squared global gradient norm sumsq of the held gradients (ZeRO: of the
+ * shard, before the 1/dp average); *norm is the norm before clipping. */
+pl_status pl_train_optimizer_init(pl_trainer *t);
+void pl_train_optimizer_free(pl_trainer *t);
+pl_status pl_train_optimizer_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr,
+                                  double sumsq, double *norm);
 
 /* tensorboard.c (--tensorboard-dir): open the event file on the last rank; an
  * iteration's scalars (every rank calls it: --log-params-norm is collective); at the end
