@@ -68,20 +68,29 @@ double pl_lamb_moments_range(const pl_registry *reg, int64_t lo, int64_t hi, con
 
 double pl_lamb_coeff(const pl_lamb_hparams *hp, const double *sums, int i)
 {
-    double w = sqrt(sums[2 * i]), u = sqrt(sums[2 * i + 1]);
+    /* the kernel's fp32 norms and ratio, clamped by the fp32 bounds */
+    const float w = sqrtf((float)sums[2 * i]), u = sqrtf((float)sums[2 * i + 1]);
     if (w == 0 || u == 0)
         return 1.0;
-    double c = w / u;
-    return c > hp->max_coeff ? hp->max_coeff : c < hp->min_coeff ? hp->min_coeff : c;
+    float c = w / u;
+    if (c > (float)hp->max_coeff)
+        c = (float)hp->max_coeff;
+    if (c < (float)hp->min_coeff)
+        c = (float)hp->min_coeff;
+    return c;
 }
 
 void pl_lamb_update_range(const pl_registry *reg, int64_t lo, int64_t hi, float *params,
                           const float *exp_avg, const float *exp_avg_sq, const pl_lamb_hparams *hp,
                           double lr, int64_t t, const double *sums)
 {
-    double step = lr;
-    if (hp->bias_correction)
-        step = lr * sqrt(1.0 - pow(hp->beta2, (double)t)) / (1.0 - pow(hp->beta1, (double)t));
+    /* as the kernel's host code: fp32 hyperparameters, pow in double, the step in fp32 */
+    float step = (float)lr;
+    if (hp->bias_correction) {
+        const float bc1 = (float)(1.0 - pow((float)hp->beta1, (double)t));
+        const float bc2 = (float)(1.0 - pow((float)hp->beta2, (double)t));
+        step = (float)lr * sqrtf(bc2) / bc1;
+    }
     const float eps = (float)hp->eps;
     for (int i = 0; i < reg->n; i++) {
         const pl_param *p = &reg->params[i];
@@ -89,7 +98,7 @@ void pl_lamb_update_range(const pl_registry *reg, int64_t lo, int64_t hi, float 
         if (!held_span(p, lo, hi, &a, &b))
             continue;
         const float wd = p->weight_decay ? (float)hp->weight_decay : 0.0f;
-        const float sc = (float)(step * pl_lamb_coeff(hp, sums, i));
+        const float sc = step * (float)pl_lamb_coeff(hp, sums, i);
         for (int64_t k = a - lo; k < b - lo; k++) {
             float u = exp_avg[k] / denom_of(exp_avg_sq[k], eps, hp->eps_inside_sqrt) +
                       wd * params[k];

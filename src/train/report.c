@@ -35,9 +35,10 @@ void pl_train_print_memory_plan(const pl_trainer *t)
     static const char *const formula[4] = {"16 B/param", "4 + 4 + 8/dp B/param",
                                            "4 + (4 + 8)/dp B/param", "16/dp B/param"};
     pl_log_info("memory plan (per rank, ZeRO stage %d, dp %lld): parameters %.3f MiB, gradients "
-                "%.3f MiB, optimizer (Adam m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
+                "%.3f MiB, optimizer (%s m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
                 "activations and scratch %.1f MiB, %s GEMM operands %.1f MiB, total %.1f MiB",
-                t->zero_stage, (long long)t->dp, p / MiB, g / MiB, o / MiB, w / MiB, act / MiB,
+                t->zero_stage, (long long)t->dp, p / MiB, g / MiB, t->a->lamb.on ? "Lamb" : "Adam",
+                o / MiB, w / MiB, act / MiB,
                 pl_gemm_precision_name(pl_gemm_get_precision(t->gemm)), cv / MiB,
                 (p + g + o + w + act + cv) / MiB);
     pl_log_info("model state (ZeRO formula %s): %.3f MiB planned, %.3f MiB by the formula "
