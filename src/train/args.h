@@ -82,6 +82,7 @@ typedef struct pl_train_args {
         int64_t decay_step_size;
         int cycle_momentum;
     } ds_sched;
+    int64_t ds_steps_per_print;    /* DeepSpeed's throughput line every N steps (0: none) */
     char ds_values[24][40];        /* values the DeepSpeed config set, as flag text */
     /* mixed precision (Megatron's flags; docs/precision.md) */
     int bf16, fp16;

@@ -84,14 +84,9 @@ void pl_train_print_banner(const pl_trainer *t)
     else
         pl_log_info("precision: %s GEMMs with fp32 accumulation, fp32 master weights, gradients "
                     "and all-reduce", pl_gemm_precision_name(prec));
-    pl_log_info("measured %s GEMM peak: %.1f GFLOP/s per rank", pl_gemm_precision_name(prec),
-                t->gemm_peak / 1e9);
-}
-
-static void format_eta(double seconds, char *buf, size_t n)
-{
-    long s = (long)(seconds + 0.5);
-    snprintf(buf, n, "%02ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+    pl_log_info("%s GEMM peak (MFU's denominator): %.1f GFLOP/s per rank, the best measured%s%s "
+                "(this start measured %.1f)", pl_gemm_precision_name(prec), t->gemm_peak / 1e9,
+                t->peak.path[0] ? " and cached in " : "", t->peak.path, t->peak.measured / 1e9);
 }
 
 static int comm_threaded(const pl_trainer *t)
@@ -146,22 +141,10 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
 {
     double tokens_s = (double)(t->gbs * t->cfg.seq_length) * (double)iters_in_window / (ms / 1e3);
     double ms_iter = ms / (double)iters_in_window;
-    /* MFU per rank: this rank's share of the FLOPs against its measured peak. */
-    double mfu = t->gemm_peak > 0
-                     ? tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak
-                     : 0;
-    char eta[32];
-    format_eta((double)(t->train_iters - t->iteration) * ms_iter / 1e3, eta, sizeof eta);
+    /* MFU per rank: this rank's share of the model FLOPs against the stable peak. */
+    double mfu = pl_train_peak_mfu(t, tokens_s / (double)t->grid.layout.world * t->flops_per_token);
+    pl_train_progress_line(t, r, ms_iter, tokens_s, mfu);
     if (pl_train_is_root(t)) {
-        char scale[48] = "";
-        if (t->a->fp16)
-            snprintf(scale, sizeof scale, " | loss scale: %.1f", r->loss_scale);
-        pl_log_info(" iteration %8lld/%8lld | consumed samples: %10lld | lm loss: %.6E | lr: %.6E | "
-                    "grad norm: %.4f%s | skipped: %lld | %.1f ms/iter | %.0f tokens/s | MFU %.1f%% "
-                    "| ETA %s",
-                    (long long)t->iteration, (long long)t->train_iters,
-                    (long long)t->consumed_train, r->loss, r->lr, r->grad_norm, scale,
-                    (long long)t->skipped_total, ms_iter, tokens_s, 100 * mfu, eta);
         if (t->metrics) {
             const pl_comm_stats *tp = &t->step_tp_comm; /* rank 0's TP group */
             const pl_comm_stats *pp = &t->step_pp_comm; /* rank 0's PP group (first stage) */
@@ -174,7 +157,8 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "{\"iteration\": %lld, \"consumed_samples\": %lld, \"lm_loss\": %.17g, "
                     "\"lr\": %.9g, \"grad_norm\": %s, \"skipped\": %s, \"loss_scale\": %.17g, "
                     "\"skipped_total\": %lld, \"ms_per_iter\": %.3f, "
-                    "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"zero_stage\": %d, "
+                    "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"tflops_per_gpu\": %.6g, "
+                    "\"gemm_peak_flops\": %.6g, \"zero_stage\": %d, "
                     "\"dp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
                     "\"all-gather\": %lld}, \"dp_wire_bytes_mean\": {\"all-reduce\": %.1f, "
                     "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}, \"dp_comm\": {\"ops\": %lld, "
@@ -189,7 +173,10 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"pp_wait_ms\": %.3f, \"pp_compute_ms\": %.3f",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
-                    r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->zero_stage,
+                    r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu,
+                    pl_model_megatron_flops(&t->cfg, t->gbs) /
+                        (ms_iter / 1e3 * 1e12 * (double)t->grid.layout.world),
+                    t->gemm_peak, t->zero_stage,
                     (long long)t->step_comm.kind[PL_COMM_ALLREDUCE].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,

@@ -47,8 +47,8 @@ static void install_exit_signals(void)
 /* ---- set-up ----------------------------------------------------------------- */
 
 /* The highest GEMM rate of this process's threads (in the context's precision)
- * on a 1024^3 product: the denominator of MFU. On a machine shared with other
- * work it reads low (and MFU high); benchmarks run on an idle machine. The
+ * on a 1024^3 product; MFU's denominator is the best such rate cached
+ * (train/peak.c), as on a machine shared with other work it reads low. The
  * operands live in scratch (scratch_floats of it) when it is large enough: the
  * model's activation block, free between steps, so that measuring adds nothing
  * to the peak memory the run reports. */
@@ -395,7 +395,9 @@ skip_buckets:
     PL_TRY(pl_model_backward(&t->model, NULL, NULL));
     if (t->grads)
         memset(t->grads, 0, (size_t)(t->zero_stage ? t->zero.padded : t->reg.numel) * sizeof(float));
-    return measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &t->gemm_peak);
+    double measured = 0;
+    PL_TRY(measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &measured));
+    pl_train_peak_init(t, measured);
 fail:
     return st;
 }
@@ -867,6 +869,7 @@ static pl_status run(pl_trainer *t)
         double t0 = pl_time_now();
         PL_TRY(train_step(t, &sampler, &r));
         t->prof.total += pl_time_now() - t0;
+        pl_train_progress_step(t, &r, pl_time_now() - t0);
         t->prof.steps++;
         window++;
         PL_TRY(pl_train_tb_iteration(t, &r));

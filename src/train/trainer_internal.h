@@ -115,7 +115,16 @@ typedef struct pl_trainer {
     } prof;
     int64_t fault_nan_iter, fault_nan_rank;  /* PLAIT_FAULT_NAN_ITER / _RANK (tests) */
     double start_time;
-    double gemm_peak;                        /* FLOP/s measured at start */
+    double gemm_peak;                        /* the stable peak MFU is against (peak.c) */
+    struct {
+        double measured;                     /* this start's GEMM rate */
+        char path[1024], key[256];           /* the cache, "" when none */
+    } peak;
+    struct {                                 /* the progress line's window (progress.c) */
+        double loss_sum;                     /* over the advanced iterations */
+        int64_t advanced, skipped, nan;
+    } win;
+    double ds_timed;                         /* DeepSpeed's timed seconds (steps 3..) */
     double flops_per_token;
     double pp_sim_idle;                      /* plait bench, pipelined: stage 0's idle share
                                               * of the step the schedule simulated with every
@@ -193,6 +202,19 @@ pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t
  * one step over this rank's parameters or (ZeRO) shard, with the betas hp gives
  * and the squared global gradient norm sumsq of the held gradients (ZeRO: of the
  * shard, before the 1/dp average); *norm is the norm before clipping. */
+/* The GEMM peak (train/peak.c): _init from this start's measurement and the
+ * cache; _mfu is flops_per_rank / peak, raising the peak (warned, cached) when
+ * the rate exceeds it, so never above 1. */
+void pl_train_peak_init(pl_trainer *t, double measured);
+double pl_train_peak_mfu(pl_trainer *t, double flops_per_rank);
+
+/* The progress line (train/progress.c): _step adds an iteration (of `seconds`) to the window;
+ * _line prints Megatron's line (and DeepSpeed's throughput line with a DeepSpeed
+ * config) on rank 0 and starts a new window. */
+void pl_train_progress_step(pl_trainer *t, const step_result *r, double seconds);
+void pl_train_progress_line(pl_trainer *t, const step_result *r, double ms_iter, double tokens_s,
+                            double mfu);
+
 pl_status pl_train_optimizer_init(pl_trainer *t);
 void pl_train_optimizer_free(pl_trainer *t);
 pl_status pl_train_optimizer_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr,
