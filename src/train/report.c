@@ -289,7 +289,7 @@ void pl_train_bench_reset(pl_trainer *t)
 }
 
 /* Where a step's time goes, and one JSON line for scripts. */
-void pl_train_bench_report(const pl_trainer *t)
+void pl_train_bench_report(pl_trainer *t)
 {
     const int64_t n = t->prof.steps;
     if (n <= 0) {
@@ -298,7 +298,7 @@ void pl_train_bench_report(const pl_trainer *t)
     }
     double step = t->prof.total / (double)n;
     double tokens_s = (double)(t->gbs * t->cfg.seq_length) / step;
-    double mfu = tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak;
+    double mfu = pl_train_peak_mfu(t, tokens_s / (double)t->grid.layout.world * t->flops_per_token);
     pl_step_prof sum = t->model.prof; /* every model chunk's kernels */
     for (int k = 1; k < t->nchunks; k++) {
         const pl_step_prof *c = &t->chunk_more[k - 1].prof;

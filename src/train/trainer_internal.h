@@ -253,7 +253,7 @@ pl_status pl_train_zero_pp_finish(pl_trainer *t);
 /* After a step's DP communication: fills t->comm_step (from the buckets, or the ZeRO
  * queue's operations) and adds it to t->comm_total. */
 void pl_train_comm_step_done(pl_trainer *t);
-void pl_train_bench_report(const pl_trainer *t);
+void pl_train_bench_report(pl_trainer *t);
 /* Pipelined plait bench (collective over the PP group): every stage's mean FWD, BWD,
  * BWD_INPUT and BWD_WEIGHT seconds, and the schedule simulated with them. */
 pl_status pl_train_pp_simulate(pl_trainer *t);
