@@ -484,12 +484,13 @@ static pl_status setup_data(pl_trainer *t)
             st = pl_blend_build(&t->data, &spec, &bc, sizes);
             t->data_up = st == PL_OK;
         }
-        int32_t bad = st != PL_OK;
+        int32_t bad = st != PL_OK ? world->rank + 1 : 0; /* the failing rank, + 1 */
         pl_status cst = pl_comm_allreduce_i32(world, &bad, 1, PL_COMM_MAX);
         if (!st && cst)
             st = cst;
         if (!st && bad)
-            st = pl_errorf(PL_ERR_IO, "building the dataset indices failed on rank 0");
+            st = pl_error_echo(PL_ERR_IO, bad - 1, "building the dataset indices failed on rank %d",
+                               bad - 1);
     }
     pl_blend_spec_free(&spec);
     if (st)
@@ -921,8 +922,9 @@ pl_status pl_train_run(const pl_train_args *args, pl_dist *dist)
     pl_status st = run(&t);
     char keep[1024];
     snprintf(keep, sizeof keep, "%s", pl_error_msg());
+    const int echo = pl_error_echo_of();
     trainer_free(&t);
     if (st)
-        pl_errorf(st, "%s", keep);
+        pl_error_echo(st, echo, "%s", keep);
     return st;
 }
