@@ -91,6 +91,7 @@ typedef struct pl_train_args {
     /* batch and iterations */
     int64_t micro_batch_size, global_batch_size, train_iters, train_samples;
     int64_t eval_interval, eval_iters, log_interval, exit_interval, max_skipped_steps;
+    int skip_train; /* evaluate the loaded model only (Megatron's --skip-train) */
     double exit_duration_in_mins;
     int exit_signal_handler;
     double distributed_timeout_minutes; /* the collective watchdog (parallel/watchdog.h) */

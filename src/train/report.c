@@ -216,15 +216,47 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
     }
 }
 
+/* Megatron's evaluate_and_print_results: the line between two rules of dashes
+ * one longer than it; PPL = exp(min(20, loss)). */
+static void eval_block(const char *prefix, double loss)
+{
+    char line[256];
+    snprintf(line, sizeof line, " validation loss at %s | lm loss value: %.6E | lm loss PPL: %.6E | ",
+             prefix, loss, exp(fmin(20.0, loss)));
+    char rule[258];
+    size_t n = strlen(line) + 1;
+    memset(rule, '-', n);
+    rule[n] = 0;
+    pl_log_info("%s", rule);
+    pl_log_info("%s", line);
+    pl_log_info("%s", rule);
+}
+
 void pl_train_log_eval(pl_trainer *t, double loss)
 {
     if (!pl_train_is_root(t))
         return;
-    pl_log_info(" validation at iteration %lld | lm loss: %.6E | lm loss PPL: %.6E",
-                (long long)t->iteration, loss, exp(loss));
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "iteration %lld", (long long)t->iteration);
+    eval_block(prefix, loss);
     if (t->metrics) {
         fprintf(t->metrics, "{\"iteration\": %lld, \"valid_lm_loss\": %.9g, \"valid_ppl\": %.9g}\n",
-                (long long)t->iteration, loss, exp(loss));
+                (long long)t->iteration, loss, exp(fmin(20.0, loss)));
+        fflush(t->metrics);
+    }
+}
+
+void pl_train_log_eval_final(pl_trainer *t, const char *split, double loss)
+{
+    if (!pl_train_is_root(t))
+        return;
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "iteration %lld on %s set", (long long)t->iteration, split);
+    eval_block(prefix, loss);
+    if (t->metrics) {
+        const char *key = strcmp(split, "test") == 0 ? "test" : "final_valid";
+        fprintf(t->metrics, "{\"iteration\": %lld, \"%s_lm_loss\": %.9g, \"%s_ppl\": %.9g}\n",
+                (long long)t->iteration, key, loss, key, exp(fmin(20.0, loss)));
         fflush(t->metrics);
     }
 }

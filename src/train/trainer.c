@@ -703,25 +703,27 @@ void pl_train_copy_batch(const pl_model *from, pl_model *to)
     memcpy(to->sample, from->sample, (size_t)to->B * sizeof *to->sample);
 }
 
-static pl_status evaluate(pl_trainer *t, double *out)
+/* The mean loss of --eval-iters global batches of split from sample *consumed on
+ * (advanced past them); NaN when the split holds none. */
+static pl_status evaluate(pl_trainer *t, pl_split split, int64_t *consumed, double *out)
 {
     pl_status st = PL_OK;
-    int64_t len = t->a->mock_data ? INT64_MAX / 4 : pl_blend_data_len(&t->data, PL_SPLIT_VALID);
+    int64_t len = t->a->mock_data ? INT64_MAX / 4 : pl_blend_data_len(&t->data, split);
     double sum = 0;
     int64_t batches = 0;
     pl_sampler s;
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_begin(t)); /* pipelined stage 3: this step's parameters */
     for (int64_t it = 0; it < t->a->eval_iters; it++) {
-        if (t->consumed_valid + t->gbs > len)
+        if (*consumed + t->gbs > len)
             break;
-        PL_TRY(pl_sampler_init(&s, len, t->consumed_valid, t->mbs, t->grid.dp_rank, t->dp));
+        PL_TRY(pl_sampler_init(&s, len, *consumed, t->mbs, t->grid.dp_rank, t->dp));
         for (int64_t k = 0; k < t->num_micro; k++) {
             if (!pl_sampler_next(&s, t->batch_idx))
                 break;
             int64_t n_loss;
             pl_model_use(&t->model, 0);
-            PL_TRY(pl_train_load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
+            PL_TRY(pl_train_load_micro_batch(t, split, t->batch_idx, 1.0, &n_loss));
             /* pipelined: forward only, each virtual stage's output passed to the next
              * (chunk c of the last rank feeds chunk c + 1 of the first) */
             pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
@@ -746,13 +748,35 @@ static pl_status evaluate(pl_trainer *t, double *out)
                 }
             }
         }
-        t->consumed_valid += t->gbs;
+        *consumed += t->gbs;
     }
     double agg[2] = {sum, (double)batches};
     PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_DP), agg, 2, PL_COMM_SUM));
     if (t->grid.layout.pp > 1) /* the last stage's sums to every stage */
         PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_PP), agg, 2, PL_COMM_SUM));
     *out = agg[1] > 0 ? agg[0] / agg[1] : NAN;
+fail:
+    return st;
+}
+
+/* After training (or instead of it, --skip-train), as Megatron's pretrain: the
+ * validation and the test split once each, when --eval-iters > 0 and the split
+ * holds samples; the test split from its first sample, as Megatron's loader. */
+static pl_status final_evaluations(pl_trainer *t)
+{
+    static const struct {
+        pl_split split;
+        const char *name;
+    } sets[2] = {{PL_SPLIT_VALID, "validation"}, {PL_SPLIT_TEST, "test"}};
+    pl_status st = PL_OK;
+    int64_t test_consumed = 0;
+    for (int i = 0; i < 2 && t->a->eval_iters > 0; i++) {
+        if (!t->a->mock_data && pl_blend_data_len(&t->data, sets[i].split) < t->gbs)
+            continue;
+        double loss;
+        PL_TRY(evaluate(t, sets[i].split, i == 0 ? &t->consumed_valid : &test_consumed, &loss));
+        pl_train_log_eval_final(t, sets[i].name, loss);
+    }
 fail:
     return st;
 }
@@ -863,7 +887,13 @@ static pl_status run(pl_trainer *t)
     fault = getenv("PLAIT_FAULT_NAN_RANK");
     t->fault_nan_rank = fault ? atoll(fault) : 0;
     int64_t first_iter = t->iteration;
-    while (t->iteration < t->train_iters) {
+    int exited = 0; /* --exit-interval, a signal, --exit-duration-in-mins: Megatron exits */
+    if (a->skip_train) { /* Megatron: evaluate the loaded model, validation from sample 0 */
+        if (pl_train_is_root(t))
+            pl_log_info("skipping training (--skip-train is on) ...");
+        t->consumed_valid = 0;
+    }
+    while (t->iteration < t->train_iters && !a->skip_train) {
         step_result r = {0};
         if (t->iteration - first_iter == PL_BENCH_WARMUP)
             pl_train_bench_reset(t);
@@ -883,7 +913,7 @@ static pl_status run(pl_trainer *t)
         }
         if (do_valid && t->iteration % a->eval_interval == 0) {
             double vl;
-            PL_TRY(evaluate(t, &vl));
+            PL_TRY(evaluate(t, PL_SPLIT_VALID, &t->consumed_valid, &vl));
             pl_train_log_eval(t, vl);
             PL_TRY(pl_train_tb_eval(t, vl));
             t_window = pl_time_now();
@@ -894,16 +924,19 @@ static pl_status run(pl_trainer *t)
             last_saved = t->iteration;
             t_window = pl_time_now();
         }
-        if (pl_train_args_given(a, "--exit-interval") && t->iteration % a->exit_interval == 0)
+        if (pl_train_args_given(a, "--exit-interval") && t->iteration % a->exit_interval == 0) {
+            exited = 1;
             break;
-        int stop;
-        PL_TRY(should_stop(t, &stop));
-        if (stop)
+        }
+        PL_TRY(should_stop(t, &exited));
+        if (exited)
             break;
     }
     PL_TRY(pl_train_log_peak_memory(t));
-    if (a->save && last_saved != t->iteration)
+    if (a->save && last_saved != t->iteration && !a->skip_train)
         PL_TRY(pl_train_save(t));
+    if (!exited)
+        PL_TRY(final_evaluations(t));
     PL_TRY(pl_train_tb_close(t));
     if (a->bench && t->grid.layout.pp > 1 && t->prof.steps > 0)
         PL_TRY(pl_train_pp_simulate(t));
