@@ -2,8 +2,9 @@
 # DeepSpeed's Lamb ("optimizer": {"type": "Lamb"} in a DeepSpeed config; optim/lamb.h):
 # the steps against FusedLamb's formula recomputed in PyTorch (lamb_reference.py, from
 # DeepSpeed's source) for four settings; the trust ratio of a tensor split over ranks
-# (ZeRO-1, -2, -3 and TP 2 under mpirun -n 2) equal to one process's; save/resume bit
-# for bit; the checkpoint's optimizer type checked on load; DeepSpeed's refusals. ~35 s.
+# (ZeRO-1, -2, -3, TP 2, PP 2 -- the tied copy -- and DP 2 under mpirun -n 2) equal to
+# one process's; save/resume bit for bit; the checkpoint's optimizer type checked on
+# load; DeepSpeed's refusals. ~35 s on an idle machine.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -51,7 +52,9 @@ same_losses() {
 check "one process trains with Lamb" run single 1
 check "the checkpoint records the optimizer type lamb" \
     grep -qE '"type":[[:space:]]*"lamb"' "$TMP/single/iter_0000010/manifest.json"
-for v in "z1:--zero-stage 1" "z2:--zero-stage 2" "z3:--zero-stage 3" "tp2:--tensor-model-parallel-size 2 --make-vocab-size-divisible-by 64" "dp2:"; do
+for v in "z1:--zero-stage 1" "z2:--zero-stage 2" "z3:--zero-stage 3" \
+         "tp2:--tensor-model-parallel-size 2 --make-vocab-size-divisible-by 64" \
+         "pp2:--pipeline-model-parallel-size 2" "dp2:"; do
     name=${v%%:*}; flags=${v#*:}
     check "$name, 2 ranks: runs (world size 2)" run "$name" 2 $flags
     check "$name: losses equal one process's" same_losses single "$name"
