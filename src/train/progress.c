@@ -8,7 +8,10 @@
  *  grad norm: 1.234 | number of skipped iterations:   0 | number of nan iterations:   0 |
  *  tokens/s: 807 | MFU: 31.2% | ETA: 00:01:13 |
  *
- * (one line). As Megatron: the loss is the mean over the window's advanced
+ * (one line). As Megatron: the learning rate is the optimizer's after the step,
+ * i.e. the next iteration's (Megatron reads param_groups after the scheduler
+ * stepped; the metrics' "lr" is the one this iteration ran with); the loss is the
+ * mean over the window's advanced
  * (not skipped) iterations; the skipped and nan counts are the window's (nan:
  * skipped with a non-finite loss); the loss scale is the one after the step; grad
  * norm is absent when the last iteration was skipped; "num zeros" follows it with
@@ -115,7 +118,8 @@ void pl_train_progress_line(pl_trainer *t, const step_result *r, double ms_iter,
                     "skipped iterations: %3lld | number of nan iterations: %3lld | tokens/s: %.0f "
                     "| MFU: %.1f%% | ETA: %s |",
                     (long long)t->iteration, (long long)t->train_iters,
-                    (long long)t->consumed_train, ms_iter, tflops, r->lr, (long long)t->gbs, lossf,
+                    (long long)t->consumed_train, ms_iter, tflops, pl_lr_schedule_lr(&t->sched),
+                    (long long)t->gbs, lossf,
                     t->scaler.scale, norm, zeros, (long long)t->win.skipped,
                     (long long)t->win.nan, tokens_s, 100 * mfu, eta);
     }
