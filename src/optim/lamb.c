@@ -1,5 +1,7 @@
 /* LAMB's two phases (optim/lamb.h), in DeepSpeed's fp32 arithmetic for the
- * moments and the update; the norms accumulate in double in element order. */
+ * moments and the update. The norms accumulate in double in element order, on
+ * one thread, so that a tensor's sums split over ranks add up to (nearly always
+ * exactly) one process's; the update, elementwise, runs on every thread. */
 #include "optim/lamb.h"
 
 #include <math.h>
@@ -99,6 +101,8 @@ void pl_lamb_update_range(const pl_registry *reg, int64_t lo, int64_t hi, float 
             continue;
         const float wd = p->weight_decay ? (float)hp->weight_decay : 0.0f;
         const float sc = step * (float)pl_lamb_coeff(hp, sums, i);
+        /* elementwise: the same bits on any thread count */
+#pragma omp parallel for schedule(static) if (b - a > 65536)
         for (int64_t k = a - lo; k < b - lo; k++) {
             float u = exp_avg[k] / denom_of(exp_avg_sq[k], eps, hp->eps_inside_sqrt) +
                       wd * params[k];
