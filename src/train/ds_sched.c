@@ -72,6 +72,11 @@ pl_status pl_ds_optimizer(ds_ctx *c, const cJSON *opt)
             return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: the Lamb optimizer needs "
                              "dynamic loss scaling (DeepSpeed asserts it), but the loss scale is "
                              "static (%g)", cfg, a->loss_scale);
+        pl_status nst = pl_ds_note(c, "optimizer Lamb", "each tensor's trust ratio is the whole "
+                                   "tensor's under TP and ZeRO too (DeepSpeed's FusedLamb takes "
+                                   "it per TP slice, and under ZeRO per rank's flat partition)");
+        if (nst)
+            return nst;
     }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(opt, "params");
     double v;

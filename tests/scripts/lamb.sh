@@ -50,6 +50,8 @@ same_losses() {
         END { exit !(c == n && !bad) }'
 }
 check "one process trains with Lamb" run single 1
+check "one note says the trust ratio is each whole tensor's (not DeepSpeed's per slice)" \
+    test "$(grep -c "^note: optimizer Lamb: each tensor's trust ratio is the whole tensor's" "$TMP/single.log")" = 1
 check "the checkpoint records the optimizer type lamb" \
     grep -qE '"type":[[:space:]]*"lamb"' "$TMP/single/iter_0000010/manifest.json"
 for v in "z1:--zero-stage 1" "z2:--zero-stage 2" "z3:--zero-stage 3" \
