@@ -25,8 +25,8 @@
  * steps from the third on:
  *   [time] [INFO] [plait] epoch=0/micro_step=M/global_step=G,
  *   RunningAvgSamplesPerSec=X, CurrSamplesPerSec=Y, MemAllocated=AGB, MaxMemAllocated=BGB
- * micro_step counts micro-batches, the average leaves out the first two steps as
- * DeepSpeed's does, and the memory is the rank's resident set (VmRSS) and its
+ * global_step and micro_step (micro-batches) count from this process's start, as
+ * DeepSpeed's timer counts, the average leaves out the first two steps as its does, and the memory is the rank's resident set (VmRSS) and its
  * peak, as DeepSpeed's CPU accelerator reports it (psutil rss). */
 #include "train/trainer_internal.h"
 
@@ -56,7 +56,9 @@ static double proc_gib(const char *field)
 
 static void deepspeed_line(pl_trainer *t, double seconds)
 {
-    const int64_t spp = t->a->ds_steps_per_print, g = t->iteration;
+    /* the timer's own count: global steps since this process started (not the
+     * checkpoint's iteration) */
+    const int64_t spp = t->a->ds_steps_per_print, g = ++t->ds_steps;
     if (g > 2) /* DeepSpeed times global steps from the third */
         t->ds_timed += seconds;
     if (spp <= 0 || g <= 2 || g % spp != 0 || !pl_train_is_root(t))

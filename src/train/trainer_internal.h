@@ -125,6 +125,7 @@ typedef struct pl_trainer {
         int64_t advanced, skipped, nan;
     } win;
     double ds_timed;                         /* DeepSpeed's timed seconds (steps 3..) */
+    int64_t ds_steps;                        /* and its steps since this start */
     double flops_per_token;
     double pp_sim_idle;                      /* plait bench, pipelined: stage 0's idle share
                                               * of the step the schedule simulated with every
