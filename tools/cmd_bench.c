@@ -45,8 +45,7 @@ int plait_cmd_bench(int argc, char **argv)
         }
     pl_train_args args;
     pl_status st = pl_train_args_parse(&args, ac, av);
-    if (st)
-        return plait_report(st);
-    args.bench = 1;
-    return plait_run_trainer(&args);
+    if (!st)
+        args.bench = 1;
+    return plait_run_trainer(&args, st);
 }

@@ -1,15 +1,28 @@
 /* plait train: parse the flags, start MPI, lock the --save directory, run the
  * trainer, and turn the status into an exit code. A failing rank aborts the
- * whole MPI job, so the other ranks never wait for it forever. */
+ * whole MPI job, so the other ranks never wait for it forever.
+ *
+ * Under a launcher of several processes a failure is printed once, naming the
+ * rank ("plait: error: rank R: ..."), not once per rank: a flag error is agreed
+ * on after MPI starts (the lowest failing rank prints it; every rank exits with
+ * its code); an error in training is printed at once by rank 0, and by rank R > 0
+ * after R seconds (at most 5), so that when every rank fails alike (the same flags,
+ * the same files) a lower rank's MPI_Abort ends the others before they print,
+ * while an error only one rank sees is still printed by it. An echo of another
+ * rank's failure (pl_error_echo: "... failed on rank R") waits 15 s for that rank
+ * to report the cause. */
 #include "commands.h"
 
+#include "base/status.h"
 #include "ckpt/checkpoint.h"
+#include "parallel/dist.h"
 #include "parallel/watchdog.h"
 #include "train/trainer.h"
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* The watchdog's verdict: one line, then the whole job ends with PLAIT_EXIT_TIMEOUT. */
 static void watchdog_expired(const char *msg, void *ctx)
@@ -21,13 +34,61 @@ static void watchdog_expired(const char *msg, void *ctx)
     _Exit(PLAIT_EXIT_TIMEOUT); /* MPI_Abort does not return; in case it does */
 }
 
-int plait_run_trainer(pl_train_args *args)
+/* The ranks agree on how parsing went: -1 when it went well everywhere, else the
+ * exit code of the lowest failing rank, which prints its error. */
+static int parse_agreement(const pl_dist *d, pl_status parse_st)
 {
+    int first = parse_st ? d->rank : d->size, code = 0;
+    if (MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return plait_report(parse_st ? parse_st : pl_errorf(PL_ERR_IO, "MPI_Allreduce failed"));
+    if (first == d->size)
+        return -1;
+    if (d->rank == first) {
+        code = plait_exit_code(parse_st);
+        fprintf(stderr, "plait: error: rank %d: %s\n", d->rank, pl_error_msg());
+        fflush(stderr);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &code, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return code;
+}
+
+/* A rank's failure in training, printed once (see the top) before the job ends. */
+PL_NORETURN static void report_and_abort(const pl_dist *d, pl_status st)
+{
+    const int echo = pl_error_echo_of();
+    const long wait = echo >= 0 && echo != d->rank ? 15 : d->rank < 5 ? d->rank : 5;
+    struct timespec ts = {wait, 0};
+    while (wait > 0 && nanosleep(&ts, &ts) != 0) {
+    }
+    fprintf(stderr, "plait: error: rank %d: %s\n", d->rank, pl_error_msg());
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, plait_exit_code(st)); /* mpirun exits with this code */
+    _Exit(plait_exit_code(st));
+}
+
+int plait_run_trainer(pl_train_args *args, pl_status parse_st)
+{
+    pl_dist_launcher launcher;
+    pl_dist_launcher_detect(&launcher);
+    if (parse_st && launcher.size <= 1)
+        return plait_report(parse_st);
     pl_dist dist;
     pl_status st = pl_dist_init(&dist, NULL, NULL);
-    if (st) {
-        pl_train_args_free(args);
-        return plait_report(st);
+    if (st || (parse_st && dist.size <= 1)) {
+        if (!parse_st)
+            pl_train_args_free(args);
+        else if (!st)
+            pl_dist_finalize(&dist);
+        return plait_report(parse_st ? parse_st : st);
+    }
+    if (dist.size > 1) {
+        int code = parse_agreement(&dist, parse_st);
+        if (code >= 0) {
+            if (!parse_st)
+                pl_train_args_free(args);
+            pl_dist_finalize(&dist);
+            return code;
+        }
     }
     /* one process per job (global rank 0) holds the save directory's lock from
      * before anything is written there until the job ends */
@@ -45,11 +106,8 @@ int plait_run_trainer(pl_train_args *args)
     pl_watchdog_stop();
     pl_ckpt_lock_release(&lock);
     pl_train_args_free(args);
-    if (st && dist.size > 1) {
-        fprintf(stderr, "plait: error: rank %d: %s\n", dist.rank, pl_error_msg());
-        fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, plait_exit_code(st)); /* mpirun exits with this code */
-    }
+    if (st && dist.size > 1)
+        report_and_abort(&dist, st);
     pl_dist_finalize(&dist);
     return st ? plait_report(st) : 0;
 }
@@ -62,7 +120,5 @@ int plait_cmd_train(int argc, char **argv)
     }
     pl_train_args args;
     pl_status st = pl_train_args_parse(&args, argc, argv);
-    if (st)
-        return plait_report(st);
-    return plait_run_trainer(&args);
+    return plait_run_trainer(&args, st);
 }

@@ -17,9 +17,12 @@ int plait_data_build_vocab(int argc, char **argv);/* cmd_vocab.c */
 int plait_data_smiles_augment(int argc, char **argv); /* cmd_smiles.c */
 
 /* Starts MPI, runs the trainer with args (plait train and plait bench), frees
- * args and returns the exit code; a failing rank aborts the whole job. */
+ * args and returns the exit code; a failing rank aborts the whole job. parse_st
+ * is how parsing args went: under a launcher of several processes the ranks agree
+ * on it, and a failure is printed once, by the lowest failing rank (args is then
+ * not freed: a failed parse holds nothing). */
 struct pl_train_args;
-int plait_run_trainer(struct pl_train_args *args); /* cmd_train.c */
+int plait_run_trainer(struct pl_train_args *args, pl_status parse_st); /* cmd_train.c */
 
 /* Exit codes (docs/reliability.md): a failure of the machine or of plait, bad
  * usage (flags), a bad input file (malformed data, checkpoint, config; a token

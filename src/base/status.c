@@ -5,6 +5,7 @@
 #include <string.h>
 
 static _Thread_local char err_msg[1024];
+static _Thread_local int err_echo_of = -1; /* the rank whose failure this one echoes */
 
 const char *pl_status_str(pl_status st)
 {
@@ -23,10 +24,29 @@ const char *pl_status_str(pl_status st)
 
 const char *pl_error_msg(void) { return err_msg; }
 
-void pl_error_clear(void) { err_msg[0] = '\0'; }
+void pl_error_clear(void)
+{
+    err_msg[0] = '\0';
+    err_echo_of = -1;
+}
+
+int pl_error_echo_of(void) { return err_echo_of; }
+
+void pl_error_set_echo_of(int origin_rank) { err_echo_of = origin_rank; }
+
+pl_status pl_error_echo(pl_status st, int origin_rank, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    va_end(ap);
+    err_echo_of = origin_rank;
+    return st;
+}
 
 pl_status pl_errorf(pl_status st, const char *fmt, ...)
 {
+    err_echo_of = -1;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err_msg, sizeof err_msg, fmt, ap);

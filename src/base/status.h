@@ -29,6 +29,15 @@ pl_status pl_error_wrap(pl_status st, const char *fmt, ...) PL_PRINTF(2, 3);
 /* Clears the message. */
 void pl_error_clear(void);
 
+/* An echo: this rank failed because another rank (origin_rank) did, which reports
+ * the cause itself; records the message like pl_errorf and marks it, so that a
+ * launcher of many processes prints the cause once, not one line per rank.
+ * pl_errorf and pl_error_clear unmark; pl_error_wrap keeps the mark. */
+pl_status pl_error_echo(pl_status st, int origin_rank, const char *fmt, ...) PL_PRINTF(3, 4);
+/* The origin rank of an echoed error, -1 for an error of this rank's own. */
+int pl_error_echo_of(void);
+void pl_error_set_echo_of(int origin_rank);
+
 /* Runs expr; on failure stores the status in `st` and jumps to `fail`. */
 #define PL_TRY(expr)                                                                               \
     do {                                                                                           \

@@ -56,7 +56,7 @@ static pl_status consensus(pl_comm *world, pl_status local, const char *what)
     if (local != PL_OK)
         return pl_errorf(local, "%s", keep);
     if (bad)
-        return pl_errorf(PL_ERR_IO, "%s failed on rank %d", what, bad - 1);
+        return pl_error_echo(PL_ERR_IO, bad - 1, "%s failed on rank %d", what, bad - 1);
     return PL_OK;
 }
 

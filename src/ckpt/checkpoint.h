@@ -36,7 +36,8 @@
 typedef struct pl_ckpt_meta {
     int64_t iteration;
     int64_t consumed_train_samples, consumed_valid_samples;
-    int64_t optimizer_steps; /* Adam's t */
+    int64_t optimizer_steps; /* Adam's (or Lamb's) t */
+    int lamb;                /* the moments are Lamb's ("type": "lamb"), not AdamW's */
     pl_lr_schedule schedule;
     double beta1, beta2, eps, weight_decay;
     uint64_t seed;

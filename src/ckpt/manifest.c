@@ -131,7 +131,7 @@ cJSON *pl_ckpt_manifest_build(const pl_model_config *cfg, const pl_ckpt_meta *m,
     pl_ckpt_jstr(sch, "lr_decay_style", pl_lr_style_name(m->schedule.style), &b);
     pl_ckpt_jnum(sch, "num_steps", (double)m->schedule.num_steps, &b);
     cJSON *opt = pl_ckpt_jobj(root, "optimizer", &b);
-    pl_ckpt_jstr(opt, "type", "adamw", &b);
+    pl_ckpt_jstr(opt, "type", m->lamb ? "lamb" : "adamw", &b);
     pl_ckpt_jnum(opt, "step", (double)m->optimizer_steps, &b);
     pl_ckpt_jnum(opt, "beta1", m->beta1, &b);
     pl_ckpt_jnum(opt, "beta2", m->beta2, &b);
@@ -499,6 +499,8 @@ static pl_status state_read(const cJSON *root, int64_t it, const char *mpath, pl
     m->seed = x[3] >= TWO_64 ? UINT64_MAX : (uint64_t)x[3];
     m->optimizer_steps = (int64_t)x[4];
     m->beta1 = x[5], m->beta2 = x[6], m->eps = x[7], m->weight_decay = x[8];
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(opt, "type");
+    m->lamb = cJSON_IsString(type) && strcmp(type->valuestring, "lamb") == 0;
     m->schedule.max_lr = x[9], m->schedule.min_lr = x[10], m->schedule.init_lr = x[11];
     m->schedule.warmup_steps = (int64_t)x[12];
     m->schedule.decay_steps = (int64_t)x[13];

@@ -373,3 +373,15 @@ double pl_model_flops_per_token(const pl_model_config *c)
      * backward (x3): 12 L A T, Megatron's 12 L C T when A = C */
     return 6.0 * matmul_params + 12.0 * L * A * (double)c->seq_length;
 }
+
+double pl_model_megatron_flops(const pl_model_config *c, int64_t batch)
+{
+    const pl_block_dims d = pl_model_block_dims(c);
+    const double C = (double)c->hidden, L = (double)c->num_layers, T = (double)c->seq_length;
+    const double Q = (double)(d.NH * d.HS), KV = (double)(d.G * d.HS);
+    const double ffn = (double)d.F * (c->block.act == PL_ACT_SWIGLU ? 3.0 : 2.0);
+    /* forward + backward (3) x multiply-add (2) */
+    const double per_token = 6.0 * C * (ffn + Q + 2 * KV + Q) * L + 6.0 * C * (double)c->padded_vocab;
+    const double per_sample_sq = 6.0 * Q * L;
+    return (double)batch * T * per_token + (double)batch * T * T * per_sample_sq;
+}

@@ -183,5 +183,11 @@ int64_t pl_model_num_params(const pl_model_config *cfg);
 /* Training FLOPs per token: 6 N + 12 L C T (attention), with the LM head in N
  * (counted with the padded vocabulary rows that are actually multiplied). */
 double pl_model_flops_per_token(const pl_model_config *cfg);
+/* Training FLOPs of one global batch of `batch` samples as Megatron counts them for
+ * its "throughput per GPU (TFLOP/s/GPU)" (megatron/training/training.py
+ * num_floating_point_operations, dense standard attention): per token
+ * 6 C (F x (3 with SwiGLU, else 2) + Q + K + V + Q) L + 6 C V_padded, and per sample
+ * 6 Q T^2 L for QK^T and PV with the causal mask's half. */
+double pl_model_megatron_flops(const pl_model_config *cfg, int64_t batch);
 
 #endif

@@ -166,6 +166,8 @@ static const pl_option train_options[] = {
     {"--train-samples", PL_OPT_INT, NULL, F(train_samples), "samples to train (instead of --train-iters)", NULL, 0},
     {"--eval-interval", PL_OPT_INT, "1000", F(eval_interval), "iterations between evaluations", NULL, 0},
     {"--eval-iters", PL_OPT_INT, "100", F(eval_iters), "iterations per evaluation (0: none)", NULL, 0},
+    {"--skip-train", PL_OPT_BOOL, NULL, F(skip_train),
+     "no training: evaluate the loaded model on the validation and test splits", NULL, 0},
     {"--log-interval", PL_OPT_INT, "100", F(log_interval), "iterations between progress lines", NULL, 0},
     {"--exit-interval", PL_OPT_INT, NULL, F(exit_interval),
      "save and stop when the iteration is a multiple of this", NULL, 0},

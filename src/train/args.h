@@ -83,6 +83,7 @@ typedef struct pl_train_args {
         int64_t decay_step_size;
         int cycle_momentum;
     } ds_sched;
+    int64_t ds_steps_per_print;    /* DeepSpeed's throughput line every N steps (0: none) */
     char ds_values[24][40];        /* values the DeepSpeed config set, as flag text */
     /* mixed precision (Megatron's flags; docs/precision.md) */
     int bf16, fp16;
@@ -91,11 +92,16 @@ typedef struct pl_train_args {
     /* batch and iterations */
     int64_t micro_batch_size, global_batch_size, train_iters, train_samples;
     int64_t eval_interval, eval_iters, log_interval, exit_interval, max_skipped_steps;
+    int skip_train; /* evaluate the loaded model only (Megatron's --skip-train) */
     double exit_duration_in_mins;
     int exit_signal_handler;
     double distributed_timeout_minutes; /* the collective watchdog (parallel/watchdog.h) */
     /* optimizer and schedule */
     const char *optimizer;
+    struct {                       /* a DeepSpeed config's "type": "Lamb" (optim/lamb.h) */
+        int on, eps_inside_sqrt, bias_correction;
+        double max_coeff, min_coeff;
+    } lamb;
     double lr, min_lr, lr_warmup_init, lr_warmup_fraction, weight_decay;
     double adam_beta1, adam_beta2, adam_eps, clip_grad;
     const char *lr_decay_style;

@@ -16,6 +16,7 @@ static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
     m->consumed_train_samples = t->consumed_train;
     m->consumed_valid_samples = t->consumed_valid;
     m->optimizer_steps = t->opt_steps;
+    m->lamb = t->a->lamb.on;
     m->schedule = t->sched;
     m->beta1 = t->a->adam_beta1;
     m->beta2 = t->a->adam_beta2;
@@ -135,7 +136,12 @@ pl_status pl_train_load(pl_trainer *t)
         pl_free(params);
     if (st)
         return st;
-    if (!a->finetune) {
+    if (!weights_only && meta.lamb != a->lamb.on)
+        st = pl_errorf(PL_ERR_ARG, "%s: iteration %lld's optimizer state is %s's but this run's "
+                       "optimizer is %s (resume with --no-load-optim to start the moments afresh)",
+                       a->load, (long long)it, meta.lamb ? "Lamb" : "AdamW",
+                       a->lamb.on ? "Lamb" : "AdamW");
+    if (!st && !a->finetune) {
         st = check_schedule(&t->sched, &meta.schedule, a->load);
         t->iteration = meta.iteration;
         t->consumed_train = meta.consumed_train_samples;

@@ -589,6 +589,7 @@ pl_status pl_ds_config_apply(pl_train_args *a)
     }
     int64_t spp = 0;
     PL_TRY(pl_ds_count(&c, root, "steps_per_print", "steps_per_print", &spp));
+    a->ds_steps_per_print = spp ? spp : 10; /* DeepSpeed's default */
     if (spp) /* Megatron-DeepSpeed prints both; plait has one progress line */
         PL_TRY(pl_ds_set_policy(&c, "--log-interval", (double)spp, "steps_per_print", DS_FLAG_WINS));
     PL_TRY(pl_ds_switch(&c, root, "wall_clock_breakdown", "wall_clock_breakdown", &on));

@@ -11,16 +11,73 @@
 #include <string.h>
 #include <strings.h>
 
+/* Lamb's params (FusedLamb's keyword arguments; any other key is a TypeError
+ * there): lr, betas, eps, weight_decay as for Adam, the rest onto a->lamb. */
+static pl_status lamb_param(ds_ctx *c, const cJSON *p, const char *k, const char *path, int *done)
+{
+    pl_train_args *a = c->a;
+    pl_status st = PL_OK;
+    double v;
+    int has, on;
+    *done = 1;
+    if (strcmp(k, "max_coeff") == 0 || strcmp(k, "min_coeff") == 0) {
+        PL_TRY(pl_ds_number(c, p, k, path, &v, &has));
+        if (has && !(v > 0 && isfinite(v)))
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: %s must be a positive number, "
+                             "not %g", c->cfg, path, v);
+        if (has)
+            *(k[1] == 'a' ? &a->lamb.max_coeff : &a->lamb.min_coeff) = v;
+    } else if (strcmp(k, "eps_inside_sqrt") == 0) {
+        PL_TRY(pl_ds_switch(c, p, k, path, &a->lamb.eps_inside_sqrt));
+    } else if (strcmp(k, "bias_correction") == 0) {
+        PL_TRY(pl_ds_switch(c, p, k, path, &a->lamb.bias_correction));
+    } else if (strcmp(k, "amsgrad") == 0) {
+        PL_TRY(pl_ds_switch(c, p, k, path, &on));
+        if (on)
+            return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: %s true is refused, as "
+                             "DeepSpeed's FusedLamb refuses it", c->cfg, path);
+    } else if (strcmp(k, "lr") != 0 && strcmp(k, "eps") != 0 && strcmp(k, "weight_decay") != 0 &&
+               strcmp(k, "betas") != 0 && strcmp(k, "max_grad_norm") != 0) {
+        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: %s is not a parameter of DeepSpeed's "
+                         "Lamb (FusedLamb takes lr, bias_correction, betas, eps, eps_inside_sqrt, "
+                         "weight_decay, max_coeff, min_coeff, amsgrad)", c->cfg, path);
+    } else {
+        *done = 0;
+    }
+fail:
+    return st;
+}
+
 pl_status pl_ds_optimizer(ds_ctx *c, const cJSON *opt)
 {
     const char *cfg = c->cfg;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(opt, "type");
     /* engine.py lower-cases the names of DeepSpeed's own optimizers */
+    int lamb = cJSON_IsString(type) && strcasecmp(type->valuestring, "Lamb") == 0;
     if (!cJSON_IsString(type) || (strcasecmp(type->valuestring, "AdamW") != 0 &&
-                                  strcasecmp(type->valuestring, "Adam") != 0))
+                                  strcasecmp(type->valuestring, "Adam") != 0 && !lamb))
         return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: optimizer type \"%s\" is not "
-                         "supported (Adam and AdamW only)", cfg,
+                         "supported (Adam, AdamW and Lamb only)", cfg,
                          cJSON_IsString(type) ? type->valuestring : "?");
+    if (lamb) {
+        pl_train_args *a = c->a;
+        /* FusedLamb's defaults */
+        a->lamb.on = 1;
+        a->lamb.bias_correction = 1;
+        a->lamb.eps_inside_sqrt = 0;
+        a->lamb.max_coeff = 10.0;
+        a->lamb.min_coeff = 0.01;
+        /* engine.py asserts dynamic_loss_scale() for Lamb: fp16.loss_scale 0 */
+        if (a->fp16 && a->loss_scale > 0)
+            return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: the Lamb optimizer needs "
+                             "dynamic loss scaling (DeepSpeed asserts it), but the loss scale is "
+                             "static (%g)", cfg, a->loss_scale);
+        pl_status nst = pl_ds_note(c, "optimizer Lamb", "each tensor's trust ratio is the whole "
+                                   "tensor's under TP and ZeRO too (DeepSpeed's FusedLamb takes "
+                                   "it per TP slice, and under ZeRO per rank's flat partition)");
+        if (nst)
+            return nst;
+    }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(opt, "params");
     double v;
     int has;
@@ -33,6 +90,11 @@ pl_status pl_ds_optimizer(ds_ctx *c, const cJSON *opt)
         const char *k = e->string;
         char path[96];
         snprintf(path, sizeof path, "optimizer.params.%s", k);
+        int done = 0;
+        if (lamb)
+            PL_TRY(lamb_param(c, p, k, path, &done));
+        if (done)
+            continue;
         if (strcmp(k, "lr") == 0) {
             PL_TRY(pl_ds_number(c, p, k, path, &v, &has));
             if (has) {

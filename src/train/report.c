@@ -35,9 +35,10 @@ void pl_train_print_memory_plan(const pl_trainer *t)
     static const char *const formula[4] = {"16 B/param", "4 + 4 + 8/dp B/param",
                                            "4 + (4 + 8)/dp B/param", "16/dp B/param"};
     pl_log_info("memory plan (per rank, ZeRO stage %d, dp %lld): parameters %.3f MiB, gradients "
-                "%.3f MiB, optimizer (Adam m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
+                "%.3f MiB, optimizer (%s m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
                 "activations and scratch %.1f MiB, %s GEMM operands %.1f MiB, total %.1f MiB",
-                t->zero_stage, (long long)t->dp, p / MiB, g / MiB, o / MiB, w / MiB, act / MiB,
+                t->zero_stage, (long long)t->dp, p / MiB, g / MiB, t->a->lamb.on ? "Lamb" : "Adam",
+                o / MiB, w / MiB, act / MiB,
                 pl_gemm_precision_name(pl_gemm_get_precision(t->gemm)), cv / MiB,
                 (p + g + o + w + act + cv) / MiB);
     pl_log_info("model state (ZeRO formula %s): %.3f MiB planned, %.3f MiB by the formula "
@@ -83,14 +84,9 @@ void pl_train_print_banner(const pl_trainer *t)
     else
         pl_log_info("precision: %s GEMMs with fp32 accumulation, fp32 master weights, gradients "
                     "and all-reduce", pl_gemm_precision_name(prec));
-    pl_log_info("measured %s GEMM peak: %.1f GFLOP/s per rank", pl_gemm_precision_name(prec),
-                t->gemm_peak / 1e9);
-}
-
-static void format_eta(double seconds, char *buf, size_t n)
-{
-    long s = (long)(seconds + 0.5);
-    snprintf(buf, n, "%02ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+    pl_log_info("%s GEMM peak (MFU's denominator): %.1f GFLOP/s per rank, the best measured%s%s "
+                "(this start measured %.1f)", pl_gemm_precision_name(prec), t->gemm_peak / 1e9,
+                t->peak.path[0] ? " and cached in " : "", t->peak.path, t->peak.measured / 1e9);
 }
 
 static int comm_threaded(const pl_trainer *t)
@@ -145,22 +141,10 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
 {
     double tokens_s = (double)(t->gbs * t->cfg.seq_length) * (double)iters_in_window / (ms / 1e3);
     double ms_iter = ms / (double)iters_in_window;
-    /* MFU per rank: this rank's share of the FLOPs against its measured peak. */
-    double mfu = t->gemm_peak > 0
-                     ? tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak
-                     : 0;
-    char eta[32];
-    format_eta((double)(t->train_iters - t->iteration) * ms_iter / 1e3, eta, sizeof eta);
+    /* MFU per rank: this rank's share of the model FLOPs against the stable peak. */
+    double mfu = pl_train_peak_mfu(t, tokens_s / (double)t->grid.layout.world * t->flops_per_token);
+    pl_train_progress_line(t, r, ms_iter, tokens_s, mfu);
     if (pl_train_is_root(t)) {
-        char scale[48] = "";
-        if (t->a->fp16)
-            snprintf(scale, sizeof scale, " | loss scale: %.1f", r->loss_scale);
-        pl_log_info(" iteration %8lld/%8lld | consumed samples: %10lld | lm loss: %.6E | lr: %.6E | "
-                    "grad norm: %.4f%s | skipped: %lld | %.1f ms/iter | %.0f tokens/s | MFU %.1f%% "
-                    "| ETA %s",
-                    (long long)t->iteration, (long long)t->train_iters,
-                    (long long)t->consumed_train, r->loss, r->lr, r->grad_norm, scale,
-                    (long long)t->skipped_total, ms_iter, tokens_s, 100 * mfu, eta);
         if (t->metrics) {
             const pl_comm_stats *tp = &t->step_tp_comm; /* rank 0's TP group */
             const pl_comm_stats *pp = &t->step_pp_comm; /* rank 0's PP group (first stage) */
@@ -173,7 +157,8 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "{\"iteration\": %lld, \"consumed_samples\": %lld, \"lm_loss\": %.17g, "
                     "\"lr\": %.9g, \"grad_norm\": %s, \"skipped\": %s, \"loss_scale\": %.17g, "
                     "\"skipped_total\": %lld, \"ms_per_iter\": %.3f, "
-                    "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"zero_stage\": %d, "
+                    "\"tokens_per_sec\": %.1f, \"mfu\": %.4f, \"tflops_per_gpu\": %.6g, "
+                    "\"gemm_peak_flops\": %.6g, \"zero_stage\": %d, "
                     "\"dp_wire_bytes\": {\"all-reduce\": %lld, \"reduce-scatter\": %lld, "
                     "\"all-gather\": %lld}, \"dp_wire_bytes_mean\": {\"all-reduce\": %.1f, "
                     "\"reduce-scatter\": %.1f, \"all-gather\": %.1f}, \"dp_comm\": {\"ops\": %lld, "
@@ -188,7 +173,10 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
                     "\"pp_wait_ms\": %.3f, \"pp_compute_ms\": %.3f",
                     (long long)t->iteration, (long long)t->consumed_train,
                     isfinite(r->loss) ? r->loss : -1.0, r->lr, norm, r->skipped ? "true" : "false",
-                    r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu, t->zero_stage,
+                    r->loss_scale, (long long)t->skipped_total, ms_iter, tokens_s, mfu,
+                    pl_model_megatron_flops(&t->cfg, t->gbs) /
+                        (ms_iter / 1e3 * 1e12 * (double)t->grid.layout.world),
+                    t->gemm_peak, t->zero_stage,
                     (long long)t->step_comm.kind[PL_COMM_ALLREDUCE].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_REDUCE_SCATTER].wire_bytes,
                     (long long)t->step_comm.kind[PL_COMM_ALLGATHER].wire_bytes,
@@ -230,15 +218,47 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
     }
 }
 
+/* Megatron's evaluate_and_print_results: the line between two rules of dashes
+ * one longer than it; PPL = exp(min(20, loss)). */
+static void eval_block(const char *prefix, double loss)
+{
+    char line[256];
+    snprintf(line, sizeof line, " validation loss at %s | lm loss value: %.6E | lm loss PPL: %.6E | ",
+             prefix, loss, exp(fmin(20.0, loss)));
+    char rule[258];
+    size_t n = strlen(line) + 1;
+    memset(rule, '-', n);
+    rule[n] = 0;
+    pl_log_info("%s", rule);
+    pl_log_info("%s", line);
+    pl_log_info("%s", rule);
+}
+
 void pl_train_log_eval(pl_trainer *t, double loss)
 {
     if (!pl_train_is_root(t))
         return;
-    pl_log_info(" validation at iteration %lld | lm loss: %.6E | lm loss PPL: %.6E",
-                (long long)t->iteration, loss, exp(loss));
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "iteration %lld", (long long)t->iteration);
+    eval_block(prefix, loss);
     if (t->metrics) {
         fprintf(t->metrics, "{\"iteration\": %lld, \"valid_lm_loss\": %.9g, \"valid_ppl\": %.9g}\n",
-                (long long)t->iteration, loss, exp(loss));
+                (long long)t->iteration, loss, exp(fmin(20.0, loss)));
+        fflush(t->metrics);
+    }
+}
+
+void pl_train_log_eval_final(pl_trainer *t, const char *split, double loss)
+{
+    if (!pl_train_is_root(t))
+        return;
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "iteration %lld on %s set", (long long)t->iteration, split);
+    eval_block(prefix, loss);
+    if (t->metrics) {
+        const char *key = strcmp(split, "test") == 0 ? "test" : "final_valid";
+        fprintf(t->metrics, "{\"iteration\": %lld, \"%s_lm_loss\": %.9g, \"%s_ppl\": %.9g}\n",
+                (long long)t->iteration, key, loss, key, exp(fmin(20.0, loss)));
         fflush(t->metrics);
     }
 }
@@ -303,7 +323,7 @@ void pl_train_bench_reset(pl_trainer *t)
 }
 
 /* Where a step's time goes, and one JSON line for scripts. */
-void pl_train_bench_report(const pl_trainer *t)
+void pl_train_bench_report(pl_trainer *t)
 {
     const int64_t n = t->prof.steps;
     if (n <= 0) {
@@ -312,7 +332,7 @@ void pl_train_bench_report(const pl_trainer *t)
     }
     double step = t->prof.total / (double)n;
     double tokens_s = (double)(t->gbs * t->cfg.seq_length) / step;
-    double mfu = tokens_s / (double)t->grid.layout.world * t->flops_per_token / t->gemm_peak;
+    double mfu = pl_train_peak_mfu(t, tokens_s / (double)t->grid.layout.world * t->flops_per_token);
     pl_step_prof sum = t->model.prof; /* every model chunk's kernels */
     for (int k = 1; k < t->nchunks; k++) {
         const pl_step_prof *c = &t->chunk_more[k - 1].prof;

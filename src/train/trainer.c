@@ -47,8 +47,8 @@ static void install_exit_signals(void)
 /* ---- set-up ----------------------------------------------------------------- */
 
 /* The highest GEMM rate of this process's threads (in the context's precision)
- * on a 1024^3 product: the denominator of MFU. On a machine shared with other
- * work it reads low (and MFU high); benchmarks run on an idle machine. The
+ * on a 1024^3 product; MFU's denominator is the best such rate cached
+ * (train/peak.c), as on a machine shared with other work it reads low. The
  * operands live in scratch (scratch_floats of it) when it is large enough: the
  * model's activation block, free between steps, so that measuring adds nothing
  * to the peak memory the run reports. */
@@ -398,7 +398,9 @@ skip_buckets:
     PL_TRY(pl_model_backward(&t->model, NULL, NULL));
     if (t->grads)
         memset(t->grads, 0, (size_t)(t->zero_stage ? t->zero.padded : t->reg.numel) * sizeof(float));
-    return measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &t->gemm_peak);
+    double measured = 0;
+    PL_TRY(measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &measured));
+    pl_train_peak_init(t, measured);
 fail:
     return st;
 }
@@ -489,12 +491,13 @@ static pl_status setup_data(pl_trainer *t)
             st = pl_blend_build(&t->data, &spec, &bc, sizes);
             t->data_up = st == PL_OK;
         }
-        int32_t bad = st != PL_OK;
+        int32_t bad = st != PL_OK ? world->rank + 1 : 0; /* the failing rank, + 1 */
         pl_status cst = pl_comm_allreduce_i32(world, &bad, 1, PL_COMM_MAX);
         if (!st && cst)
             st = cst;
         if (!st && bad)
-            st = pl_errorf(PL_ERR_IO, "building the dataset indices failed on rank 0");
+            st = pl_error_echo(PL_ERR_IO, bad - 1, "building the dataset indices failed on rank %d",
+                               bad - 1);
     }
     pl_blend_spec_free(&spec);
     if (st)
@@ -546,29 +549,6 @@ pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t
     }
     *out = pl_grad_sumsq_range(&t->reg, lo, lo + n, g);
     return pl_comm_allreduce_f64(mp, out, 1, PL_COMM_SUM);
-}
-
-/* The optimizer step over this rank's shard (ZeRO): average the reduced gradients
- * over DP, clip by the global norm (sums of squares of every shard, all-reduced),
- * AdamW on the shard, then (stages 1-2) all-gather the updated parameters. */
-static pl_status zero_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr, double *norm)
-{
-    pl_status st = PL_OK;
-    pl_zero *z = &t->zero;
-    float *g = t->zero_stage == 1 ? t->grads : t->gshard; /* stage 1: in-place result at [0, S) */
-    const float scale = (float)(1.0 / (double)t->dp);
-    for (int64_t i = 0; i < z->shard; i++)
-        g[i] *= scale;
-    double sumsq;
-    PL_TRY(pl_train_grad_sumsq(t, g, z->lo, z->shard, &sumsq));
-    PL_TRY(pl_comm_allreduce_f64(z->comm, &sumsq, 1, PL_COMM_SUM));
-    float *p = t->zero_stage == 3 ? t->pshard : t->params + z->lo;
-    *norm = pl_adamw_step_range(&t->reg, z->lo, z->hi, p, g, t->exp_avg, t->exp_avg_sq, hp, lr,
-                                t->opt_steps, sumsq);
-    if (t->zero_stage <= 2)
-        PL_TRY(pl_zero_allgather_all(z, t->params));
-fail:
-    return st;
 }
 
 static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
@@ -707,11 +687,7 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
                          (long long)t->iteration, hp.beta1);
     t->opt_steps++;
     double to = pl_time_now();
-    if (t->zero_stage == 0)
-        r->grad_norm = pl_adamw_step(&t->reg, t->params, t->grads, t->exp_avg, t->exp_avg_sq, &hp,
-                                     lr, t->opt_steps, sumsq);
-    else
-        PL_TRY(zero_step(t, &hp, lr, &r->grad_norm));
+    PL_TRY(pl_train_optimizer_step(t, &hp, lr, sumsq, &r->grad_norm));
     t->prof.optim += pl_time_now() - to;
     pl_lr_schedule_step(&t->sched, t->gbs);
 stats:
@@ -741,25 +717,27 @@ fail:
     return st;
 }
 
-static pl_status evaluate(pl_trainer *t, double *out)
+/* The mean loss of --eval-iters global batches of split from sample *consumed on
+ * (advanced past them); NaN when the split holds none. */
+static pl_status evaluate(pl_trainer *t, pl_split split, int64_t *consumed, double *out)
 {
     pl_status st = PL_OK;
-    int64_t len = t->a->mock_data ? INT64_MAX / 4 : pl_train_data_len(t, PL_SPLIT_VALID);
+    int64_t len = t->a->mock_data ? INT64_MAX / 4 : pl_train_data_len(t, split);
     double sum = 0;
     int64_t batches = 0;
     pl_sampler s;
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_begin(t)); /* pipelined stage 3: this step's parameters */
     for (int64_t it = 0; it < t->a->eval_iters; it++) {
-        if (t->consumed_valid + t->gbs > len)
+        if (*consumed + t->gbs > len)
             break;
-        PL_TRY(pl_sampler_init(&s, len, t->consumed_valid, t->mbs, t->grid.dp_rank, t->dp));
+        PL_TRY(pl_sampler_init(&s, len, *consumed, t->mbs, t->grid.dp_rank, t->dp));
         for (int64_t k = 0; k < t->num_micro; k++) {
             if (!pl_sampler_next(&s, t->batch_idx))
                 break;
             int64_t n_loss;
             pl_model_use(&t->model, 0);
-            PL_TRY(pl_train_load_micro_batch(t, PL_SPLIT_VALID, t->batch_idx, 1.0, &n_loss));
+            PL_TRY(pl_train_load_micro_batch(t, split, t->batch_idx, 1.0, &n_loss));
             /* pipelined: forward only, each virtual stage's output passed to the next
              * (chunk c of the last rank feeds chunk c + 1 of the first) */
             pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
@@ -786,13 +764,35 @@ static pl_status evaluate(pl_trainer *t, double *out)
                 }
             }
         }
-        t->consumed_valid += t->gbs;
+        *consumed += t->gbs;
     }
     double agg[2] = {sum, (double)batches};
     PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_DP), agg, 2, PL_COMM_SUM));
     if (t->grid.layout.pp > 1) /* the last stage's sums to every stage */
         PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_PP), agg, 2, PL_COMM_SUM));
     *out = agg[1] > 0 ? agg[0] / agg[1] : NAN;
+fail:
+    return st;
+}
+
+/* After training (or instead of it, --skip-train), as Megatron's pretrain: the
+ * validation and the test split once each, when --eval-iters > 0 and the split
+ * holds samples; the test split from its first sample, as Megatron's loader. */
+static pl_status final_evaluations(pl_trainer *t)
+{
+    static const struct {
+        pl_split split;
+        const char *name;
+    } sets[2] = {{PL_SPLIT_VALID, "validation"}, {PL_SPLIT_TEST, "test"}};
+    pl_status st = PL_OK;
+    int64_t test_consumed = 0;
+    for (int i = 0; i < 2 && t->a->eval_iters > 0; i++) {
+        if (!t->a->mock_data && pl_train_data_len(t, sets[i].split) < t->gbs)
+            continue;
+        double loss;
+        PL_TRY(evaluate(t, sets[i].split, i == 0 ? &t->consumed_valid : &test_consumed, &loss));
+        pl_train_log_eval_final(t, sets[i].name, loss);
+    }
 fail:
     return st;
 }
@@ -814,6 +814,7 @@ static void trainer_free(pl_trainer *t)
     pl_free(t->pp_send_grad);
     pl_free(t->pp_dp_wire);
     pl_zero_free(&t->zero);
+    pl_train_optimizer_free(t);
     pl_train_free_chunks(t);
     pl_free(t->zchunk);
     if (t->model_up)
@@ -872,6 +873,7 @@ static pl_status run(pl_trainer *t)
     t->train_samples = pl_train_args_given(a, "--train-iters") ? a->train_iters * t->gbs
                                                                : a->train_samples;
     PL_TRY(setup_model(t));
+    PL_TRY(pl_train_optimizer_init(t));
     PL_TRY(setup_schedule(t));
     PL_TRY(setup_data(t));
     if (a->load)
@@ -902,13 +904,20 @@ static pl_status run(pl_trainer *t)
     fault = getenv("PLAIT_FAULT_NAN_RANK");
     t->fault_nan_rank = fault ? atoll(fault) : 0;
     int64_t first_iter = t->iteration;
-    while (t->iteration < t->train_iters) {
+    int exited = 0; /* --exit-interval, a signal, --exit-duration-in-mins: Megatron exits */
+    if (a->skip_train) { /* Megatron: evaluate the loaded model, validation from sample 0 */
+        if (pl_train_is_root(t))
+            pl_log_info("skipping training (--skip-train is on) ...");
+        t->consumed_valid = 0;
+    }
+    while (t->iteration < t->train_iters && !a->skip_train) {
         step_result r = {0};
         if (t->iteration - first_iter == PL_BENCH_WARMUP)
             pl_train_bench_reset(t);
         double t0 = pl_time_now();
         PL_TRY(train_step(t, &sampler, &r));
         t->prof.total += pl_time_now() - t0;
+        pl_train_progress_step(t, &r, pl_time_now() - t0);
         t->prof.steps++;
         window++;
         PL_TRY(pl_train_tb_iteration(t, &r));
@@ -921,7 +930,7 @@ static pl_status run(pl_trainer *t)
         }
         if (do_valid && t->iteration % a->eval_interval == 0) {
             double vl;
-            PL_TRY(evaluate(t, &vl));
+            PL_TRY(evaluate(t, PL_SPLIT_VALID, &t->consumed_valid, &vl));
             pl_train_log_eval(t, vl);
             PL_TRY(pl_train_tb_eval(t, vl));
             t_window = pl_time_now();
@@ -932,16 +941,19 @@ static pl_status run(pl_trainer *t)
             last_saved = t->iteration;
             t_window = pl_time_now();
         }
-        if (pl_train_args_given(a, "--exit-interval") && t->iteration % a->exit_interval == 0)
+        if (pl_train_args_given(a, "--exit-interval") && t->iteration % a->exit_interval == 0) {
+            exited = 1;
             break;
-        int stop;
-        PL_TRY(should_stop(t, &stop));
-        if (stop)
+        }
+        PL_TRY(should_stop(t, &exited));
+        if (exited)
             break;
     }
     PL_TRY(pl_train_log_peak_memory(t));
-    if (a->save && last_saved != t->iteration)
+    if (a->save && last_saved != t->iteration && !a->skip_train)
         PL_TRY(pl_train_save(t));
+    if (!exited)
+        PL_TRY(final_evaluations(t));
     PL_TRY(pl_train_tb_close(t));
     if (a->bench && t->grid.layout.pp > 1 && t->prof.steps > 0)
         PL_TRY(pl_train_pp_simulate(t));
@@ -960,8 +972,9 @@ pl_status pl_train_run(const pl_train_args *args, pl_dist *dist)
     pl_status st = run(&t);
     char keep[1024];
     snprintf(keep, sizeof keep, "%s", pl_error_msg());
+    const int echo = pl_error_echo_of();
     trainer_free(&t);
     if (st)
-        pl_errorf(st, "%s", keep);
+        pl_error_echo(st, echo, "%s", keep);
     return st;
 }

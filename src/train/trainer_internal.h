@@ -10,6 +10,7 @@
 #include "data/sampler.h"
 #include "data/tokenizer/tokenizer.h"
 #include "model/model.h"
+#include "optim/adamw.h"
 #include "optim/loss_scale.h"
 #include "optim/schedule.h"
 #include "parallel/commq.h"
@@ -98,6 +99,7 @@ typedef struct pl_trainer {
     int data_up;
     int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
     int64_t iteration, consumed_train, consumed_valid, opt_steps;
+    double *lamb_sums;                       /* Lamb: [2 x reg.n] per-tensor squared norms */
     int32_t *sample;                         /* S + 1 tokens */
     int64_t *batch_idx;                      /* mbs global indices */
     FILE *metrics;
@@ -114,7 +116,17 @@ typedef struct pl_trainer {
     } prof;
     int64_t fault_nan_iter, fault_nan_rank;  /* PLAIT_FAULT_NAN_ITER / _RANK (tests) */
     double start_time;
-    double gemm_peak;                        /* FLOP/s measured at start */
+    double gemm_peak;                        /* the stable peak MFU is against (peak.c) */
+    struct {
+        double measured;                     /* this start's GEMM rate */
+        char path[1024], key[256];           /* the cache, "" when none */
+    } peak;
+    struct {                                 /* the progress line's window (progress.c) */
+        double loss_sum;                     /* over the advanced iterations */
+        int64_t advanced, skipped, nan;
+    } win;
+    double ds_timed;                         /* DeepSpeed's timed seconds (steps 3..) */
+    int64_t ds_steps;                        /* and its steps since this start */
     double flops_per_token;
     double pp_sim_idle;                      /* plait bench, pipelined: stage 0's idle share
                                               * of the step the schedule simulated with every
@@ -195,6 +207,9 @@ void pl_train_print_memory_plan(const pl_trainer *t);
 /* One progress line (and metrics object) for the window of iterations just run. */
 void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window);
 void pl_train_log_eval(pl_trainer *t, double loss);
+/* The end-of-training evaluation of split ("validation" or "test"), as Megatron's
+ * evaluate_and_print_results block, and in the metrics (final_valid_lm_loss, test_lm_loss). */
+void pl_train_log_eval_final(pl_trainer *t, const char *split, double loss);
 /* Peak resident memory of every rank (collective over the world). */
 pl_status pl_train_log_peak_memory(pl_trainer *t);
 void pl_train_bench_reset(pl_trainer *t);
@@ -204,6 +219,29 @@ size_t pl_train_act_bytes(const pl_trainer *t, int kept);
 /* The squared norm of n values at flat offset lo of this rank's model-parallel slice
  * (a gradient, or parameters): summed over TP (x PP), replicated tensors once. */
 pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t n, double *out);
+
+/* The optimizer (train/optimizer.c): AdamW, or Lamb when the DeepSpeed config
+ * asks for it. _init plans Lamb's per-tensor sums (after the registry); _step is
+ * one step over this rank's parameters or (ZeRO) shard, with the betas hp gives
+ * and the squared global gradient norm sumsq of the held gradients (ZeRO: of the
+ * shard, before the 1/dp average); *norm is the norm before clipping. */
+/* The GEMM peak (train/peak.c): _init from this start's measurement and the
+ * cache; _mfu is flops_per_rank / peak, raising the peak (warned, cached) when
+ * the rate exceeds it, so never above 1. */
+void pl_train_peak_init(pl_trainer *t, double measured);
+double pl_train_peak_mfu(pl_trainer *t, double flops_per_rank);
+
+/* The progress line (train/progress.c): _step adds an iteration (of `seconds`) to the window;
+ * _line prints Megatron's line (and DeepSpeed's throughput line with a DeepSpeed
+ * config) on rank 0 and starts a new window. */
+void pl_train_progress_step(pl_trainer *t, const step_result *r, double seconds);
+void pl_train_progress_line(pl_trainer *t, const step_result *r, double ms_iter, double tokens_s,
+                            double mfu);
+
+pl_status pl_train_optimizer_init(pl_trainer *t);
+void pl_train_optimizer_free(pl_trainer *t);
+pl_status pl_train_optimizer_step(pl_trainer *t, const pl_adamw_hparams *hp, double lr,
+                                  double sumsq, double *norm);
 
 /* tensorboard.c (--tensorboard-dir): open the event file on the last rank; an
  * iteration's scalars (every rank calls it: --log-params-norm is collective); at the end
@@ -238,7 +276,7 @@ pl_status pl_train_zero_pp_finish(pl_trainer *t);
 /* After a step's DP communication: fills t->comm_step (from the buckets, or the ZeRO
  * queue's operations) and adds it to t->comm_total. */
 void pl_train_comm_step_done(pl_trainer *t);
-void pl_train_bench_report(const pl_trainer *t);
+void pl_train_bench_report(pl_trainer *t);
 /* Pipelined plait bench (collective over the PP group): every stage's mean FWD, BWD,
  * BWD_INPUT and BWD_WEIGHT seconds, and the schedule simulated with them. */
 pl_status pl_train_pp_simulate(pl_trainer *t);

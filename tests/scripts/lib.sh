@@ -20,6 +20,8 @@ _on_exit() {
 }
 trap _on_exit EXIT
 TMP=${PLAIT_TEST_TMP:-$(mktemp -d)}
+# MFU's cached GEMM peak (src/train/peak.c) stays in the scratch, not the home directory
+export PLAIT_PEAK_CACHE=${PLAIT_PEAK_CACHE:-$TMP/gemm_peak.json}
 # check NAME COMMAND...: passes if the command exits 0.
 check() {
     local name=$1; shift

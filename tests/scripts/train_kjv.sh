@@ -43,7 +43,7 @@ done
 check "kept logits: losses equal the recomputed run's within 1e-5" /usr/bin/python3 -c "
 import json, sys
 def ls(p): return [json.loads(l).get('lm_loss') or json.loads(l)['valid_lm_loss'] for l in open(p)
-                   if 'lm_loss' in l]
+                   if '\"lm_loss\"' in l or '\"valid_lm_loss\"' in l]
 a, b = ls('$TMP/lm_recompute.jsonl'), ls('$TMP/lm_keep.jsonl')
 print(a, b)
 sys.exit(not (len(a) == len(b) == 11 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b))))"

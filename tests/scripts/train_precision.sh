@@ -43,8 +43,12 @@ loss_falls() { # mean of the last 5 losses below the first clean iteration's by 
         print "first " f ", last five " s / NR; exit !(s / NR < f - 0.5) }'
 }
 check "after the overflows the loss falls" loss_falls
-check "the progress line shows the loss scale and the skipped count" \
-    grep -qE "loss scale: 4294967296.0 \| skipped: 1 " <("$PLAIT" train "${MODEL[@]}" --fp16 --train-iters 3 2>&1)
+# Megatron's line: after iteration 1's overflow the scale is the halved one (Megatron
+# prints the optimizer's scale after the step), no grad norm, one skipped iteration, no
+# nan iteration (the loss was finite), and no advanced iteration to average a loss over.
+check "the progress line shows the loss scale and the skipped count as Megatron's" \
+    grep -qE "lm loss: 0.000000E\+00 \| loss scale: 2147483648.0 \| number of skipped iterations:   1 \| number of nan iterations:   0 \|" \
+    <("$PLAIT" train "${MODEL[@]}" --fp16 --train-iters 3 2>&1)
 
 check "routine overflows do not count toward --max-skipped-steps" "$PLAIT" train "${MODEL[@]}" --fp16 \
     --train-iters 14 --max-skipped-steps 2

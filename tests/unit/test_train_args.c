@@ -373,7 +373,11 @@ TEST(deepspeed_config_values_read_as_deepspeed_reads_them)
         {"{\"fp16\": {\"enabled\": true, \"loss_scale_window\": \"1000\"}}",
          "fp16.loss_scale_window must be a JSON number"},
         {"{\"elasticity\": {\"enabled\": true}}", "elasticity.enabled is not supported"},
-        {"{\"optimizer\": {\"type\": \"Lamb\"}}", "optimizer type \"Lamb\" is not supported"},
+        {"{\"optimizer\": {\"type\": \"OneBitLamb\"}}", "optimizer type \"OneBitLamb\" is not supported"},
+        {"{\"optimizer\": {\"type\": \"Lamb\", \"params\": {\"max_coeff\": -1}}}",
+         "optimizer.params.max_coeff must be a positive number"},
+        {"{\"optimizer\": {\"type\": \"Lamb\", \"params\": {\"amsgrad\": true}}}",
+         "optimizer.params.amsgrad true is refused"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pl_status st = parse_ds(&a, cases[i].json, "");
@@ -382,6 +386,20 @@ TEST(deepspeed_config_values_read_as_deepspeed_reads_them)
         if (st == PL_OK)
             pl_train_args_free(&a);
     }
+    /* Lamb: FusedLamb's defaults, and its params read (any case, as engine.py) */
+    CHECK_OK(parse_ds(&a, "{\"optimizer\": {\"type\": \"lamb\"}}", ""));
+    CHECK(a.lamb.on && a.lamb.bias_correction && !a.lamb.eps_inside_sqrt &&
+              a.lamb.max_coeff == 10.0 && a.lamb.min_coeff == 0.01,
+          "Lamb's defaults: bias correction, eps outside sqrt, coefficient in [0.01, 10]");
+    pl_train_args_free(&a);
+    CHECK_OK(parse_ds(&a, "{\"optimizer\": {\"type\": \"Lamb\", \"params\": {\"lr\": 1e-3, "
+                          "\"betas\": [0.8, 0.99], \"max_coeff\": 0.3, \"min_coeff\": 0.02, "
+                          "\"eps_inside_sqrt\": true, \"bias_correction\": false}}}", ""));
+    CHECK(a.lamb.on && !a.lamb.bias_correction && a.lamb.eps_inside_sqrt &&
+              a.lamb.max_coeff == 0.3 && a.lamb.min_coeff == 0.02 && a.lr == 1e-3 &&
+              a.adam_beta1 == 0.8 && a.adam_beta2 == 0.99,
+          "Lamb's params: lr, betas, coefficient bounds, eps placement, bias correction");
+    pl_train_args_free(&a);
     /* schedulers as DeepSpeed defines them: defaults, max(2, warmup), the peak */
     CHECK_OK(parse_ds(&a, "{\"scheduler\": {\"type\": \"WarmupLR\"}}", ""));
     CHECK(a.ds_sched.style == PL_LR_DS_WARMUP_LOG && a.ds_sched.warmup == 1000 &&
