@@ -88,6 +88,7 @@ void pl_train_progress_step(pl_trainer *t, const step_result *r, double seconds)
     } else {
         t->win.advanced++;
         t->win.loss_sum += r->loss;
+        t->win.sop_sum += isnan(r->sop_loss) ? 0.0 : r->sop_loss;
     }
     if (t->a->deepspeed_config)
         deepspeed_line(t, seconds);
@@ -106,9 +107,12 @@ void pl_train_progress_line(pl_trainer *t, const step_result *r, double ms_iter,
         const double tflops = pl_model_megatron_flops(&t->cfg, t->gbs) /
                               (ms_iter / 1e3 * 1e12 * (double)t->grid.layout.world);
         const double loss = t->win.loss_sum / (double)(t->win.advanced > 0 ? t->win.advanced : 1);
-        char lossf[48] = "", norm[48] = "", zeros[48] = "", eta[32];
+        const double sop = t->win.sop_sum / (double)(t->win.advanced > 0 ? t->win.advanced : 1);
+        char lossf[80] = "", norm[48] = "", zeros[48] = "", eta[32];
         if (loss >= 0) /* Megatron prints a loss only when its mean is >= 0 */
             snprintf(lossf, sizeof lossf, " lm loss: %.6E |", loss);
+        if (loss >= 0 && t->cfg.head.binary_head) /* pretrain_bert.py's second loss */
+            snprintf(lossf, sizeof lossf, " lm loss: %.6E | sop loss: %.6E |", loss, sop);
         if (!r->skipped)
             snprintf(norm, sizeof norm, " grad norm: %.3f |", r->grad_norm);
         if (t->a->log_num_zeros_in_grad && !r->skipped)

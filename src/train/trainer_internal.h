@@ -122,7 +122,7 @@ typedef struct pl_trainer {
         char path[1024], key[256];           /* the cache, "" when none */
     } peak;
     struct {                                 /* the progress line's window (progress.c) */
-        double loss_sum;                     /* over the advanced iterations */
+        double loss_sum, sop_sum;            /* over the advanced iterations (sop: BERT's) */
         int64_t advanced, skipped, nan;
     } win;
     double ds_timed;                         /* DeepSpeed's timed seconds (steps 3..) */

@@ -36,6 +36,8 @@ check "bert: the MLM loss falls (mock samples: each masked position sees its tok
     bash -c "[ \"\$(losses '$TMP/b_single.jsonl' | awk 'NR == 1 { a = \$1 } END { print (\$1 < a - 0.05) }')\" = 1 ]"
 check "bert: the binary head's loss is logged every iteration" \
     bash -c "[ \"\$(grep -c '\"sop_loss\": [0-9]' '$TMP/b_single.jsonl')\" = 10 ]"
+check "bert: the progress line carries Megatron's 'lm loss' and 'sop loss' fields" \
+    grep -qE "\| lm loss: [0-9.E+-]+ \| sop loss: [0-9.E+-]+ \|" "$TMP/b_single.log"
 check "bert: Megatron core's names for the heads and the encoder" $PY -c "
 import json, sys
 m = json.load(open('$TMP/b_single/iter_0000010/manifest.json'))['tensors']
