@@ -22,7 +22,11 @@ static int has(int argc, char **argv, const char *flag)
 int plait_cmd_bench(int argc, char **argv)
 {
     if (pl_options_wants_help(argc, argv)) {
-        pl_options_help(&pl_train_cmd, stdout);
+        pl_command_spec bench = pl_train_cmd; /* plait train's options under bench's name */
+        bench.name = "bench";
+        bench.summary = "Time a few training steps (tokens/s, MFU, memory) with plait train's "
+                        "flags.";
+        pl_options_help(&bench, stdout);
         printf("\nplait bench takes plait train's flags; defaults added when not given: "
                "--mock-data, --train-iters 10, --lr 1e-4, --eval-iters 0, --log-interval 1\n");
         return 0;

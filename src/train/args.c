@@ -356,7 +356,8 @@ static const pl_option train_options[] = {
 };
 
 const pl_command_spec pl_train_cmd = {
-    "train", "Train a GPT or Llama with Megatron-LM's flags (pretrain_gpt.py).", train_options,
+    "train", "Train a GPT, Llama or BERT with Megatron-LM's flags (pretrain_gpt.py, "
+             "pretrain_bert.py).", train_options,
     (int)(sizeof train_options / sizeof *train_options),
     0 /* pretrain_gpt.py: argparse with allow_abbrev=False */};
 
