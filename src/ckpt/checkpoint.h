@@ -24,8 +24,11 @@
  * rank writes its optimizer shard (flat ranges of the padded buffer) to
  *   DIR/iter_0000100/mp_rank_00/optim_dp_003.safetensors   ("exp_avg", "exp_avg_sq")
  * with the manifest's "zero" object recording the stage, the DP size, the padded
- * length and each shard's file, offset and count. Such a checkpoint resumes only
- * under ZeRO with the same DP size (DeepSpeed's rule); stage 0's format is unchanged. */
+ * length and each shard's file, offset and count; stage 0's format is unchanged.
+ *
+ * Any checkpoint loads into any layout: another TP size, PP size or model-chunk
+ * split, DP size, ZeRO stage (0-3), weights and optimizer state alike; each rank
+ * reads just the slices it holds (ckpt/source.h). */
 #ifndef PL_CKPT_CHECKPOINT_H
 #define PL_CKPT_CHECKPOINT_H
 
@@ -51,6 +54,7 @@ typedef struct pl_ckpt_meta {
     int has_loss_scaler;
     double loss_scale;
     int64_t growth_tracker, hysteresis_tracker;
+    int64_t padded_vocab; /* on load: the checkpoint's padded vocabulary (not written) */
 } pl_ckpt_meta;
 
 /* A DP rank's ZeRO optimizer shard: flat elements [lo, lo + count) of the buffer
@@ -69,11 +73,6 @@ typedef struct pl_ckpt_buffers {
     float *params, *exp_avg, *exp_avg_sq;
     pl_ckpt_zero *zero; /* NULL: stage 0 */
 } pl_ckpt_buffers;
-/* Loading reads each tensor from the file of the pipeline stage that saved it (the
- * manifest's pipeline_stage), so weights move between pipeline layouts (another
- * --pipeline-model-parallel-size or model-chunk split, or one process for
- * generate); optimizer state only loads where every tensor this rank holds was
- * saved by its own stage. */
 
 /* Collective over world. dp_rank/tp_rank/pp_rank place this rank. */
 pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
@@ -83,10 +82,13 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
  * (or DIR is). It must be a regular file holding a number >= 0. */
 pl_status pl_ckpt_latest(const char *dir, int64_t *iteration);
 
-/* Loads iteration `iteration` of DIR into buf (this rank's shards), checking
- * checksums and that the checkpoint's model config equals cfg (an error names
- * the first field that differs). meta receives the saved state; its string
- * fields point into storage owned by *strings (free with pl_free). */
+/* Loads iteration `iteration` of DIR into buf (this rank's shards, in any
+ * layout), checking checksums and that the checkpoint's model config equals
+ * cfg but for the vocabulary's padding (an error names the first field that
+ * differs; padding rows are handled as ckpt/source.h says). The moments load
+ * when buf asks for them (exp_avg, or zero->exp_avg: this rank's ZeRO range).
+ * meta receives the saved state (meta->padded_vocab the checkpoint's); its
+ * string fields point into storage owned by *strings (free with pl_free). */
 pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config *cfg,
                        const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings);
 
