@@ -7,6 +7,8 @@
 #include "base/log.h"
 #include "ckpt/checkpoint.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
@@ -85,32 +87,49 @@ pl_status pl_train_save(pl_trainer *t)
     return st;
 }
 
-/* The scheduler fields a resumed run must agree on, unless told otherwise
- * (Megatron's OptimizerParamScheduler._check_and_set). */
-static pl_status check_schedule(const pl_lr_schedule *run, const pl_lr_schedule *ck, const char *dir)
+/* The iteration to load: --ckpt-step N, or --load naming an iter_NNNNNNN
+ * directory itself (then *dir is its parent, in buf), else the latest. */
+static pl_status pick_iteration(const pl_train_args *a, char *buf, size_t n, const char **dir,
+                                int64_t *it)
 {
-    struct {
-        const char *flag;
-        double a, b;
-    } f[] = {{"--lr", run->max_lr, ck->max_lr},
-             {"--min-lr", run->min_lr, ck->min_lr},
-             {"--lr-warmup-init", run->init_lr, ck->init_lr},
-             {"the warmup length (samples)", (double)run->warmup_steps, (double)ck->warmup_steps},
-             {"the decay length (samples)", (double)run->decay_steps, (double)ck->decay_steps},
-             {"--lr-decay-style", run->style, ck->style}};
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        if (f[i].a != f[i].b)
-            return pl_errorf(PL_ERR_ARG, "--load %s: %s is %g in this run and %g in the "
-                             "checkpoint (the schedule must match to resume)",
-                             dir, f[i].flag, f[i].a, f[i].b);
-    return PL_OK;
+    const char *p = a->load;
+    size_t len = strlen(p), b;
+    while (len > 1 && p[len - 1] == '/') /* "DIR/iter_0000005/" */
+        len--;
+    for (b = len; b > 0 && p[b - 1] != '/'; b--)
+        ;
+    int is_iter = len - b == 12 && strncmp(p + b, "iter_", 5) == 0;
+    for (size_t k = b + 5; is_iter && k < len; k++)
+        is_iter = p[k] >= '0' && p[k] <= '9';
+    const int given = pl_train_args_given(a, "--ckpt-step");
+    *dir = p;
+    if (is_iter) {
+        const long long step = strtoll(p + b + 5, NULL, 10);
+        snprintf(buf, n, "%.*s", b == 0 ? 1 : (int)(b > 1 ? b - 1 : 1), b == 0 ? "." : p);
+        *dir = buf;
+        if (given && a->ckpt_step != step)
+            return pl_errorf(PL_ERR_ARG, "--load %s names iteration %lld but --ckpt-step is %lld",
+                             p, step, (long long)a->ckpt_step);
+        *it = step;
+        return PL_OK;
+    }
+    if (given) {
+        if (a->ckpt_step < 0)
+            return pl_errorf(PL_ERR_ARG, "--ckpt-step %lld: expected an iteration >= 0",
+                             (long long)a->ckpt_step);
+        *it = a->ckpt_step;
+        return PL_OK;
+    }
+    return pl_ckpt_latest(p, it);
 }
 
 pl_status pl_train_load(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
     int64_t it;
-    pl_status st = pl_ckpt_latest(a->load, &it);
+    char parent[4096];
+    const char *dir;
+    pl_status st = pick_iteration(a, parent, sizeof parent, &dir, &it);
     if (st)
         return st;
     if (it < 0) {
@@ -128,30 +147,25 @@ pl_status pl_train_load(pl_trainer *t)
                            t->zero_stage ? &zs : NULL};
     pl_ckpt_meta meta;
     char *strings = NULL;
-    st = pl_ckpt_load(a->load, it, &t->cfg, &buf, &meta, &strings);
+    st = pl_ckpt_load(dir, it, &t->cfg, &buf, &meta, &strings);
     if (!st && t->zero_stage == 3)
         memcpy(t->pshard, params + t->zero.lo, (size_t)t->zero.shard * sizeof(float));
     if (params != t->params)
         pl_free(params);
+    pl_free(strings);
     if (st)
         return st;
-    if (!a->finetune) {
-        st = check_schedule(&t->sched, &meta.schedule, a->load);
-        t->iteration = meta.iteration;
-        t->consumed_train = meta.consumed_train_samples;
-        t->consumed_valid = meta.consumed_valid_samples;
-        t->sched.num_steps = meta.schedule.num_steps;
-        if (!a->no_load_optim)
-            t->opt_steps = meta.optimizer_steps;
-        if (!a->no_load_optim && meta.has_loss_scaler && t->scaler.dynamic) {
-            t->scaler.scale = meta.loss_scale; /* Megatron's grad_scaler state */
-            t->scaler.growth_tracker = meta.growth_tracker;
-            t->scaler.hysteresis_tracker = meta.hysteresis_tracker;
-        }
+    if (pl_train_is_root(t)) {
+        pl_log_info("loaded checkpoint %s iteration %lld, saved as TP %d x PP %d x DP %d, into TP "
+                    "%d x PP %d x DP %d (ZeRO %d)", dir, (long long)it, meta.tp, meta.pp, meta.dp,
+                    t->grid.layout.tp, t->grid.layout.pp, t->grid.layout.dp, t->zero_stage);
+        if (meta.padded_vocab != t->cfg.padded_vocab)
+            pl_log_warn("the checkpoint's vocabulary is padded to %lld rows, this run's to %lld "
+                        "(--make-vocab-size-divisible-by x TP): rows %s; the padding logits enter "
+                        "the softmax, so the losses differ from a run that kept the padding",
+                        (long long)meta.padded_vocab, (long long)t->cfg.padded_vocab,
+                        meta.padded_vocab < t->cfg.padded_vocab ? "the checkpoint lacks are "
+                        "zero-filled (weights and Adam moments)" : "past this run's are dropped");
     }
-    pl_free(strings);
-    if (!st && pl_train_is_root(t))
-        pl_log_info("loaded checkpoint %s at iteration %lld (%lld samples consumed)", a->load,
-                    (long long)it, (long long)t->consumed_train);
-    return st;
+    return pl_train_apply_loaded(t, &meta);
 }
