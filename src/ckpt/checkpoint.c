@@ -9,6 +9,7 @@
 #include "ckpt/manifest.h"
 #include "ckpt/publish.h"
 #include "ckpt/safetensors.h"
+#include "kernels/kernels.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -68,24 +69,41 @@ static pl_status write_shard(const char *path, const pl_ckpt_buffers *b)
     const pl_registry *reg = b->reg;
     static const char *prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     const float *bufs[3] = {b->params, b->exp_avg, b->exp_avg_sq};
-    for (int k = 0; k < 3; k++) {
+    uint16_t *half = NULL; /* the BF16 parameters, alive until the file is written */
+    if (b->bf16) {
+        half = pl_malloc((size_t)(reg->numel > 0 ? reg->numel : 1) * sizeof *half);
+        if (!half) {
+            pl_st_writer_free(w);
+            return pl_errorf(PL_ERR_NOMEM, "out of memory writing %s", path);
+        }
+        for (int64_t e = 0; e < reg->numel; e++)
+            half[e] = pl_ref_bf16_from_f32(b->params[e]);
+    }
+    for (int k = 0; k < 3 && !st; k++) {
         if (!bufs[k])
             continue;
-        for (int i = 0; i < reg->n; i++) {
+        for (int i = 0; i < reg->n && !st; i++) {
             const pl_param *p = &reg->params[i];
             if (p->offset < 0)
                 continue;
             char name[PL_ST_NAME_MAX];
             snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
-            if ((st = pl_st_writer_add(w, name, "F32", p->ndim, p->local_shape,
-                                       bufs[k] + p->offset))) {
-                pl_st_writer_free(w);
-                return st;
-            }
+            if (k == 0 && half)
+                st = pl_st_writer_add(w, name, "BF16", p->ndim, p->local_shape, half + p->offset);
+            else
+                st = pl_st_writer_add(w, name, "F32", p->ndim, p->local_shape,
+                                      bufs[k] + p->offset);
         }
     }
+    if (st) {
+        pl_st_writer_free(w);
+        pl_free(half);
+        return st;
+    }
     pl_st_writer_meta(w, "format", FORMAT);
-    return pl_st_writer_finish(w, path);
+    st = pl_st_writer_finish(w, path);
+    pl_free(half);
+    return st;
 }
 
 static void optim_rel(char *out, size_t n, const char *sub, int dp_rank)
@@ -249,7 +267,7 @@ static pl_status copy_tokenizer(const char *tmp, const pl_ckpt_meta *m, pl_ckpt_
 /* Rank 0: the manifest (with every shard's checksum) into tmp, then publish. */
 static pl_status write_manifest(const char *dir, const char *tmp, const pl_model_config *cfg,
                                 const pl_ckpt_meta *meta0, const pl_ckpt_buffers *buf,
-                                const int64_t *zero_rows, int nranks)
+                                const int64_t *zero_rows, int nranks, int64_t publish_it)
 {
     char names[3][PATH_MAX_];
     char path[PATH_MAX_ + 128], sub[64];
@@ -288,7 +306,7 @@ static pl_status write_manifest(const char *dir, const char *tmp, const pl_model
     }
     st = pl_ckpt_manifest_write(tmp, text);
     if (!st)
-        st = pl_ckpt_publish(dir, tmp, meta.iteration);
+        st = pl_ckpt_publish(dir, tmp, publish_it);
 done:
     cJSON_free(text);
     cJSON_Delete(root);
@@ -338,9 +356,41 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
     if (buf->zero && (st = gather_zero(world, buf->reg, buf->zero, &zero_rows)))
         return st;
     if (world->rank == 0)
-        st = write_manifest(dir, tmp, cfg, meta, buf, zero_rows, world->size);
+        st = write_manifest(dir, tmp, cfg, meta, buf, zero_rows, world->size, meta->iteration);
     pl_free(zero_rows);
     return consensus(world, st, "publishing the checkpoint");
+}
+
+pl_status pl_ckpt_write_begin(const char *dir, int64_t iteration, char *tmp, size_t n)
+{
+    /* the temporary name of an iteration even for `release`: the clean-up knows it */
+    snprintf(tmp, n, "%s/iter_%07lld.tmp", dir, (long long)(iteration < 0 ? 0 : iteration));
+    pl_status st = pl_ckpt_prepare_dir(dir);
+    return st ? st : pl_mkdirs(tmp);
+}
+
+pl_status pl_ckpt_write_rank(const char *tmp, int pp, const pl_ckpt_buffers *buf)
+{
+    char sub[64], path[PATH_MAX_ + 128];
+    rank_dir(sub, buf->reg->tp_rank, buf->reg->pp_rank, pp);
+    snprintf(path, sizeof path, "%s/%s", tmp, sub);
+    pl_status st = pl_mkdirs(path);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/%s/model_optim.safetensors", tmp, sub);
+        st = write_shard(path, buf);
+    }
+    if (!st) {
+        snprintf(path, sizeof path, "%s/%s", tmp, sub);
+        st = pl_fsync_dir(path);
+    }
+    return st;
+}
+
+pl_status pl_ckpt_write_finish(const char *dir, const char *tmp, const pl_model_config *cfg,
+                               const pl_ckpt_meta *meta, const pl_registry *reg, int64_t publish_it)
+{
+    pl_ckpt_buffers b = {reg, NULL, NULL, NULL, NULL, 0};
+    return write_manifest(dir, tmp, cfg, meta, &b, NULL, 0, publish_it);
 }
 
 pl_status pl_ckpt_latest(const char *dir, int64_t *iteration)
@@ -369,6 +419,10 @@ pl_status pl_ckpt_latest(const char *dir, int64_t *iteration)
         memcpy(text, m.data ? (const char *)m.data : "", m.size);
     size_t size = m.size;
     pl_mmap_close(&m);
+    if (strcmp(text, "release") == 0 || strcmp(text, "release\n") == 0) {
+        *iteration = PL_CKPT_RELEASE; /* Megatron's weights-only release directory */
+        return PL_OK;
+    }
     char *end;
     long long v = strtoll(text, &end, 10);
     while (*end == '\n' || *end == ' ' || *end == '\r')

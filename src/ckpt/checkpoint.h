@@ -72,14 +72,21 @@ typedef struct pl_ckpt_buffers {
     const pl_registry *reg;
     float *params, *exp_avg, *exp_avg_sq;
     pl_ckpt_zero *zero; /* NULL: stage 0 */
+    int bf16;           /* saving: the parameters as BF16 (plait ckpt convert --bf16) */
 } pl_ckpt_buffers;
+
+/* The iteration number of Megatron's `release` directory: DIR/release/ with
+ * "release" in latest_checkpointed_iteration.txt, a weights-only checkpoint
+ * (plait ckpt convert) that loads as --finetune does, at iteration 0. */
+enum { PL_CKPT_RELEASE = -2 };
 
 /* Collective over world. dp_rank/tp_rank/pp_rank place this rank. */
 pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
                        const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf);
 
 /* Reads DIR/latest_checkpointed_iteration.txt: *iteration = -1 when absent
- * (or DIR is). It must be a regular file holding a number >= 0. */
+ * (or DIR is). It must be a regular file holding a number >= 0, or "release"
+ * (*iteration = PL_CKPT_RELEASE). */
 pl_status pl_ckpt_latest(const char *dir, int64_t *iteration);
 
 /* Loads iteration `iteration` of DIR into buf (this rank's shards, in any
@@ -96,6 +103,18 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config
  * pl_ckpt_load does; meta's tokenizer paths point into the checkpoint. */
 pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_model_config *cfg,
                               pl_ckpt_meta *meta, char **strings);
+
+/* Writing a checkpoint from one process (plait ckpt reshard and convert): begin
+ * (prepares dir as a save does and creates its temporary iteration directory,
+ * named in tmp), one write_rank per (TP, PP) rank of the layout (buf->reg
+ * places it; pp is the layout's PP size), then finish (the manifest, with
+ * every file's checksum, and the two-phase publication of ckpt/publish.h).
+ * meta->tp and meta->pp are the layout's; reg is any rank's registry;
+ * publish_it names the directory (PL_CKPT_RELEASE: release/). */
+pl_status pl_ckpt_write_begin(const char *dir, int64_t iteration, char *tmp, size_t n);
+pl_status pl_ckpt_write_rank(const char *tmp, int pp, const pl_ckpt_buffers *buf);
+pl_status pl_ckpt_write_finish(const char *dir, const char *tmp, const pl_model_config *cfg,
+                               const pl_ckpt_meta *meta, const pl_registry *reg, int64_t publish_it);
 
 /* An exclusive lock on a save directory: DIR/.plait.lock, flock(LOCK_EX |
  * LOCK_NB), holding "host H pid P". A second taker fails at once with an error

@@ -274,10 +274,31 @@ static pl_status model_file(pl_ckpt_source *s, int t, int p, const pl_safetensor
 
 static const char *const PREFIX[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
 
+/* A saved local tensor's bytes: F32, or BF16 (parameters written by plait
+ * ckpt convert --bf16). */
+typedef struct src_ptr {
+    const uint8_t *p;
+    int bf16;
+} src_ptr;
+
+/* Copies n elements from element e of src into out. */
+static void src_copy(src_ptr src, int64_t e, int64_t n, float *out)
+{
+    if (!src.bf16) {
+        memcpy(out, src.p + (size_t)e * sizeof(float), (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        const uint8_t *b = src.p + (size_t)(e + k) * 2;
+        const uint32_t bits = (uint32_t)(b[0] | b[1] << 8) << 16;
+        memcpy(&out[k], &bits, sizeof bits);
+    }
+}
+
 /* The bytes of kind's saved local tensor sp of TP rank t in its model file
  * (stage 0 moments, or the parameters). */
 static pl_status tensor_bytes(pl_ckpt_source *s, int t, const pl_param *sp, pl_ckpt_kind kind,
-                              const uint8_t **out)
+                              src_ptr *out)
 {
     const pl_safetensors *sf;
     pl_status st = model_file(s, t, sp->stage, &sf);
@@ -298,12 +319,14 @@ static pl_status tensor_bytes(pl_ckpt_source *s, int t, const pl_param *sp, pl_c
     int64_t n = 1;
     for (int d = 0; d < x->ndim; d++)
         n *= x->shape[d];
-    if (strcmp(x->dtype, "F32") != 0 || x->ndim != sp->ndim || x->shape[0] != sp->local_shape[0] ||
-        n != sp->numel)
+    const int bf16 = kind == PL_CKPT_PARAMS && strcmp(x->dtype, "BF16") == 0;
+    if ((strcmp(x->dtype, "F32") != 0 && !bf16) || x->ndim != sp->ndim ||
+        x->shape[0] != sp->local_shape[0] || n != sp->numel)
         return pl_errorf(PL_ERR_FORMAT, "%s/%s/model_optim.safetensors: tensor %s is %s of another "
                          "shape than the manifest's slice [%lld, %lld] F32", s->idir, sub, name,
                          x->dtype, (long long)sp->local_shape[0], (long long)sp->local_shape[1]);
-    *out = sf->data + x->begin;
+    out->p = sf->data + x->begin;
+    out->bf16 = bf16;
     return PL_OK;
 }
 
@@ -386,7 +409,7 @@ static int saved_index(const pl_ckpt_source *s, const pl_param *p)
 
 /* Fills the part of run tensor p in the window [lo, hi) from saved tensor si. */
 static pl_status fill_one(pl_ckpt_source *s, const pl_param *p, int si, pl_ckpt_kind kind,
-                          float *dst, int64_t lo, int64_t hi, const uint8_t **base)
+                          float *dst, int64_t lo, int64_t hi, src_ptr *base)
 {
     const pl_param *s0 = &s->regs[0].params[si];
     const int zero = kind != PL_CKPT_PARAMS && s->zero_stage > 0;
@@ -432,8 +455,7 @@ static pl_status fill_one(pl_ckpt_source *s, const pl_param *p, int si, pl_ckpt_
                 if (st)
                     return st;
             } else {
-                memcpy(out + (x0 - gc0), base[t] + (size_t)e * sizeof(float),
-                       (size_t)(x1 - x0) * sizeof(float));
+                src_copy(base[t], e, x1 - x0, out + (x0 - gc0));
             }
             got += x1 - x0;
         }
@@ -448,7 +470,7 @@ static pl_status fill_one(pl_ckpt_source *s, const pl_param *p, int si, pl_ckpt_
 pl_status pl_ckpt_source_fill(pl_ckpt_source *s, const pl_registry *reg, pl_ckpt_kind kind,
                               float *dst, int64_t lo, int64_t hi)
 {
-    const uint8_t **base = pl_calloc((size_t)s->tp, sizeof *base);
+    src_ptr *base = pl_calloc((size_t)s->tp, sizeof *base);
     if (!base)
         return pl_errorf(PL_ERR_NOMEM, "out of memory reading %s", s->mpath);
     pl_status st = PL_OK;
@@ -465,4 +487,51 @@ pl_status pl_ckpt_source_fill(pl_ckpt_source *s, const pl_registry *reg, pl_ckpt
     }
     pl_free(base);
     return st;
+}
+
+const cJSON *pl_ckpt_source_manifest(const pl_ckpt_source *s) { return s->root; }
+
+pl_status pl_ckpt_source_dtype(pl_ckpt_source *s, const char *name, const char **dtype)
+{
+    const pl_registry *r = &s->regs[0];
+    for (int i = 0; i < r->n; i++) {
+        if (strcmp(r->params[i].name, name) != 0)
+            continue;
+        const pl_safetensors *sf;
+        pl_status st = model_file(s, 0, r->params[i].stage, &sf);
+        if (st)
+            return st;
+        const pl_st_tensor *x = pl_safetensors_find(sf, name);
+        if (!x)
+            return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s is in the manifest, not in its file",
+                             s->mpath, name);
+        *dtype = x->dtype;
+        return PL_OK;
+    }
+    return pl_errorf(PL_ERR_ARG, "%s: no tensor %s", s->mpath, name);
+}
+
+int pl_ckpt_source_has_moments(pl_ckpt_source *s)
+{
+    if (s->zero_stage > 0)
+        return 1;
+    const pl_safetensors *sf;
+    if (s->regs[0].n < 1 || model_file(s, 0, s->regs[0].params[0].stage, &sf))
+        return 0;
+    char name[PL_ST_NAME_MAX];
+    snprintf(name, sizeof name, "%s%s", PREFIX[1], s->regs[0].params[0].name);
+    return pl_safetensors_find(sf, name) != NULL;
+}
+
+pl_status pl_ckpt_source_verify(pl_ckpt_source *s, const char *rel, int64_t *bytes)
+{
+    pl_status st = pl_ckpt_rel_check(rel, "a \"files\" entry", s->mpath);
+    if (st)
+        return st;
+    pl_safetensors sf;
+    if ((st = open_verified(s, rel, &sf)))
+        return st;
+    *bytes = (int64_t)sf.map.size;
+    pl_safetensors_close(&sf);
+    return PL_OK;
 }

@@ -48,6 +48,15 @@ const char *pl_ckpt_source_manifest_path(const pl_ckpt_source *s);
 /* The saved ZeRO stage (0: moments in the model files). */
 int pl_ckpt_source_zero_stage(const pl_ckpt_source *s);
 
+/* For plait ckpt inspect: the manifest (owned by s); the dtype of tensor name
+ * in the first file that holds it ("F32", "BF16"); whether Adam's moments
+ * were saved; a file of the manifest's "files", mapped and checked against its
+ * recorded xxh64 (an error says which), with its size in *bytes. */
+const struct cJSON *pl_ckpt_source_manifest(const pl_ckpt_source *s);
+pl_status pl_ckpt_source_dtype(pl_ckpt_source *s, const char *name, const char **dtype);
+int pl_ckpt_source_has_moments(pl_ckpt_source *s);
+pl_status pl_ckpt_source_verify(pl_ckpt_source *s, const char *rel, int64_t *bytes);
+
 typedef enum { PL_CKPT_PARAMS = 0, PL_CKPT_EXP_AVG = 1, PL_CKPT_EXP_AVG_SQ = 2 } pl_ckpt_kind;
 
 /* Writes kind's values of every tensor that reg's rank holds into the flat

@@ -74,7 +74,7 @@ pl_status pl_train_save(pl_trainer *t)
         st = pl_zero_allgather_all(&t->zero, params);
     }
     pl_ckpt_buffers buf = {&t->reg, params, t->zero_stage ? NULL : t->exp_avg,
-                           t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL};
+                           t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL, 0};
     double t0 = pl_time_now();
     if (!st)
         st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
@@ -132,19 +132,20 @@ pl_status pl_train_load(pl_trainer *t)
     pl_status st = pick_iteration(a, parent, sizeof parent, &dir, &it);
     if (st)
         return st;
-    if (it < 0) {
+    if (it == -1) {
         if (pl_train_is_root(t))
             pl_log_info("no checkpoint in %s: starting from scratch", a->load);
         return PL_OK;
     }
-    int weights_only = a->finetune || a->no_load_optim;
+    const int release = it == PL_CKPT_RELEASE;
+    int weights_only = a->finetune || a->no_load_optim || release;
     pl_ckpt_zero zs = zero_shard(t, !weights_only);
     float *params;
     if ((st = full_params(t, &params)))
         return st;
     pl_ckpt_buffers buf = {&t->reg, params, weights_only || t->zero_stage ? NULL : t->exp_avg,
                            weights_only || t->zero_stage ? NULL : t->exp_avg_sq,
-                           t->zero_stage ? &zs : NULL};
+                           t->zero_stage ? &zs : NULL, 0};
     pl_ckpt_meta meta;
     char *strings = NULL;
     st = pl_ckpt_load(dir, it, &t->cfg, &buf, &meta, &strings);
@@ -166,6 +167,12 @@ pl_status pl_train_load(pl_trainer *t)
                         (long long)meta.padded_vocab, (long long)t->cfg.padded_vocab,
                         meta.padded_vocab < t->cfg.padded_vocab ? "the checkpoint lacks are "
                         "zero-filled (weights and Adam moments)" : "past this run's are dropped");
+    }
+    if (release) { /* Megatron: a release checkpoint loads as --finetune */
+        if (pl_train_is_root(t))
+            pl_log_info("%s/release: a weights-only release checkpoint, starting at iteration 0 "
+                        "(Megatron's rule)", dir);
+        return PL_OK;
     }
     return pl_train_apply_loaded(t, &meta);
 }

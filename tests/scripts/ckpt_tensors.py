@@ -31,8 +31,12 @@ def read_safetensors(path):
     for k, v in head.items():
         if k == '__metadata__':
             continue
-        assert v['dtype'] == 'F32', (path, k, v['dtype'])
+        assert v['dtype'] in ('F32', 'BF16'), (path, k, v['dtype'])
         a, b = v['data_offsets']
+        if v['dtype'] == 'BF16':  # the top 16 bits of a float32
+            bits = np.frombuffer(raw[8 + n + a:8 + n + b], dtype='<u2').astype(np.uint32) << 16
+            out[k] = bits.view(np.float32).reshape(v['shape'])
+            continue
         out[k] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v['shape'])
     return out
 

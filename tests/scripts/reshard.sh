@@ -156,4 +156,51 @@ check "... bit-identical losses to --ckpt-step 5 alone" bitwise step5 nlr
 check_fails "a checkpoint of another family is refused naming the field" \
     "architecture differs from this run's in --model" \
     "$PLAIT" train "${LLAMA[@]}" "${ONE[@]}" --ffn-hidden-size 256 --load "$TMP/g_src" --train-iters 10
+
+# ---- plait ckpt: inspect, reshard (offline), convert
+check "ckpt inspect --json describes the TP 2 x DP 2 ZeRO-1 checkpoint" \
+    bash -c "'$PLAIT' ckpt inspect '$TMP/g_src/iter_0000005' --json > '$TMP/inspect.json'"
+check "... layout, tensors and every file's size agree with the directory" \
+    $PY "$RC" inspect "$TMP/inspect.json" "$TMP/g_src/iter_0000005"
+check "ckpt inspect (text) names the layout and verifies every checksum" \
+    bash -c "'$PLAIT' ckpt inspect '$TMP/g_src' --ckpt-step 5 | grep -q 'layout: TP 2 x PP 1 x DP 2, ZeRO stage 1' &&
+             '$PLAIT' ckpt inspect '$TMP/g_src' --ckpt-step 5 | grep -q 'every checksum verified'"
+cp -r "$TMP/g_src/iter_0000005" "$TMP/bad_iter" && mkdir -p "$TMP/bad" && mv "$TMP/bad_iter" "$TMP/bad/iter_0000005"
+printf 'x' >> "$TMP/bad/iter_0000005/mp_rank_01/optim_dp_001.safetensors"
+check_fails "ckpt inspect finds a corrupted shard" "optim_dp_001.safetensors: xxh64 .*corrupt file" \
+    "$PLAIT" ckpt inspect "$TMP/bad/iter_0000005"
+rm -rf "$TMP/rs"
+check "ckpt reshard: TP 2 x DP 2 ZeRO-1 -> TP 1 x PP 2, offline (no MPI)" \
+    "$PLAIT" ckpt reshard "$TMP/g_src" --ckpt-step 5 --out "$TMP/rs" --tensor-model-parallel-size 1 \
+    --pipeline-model-parallel-size 2
+check "... published as a save: iter_0000005, latest 5, TP 1 x PP 2 stage-0 files" \
+    test "$(cat "$TMP/rs/latest_checkpointed_iteration.txt")" = 5 -a \
+    -f "$TMP/rs/iter_0000005/mp_rank_00_001/model_optim.safetensors"
+check "... its parameters are the original's, bit for bit" \
+    $PY "$CK" same "$TMP/g_src/iter_0000005" "$TMP/rs/iter_0000005" 0 0
+check "gpt: the offline reshard resumed at TP 1 x PP 2" \
+    go rs 2 1 2 0 128 "${GPT[@]}" --load "$TMP/rs" --train-iters 10
+check "... losses 6-10 and final parameters equal one process's" resumed g_ref rs
+check_fails "ckpt reshard to an impossible TP size names the flag" "not divisible by --tensor-model-parallel-size 3" \
+    "$PLAIT" ckpt reshard "$TMP/g_src" --out "$TMP/rs3" --tensor-model-parallel-size 3
+check "ckpt convert --weights-only --bf16: Megatron's release directory" \
+    "$PLAIT" ckpt convert "$TMP/g_src/iter_0000005" --out "$TMP/rel" --weights-only --bf16
+check "... release/ and \"release\" in the latest file" \
+    test "$(cat "$TMP/rel/latest_checkpointed_iteration.txt")" = release -a -d "$TMP/rel/release"
+check "... each weight is the original rounded to bf16 (nearest even)" \
+    $PY "$RC" bf16 "$TMP/g_src/iter_0000005" "$TMP/rel/release"
+check "ckpt convert --fp32: the weights bit for bit" \
+    bash -c "'$PLAIT' ckpt convert '$TMP/g_src/iter_0000005' --out '$TMP/rel32' --weights-only --fp32 >/dev/null &&
+             $PY '$CK' same '$TMP/g_src/iter_0000005' '$TMP/rel32/release' 0 0"
+check_fails "ckpt convert without --weights-only says why" "add --weights-only" \
+    "$PLAIT" ckpt convert "$TMP/g_src" --out "$TMP/rel2"
+check "plait train loads the bf16 release as --finetune does (iteration 0)" \
+    one rel "${GPT[@]}" "${ONE[@]}" --load "$TMP/rel" --train-iters 2
+check "... from iteration 1, and says so" \
+    bash -c "grep -q 'weights-only release checkpoint, starting at iteration 0' '$TMP/rel.log' &&
+             test \"\$(grep -c lm_loss '$TMP/rel.jsonl')\" = 2"
+check_fails "a weights-only checkpoint without --no-load-optim names the missing state" \
+    "no optimizer state .* loads with --no-load-optim or --finetune" \
+    bash -c "'$PLAIT' ckpt reshard '$TMP/g_src' --ckpt-step 5 --out '$TMP/wo' --tensor-model-parallel-size 2 --weights-only >/dev/null &&
+             '$PLAIT' train $(printf '%q ' "${GPT[@]}" "${ONE[@]}") --load '$TMP/wo' --train-iters 10"
 summary reshard
