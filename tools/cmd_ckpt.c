@@ -129,6 +129,16 @@ static int parse(const pl_command_spec *cmd, ckpt_opts *o, int argc, char **argv
     return plait_parse(cmd, o, argc - 1, argv + 1, NULL);
 }
 
+/* pl_ckpt_resolve, with a save directory that has no checkpoint an error. */
+static pl_status resolve(const char *path, int64_t step, char *dir, size_t n, int64_t *it)
+{
+    pl_status st = pl_ckpt_resolve(path, step, dir, n, it);
+    if (!st && *it == -1)
+        st = pl_errorf(PL_ERR_ARG, "%s: no latest_checkpointed_iteration.txt (name an "
+                       "iter_NNNNNNN directory, or give --ckpt-step)", path);
+    return st;
+}
+
 static int run_inspect(int argc, char **argv)
 {
     ckpt_opts o;
@@ -139,7 +149,7 @@ static int run_inspect(int argc, char **argv)
     char dir[4096];
     int64_t it;
     cJSON *d = NULL;
-    pl_status st = pl_ckpt_resolve(path, o.ckpt_step, dir, sizeof dir, &it);
+    pl_status st = resolve(path, o.ckpt_step, dir, sizeof dir, &it);
     if (!st)
         st = pl_ckpt_describe(dir, it, !o.no_verify, &d);
     if (st)
@@ -175,7 +185,7 @@ static int rewrite(const pl_command_spec *cmd, int argc, char **argv, int conver
                                       (long long)o.tp, (long long)o.pp));
     char dir[4096];
     int64_t it;
-    pl_status st = pl_ckpt_resolve(path, o.ckpt_step, dir, sizeof dir, &it);
+    pl_status st = resolve(path, o.ckpt_step, dir, sizeof dir, &it);
     pl_ckpt_rewrite w = {convert ? 0 : (int)o.tp, convert ? 0 : (int)o.pp, o.weights_only, o.bf16,
                          convert};
     if (!st)

@@ -25,6 +25,10 @@ pl_status pl_ckpt_resolve(const char *path, int64_t step, char *dir, size_t n, i
     if (is_iter || is_release) {
         snprintf(dir, n, "%.*s", b == 0 ? 1 : (int)(b > 1 ? b - 1 : 1), b == 0 ? "." : path);
         *it = is_release ? PL_CKPT_RELEASE : strtoll(path + b + 5, NULL, 10);
+        if (step >= 0 && step != *it)
+            return pl_errorf(PL_ERR_ARG, "--load %s names iteration %lld%s but --ckpt-step is "
+                             "%lld", path, (long long)(is_release ? 0 : *it),
+                             is_release ? " (the release)" : "", (long long)step);
         return PL_OK;
     }
     snprintf(dir, n, "%s", path);
@@ -32,11 +36,7 @@ pl_status pl_ckpt_resolve(const char *path, int64_t step, char *dir, size_t n, i
         *it = step;
         return PL_OK;
     }
-    pl_status st = pl_ckpt_latest(path, it);
-    if (!st && *it == -1)
-        st = pl_errorf(PL_ERR_ARG, "%s: no latest_checkpointed_iteration.txt (name an iter_NNNNNNN "
-                       "directory, or give --ckpt-step)", path);
-    return st;
+    return pl_ckpt_latest(path, it);
 }
 
 static int add_num(cJSON *o, const char *k, double v) { return cJSON_AddNumberToObject(o, k, v) != NULL; }

@@ -22,8 +22,9 @@
 
 /* Which checkpoint path names: a save directory (its latest iteration, or
  * iteration step when step >= 0) or an iter_NNNNNNN / release directory
- * itself. dir receives the save directory, *it the iteration (PL_CKPT_RELEASE
- * for release). An error when there is none. */
+ * itself (then step, if >= 0, must be its iteration). dir receives the save
+ * directory, *it the iteration (PL_CKPT_RELEASE for release; -1 when a save
+ * directory has no latest_checkpointed_iteration.txt). */
 pl_status pl_ckpt_resolve(const char *path, int64_t step, char *dir, size_t n, int64_t *it);
 
 /* The checkpoint described as JSON (*out, cJSON_Delete): its directory and

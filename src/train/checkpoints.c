@@ -6,9 +6,8 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "ckpt/checkpoint.h"
+#include "ckpt/tools.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
@@ -87,49 +86,16 @@ pl_status pl_train_save(pl_trainer *t)
     return st;
 }
 
-/* The iteration to load: --ckpt-step N, or --load naming an iter_NNNNNNN
- * directory itself (then *dir is its parent, in buf), else the latest. */
-static pl_status pick_iteration(const pl_train_args *a, char *buf, size_t n, const char **dir,
-                                int64_t *it)
-{
-    const char *p = a->load;
-    size_t len = strlen(p), b;
-    while (len > 1 && p[len - 1] == '/') /* "DIR/iter_0000005/" */
-        len--;
-    for (b = len; b > 0 && p[b - 1] != '/'; b--)
-        ;
-    int is_iter = len - b == 12 && strncmp(p + b, "iter_", 5) == 0;
-    for (size_t k = b + 5; is_iter && k < len; k++)
-        is_iter = p[k] >= '0' && p[k] <= '9';
-    const int given = pl_train_args_given(a, "--ckpt-step");
-    *dir = p;
-    if (is_iter) {
-        const long long step = strtoll(p + b + 5, NULL, 10);
-        snprintf(buf, n, "%.*s", b == 0 ? 1 : (int)(b > 1 ? b - 1 : 1), b == 0 ? "." : p);
-        *dir = buf;
-        if (given && a->ckpt_step != step)
-            return pl_errorf(PL_ERR_ARG, "--load %s names iteration %lld but --ckpt-step is %lld",
-                             p, step, (long long)a->ckpt_step);
-        *it = step;
-        return PL_OK;
-    }
-    if (given) {
-        if (a->ckpt_step < 0)
-            return pl_errorf(PL_ERR_ARG, "--ckpt-step %lld: expected an iteration >= 0",
-                             (long long)a->ckpt_step);
-        *it = a->ckpt_step;
-        return PL_OK;
-    }
-    return pl_ckpt_latest(p, it);
-}
-
 pl_status pl_train_load(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
     int64_t it;
-    char parent[4096];
-    const char *dir;
-    pl_status st = pick_iteration(a, parent, sizeof parent, &dir, &it);
+    char dir[4096];
+    const int step = pl_train_args_given(a, "--ckpt-step");
+    if (step && a->ckpt_step < 0)
+        return pl_errorf(PL_ERR_ARG, "--ckpt-step %lld: expected an iteration >= 0",
+                         (long long)a->ckpt_step);
+    pl_status st = pl_ckpt_resolve(a->load, step ? a->ckpt_step : -1, dir, sizeof dir, &it);
     if (st)
         return st;
     if (it == -1) {
