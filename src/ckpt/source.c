@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <string.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 enum { PATH_MAX_ = 4096, RANK_MAX = 1 << 24 };
@@ -35,8 +36,9 @@ struct pl_ckpt_source {
     pl_registry *regs;     /* tp: saved TP rank t's tensors, manifest order, stage offsets */
     pl_safetensors *files; /* tp * pp model files, mapped on first use */
     unsigned char *open;
-    zshard *z;
+    zshard *z;       /* sorted by (tp, pp, lo) */
     int nz;
+    int *zfirst;     /* tp * pp + 1: rank (t, p)'s shards are z[zfirst[i] .. zfirst[i + 1]) */
 };
 
 static void rank_dir(char *out, size_t n, int tp_rank, int pp_rank, int pp)
@@ -90,6 +92,16 @@ static int64_t num(const cJSON *o, const char *key, double hi, int *ok)
     return (int64_t)v->valuedouble;
 }
 
+static int zshard_order(const void *a, const void *b)
+{
+    const zshard *x = a, *y = b;
+    if (x->tp != y->tp)
+        return x->tp < y->tp ? -1 : 1;
+    if (x->pp != y->pp)
+        return x->pp < y->pp ? -1 : 1;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
 /* The manifest's ZeRO shards (entries without rank fields, written before
  * tensor parallelism, are TP and PP rank 0). */
 static pl_status read_zero(pl_ckpt_source *s)
@@ -123,6 +135,15 @@ static pl_status read_zero(pl_ckpt_source *s)
         if (st)
             return st;
         z->file = file->valuestring;
+    }
+    qsort(s->z, (size_t)s->nz, sizeof *s->z, zshard_order);
+    s->zfirst = pl_calloc((size_t)s->tp * (size_t)s->pp + 1, sizeof *s->zfirst);
+    if (!s->zfirst)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory reading %s", s->mpath);
+    for (int i = 0, r = 0; r <= s->tp * s->pp; r++) {
+        while (i < s->nz && s->z[i].tp * s->pp + s->z[i].pp < r)
+            i++;
+        s->zfirst[r] = i;
     }
     return PL_OK;
 }
@@ -236,6 +257,7 @@ void pl_ckpt_source_close(pl_ckpt_source *s)
     pl_free(s->files);
     pl_free(s->open);
     pl_free(s->z);
+    pl_free(s->zfirst);
     cJSON_Delete(s->root);
     pl_free(s->strings);
     if (s->idfd >= 0)
@@ -337,11 +359,19 @@ static pl_status zero_read(pl_ckpt_source *s, int t, int p, pl_ckpt_kind kind, i
 {
     static const char *names[3] = {"", "exp_avg", "exp_avg_sq"};
     int64_t done = 0;
-    for (int i = 0; i < s->nz && done < n; i++) {
+    int i = s->zfirst[t * s->pp + p], end = s->zfirst[t * s->pp + p + 1];
+    for (int lo = i, hi = end; lo < hi;) { /* the first shard ending past f */
+        const int mid = lo + (hi - lo) / 2;
+        if (s->z[mid].lo + s->z[mid].count <= f)
+            lo = i = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; i < end && done < n; i++) {
         zshard *z = &s->z[i];
         const int64_t a = f > z->lo ? f : z->lo;
         const int64_t b = f + n < z->lo + z->count ? f + n : z->lo + z->count;
-        if (z->tp != t || z->pp != p || a >= b)
+        if (a >= b)
             continue;
         if (!z->open) {
             pl_status st = open_verified(s, z->file, &z->sf);
