@@ -97,7 +97,7 @@ resume bert b_ref b_src b_dp2z1 2 1 1 1 128 "${BERT[@]}"
 # ---- Megatron's loading flags
 ONE=(--tensor-model-parallel-size 1 --make-vocab-size-divisible-by 128)
 # one NAME FLAGS...: one process, metrics in $TMP/NAME.jsonl, output in $TMP/NAME.log
-one() { local n=$1; shift; "$PLAIT" train "$@" --metrics-file "$TMP/$n.jsonl" >"$TMP/$n.log" 2>&1; }
+one() { local n=$1; shift; timeout -k 5 120 "$PLAIT" train "$@" --metrics-file "$TMP/$n.jsonl" >"$TMP/$n.log" 2>&1; }
 # bitwise A B: runs A and B logged the same 5 losses, bit for bit
 bitwise() { local a b; a=$(losses "$TMP/$1.jsonl"); b=$(losses "$TMP/$2.jsonl")
     test "$(printf '%s\n' "$a" | wc -l)" = 5 -a "$a" = "$b"; }
@@ -111,11 +111,11 @@ check "--load DIR/iter_0000005 loads that iteration" \
 check "... the same losses as --ckpt-step 5" bitwise step5 iterdir
 check_fails "--ckpt-step and an iter_ directory that disagree are refused" \
     "names iteration 5 but --ckpt-step is 10" \
-    "$PLAIT" train "${GPT[@]}" "${ONE[@]}" --load "$TMP/g_src/iter_0000005" --ckpt-step 10 --train-iters 10
+    timeout -k 5 120 "$PLAIT" train "${GPT[@]}" "${ONE[@]}" --load "$TMP/g_src/iter_0000005" --ckpt-step 10 --train-iters 10
 LONGER=("${GPT[@]}" "${ONE[@]}" --load "$TMP/g_one" --lr-decay-iters 20 --train-iters 12)
 check_fails "a longer schedule is refused naming the field and both flags" \
     "the decay length .* is 160 in this run and 80 in the checkpoint.*--override-opt_param-scheduler" \
-    "$PLAIT" train "${LONGER[@]}"
+    timeout -k 5 120 "$PLAIT" train "${LONGER[@]}"
 check "--override-opt_param-scheduler: this run's longer schedule" \
     one over "${LONGER[@]}" --override-opt_param-scheduler
 check "... a log line says what changed and what the schedule does next" grep -qE \
@@ -132,7 +132,7 @@ check "... the log line says the decay ended at sample 80" \
     grep -qE "160 -> 80 \(--use-checkpoint-opt_param-scheduler.*the decay ended at sample 80" "$TMP/keep.log"
 check "... iteration 11 runs at --min-lr" test "$(field "$TMP/keep.jsonl" 11 lr)" = 0.0001
 check_fails "both scheduler flags are refused" "are both set" \
-    "$PLAIT" train "${LONGER[@]}" --use-checkpoint-opt_param-scheduler --override-opt_param-scheduler
+    timeout -k 5 120 "$PLAIT" train "${LONGER[@]}" --use-checkpoint-opt_param-scheduler --override-opt_param-scheduler
 check "--override-lr-scheduler (Megatron's older name) is the same flag" \
     one over2 "${LONGER[@]}" --override-lr-scheduler
 check "... the same lr" test -n "$(field "$TMP/over.jsonl" 11 lr)" -a \
@@ -155,23 +155,23 @@ check "--no-load-rng: accepted; plait's draws follow --seed and the position, so
 check "... bit-identical losses to --ckpt-step 5 alone" bitwise step5 nlr
 check_fails "a checkpoint of another family is refused naming the field" \
     "architecture differs from this run's in --model" \
-    "$PLAIT" train "${LLAMA[@]}" "${ONE[@]}" --ffn-hidden-size 256 --load "$TMP/g_src" --train-iters 10
+    timeout -k 5 120 "$PLAIT" train "${LLAMA[@]}" "${ONE[@]}" --ffn-hidden-size 256 --load "$TMP/g_src" --train-iters 10
 
 # ---- plait ckpt: inspect, reshard (offline), convert
 check "ckpt inspect --json describes the TP 2 x DP 2 ZeRO-1 checkpoint" \
-    bash -c "'$PLAIT' ckpt inspect '$TMP/g_src/iter_0000005' --json > '$TMP/inspect.json'"
+    timeout -k 5 120 bash -c "'$PLAIT' ckpt inspect '$TMP/g_src/iter_0000005' --json > '$TMP/inspect.json'"
 check "... layout, tensors and every file's size agree with the directory" \
     $PY "$RC" inspect "$TMP/inspect.json" "$TMP/g_src/iter_0000005"
 check "ckpt inspect (text) names the layout and verifies every checksum" \
-    bash -c "'$PLAIT' ckpt inspect '$TMP/g_src' --ckpt-step 5 | grep -q 'layout: TP 2 x PP 1 x DP 2, ZeRO stage 1' &&
+    timeout -k 5 120 bash -c "'$PLAIT' ckpt inspect '$TMP/g_src' --ckpt-step 5 | grep -q 'layout: TP 2 x PP 1 x DP 2, ZeRO stage 1' &&
              '$PLAIT' ckpt inspect '$TMP/g_src' --ckpt-step 5 | grep -q 'every checksum verified'"
 cp -r "$TMP/g_src/iter_0000005" "$TMP/bad_iter" && mkdir -p "$TMP/bad" && mv "$TMP/bad_iter" "$TMP/bad/iter_0000005"
 printf 'x' >> "$TMP/bad/iter_0000005/mp_rank_01/optim_dp_001.safetensors"
 check_fails "ckpt inspect finds a corrupted shard" "optim_dp_001.safetensors: xxh64 .*corrupt file" \
-    "$PLAIT" ckpt inspect "$TMP/bad/iter_0000005"
+    timeout -k 5 60 "$PLAIT" ckpt inspect "$TMP/bad/iter_0000005"
 rm -rf "$TMP/rs"
 check "ckpt reshard: TP 2 x DP 2 ZeRO-1 -> TP 1 x PP 2, offline (no MPI)" \
-    "$PLAIT" ckpt reshard "$TMP/g_src" --ckpt-step 5 --out "$TMP/rs" --tensor-model-parallel-size 1 \
+    timeout -k 5 60 "$PLAIT" ckpt reshard "$TMP/g_src" --ckpt-step 5 --out "$TMP/rs" --tensor-model-parallel-size 1 \
     --pipeline-model-parallel-size 2
 check "... published as a save: iter_0000005, latest 5, TP 1 x PP 2 stage-0 files" \
     test "$(cat "$TMP/rs/latest_checkpointed_iteration.txt")" = 5 -a \
@@ -182,18 +182,18 @@ check "gpt: the offline reshard resumed at TP 1 x PP 2" \
     go rs 2 1 2 0 128 "${GPT[@]}" --load "$TMP/rs" --train-iters 10
 check "... losses 6-10 and final parameters equal one process's" resumed g_ref rs
 check_fails "ckpt reshard to an impossible TP size names the flag" "not divisible by --tensor-model-parallel-size 3" \
-    "$PLAIT" ckpt reshard "$TMP/g_src" --out "$TMP/rs3" --tensor-model-parallel-size 3
+    timeout -k 5 60 "$PLAIT" ckpt reshard "$TMP/g_src" --out "$TMP/rs3" --tensor-model-parallel-size 3
 check "ckpt convert --weights-only --bf16: Megatron's release directory" \
-    "$PLAIT" ckpt convert "$TMP/g_src/iter_0000005" --out "$TMP/rel" --weights-only --bf16
+    timeout -k 5 60 "$PLAIT" ckpt convert "$TMP/g_src/iter_0000005" --out "$TMP/rel" --weights-only --bf16
 check "... release/ and \"release\" in the latest file" \
     test "$(cat "$TMP/rel/latest_checkpointed_iteration.txt")" = release -a -d "$TMP/rel/release"
 check "... each weight is the original rounded to bf16 (nearest even)" \
     $PY "$RC" bf16 "$TMP/g_src/iter_0000005" "$TMP/rel/release"
 check "ckpt convert --fp32: the weights bit for bit" \
-    bash -c "'$PLAIT' ckpt convert '$TMP/g_src/iter_0000005' --out '$TMP/rel32' --weights-only --fp32 >/dev/null &&
+    timeout -k 5 120 bash -c "'$PLAIT' ckpt convert '$TMP/g_src/iter_0000005' --out '$TMP/rel32' --weights-only --fp32 >/dev/null &&
              $PY '$CK' same '$TMP/g_src/iter_0000005' '$TMP/rel32/release' 0 0"
 check_fails "ckpt convert without --weights-only says why" "add --weights-only" \
-    "$PLAIT" ckpt convert "$TMP/g_src" --out "$TMP/rel2"
+    timeout -k 5 60 "$PLAIT" ckpt convert "$TMP/g_src" --out "$TMP/rel2"
 check "plait train loads the bf16 release as --finetune does (iteration 0)" \
     one rel "${GPT[@]}" "${ONE[@]}" --load "$TMP/rel" --train-iters 2
 check "... from iteration 1, and says so" \
@@ -201,6 +201,6 @@ check "... from iteration 1, and says so" \
              test \"\$(grep -c lm_loss '$TMP/rel.jsonl')\" = 2"
 check_fails "a weights-only checkpoint without --no-load-optim names the missing state" \
     "no optimizer state .* loads with --no-load-optim or --finetune" \
-    bash -c "'$PLAIT' ckpt reshard '$TMP/g_src' --ckpt-step 5 --out '$TMP/wo' --tensor-model-parallel-size 2 --weights-only >/dev/null &&
+    timeout -k 5 120 bash -c "'$PLAIT' ckpt reshard '$TMP/g_src' --ckpt-step 5 --out '$TMP/wo' --tensor-model-parallel-size 2 --weights-only >/dev/null &&
              '$PLAIT' train $(printf '%q ' "${GPT[@]}" "${ONE[@]}") --load '$TMP/wo' --train-iters 10"
 summary reshard
