@@ -4,7 +4,8 @@
 # after resuming equal one process's within 2e-5 relative, and the final parameters within
 # ckpt_tensors.py's bound (train_lib.sh's argument: only the order of the TP/DP reductions
 # changes); in the same layout the resume is bit-exact. GPT (TP 2 x DP 2 ZeRO-1 -> TP 1 x
-# PP 2 x DP 2 ZeRO-3, TP 4, one process), Llama with 2 key/value groups over TP 4 (shared
+# PP 2 x DP 2 ZeRO-3, TP 4, one process; TP 2 x PP 2 x DP 2 ZeRO-1 -> TP 1 x PP 4 x DP 2
+# ZeRO-3), Llama with 2 key/value groups over TP 4 (shared
 # k/v) -> TP 1 x DP 2 ZeRO-2, BERT TP 2 x PP 2 -> DP 2 ZeRO-1. Another vocabulary padding:
 # rows zero-filled or dropped, checked bit for bit by reshard_check.py. Megatron's loading
 # flags: --ckpt-step, --load DIR/iter_N, --finetune, --no-load-optim and the scheduler's
@@ -60,6 +61,10 @@ check "gpt: TP 2 x DP 2 ZeRO-1, 10 iterations (saved at 5)" go g_src 4 2 1 1 64 
 resume gpt g_ref g_src g_pp2z3 4 1 2 3 128 "${GPT[@]}"
 resume gpt g_ref g_src g_tp4 4 4 1 0 32 "${GPT[@]}"
 resume gpt g_ref g_src g_one 1 1 1 0 128 "${GPT[@]}"
+# the proof: 3D (TP 2 x PP 2 x DP 2 ZeRO-1, 8 ranks) resumed as TP 1 x PP 4 x DP 2 ZeRO-3
+check "gpt: TP 2 x PP 2 x DP 2 ZeRO-1, 5 iterations" \
+    go g_3d 8 2 2 1 64 "${GPT[@]}" --micro-batch-size 1 --train-iters 10 --exit-interval 5
+resume gpt g_ref g_3d g_pp4z3 8 1 4 3 128 "${GPT[@]}" --micro-batch-size 1
 from g_src g_same
 check "gpt: resumed in the saving layout" go g_same 4 2 1 1 64 "${GPT[@]}" --load "$TMP/g_same" --train-iters 10
 bit_exact() { diff <(losses "$TMP/g_src.jsonl" | tail -n 5) <(losses "$TMP/g_same.jsonl") &&
