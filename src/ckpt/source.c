@@ -39,6 +39,7 @@ struct pl_ckpt_source {
     zshard *z;       /* sorted by (tp, pp, lo) */
     int nz;
     int *zfirst;     /* tp * pp + 1: rank (t, p)'s shards are z[zfirst[i] .. zfirst[i + 1]) */
+    int64_t *numel;  /* tp * pp: the saved flat buffer's length of rank (t, p) */
 };
 
 static void rank_dir(char *out, size_t n, int tp_rank, int pp_rank, int pp)
@@ -145,6 +146,19 @@ static pl_status read_zero(pl_ckpt_source *s)
             i++;
         s->zfirst[r] = i;
     }
+    /* each rank's shards tile its flat buffer from 0 (the tensors' offsets follow
+     * from the manifest: a disagreement would read moments of the wrong tensors) */
+    for (int r = 0; r < s->tp * s->pp; r++) {
+        int64_t end = 0;
+        for (int i = s->zfirst[r]; i < s->zfirst[r + 1] && s->z[i].lo == end; i++)
+            end += s->z[i].count;
+        if (end < s->numel[r] || (s->zfirst[r + 1] > s->zfirst[r] &&
+                                  s->z[s->zfirst[r + 1] - 1].lo + s->z[s->zfirst[r + 1] - 1].count != end))
+            return pl_errorf(PL_ERR_FORMAT, "%s: the ZeRO shards of TP rank %d, stage %d cover "
+                             "[0, %lld) without gaps, but its tensors take %lld elements",
+                             s->mpath, r / s->pp, r % s->pp, (long long)end,
+                             (long long)s->numel[r]);
+    }
     return PL_OK;
 }
 
@@ -199,6 +213,8 @@ static pl_status build_saved(pl_ckpt_source *s, int t, pl_registry *out)
         p->offset = run[p->stage];
         run[p->stage] += (p->numel + PL_PARAM_ALIGN - 1) / PL_PARAM_ALIGN * PL_PARAM_ALIGN;
     }
+    for (int p = 0; p < s->pp && run; p++)
+        s->numel[t * s->pp + p] = run[p];
     pl_free(run);
     pl_registry_free(&full);
     return st;
@@ -227,7 +243,8 @@ pl_status pl_ckpt_source_open(const char *dir, int64_t it, pl_ckpt_source **out)
     s->regs = pl_calloc((size_t)s->tp, sizeof *s->regs);
     s->files = pl_calloc((size_t)s->tp * (size_t)s->pp, sizeof *s->files);
     s->open = pl_calloc((size_t)s->tp * (size_t)s->pp, 1);
-    if (!s->regs || !s->files || !s->open) {
+    s->numel = pl_calloc((size_t)s->tp * (size_t)s->pp, sizeof *s->numel);
+    if (!s->regs || !s->files || !s->open || !s->numel) {
         st = pl_errorf(PL_ERR_NOMEM, "out of memory opening %s", s->mpath);
         goto fail;
     }
@@ -258,6 +275,7 @@ void pl_ckpt_source_close(pl_ckpt_source *s)
     pl_free(s->open);
     pl_free(s->z);
     pl_free(s->zfirst);
+    pl_free(s->numel);
     cJSON_Delete(s->root);
     pl_free(s->strings);
     if (s->idfd >= 0)
