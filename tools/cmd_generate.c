@@ -128,7 +128,7 @@ static pl_status model_load(gen_model *m, const gen_opts *o, int64_t it, const p
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model");
         goto fail;
     }
-    pl_ckpt_buffers buf = {&m->reg, m->params, NULL, NULL, NULL};
+    pl_ckpt_buffers buf = {&m->reg, m->params, NULL, NULL, NULL, 0};
     PL_TRY(pl_ckpt_load(o->load, it, cfg, &buf, &meta, &strings));
     PL_TRY(pl_gemm_init(&m->gemm));
     PL_TRY(pl_generator_init(&m->gen, cfg, &m->reg, m->params, tp, m->gemm));
@@ -180,7 +180,7 @@ static pl_status generate(const gen_opts *o, gen_world *w)
                          ">= 0, --top-k >= 0 and 0 < --top-p <= 1");
     int64_t it = -1;
     st = pl_ckpt_latest(o->load, &it);
-    if (!st && it < 0)
+    if (!st && it == -1)
         st = pl_errorf(PL_ERR_ARG, "--load %s: no latest_checkpointed_iteration.txt", o->load);
     PL_TRY(pl_comm_agree(all, st));
     pl_model_config cfg;

@@ -11,6 +11,7 @@ int plait_cmd_train(int argc, char **argv);       /* cmd_train.c */
 int plait_cmd_generate(int argc, char **argv);    /* cmd_generate.c */
 int plait_cmd_bench(int argc, char **argv);       /* cmd_bench.c */
 int plait_cmd_launch(int argc, char **argv);      /* cmd_launch.c */
+int plait_cmd_ckpt(int argc, char **argv);        /* cmd_ckpt.c: inspect, reshard, convert */
 int plait_data_inspect(int argc, char **argv);    /* cmd_inspect.c */
 int plait_data_index(int argc, char **argv);      /* cmd_index.c */
 int plait_data_build_vocab(int argc, char **argv);/* cmd_vocab.c */

@@ -19,6 +19,7 @@ static const subcommand subcommands[] = {
     {"data", plait_cmd_data, "inspect datasets, build sample indices and vocabularies"},
     {"train", plait_cmd_train, "train a GPT with Megatron-LM's flags (pretrain_gpt.py)"},
     {"generate", plait_cmd_generate, "generate text from a checkpoint"},
+    {"ckpt", plait_cmd_ckpt, "inspect, reshard or convert a checkpoint (offline)"},
     {"bench", plait_cmd_bench, "measure training speed on synthetic tokens: tokens/s, MFU, step breakdown"},
     {"launch", plait_cmd_launch,
      "start a command on many ranks from torchrun/deepspeed flags (mpirun, or srun in Slurm)"},

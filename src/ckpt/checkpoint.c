@@ -1,6 +1,5 @@
-/* Checkpoint save and load: safetensors shards plus a JSON manifest
- * (ckpt/manifest.h), published in two phases (ckpt/publish.h) and read back
- * through confined opens (ckpt/files.h). */
+/* Checkpoint save: safetensors shards plus a JSON manifest (ckpt/manifest.h),
+ * published in two phases (ckpt/publish.h). Loading is ckpt/load.c. */
 #include "ckpt/checkpoint.h"
 
 #include "base/alloc.h"
@@ -10,6 +9,7 @@
 #include "ckpt/manifest.h"
 #include "ckpt/publish.h"
 #include "ckpt/safetensors.h"
+#include "kernels/kernels.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -19,8 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { PATH_MAX_ = 4096, RANK_MAX = 1 << 24 };
-static const double COUNT_MAX = 9007199254740992.0; /* 2^53 */
+enum { PATH_MAX_ = 4096 };
 static const char FORMAT[] = "plait-checkpoint";
 
 static void rank_dir(char *out, int tp_rank, int pp_rank, int pp)
@@ -70,24 +69,41 @@ static pl_status write_shard(const char *path, const pl_ckpt_buffers *b)
     const pl_registry *reg = b->reg;
     static const char *prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
     const float *bufs[3] = {b->params, b->exp_avg, b->exp_avg_sq};
-    for (int k = 0; k < 3; k++) {
+    uint16_t *half = NULL; /* the BF16 parameters, alive until the file is written */
+    if (b->bf16) {
+        half = pl_malloc((size_t)(reg->numel > 0 ? reg->numel : 1) * sizeof *half);
+        if (!half) {
+            pl_st_writer_free(w);
+            return pl_errorf(PL_ERR_NOMEM, "out of memory writing %s", path);
+        }
+        for (int64_t e = 0; e < reg->numel; e++)
+            half[e] = pl_ref_bf16_from_f32(b->params[e]);
+    }
+    for (int k = 0; k < 3 && !st; k++) {
         if (!bufs[k])
             continue;
-        for (int i = 0; i < reg->n; i++) {
+        for (int i = 0; i < reg->n && !st; i++) {
             const pl_param *p = &reg->params[i];
             if (p->offset < 0)
                 continue;
             char name[PL_ST_NAME_MAX];
             snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
-            if ((st = pl_st_writer_add(w, name, "F32", p->ndim, p->local_shape,
-                                       bufs[k] + p->offset))) {
-                pl_st_writer_free(w);
-                return st;
-            }
+            if (k == 0 && half)
+                st = pl_st_writer_add(w, name, "BF16", p->ndim, p->local_shape, half + p->offset);
+            else
+                st = pl_st_writer_add(w, name, "F32", p->ndim, p->local_shape,
+                                      bufs[k] + p->offset);
         }
     }
+    if (st) {
+        pl_st_writer_free(w);
+        pl_free(half);
+        return st;
+    }
     pl_st_writer_meta(w, "format", FORMAT);
-    return pl_st_writer_finish(w, path);
+    st = pl_st_writer_finish(w, path);
+    pl_free(half);
+    return st;
 }
 
 static void optim_rel(char *out, size_t n, const char *sub, int dp_rank)
@@ -251,7 +267,7 @@ static pl_status copy_tokenizer(const char *tmp, const pl_ckpt_meta *m, pl_ckpt_
 /* Rank 0: the manifest (with every shard's checksum) into tmp, then publish. */
 static pl_status write_manifest(const char *dir, const char *tmp, const pl_model_config *cfg,
                                 const pl_ckpt_meta *meta0, const pl_ckpt_buffers *buf,
-                                const int64_t *zero_rows, int nranks)
+                                const int64_t *zero_rows, int nranks, int64_t publish_it)
 {
     char names[3][PATH_MAX_];
     char path[PATH_MAX_ + 128], sub[64];
@@ -290,7 +306,7 @@ static pl_status write_manifest(const char *dir, const char *tmp, const pl_model
     }
     st = pl_ckpt_manifest_write(tmp, text);
     if (!st)
-        st = pl_ckpt_publish(dir, tmp, meta.iteration);
+        st = pl_ckpt_publish(dir, tmp, publish_it);
 done:
     cJSON_free(text);
     cJSON_Delete(root);
@@ -340,9 +356,41 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
     if (buf->zero && (st = gather_zero(world, buf->reg, buf->zero, &zero_rows)))
         return st;
     if (world->rank == 0)
-        st = write_manifest(dir, tmp, cfg, meta, buf, zero_rows, world->size);
+        st = write_manifest(dir, tmp, cfg, meta, buf, zero_rows, world->size, meta->iteration);
     pl_free(zero_rows);
     return consensus(world, st, "publishing the checkpoint");
+}
+
+pl_status pl_ckpt_write_begin(const char *dir, int64_t iteration, char *tmp, size_t n)
+{
+    /* the temporary name of an iteration even for `release`: the clean-up knows it */
+    snprintf(tmp, n, "%s/iter_%07lld.tmp", dir, (long long)(iteration < 0 ? 0 : iteration));
+    pl_status st = pl_ckpt_prepare_dir(dir);
+    return st ? st : pl_mkdirs(tmp);
+}
+
+pl_status pl_ckpt_write_rank(const char *tmp, int pp, const pl_ckpt_buffers *buf)
+{
+    char sub[64], path[PATH_MAX_ + 128];
+    rank_dir(sub, buf->reg->tp_rank, buf->reg->pp_rank, pp);
+    snprintf(path, sizeof path, "%s/%s", tmp, sub);
+    pl_status st = pl_mkdirs(path);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/%s/model_optim.safetensors", tmp, sub);
+        st = write_shard(path, buf);
+    }
+    if (!st) {
+        snprintf(path, sizeof path, "%s/%s", tmp, sub);
+        st = pl_fsync_dir(path);
+    }
+    return st;
+}
+
+pl_status pl_ckpt_write_finish(const char *dir, const char *tmp, const pl_model_config *cfg,
+                               const pl_ckpt_meta *meta, const pl_registry *reg, int64_t publish_it)
+{
+    pl_ckpt_buffers b = {reg, NULL, NULL, NULL, NULL, 0};
+    return write_manifest(dir, tmp, cfg, meta, &b, NULL, 0, publish_it);
 }
 
 pl_status pl_ckpt_latest(const char *dir, int64_t *iteration)
@@ -371,6 +419,10 @@ pl_status pl_ckpt_latest(const char *dir, int64_t *iteration)
         memcpy(text, m.data ? (const char *)m.data : "", m.size);
     size_t size = m.size;
     pl_mmap_close(&m);
+    if (strcmp(text, "release") == 0 || strcmp(text, "release\n") == 0) {
+        *iteration = PL_CKPT_RELEASE; /* Megatron's weights-only release directory */
+        return PL_OK;
+    }
     char *end;
     long long v = strtoll(text, &end, 10);
     while (*end == '\n' || *end == ' ' || *end == '\r')
@@ -382,292 +434,3 @@ pl_status pl_ckpt_latest(const char *dir, int64_t *iteration)
     return PL_OK;
 }
 
-/* Maps rel of the iteration directory, checks its xxh64 against the
- * manifest's "files" and parses it as safetensors. */
-static pl_status open_verified(int idfd, const char *idir, const cJSON *root, const char *rel,
-                               const char *mpath, pl_safetensors *sf)
-{
-    char path[2 * PATH_MAX_];
-    snprintf(path, sizeof path, "%s/%s", idir, rel);
-    memset(sf, 0, sizeof *sf);
-    const cJSON *want = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "files"), rel),
-        "xxh64");
-    if (!cJSON_IsString(want))
-        return pl_errorf(PL_ERR_FORMAT, "%s: no checksum recorded for %s", mpath, rel);
-    pl_mmap m;
-    pl_status st = pl_ckpt_map_in(idfd, idir, rel, &m);
-    if (st)
-        return st;
-    char got[17];
-    snprintf(got, sizeof got, "%016" PRIx64, pl_xxh64(m.data ? m.data : (const uint8_t *)"", m.size, 0));
-    if (strcmp(got, want->valuestring) != 0) {
-        pl_mmap_close(&m);
-        return pl_errorf(PL_ERR_FORMAT, "%s: xxh64 %s, the manifest says %.20s (corrupt file)",
-                         path, got, want->valuestring);
-    }
-    sf->map = m;
-    st = pl_safetensors_parse(sf, m.data, m.size, path);
-    if (st)
-        pl_mmap_close(&sf->map);
-    return st;
-}
-
-/* An integer field of o in [0, hi]; *ok = 0 (and 0 returned) when it is
- * missing, fractional or out of range, so no cast below overflows. */
-static int64_t num(const cJSON *o, const char *key, double hi, int *ok)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= hi) ||
-        v->valuedouble != (double)(int64_t)v->valuedouble) {
-        *ok = 0;
-        return 0;
-    }
-    return (int64_t)v->valuedouble;
-}
-
-/* The "zero" shard entry of rank (tp, pp, dp), or NULL. Entries without rank
- * fields (written before tensor parallelism) are TP and PP rank 0, in DP order. */
-static const cJSON *zero_entry(const cJSON *zo, int tp_rank, int pp_rank, int dp_rank)
-{
-    const cJSON *e;
-    int i = 0;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(zo, "shards"))
-    {
-        int ok = 1, has = cJSON_HasObjectItem(e, "dp_rank");
-        int t = has ? (int)num(e, "tp_rank", RANK_MAX, &ok) : 0;
-        int p = has ? (int)num(e, "pp_rank", RANK_MAX, &ok) : 0;
-        int r = has ? (int)num(e, "dp_rank", RANK_MAX, &ok) : i;
-        if (ok && t == tp_rank && p == pp_rank && r == dp_rank)
-            return e;
-        i++;
-    }
-    return NULL;
-}
-/* Opens iteration it of dir and reads its manifest (validated). */
-static pl_status open_iteration(const char *dir, int64_t it, int *idfd, char *idir, size_t n,
-                                cJSON **root, pl_model_config *cfg, pl_ckpt_meta *meta,
-                                char **strings)
-{
-    int aside;
-    pl_status st = pl_ckpt_iter_open(dir, it, idfd, idir, n, &aside);
-    if (st)
-        return st;
-    st = pl_ckpt_manifest_read(*idfd, idir, it, root, cfg, meta, strings);
-    if (st) {
-        close(*idfd);
-        *idfd = -1;
-    }
-    return st;
-}
-
-pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_model_config *cfg,
-                              pl_ckpt_meta *meta, char **strings)
-{
-    char idir[PATH_MAX_];
-    int idfd;
-    cJSON *root = NULL;
-    pl_status st = open_iteration(dir, iteration, &idfd, idir, sizeof idir, &root, cfg, meta,
-                                  strings);
-    if (st)
-        return st;
-    cJSON_Delete(root);
-    close(idfd);
-    return PL_OK;
-}
-
-
-/* Reads this rank's ZeRO optimizer shard, checking the DP size and its range. */
-static pl_status load_zero_shard(int idfd, const char *idir, const char *mpath, const cJSON *root,
-                                 const cJSON *zo, int tp_rank, int pp_rank, pl_ckpt_zero *z)
-{
-    int ok = 1;
-    int dp = (int)num(zo, "data_parallel_size", RANK_MAX, &ok);
-    int64_t padded = num(zo, "padded_numel", COUNT_MAX, &ok);
-    if (!ok)
-        return pl_errorf(PL_ERR_FORMAT, "%s: the \"zero\" object is malformed", mpath);
-    if (dp != z->dp)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "%s: The checkpoint being loaded used a DP world size "
-                         "of %d but the current world size is %d (ZeRO optimizer shards cannot be "
-                         "resharded yet)", mpath, dp, z->dp);
-    const cJSON *e = zero_entry(zo, tp_rank, pp_rank, z->dp_rank);
-    if (cJSON_HasObjectItem(e, "padded_numel")) /* each stage pads its own buffer */
-        padded = num(e, "padded_numel", COUNT_MAX, &ok);
-    const cJSON *file = cJSON_GetObjectItemCaseSensitive(e, "file");
-    int64_t off = num(e, "offset", COUNT_MAX, &ok), count = num(e, "count", COUNT_MAX, &ok);
-    if (!ok || !cJSON_IsString(file) || padded != z->padded || off != z->lo || count != z->count)
-        return pl_errorf(PL_ERR_FORMAT, "%s: ZeRO shard %d's range differs from this run's "
-                         "[%lld, %lld) of %lld", mpath, z->dp_rank, (long long)z->lo,
-                         (long long)(z->lo + z->count), (long long)z->padded);
-    pl_status st = pl_ckpt_rel_check(file->valuestring, "a ZeRO shard's \"file\"", mpath);
-    if (st)
-        return st;
-    pl_safetensors sf;
-    if ((st = open_verified(idfd, idir, root, file->valuestring, mpath, &sf)))
-        return st;
-    static const char *names[2] = {"exp_avg", "exp_avg_sq"};
-    float *dst[2] = {z->exp_avg, z->exp_avg_sq};
-    for (int k = 0; k < 2 && !st; k++) {
-        const pl_st_tensor *t = pl_safetensors_find(&sf, names[k]);
-        if (!t || strcmp(t->dtype, "F32") != 0 || t->ndim != 1 || t->shape[0] != z->count)
-            st = pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s missing or not F32 [%lld]", idir,
-                           file->valuestring, names[k], (long long)z->count);
-        else
-            memcpy(dst[k], sf.data + t->begin, (size_t)z->count * sizeof(float));
-    }
-    pl_safetensors_close(&sf);
-    return st;
-}
-
-static pl_status load_tensors(const pl_safetensors *sf, const pl_ckpt_buffers *buf,
-                              const int *from, int s, const char *idir, const char *rel);
-
-/* from[i]: the pipeline stage that saved reg's parameter i (the manifest's
- * tensors.NAME.pipeline_stage, in [0, pp)); -1 for a parameter this rank does not
- * hold. A tensor the manifest lacks is an error naming it. */
-static pl_status saved_stages(const cJSON *root, const pl_registry *reg, int pp,
-                              const char *mpath, int *from)
-{
-    const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
-    for (int i = 0; i < reg->n; i++) {
-        const pl_param *p = &reg->params[i];
-        from[i] = -1;
-        if (p->offset < 0)
-            continue;
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(tensors, p->name);
-        if (!e)
-            return pl_errorf(PL_ERR_FORMAT, "%s: \"tensors\" lacks %s", mpath, p->name);
-        char what[PL_PARAM_NAME_MAX + 16];
-        snprintf(what, sizeof what, "tensors.%s", p->name);
-        double x;
-        pl_status st = pl_ckpt_jfield(e, what, "pipeline_stage", 0, pp - 1, 1, mpath, &x);
-        if (st)
-            return st;
-        from[i] = (int)x;
-    }
-    return PL_OK;
-}
-
-pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config *cfg,
-                       const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings)
-{
-    char idir[PATH_MAX_], mpath[PATH_MAX_ + 32], sub[64], rel[128];
-    cJSON *root = NULL;
-    pl_model_config saved;
-    int idfd = -1;
-    *strings = NULL;
-    pl_status st = open_iteration(dir, iteration, &idfd, idir, sizeof idir, &root, &saved, meta,
-                                  strings);
-    if (st)
-        return st;
-    snprintf(mpath, sizeof mpath, "%s/manifest.json", idir);
-    pl_safetensors sf = {0};
-    int sf_open = 0;
-    const pl_registry *reg = buf->reg;
-    /* first: the padded vocabulary below follows from the TP size */
-    if (meta->tp != reg->tp_size) {
-        st = pl_errorf(PL_ERR_UNSUPPORTED,
-                       "%s: saved with --tensor-model-parallel-size %d, this run uses %d "
-                       "(resharding on load is not implemented yet)",
-                       mpath, meta->tp, reg->tp_size);
-        goto fail;
-    }
-    PL_TRY(pl_ckpt_config_match(&saved, cfg, mpath));
-    const cJSON *zo = cJSON_GetObjectItemCaseSensitive(root, "zero");
-    if (buf->zero && !zo) {
-        st = pl_errorf(PL_ERR_UNSUPPORTED, "%s: saved without ZeRO (stage 0); loading it under "
-                       "ZeRO stage %d is not implemented (resume with --zero-stage 0, or "
-                       "--no-load-optim)", mpath, buf->zero->stage);
-        if (buf->zero->exp_avg)
-            goto fail;
-    }
-    if (!buf->zero && zo && buf->exp_avg) {
-        int ok = 1;
-        int stage = (int)num(zo, "stage", 3, &ok);
-        st = pl_errorf(PL_ERR_UNSUPPORTED, "%s: saved under ZeRO stage %d; loading its sharded "
-                       "optimizer state without ZeRO is not implemented (resume with "
-                       "--zero-stage %d, or --no-load-optim)", mpath, stage, stage);
-        goto fail;
-    }
-    st = PL_OK;
-    if (buf->zero && zo && buf->zero->exp_avg)
-        PL_TRY(load_zero_shard(idfd, idir, mpath, root, zo, reg->tp_rank, reg->pp_rank, buf->zero));
-    /* the stage that saved each tensor this rank holds */
-    int *from = pl_malloc((size_t)(reg->n > 0 ? reg->n : 1) * sizeof *from);
-    if (!from) {
-        st = pl_errorf(PL_ERR_NOMEM, "out of memory reading %s", mpath);
-        goto fail;
-    }
-    st = saved_stages(root, reg, meta->pp, mpath, from);
-    const int moments = buf->exp_avg || (buf->zero && buf->zero->exp_avg);
-    for (int i = 0; !st && moments && i < reg->n; i++)
-        if (reg->params[i].offset >= 0 && from[i] != reg->pp_rank)
-            st = pl_errorf(PL_ERR_UNSUPPORTED, "%s: %s was saved by pipeline stage %d of %d, this "
-                           "rank is stage %d: the optimizer state loads only in the pipeline "
-                           "layout that saved it (same --pipeline-model-parallel-size and model "
-                           "chunks); weights alone move (--finetune or --no-load-optim)", mpath,
-                           reg->params[i].name, from[i], meta->pp, reg->pp_rank);
-    for (int s = 0; !st && s < meta->pp; s++) {
-        int need = 0;
-        for (int i = 0; i < reg->n && !need; i++)
-            need = reg->params[i].offset >= 0 && from[i] == s;
-        if (!need)
-            continue;
-        rank_dir(sub, reg->tp_rank, s, meta->pp);
-        snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
-        st = open_verified(idfd, idir, root, rel, mpath, &sf);
-        if (!st) {
-            sf_open = 1;
-            st = load_tensors(&sf, buf, from, s, idir, rel);
-            pl_safetensors_close(&sf);
-            sf_open = 0;
-        }
-    }
-    pl_free(from);
-    if (st)
-        goto fail;
-    cJSON_Delete(root);
-    close(idfd);
-    return PL_OK;
-fail:
-    if (sf_open)
-        pl_safetensors_close(&sf);
-    cJSON_Delete(root);
-    close(idfd);
-    pl_free(*strings);
-    *strings = NULL;
-    return st;
-}
-
-/* Copies into buf the tensors this rank holds that stage s saved (from[i] == s),
- * out of that stage's file sf: the parameters, and the Adam moments when buf
- * wants them. */
-static pl_status load_tensors(const pl_safetensors *sf, const pl_ckpt_buffers *buf,
-                              const int *from, int s, const char *idir, const char *rel)
-{
-    const pl_registry *reg = buf->reg;
-    static const char *prefix[3] = {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."};
-    float *bufs[3] = {buf->params, buf->exp_avg, buf->exp_avg_sq};
-    for (int k = 0; k < 3; k++) {
-        if (!bufs[k])
-            continue;
-        for (int i = 0; i < reg->n; i++) {
-            const pl_param *p = &reg->params[i];
-            if (p->offset < 0 || from[i] != s)
-                continue;
-            char name[PL_ST_NAME_MAX];
-            snprintf(name, sizeof name, "%s%s", prefix[k], p->name);
-            const pl_st_tensor *t = pl_safetensors_find(sf, name);
-            if (!t)
-                return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s is missing", idir, rel, name);
-            if (strcmp(t->dtype, "F32") != 0 || t->ndim != p->ndim || t->shape[0] != p->local_shape[0] ||
-                (p->ndim == 2 && t->shape[1] != p->local_shape[1]))
-                return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has dtype %s and a shape other "
-                                 "than this run's [%lld, %lld]",
-                                 idir, rel, name, t->dtype, (long long)p->local_shape[0],
-                                 (long long)p->local_shape[1]);
-            memcpy(bufs[k] + p->offset, sf->data + t->begin, (size_t)p->numel * sizeof(float));
-        }
-    }
-    return PL_OK;
-}

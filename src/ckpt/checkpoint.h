@@ -24,8 +24,11 @@
  * rank writes its optimizer shard (flat ranges of the padded buffer) to
  *   DIR/iter_0000100/mp_rank_00/optim_dp_003.safetensors   ("exp_avg", "exp_avg_sq")
  * with the manifest's "zero" object recording the stage, the DP size, the padded
- * length and each shard's file, offset and count. Such a checkpoint resumes only
- * under ZeRO with the same DP size (DeepSpeed's rule); stage 0's format is unchanged. */
+ * length and each shard's file, offset and count; stage 0's format is unchanged.
+ *
+ * Any checkpoint loads into any layout: another TP size, PP size or model-chunk
+ * split, DP size, ZeRO stage (0-3), weights and optimizer state alike; each rank
+ * reads just the slices it holds (ckpt/source.h). */
 #ifndef PL_CKPT_CHECKPOINT_H
 #define PL_CKPT_CHECKPOINT_H
 
@@ -52,6 +55,7 @@ typedef struct pl_ckpt_meta {
     int has_loss_scaler;
     double loss_scale;
     int64_t growth_tracker, hysteresis_tracker;
+    int64_t padded_vocab; /* on load: the checkpoint's padded vocabulary (not written) */
 } pl_ckpt_meta;
 
 /* A DP rank's ZeRO optimizer shard: flat elements [lo, lo + count) of the buffer
@@ -69,25 +73,30 @@ typedef struct pl_ckpt_buffers {
     const pl_registry *reg;
     float *params, *exp_avg, *exp_avg_sq;
     pl_ckpt_zero *zero; /* NULL: stage 0 */
+    int bf16;           /* saving: the parameters as BF16 (plait ckpt convert --bf16) */
 } pl_ckpt_buffers;
-/* Loading reads each tensor from the file of the pipeline stage that saved it (the
- * manifest's pipeline_stage), so weights move between pipeline layouts (another
- * --pipeline-model-parallel-size or model-chunk split, or one process for
- * generate); optimizer state only loads where every tensor this rank holds was
- * saved by its own stage. */
+
+/* The iteration number of Megatron's `release` directory: DIR/release/ with
+ * "release" in latest_checkpointed_iteration.txt, a weights-only checkpoint
+ * (plait ckpt convert) that loads as --finetune does, at iteration 0. */
+enum { PL_CKPT_RELEASE = -2 };
 
 /* Collective over world. dp_rank/tp_rank/pp_rank place this rank. */
 pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
                        const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf);
 
 /* Reads DIR/latest_checkpointed_iteration.txt: *iteration = -1 when absent
- * (or DIR is). It must be a regular file holding a number >= 0. */
+ * (or DIR is). It must be a regular file holding a number >= 0, or "release"
+ * (*iteration = PL_CKPT_RELEASE). */
 pl_status pl_ckpt_latest(const char *dir, int64_t *iteration);
 
-/* Loads iteration `iteration` of DIR into buf (this rank's shards), checking
- * checksums and that the checkpoint's model config equals cfg (an error names
- * the first field that differs). meta receives the saved state; its string
- * fields point into storage owned by *strings (free with pl_free). */
+/* Loads iteration `iteration` of DIR into buf (this rank's shards, in any
+ * layout), checking checksums and that the checkpoint's model config equals
+ * cfg but for the vocabulary's padding (an error names the first field that
+ * differs; padding rows are handled as ckpt/source.h says). The moments load
+ * when buf asks for them (exp_avg, or zero->exp_avg: this rank's ZeRO range).
+ * meta receives the saved state (meta->padded_vocab the checkpoint's); its
+ * string fields point into storage owned by *strings (free with pl_free). */
 pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config *cfg,
                        const pl_ckpt_buffers *buf, pl_ckpt_meta *meta, char **strings);
 
@@ -95,6 +104,18 @@ pl_status pl_ckpt_load(const char *dir, int64_t iteration, const pl_model_config
  * pl_ckpt_load does; meta's tokenizer paths point into the checkpoint. */
 pl_status pl_ckpt_read_config(const char *dir, int64_t iteration, pl_model_config *cfg,
                               pl_ckpt_meta *meta, char **strings);
+
+/* Writing a checkpoint from one process (plait ckpt reshard and convert): begin
+ * (prepares dir as a save does and creates its temporary iteration directory,
+ * named in tmp), one write_rank per (TP, PP) rank of the layout (buf->reg
+ * places it; pp is the layout's PP size), then finish (the manifest, with
+ * every file's checksum, and the two-phase publication of ckpt/publish.h).
+ * meta->tp and meta->pp are the layout's; reg is any rank's registry;
+ * publish_it names the directory (PL_CKPT_RELEASE: release/). */
+pl_status pl_ckpt_write_begin(const char *dir, int64_t iteration, char *tmp, size_t n);
+pl_status pl_ckpt_write_rank(const char *tmp, int pp, const pl_ckpt_buffers *buf);
+pl_status pl_ckpt_write_finish(const char *dir, const char *tmp, const pl_model_config *cfg,
+                               const pl_ckpt_meta *meta, const pl_registry *reg, int64_t publish_it);
 
 /* An exclusive lock on a save directory: DIR/.plait.lock, flock(LOCK_EX |
  * LOCK_NB), holding "host H pid P". A second taker fails at once with an error

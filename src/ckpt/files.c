@@ -61,6 +61,14 @@ static pl_status open_error(int dfd, const char *name, const char *path, int err
     return pl_errorf(PL_ERR_IO, "%s: cannot open: %s", path, strerror(err));
 }
 
+void pl_ckpt_iter_name(int64_t it, char *out, size_t n)
+{
+    if (it == -2) /* PL_CKPT_RELEASE */
+        snprintf(out, n, "release");
+    else
+        snprintf(out, n, "iter_%07lld", (long long)it);
+}
+
 pl_status pl_ckpt_iter_open(const char *dir, int64_t it, int *fd, char *idir, size_t n, int *aside)
 {
     *fd = -1;
@@ -70,7 +78,7 @@ pl_status pl_ckpt_iter_open(const char *dir, int64_t it, int *fd, char *idir, si
         return pl_errorf(PL_ERR_IO, "%s: cannot open the checkpoint directory: %s", dir,
                          strerror(errno));
     char name[64];
-    snprintf(name, sizeof name, "iter_%07lld", (long long)it);
+    pl_ckpt_iter_name(it, name, sizeof name);
     snprintf(idir, n, "%s/%s", dir, name);
     pl_status st = PL_OK;
     int d = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

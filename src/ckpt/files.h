@@ -25,6 +25,10 @@
  * ("ZeRO shard \"file\"", ...); where is the file that named it. */
 pl_status pl_ckpt_rel_check(const char *rel, const char *what, const char *where);
 
+/* The directory name of iteration it: "iter_%07lld", or "release" for
+ * PL_CKPT_RELEASE (ckpt/checkpoint.h). */
+void pl_ckpt_iter_name(int64_t it, char *out, size_t n);
+
 /* Opens iteration `it` of dir as a directory descriptor (*fd) and writes its
  * path to idir (n bytes). iter_N must be a real directory, not a symbolic
  * link. When iter_N is missing but the aside copy iter_N.old of an interrupted

@@ -490,7 +490,7 @@ static pl_status state_read(const cJSON *root, int64_t it, const char *mpath, pl
                             &x[i]);
     if (st)
         return st;
-    if ((int64_t)x[0] != it)
+    if ((int64_t)x[0] != (it == -2 ? 0 : it)) /* release: iteration 0 */
         return pl_errorf(PL_ERR_FORMAT, "%s: \"iteration\" is %lld but the directory is iteration "
                          "%lld", mpath, (long long)x[0], (long long)it);
     m->iteration = (int64_t)x[0];

@@ -7,6 +7,7 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "ckpt/checkpoint.h"
+#include "ckpt/files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -129,7 +130,9 @@ pl_status pl_ckpt_prepare_dir(const char *dir)
 pl_status pl_ckpt_publish(const char *dir, const char *tmp, int64_t it)
 {
     char final[PATH_MAX_], aside[PATH_MAX_ + 8], path[PATH_MAX_ + 64], num[32];
-    snprintf(final, sizeof final, "%s/iter_%07lld", dir, (long long)it);
+    char name[64];
+    pl_ckpt_iter_name(it, name, sizeof name);
+    snprintf(final, sizeof final, "%s/%s", dir, name);
     snprintf(aside, sizeof aside, "%s.old", final);
     pl_status st = pl_fsync_dir(tmp);
     if (st)
@@ -152,7 +155,10 @@ pl_status pl_ckpt_publish(const char *dir, const char *tmp, int64_t it)
     if ((st = pl_fsync_dir(dir)))
         return st;
     pl_ckpt_crash_point("ckpt-renamed");
-    snprintf(num, sizeof num, "%lld", (long long)it);
+    if (it == -2) /* Megatron's release checkpoint */
+        snprintf(num, sizeof num, "release");
+    else
+        snprintf(num, sizeof num, "%lld", (long long)it);
     snprintf(path, sizeof path, "%s/%s", dir, LATEST);
     if ((st = pl_file_write_atomic(path, num, strlen(num))) || (st = pl_fsync_dir(dir)))
         return st;

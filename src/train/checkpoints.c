@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "ckpt/checkpoint.h"
+#include "ckpt/tools.h"
 
 #include <string.h>
 
@@ -73,7 +74,7 @@ pl_status pl_train_save(pl_trainer *t)
         st = pl_zero_allgather_all(&t->zero, params);
     }
     pl_ckpt_buffers buf = {&t->reg, params, t->zero_stage ? NULL : t->exp_avg,
-                           t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL};
+                           t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL, 0};
     double t0 = pl_time_now();
     if (!st)
         st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
@@ -86,78 +87,64 @@ pl_status pl_train_save(pl_trainer *t)
     return st;
 }
 
-/* The scheduler fields a resumed run must agree on, unless told otherwise
- * (Megatron's OptimizerParamScheduler._check_and_set). */
-static pl_status check_schedule(const pl_lr_schedule *run, const pl_lr_schedule *ck, const char *dir)
-{
-    struct {
-        const char *flag;
-        double a, b;
-    } f[] = {{"--lr", run->max_lr, ck->max_lr},
-             {"--min-lr", run->min_lr, ck->min_lr},
-             {"--lr-warmup-init", run->init_lr, ck->init_lr},
-             {"the warmup length (samples)", (double)run->warmup_steps, (double)ck->warmup_steps},
-             {"the decay length (samples)", (double)run->decay_steps, (double)ck->decay_steps},
-             {"--lr-decay-style", run->style, ck->style}};
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        if (f[i].a != f[i].b)
-            return pl_errorf(PL_ERR_ARG, "--load %s: %s is %g in this run and %g in the "
-                             "checkpoint (the schedule must match to resume)",
-                             dir, f[i].flag, f[i].a, f[i].b);
-    return PL_OK;
-}
-
 pl_status pl_train_load(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
     int64_t it;
-    pl_status st = pl_ckpt_latest(a->load, &it);
+    char dir[4096];
+    const int step = pl_train_args_given(a, "--ckpt-step");
+    if (step && a->ckpt_step < 0)
+        return pl_errorf(PL_ERR_ARG, "--ckpt-step %lld: expected an iteration >= 0",
+                         (long long)a->ckpt_step);
+    pl_status st = pl_ckpt_resolve(a->load, step ? a->ckpt_step : -1, dir, sizeof dir, &it);
     if (st)
         return st;
-    if (it < 0) {
+    if (it == -1) {
         if (pl_train_is_root(t))
             pl_log_info("no checkpoint in %s: starting from scratch", a->load);
         return PL_OK;
     }
-    int weights_only = a->finetune || a->no_load_optim;
+    const int release = it == PL_CKPT_RELEASE;
+    int weights_only = a->finetune || a->no_load_optim || release;
     pl_ckpt_zero zs = zero_shard(t, !weights_only);
     float *params;
     if ((st = full_params(t, &params)))
         return st;
     pl_ckpt_buffers buf = {&t->reg, params, weights_only || t->zero_stage ? NULL : t->exp_avg,
                            weights_only || t->zero_stage ? NULL : t->exp_avg_sq,
-                           t->zero_stage ? &zs : NULL};
+                           t->zero_stage ? &zs : NULL, 0};
     pl_ckpt_meta meta;
     char *strings = NULL;
-    st = pl_ckpt_load(a->load, it, &t->cfg, &buf, &meta, &strings);
+    st = pl_ckpt_load(dir, it, &t->cfg, &buf, &meta, &strings);
     if (!st && t->zero_stage == 3)
         memcpy(t->pshard, params + t->zero.lo, (size_t)t->zero.shard * sizeof(float));
     if (params != t->params)
         pl_free(params);
+    pl_free(strings);
     if (st)
         return st;
     if (!weights_only && meta.lamb != a->lamb.on)
-        st = pl_errorf(PL_ERR_ARG, "%s: iteration %lld's optimizer state is %s's but this run's "
-                       "optimizer is %s (resume with --no-load-optim to start the moments afresh)",
-                       a->load, (long long)it, meta.lamb ? "Lamb" : "AdamW",
-                       a->lamb.on ? "Lamb" : "AdamW");
-    if (!st && !a->finetune) {
-        st = check_schedule(&t->sched, &meta.schedule, a->load);
-        t->iteration = meta.iteration;
-        t->consumed_train = meta.consumed_train_samples;
-        t->consumed_valid = meta.consumed_valid_samples;
-        t->sched.num_steps = meta.schedule.num_steps;
-        if (!a->no_load_optim)
-            t->opt_steps = meta.optimizer_steps;
-        if (!a->no_load_optim && meta.has_loss_scaler && t->scaler.dynamic) {
-            t->scaler.scale = meta.loss_scale; /* Megatron's grad_scaler state */
-            t->scaler.growth_tracker = meta.growth_tracker;
-            t->scaler.hysteresis_tracker = meta.hysteresis_tracker;
-        }
+        return pl_errorf(PL_ERR_ARG, "%s: iteration %lld's optimizer state is %s's but this run's "
+                         "optimizer is %s (resume with --no-load-optim to start the moments "
+                         "afresh)", a->load, (long long)it, meta.lamb ? "Lamb" : "AdamW",
+                         a->lamb.on ? "Lamb" : "AdamW");
+    if (pl_train_is_root(t)) {
+        pl_log_info("loaded checkpoint %s iteration %lld, saved as TP %d x PP %d x DP %d, into TP "
+                    "%d x PP %d x DP %d (ZeRO %d)", dir, (long long)it, meta.tp, meta.pp, meta.dp,
+                    t->grid.layout.tp, t->grid.layout.pp, t->grid.layout.dp, t->zero_stage);
+        if (meta.padded_vocab != t->cfg.padded_vocab)
+            pl_log_warn("the checkpoint's vocabulary is padded to %lld rows, this run's to %lld "
+                        "(--make-vocab-size-divisible-by x TP): rows %s; the padding logits enter "
+                        "the softmax, so the losses differ from a run that kept the padding",
+                        (long long)meta.padded_vocab, (long long)t->cfg.padded_vocab,
+                        meta.padded_vocab < t->cfg.padded_vocab ? "the checkpoint lacks are "
+                        "zero-filled (weights and Adam moments)" : "past this run's are dropped");
     }
-    pl_free(strings);
-    if (!st && pl_train_is_root(t))
-        pl_log_info("loaded checkpoint %s at iteration %lld (%lld samples consumed)", a->load,
-                    (long long)it, (long long)t->consumed_train);
-    return st;
+    if (release) { /* Megatron: a release checkpoint loads as --finetune */
+        if (pl_train_is_root(t))
+            pl_log_info("%s/release: a weights-only release checkpoint, starting at iteration 0 "
+                        "(Megatron's rule)", dir);
+        return PL_OK;
+    }
+    return pl_train_apply_loaded(t, &meta);
 }

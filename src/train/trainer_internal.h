@@ -199,6 +199,18 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
 /* checkpoints.c: save to --save; resume (or fine-tune) from --load. */
 pl_status pl_train_save(pl_trainer *t);
 pl_status pl_train_load(pl_trainer *t);
+/* What the trainer takes from a loaded checkpoint's state (train/resume.c):
+ * Megatron's load_checkpoint (megatron/training/checkpointing.py). --finetune:
+ * the weights only, at iteration 0 with no samples consumed; --no-load-optim:
+ * the iteration and consumed samples, but neither the optimizer (Adam's moments
+ * and step, the loss scaler) nor the learning-rate scheduler, which starts
+ * again at step 0 (Megatron loads the scheduler with the optimizer). The
+ * schedule's fields must equal the checkpoint's unless
+ * --override-opt_param-scheduler (this run's) or
+ * --use-checkpoint-opt_param-scheduler (the checkpoint's) says which wins; a
+ * log line names every field that changed and what the schedule does next. */
+struct pl_ckpt_meta;
+pl_status pl_train_apply_loaded(pl_trainer *t, const struct pl_ckpt_meta *meta);
 
 /* report.c: --metrics-file (default SAVE/metrics.jsonl), opened by rank 0 for appending. */
 pl_status pl_train_open_metrics(pl_trainer *t);

@@ -29,10 +29,14 @@ def read_safetensors(path):
     head = json.loads(raw[8:8 + n])
     out = {}
     for k, v in head.items():
-        if k == '__metadata__' or k.startswith('optimizer.'):
+        if k == '__metadata__':
             continue
-        assert v['dtype'] == 'F32', (path, k, v['dtype'])
+        assert v['dtype'] in ('F32', 'BF16'), (path, k, v['dtype'])
         a, b = v['data_offsets']
+        if v['dtype'] == 'BF16':  # the top 16 bits of a float32
+            bits = np.frombuffer(raw[8 + n + a:8 + n + b], dtype='<u2').astype(np.uint32) << 16
+            out[k] = bits.view(np.float32).reshape(v['shape'])
+            continue
         out[k] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v['shape'])
     return out
 
@@ -48,14 +52,16 @@ def rank_files(idir, man):
     return tp, files
 
 
-def whole(idir):
-    """{name: global array}, and {name: [per-TP-rank arrays]} of replicated tensors."""
+def whole(idir, prefix='', trim=True):
+    """{name: global array}, and {name: [per-TP-rank arrays]} of replicated tensors.
+    prefix 'optimizer.exp_avg.' (or '...exp_avg_sq.') assembles a stage-0 checkpoint's
+    Adam moments instead of the parameters; trim=False keeps the vocabulary padding."""
     man = json.load(open(os.path.join(idir, 'manifest.json')))
     tp, files = rank_files(idir, man)
     out, replicas = {}, {}
     for name, info in man['tensors'].items():
         stage = info['pipeline_stage']
-        parts = [files[(t, stage)][name] for t in range(tp)]
+        parts = [files[(t, stage)][prefix + name] for t in range(tp)]
         split = info['tp_split']
         if split == 'replicated':
             out[name], replicas[name] = parts[0], parts
@@ -82,7 +88,7 @@ def whole(idir):
         want = tuple(info['shape'])
         if out[name].shape != want:
             raise SystemExit(f'{name}: assembled {out[name].shape}, manifest says {want}')
-        if split == 'vocab':
+        if split == 'vocab' and trim:
             out[name] = out[name][:man['model']['vocab_size']]
     # Pipelined with tied embeddings, the last stage holds a copy of the word embeddings
     # as output_layer.weight: it must equal them bit for bit, and is the same tensor.

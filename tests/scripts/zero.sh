@@ -187,7 +187,6 @@ check_fails "a DeepSpeed batch rule violation names the keys" \
     "train_batch_size 8 != train_micro_batch_size_per_gpu 1 \\* gradient_accumulation_steps 2 \\* data-parallel size 2" \
     timeout 60 mpirun.openmpi -n 2 "$PLAIT" train "${MODEL[@]}" \
     --deepspeed_config "$TMP/dsbad.json"
-check_fails "resuming a ZeRO checkpoint with another DP size is refused (DeepSpeed's message)" \
-    "The checkpoint being loaded used a DP world size of 2 but the current world size is 4" \
+check "a ZeRO checkpoint loads at another DP size, 2 -> 4 (reshard.sh checks resumed losses)" \
     timeout 120 mpirun.openmpi -n 4 "$PLAIT" train "${MODEL[@]}" --zero-stage 2 --load "$TMP/z2_dp2"
 summary zero

@@ -132,7 +132,7 @@ static pl_status load_latest(const char *dir, const pl_model_config *cfg, const 
         return pl_errorf(PL_ERR_ARG, "%s: no latest_checkpointed_iteration.txt", dir);
     pl_ckpt_meta meta;
     char *strings = NULL;
-    pl_ckpt_buffers buf = {reg, params, NULL, NULL, NULL};
+    pl_ckpt_buffers buf = {reg, params, NULL, NULL, NULL, 0};
     st = pl_ckpt_load(dir, it, cfg, &buf, &meta, &strings);
     pl_free(strings);
     return st;
