@@ -320,6 +320,11 @@ static pl_status setup_model(pl_trainer *t)
             a->recompute_method && !strcmp(a->recompute_method, "block") ? PL_RECOMPUTE_BLOCK
                                                                          : PL_RECOMPUTE_UNIFORM,
             a->recompute_num_layers};
+    /* fp32 parameters, gradients, Adam moments: 16 bytes a parameter; ZeRO-1/2 keep at
+     * least the parameters whole, ZeRO-3 shards all four over DP */
+    PL_TRY(pl_model_check_size(c, t->grid.layout.tp, t->grid.layout.pp,
+                               t->zero_stage == 0 ? 16.0 : t->zero_stage < 3 ? 4.0
+                                                                           : 16.0 / t->dp));
     pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
     PL_TRY(pl_model_register(&t->reg, c, t->grid.layout.pp));
     pl_model_stage stage;
