@@ -902,7 +902,7 @@ static pl_status run(pl_trainer *t)
         PL_TRY(pl_train_tb_iteration(t, &r));
         if (t->iteration % a->log_interval == 0 || t->iteration == t->train_iters) {
             double now = pl_time_now();
-            pl_train_log_iteration(t, &r, (now - t_window) * 1e3, window);
+            PL_TRY(pl_train_log_iteration(t, &r, (now - t_window) * 1e3, window));
             PL_TRY(pl_train_tb_window(t, (now - t_window) / (double)window));
             window = 0;
             t_window = now;
@@ -910,7 +910,7 @@ static pl_status run(pl_trainer *t)
         if (do_valid && t->iteration % a->eval_interval == 0) {
             double vl;
             PL_TRY(evaluate(t, &vl));
-            pl_train_log_eval(t, vl);
+            PL_TRY(pl_train_log_eval(t, vl));
             PL_TRY(pl_train_tb_eval(t, vl));
             t_window = pl_time_now();
         }
