@@ -57,10 +57,12 @@ static pl_status measure_gemm_peak(pl_gemm *g, float *scratch, size_t scratch_fl
 {
     const int64_t M = 1024, N = 1024, K = 1024;
     const size_t need = (size_t)(M * K + K * N + M * N);
-    float *own = scratch_floats >= need ? NULL : pl_malloc(need * sizeof(float));
-    float *a = own ? own : scratch;
-    if (!a)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory measuring the GEMM peak");
+    float *own = NULL, *a = scratch;
+    if (scratch_floats < need) { /* (a failed allocation must not fall back on scratch) */
+        own = a = pl_malloc(need * sizeof(float));
+        if (!own)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory measuring the GEMM peak");
+    }
     for (int64_t i = 0; i < M * K + K * N; i++)
         a[i] = (float)((i * 7919) % 97) * 0.01f;
     float *b = a + M * K, *c = b + K * N;
