@@ -5,20 +5,21 @@
 #
 # 1. kill -9 at random moments: CHAOS_KILLS_SP single-process, CHAOS_KILLS_DP DP 2 and
 #    CHAOS_KILLS_Z3 ZeRO-3 (mpirun -n 2) runs of 12 iterations that save every iteration,
-#    each killed once after a random delay (uniform from half the start-up to the end of
-#    an uninterrupted run, so kills land in start-up, steps and saves; in MPI runs alternately one random rank, or every
+#    each killed once after a random delay (uniform from half the start-up to 0.1 s after
+#    an uninterrupted run logs its last iteration, so kills land in start-up, steps and
+#    saves; in MPI runs alternately one random rank, or every
 #    process of the job at once as a power cut would), then resumed with the same
 #    command and --load. Each resumed run must finish; its losses must be bit-identical
 #    to an uninterrupted run's for every iteration it ran, and its final checkpoint
 #    (every file of iter_0000012) byte-identical to the uninterrupted run's.
-# 2. Full disks: tmpfs mounts of 8 sizes (as root) into which 4-iteration runs save every
-#    iteration: each run either finishes or fails with exit status 1 naming ENOSPC, and
+# 2. Full disks: tmpfs mounts of 8 sizes, 150 to 1200 KiB (as root), into which
+#    4-iteration runs save every iteration (~110 KiB a checkpoint, all kept): each run either finishes or fails with exit status 1 naming ENOSPC, and
 #    the newest published checkpoint then still resumes to the end elsewhere.
 # 3. Rank death and freeze timing (mpirun -n 2): kill -9 of rank 1, and SIGSTOP of rank 1
 #    with --distributed-timeout-minutes 0.05 (3 s), CHAOS_RANK_TRIALS times each: the
 #    time from the signal to the job's end, the exit status, the first error line.
 # 4. Allocation faults: tests/scripts/alloc_faults.sh with every CHAOS_ALLOC_STRIDE-th N
-#    (default 4; 1 = every N, about 35 minutes here) under ASan with the hook's live-block
+#    (default 8; 1 = every N, about 40 minutes here) under ASan with the hook's live-block
 #    count, then every 40th N with LeakSanitizer as well.
 # CHAOS_SEED makes the kill moments reproducible; CHAOS_PARTS (e.g. "1 3") runs a subset.
 set -u
@@ -81,20 +82,32 @@ if [[ " $PARTS " == *" 1 "* ]]; then
         launch $kind "$ref" "$ref.jsonl" "$ref.log"
         until [ -s "$ref.jsonl" ] || ! kill -0 $PID 2>/dev/null; do sleep 0.01; done
         start=$(echo "$(now) - $t" | bc) # start-up: until the first metrics line
+        until [ "$(grep -c lm_loss "$ref.jsonl")" -ge 12 ] || ! kill -0 $PID 2>/dev/null; do
+            sleep 0.01
+        done
+        last=$(echo "$(now) - $t" | bc) # the last iteration logged (its save follows)
         finish $PID 300; rc=$RC
         dur=$(echo "$(now) - $t" | bc)
         if [ "$rc" -ne 0 ] || [ "$(cat "$ref/latest_checkpointed_iteration.txt" 2>/dev/null)" != 12 ]; then
             bad "$kind: the uninterrupted run (exit $rc)"; tail -5 "$ref.log"; continue
         fi
         lo=$(echo "scale=3; $start / 2" | bc)
-        echo "# $kind: uninterrupted run ${dur}s (first iteration logged at ${start}s); killing" \
-             "$n runs at uniform moments in [${lo}, ${dur}]s"
+        hi=$(echo "scale=3; $last + 0.1" | bc)
+        echo "# $kind: uninterrupted run ${dur}s (iterations 1 and 12 logged at ${start}s and" \
+             "${last}s); killing $n runs at uniform moments in [${lo}, ${hi}]s"
         good=0 where_save=0 where_none=0 restarts=0 where_end=0
         for i in $(seq "$n"); do
             d=$TMP/$kind-$i
-            delay=$(echo "scale=3; $lo + ($dur - $lo) * $RANDOM / 32768" | bc)
+            delay=$(echo "scale=3; $lo + ($hi - $lo) * $RANDOM / 32768" | bc)
             launch $kind "$d" "$d.killed.jsonl" "$d.killed.log"
-            sleep "$delay"
+            if [ $((i % 4)) = 3 ]; then
+                # every 4th kill waits for a save in progress: an iter_N.tmp being written
+                # (a save takes ~1% of the run, so uniform moments seldom land in one)
+                delay=save
+                until compgen -G "$d/iter_*.tmp" >/dev/null || ! kill -0 $PID 2>/dev/null; do :; done
+            else
+                sleep "$delay"
+            fi
             if [ $kind = sp ] || [ $((i % 2)) = 0 ]; then
                 kill -9 -- -"$PID" 2>/dev/null # the whole process group: a power cut
                 how=all
@@ -107,7 +120,8 @@ if [[ " $PARTS " == *" 1 "* ]]; then
             at=$(cat "$d/latest_checkpointed_iteration.txt" 2>/dev/null || echo none)
             [ "$at" = none ] && where_none=$((where_none + 1))
             [ "$at" = 12 ] && where_end=$((where_end + 1))
-            ls -d "$d"/iter_*.tmp "$d"/iter_*.old >/dev/null 2>&1 && where_save=$((where_save + 1))
+            { compgen -G "$d/iter_*.tmp" || compgen -G "$d/iter_*.old"; } >/dev/null &&
+                where_save=$((where_save + 1))
             # resume (again if a resumed run itself fails, at most 3 times)
             ok_run=0
             for attempt in 1 2 3; do
@@ -149,7 +163,7 @@ if [[ " $PARTS " == *" 2 "* ]]; then
         echo "# skipped: not root (tmpfs mounts)"
     else
         clean=0 finished=0 nospace=0 total=0
-        for kb in 100 140 180 220 260 300 340 380; do
+        for kb in 150 300 450 600 750 900 1050 1200; do
             m=$TMP/disk$kb; mkdir -p "$m"
             mount -t tmpfs -o size=${kb}k tmpfs "$m" && MOUNTS+=("$m") || { bad "mount ${kb}k"; continue; }
             total=$((total + 1))
@@ -176,7 +190,7 @@ if [[ " $PARTS " == *" 2 "* ]]; then
             fi
             umount "$m"
         done
-        echo "# disks of 100..380 KiB: $total runs, $finished finished, $nospace stopped on ENOSPC;" \
+        echo "# disks of 150..1200 KiB: $total runs, $finished finished, $nospace stopped on ENOSPC;" \
              "$clean clean (finished, or the newest checkpoint resumed)"
         [ "$clean" -eq "$total" ] && ok "full disks: every run finished or stopped cleanly with a loadable checkpoint"
         bash "$ROOT/tests/scripts/disk_full.sh" | tail -1
@@ -222,7 +236,7 @@ fi
 if [[ " $PARTS " == *" 4 "* ]]; then
     echo "# part 4: allocation faults"
     t=$(now)
-    st=${CHAOS_ALLOC_STRIDE:-4}
+    st=${CHAOS_ALLOC_STRIDE:-8}
     if ALLOC_FAULT_STRIDE=$st ALLOC_FAULT_LSAN=0 bash "$ROOT/tests/scripts/alloc_faults.sh" \
         >"$TMP/af1.out" 2>&1; then ok "every ${st}th N: ASan, live blocks"; else bad "every ${st}th N: ASan, live blocks"; fi
     grep -E "^#|^not ok|alloc_faults:" "$TMP/af1.out"
