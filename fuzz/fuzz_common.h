@@ -13,17 +13,36 @@
 
 char *mkdtemp(char *tmpl);
 
-/* The scratch directory (created on first use; aborts if it cannot be). */
+static char fuzz_dir_path[256];
+
+/* Removes the scratch directory and the files the targets write into it (each target
+ * calls it after every input: libFuzzer ends without running atexit handlers). */
+static void fuzz_dir_remove(void)
+{
+    static const char *const names[] = {"ds.json", "cache.npy", "iter_0000002/manifest.json",
+                                        "iter_0000002/manifest.json.xxh64", "iter_0000002"};
+    char path[512];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(path, sizeof path, "%s/%s", fuzz_dir_path, names[i]);
+        if (unlink(path) != 0)
+            rmdir(path);
+    }
+    rmdir(fuzz_dir_path);
+    fuzz_dir_path[0] = 0;
+}
+
+/* The scratch directory (created on first use after a removal; aborts if it cannot
+ * be created). */
 static const char *fuzz_dir(void)
 {
-    static char dir[256];
-    if (!dir[0]) {
+    if (!fuzz_dir_path[0]) {
         const char *t = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/plait-fuzz-XXXXXX", t && *t ? t : "/tmp");
-        if (!mkdtemp(dir))
+        snprintf(fuzz_dir_path, sizeof fuzz_dir_path, "%s/plait-fuzz-XXXXXX",
+                 t && *t ? t : "/tmp");
+        if (!mkdtemp(fuzz_dir_path))
             abort();
     }
-    return dir;
+    return fuzz_dir_path;
 }
 
 /* Writes n bytes to path (truncating); aborts on failure. */

@@ -10,7 +10,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static int one_input(const uint8_t *data, size_t size)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/ds.json", fuzz_dir());
@@ -21,5 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pl_train_args a;
     if (pl_train_args_parse(&a, (int)(sizeof argv / sizeof *argv) - 1, argv) == PL_OK)
         pl_train_args_free(&a);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    one_input(data, size);
+    fuzz_dir_remove();
     return 0;
 }

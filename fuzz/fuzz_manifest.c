@@ -18,7 +18,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static int one_input(const uint8_t *data, size_t size)
 {
     char idir[512], path[600], sum[64];
     snprintf(idir, sizeof idir, "%s/iter_0000002", fuzz_dir());
@@ -51,5 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pl_free(strings);
     }
     close(fd);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    one_input(data, size);
+    fuzz_dir_remove();
     return 0;
 }

@@ -10,7 +10,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static int one_input(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
@@ -36,5 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sum += pl_npy_get(&a, i);
     (void)sum;
     pl_npy_free(&a);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    one_input(data, size);
+    fuzz_dir_remove();
     return 0;
 }
