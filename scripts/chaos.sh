@@ -67,7 +67,7 @@ launch() {
 }
 # finish PID SECS: waits for the job, killing its process group after SECS; sets RC.
 finish() {
-    timeout "$2" tail --pid="$1" -f /dev/null || kill -9 -- -"$1" 2>/dev/null
+    timeout "$2" tail -s 0.05 --pid="$1" -f /dev/null || kill -9 -- -"$1" 2>/dev/null
     wait "$1" 2>/dev/null; RC=$?
 }
 # ranks PID: the plait processes of the job started as PID (itself when single-process)
