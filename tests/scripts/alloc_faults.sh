@@ -10,7 +10,7 @@
 #
 # Three runs (tiny model, --mock-data): `train` 2 iterations; `save` 2 iterations and a
 # checkpoint; `load` resuming that checkpoint to iteration 3 with one evaluation. In
-# `make test` every ALLOC_FAULT_STRIDE-th N (default: 5, 190, 240: 21 runs, ~60 s);
+# `make test` every ALLOC_FAULT_STRIDE-th N (default: 6, 235, 290: 17 runs, 50-90 s);
 # `make chaos` runs every 8th N, and every 40th with LeakSanitizer (scripts/chaos.sh). Knobs:
 #   ALLOC_FAULT_STRIDE  1 = every N; unset = a few per run
 #   ALLOC_FAULT_PLAIT   the build to inject into (default build-asan/plait)
@@ -82,11 +82,11 @@ sweep() {
     check "$name: every injected failure ends cleanly${first:+ (first bad: $first)}" test "$bad" -eq 0
 }
 
-sweep train 5 "rm -rf '$TMP/ck'" "${TINY[@]}" --train-iters 2
-sweep save 190 "rm -rf '$TMP/ck'" "${TINY[@]}" --train-iters 2 --save "$TMP/ck"
+sweep train 6 "rm -rf '$TMP/ck'" "${TINY[@]}" --train-iters 2
+sweep save 235 "rm -rf '$TMP/ck'" "${TINY[@]}" --train-iters 2 --save "$TMP/ck"
 rm -rf "$TMP/base" && timeout 60 "$ROOT/build/plait" train "${TINY[@]}" --train-iters 2 \
     --save "$TMP/base" >/dev/null 2>&1
 check "a checkpoint to resume from" test -f "$TMP/base/latest_checkpointed_iteration.txt"
-sweep load 240 "" "${TINY[@]}" --train-iters 3 --load "$TMP/base" --eval-iters 1 --eval-interval 3
+sweep load 290 "" "${TINY[@]}" --train-iters 3 --load "$TMP/base" --eval-iters 1 --eval-interval 3
 
 summary alloc_faults
