@@ -19,8 +19,8 @@
 #    with --distributed-timeout-minutes 0.05 (3 s), CHAOS_RANK_TRIALS times each: the
 #    time from the signal to the job's end, the exit status, the first error line.
 # 4. Allocation faults: tests/scripts/alloc_faults.sh with every CHAOS_ALLOC_STRIDE-th N
-#    (default 8; 1 = every N, about an hour here under load) under ASan with the hook's live-block
-#    count, then every 40th N with LeakSanitizer as well.
+#    (default 8; 1 = every N, about an hour here under load) under ASan with the hook's
+#    live-block count, then every 40th N with LeakSanitizer as well.
 # CHAOS_SEED makes the kill moments reproducible; CHAOS_PARTS (e.g. "1 3") runs a subset.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
