@@ -5,6 +5,8 @@
 #   make asan       the unit tests under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz       libFuzzer targets, long runs (FUZZ_SECONDS each)
 #   make install    plait into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local); make uninstall
+#   make chaos      kill -9, full disks, dead/frozen ranks, allocation faults (~15 min;
+#                   not in make test; docs/reliability.md)
 #   WERROR=1        warnings are errors (CI)
 #   MPI_PKG=mpich   build against MPICH instead of OpenMPI (e.g. BUILD=build-mpich)
 
@@ -34,7 +36,7 @@ TTOOL_BIN := $(TTOOL_SRC:tests/tools/%.c=$(BUILD)/testtools/%)
 LIB       := $(BUILD)/libplait.a
 PLAIT     := $(BUILD)/plait
 
-.PHONY: all test unit setup demo asan fuzz fuzz-build mpich-build clean bench install uninstall
+.PHONY: all test unit setup demo asan fuzz fuzz-build mpich-build clean bench install uninstall chaos
 all: $(LIB) $(PLAIT) $(TEST_BIN) $(TTOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -103,6 +105,10 @@ build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libplait.a
 
 fuzz: fuzz-build
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+chaos: all
+	$(MAKE) asan-build
+	scripts/chaos.sh
 
 demo: setup all
 	scripts/demo.sh

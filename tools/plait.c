@@ -2,9 +2,11 @@
  * (with the other files in tools/) that turns a pl_status into an exit code. */
 #include "commands.h"
 
+#include "base/alloc.h"
 #include "base/log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct subcommand {
@@ -74,8 +76,40 @@ int plait_parse(const pl_command_spec *cmd, void *opts, int argc, char **argv,
     return -1;
 }
 
+/* Allocation fault injection for tests (docs/reliability.md): PLAIT_FAIL_ALLOC_AT=N
+ * (N >= 1) makes the N-th call of the allocation hook fail, and every later one. With it,
+ * or with PLAIT_ALLOC_REPORT=1, the command's allocation calls and the blocks still live
+ * when it returns are printed to stderr (one line, "plait: allocations: ..."). Returns
+ * whether to report. */
+static int alloc_faults_from_env(void)
+{
+    const char *at = getenv("PLAIT_FAIL_ALLOC_AT"), *rep = getenv("PLAIT_ALLOC_REPORT");
+    if (at && *at) {
+        char *end;
+        const long long n = strtoll(at, &end, 10);
+        if (*end || n < 1) {
+            fprintf(stderr, "plait: error: PLAIT_FAIL_ALLOC_AT=%s: expected an integer >= 1\n",
+                    at);
+            exit(2);
+        }
+        pl_alloc_fail_after(n - 1);
+        return 1;
+    }
+    return rep && strcmp(rep, "1") == 0;
+}
+
+static int run_command(const subcommand *c, int argc, char **argv, int report)
+{
+    const int rc = c->run(argc, argv);
+    if (report)
+        fprintf(stderr, "plait: allocations: %lld calls, %lld blocks live at exit\n",
+                (long long)pl_alloc_calls(), (long long)pl_alloc_live());
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    const int report = alloc_faults_from_env();
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -91,7 +125,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
         if (strcmp(argv[1], subcommands[i].name) == 0)
-            return subcommands[i].run(argc - 2, argv + 2);
+            return run_command(&subcommands[i], argc - 2, argv + 2, report);
     fprintf(stderr, "plait: error: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -41,14 +41,18 @@ static void advise_huge(void *p, size_t size)
 
 static _Atomic int64_t fail_after = -1;
 static _Atomic int64_t live;
+static _Atomic int64_t calls;
 
 void pl_alloc_fail_after(int64_t n) { atomic_store(&fail_after, n); }
 
 int64_t pl_alloc_live(void) { return atomic_load(&live); }
 
-/* Returns 1 if this allocation must fail (fault injection). */
+int64_t pl_alloc_calls(void) { return atomic_load(&calls); }
+
+/* Counts the call; returns 1 if this allocation must fail (fault injection). */
 static int inject_failure(void)
 {
+    atomic_fetch_add(&calls, 1);
     int64_t n = atomic_load(&fail_after);
     while (n >= 0) {
         if (n == 0)

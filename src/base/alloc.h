@@ -20,6 +20,9 @@ char *pl_strdup(const char *s);
 void pl_alloc_fail_after(int64_t n);
 /* Blocks allocated and not freed (for leak checks in tests). */
 int64_t pl_alloc_live(void);
+/* Allocation calls so far, failed and injected failures included (pl_realloc of a
+ * block counts as one): the N a fault-injection sweep runs up to. */
+int64_t pl_alloc_calls(void);
 
 /* a*b and a+b with overflow detection: return 0 and set *out, or -1. */
 int pl_mul_size(size_t a, size_t b, size_t *out);

@@ -654,8 +654,11 @@ pl_status pl_ckpt_manifest_read(int idfd, const char *idir, int64_t it, cJSON **
     if (st)
         return st;
     pl_json_init();
+    pl_json_oom_take();
     cJSON *root = cJSON_Parse(text);
     pl_free(text);
+    if (!root && pl_json_oom_take())
+        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory parsing the manifest", mpath);
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, FORMAT) != 0) {
         cJSON_Delete(root);

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t tp)
 {
@@ -159,6 +160,83 @@ fail:
     return st;
 }
 
+/* Physical memory in bytes, or 0 when unknown. */
+static uint64_t phys_bytes(void)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+static double gib(uint64_t b) { return (double)b / (double)(1ull << 30); }
+
+/* The model's size from its configuration alone, without a registry: parameters in
+ * all (*total), registry entries (*entries). Errors when a count overflows int64. */
+static pl_status model_counts(const pl_model_config *c, int pp_size, int64_t *total,
+                              int64_t *entries)
+{
+    pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
+    const int np = pl_block_param_names(&c->block, names);
+    int64_t layer = 0, t = 0, x;
+    for (int k = 0; k < np; k++) {
+        const pl_param_spec s = pl_model_layer_param(c, names[k].field, "", 0, 0, 1);
+        if (__builtin_mul_overflow(s.shape[0], s.ndim == 2 ? s.shape[1] : 1, &x) ||
+            __builtin_add_overflow(layer, x, &layer))
+            goto overflow;
+    }
+    const int64_t C = c->hidden, V = c->padded_vocab;
+    const int64_t tables = (c->block.pos == PL_POS_LEARNED ? 1 : 0) +
+                           (c->untie || pp_size > 1 ? 2 : 1);
+    if (__builtin_mul_overflow(c->num_layers, layer, &t) || __builtin_mul_overflow(V, C, &x) ||
+        __builtin_mul_overflow(x, tables, &x) || __builtin_add_overflow(t, x, &t) ||
+        __builtin_mul_overflow(c->max_positions, C, &x) || __builtin_add_overflow(t, x, &t) ||
+        __builtin_add_overflow(t, 2 * C, &t) ||
+        __builtin_mul_overflow(c->num_layers, (int64_t)np, entries) || *entries > INT64_MAX - 8)
+        goto overflow;
+    *total = t;
+    *entries += 5;
+    return PL_OK;
+overflow:
+    return pl_errorf(PL_ERR_ARG, "the model is too large to count: --num-layers %lld, "
+                     "--hidden-size %lld, --ffn-hidden-size %lld, vocabulary %lld give more "
+                     "than 2^63 parameters", (long long)c->num_layers, (long long)c->hidden,
+                     (long long)c->ffn_hidden, (long long)c->padded_vocab);
+}
+
+pl_status pl_model_check_size(const pl_model_config *c, int tp, int pp, double bytes_per_param)
+{
+    const int64_t L = c->num_layers;
+    if (L < 1 || c->hidden < 1 || c->heads < 1 || c->ffn_hidden < 1 || c->padded_vocab < 1 ||
+        c->max_positions < 0)
+        return pl_errorf(PL_ERR_ARG, "--num-layers %lld, --hidden-size %lld, "
+                         "--num-attention-heads %lld, --ffn-hidden-size %lld and the vocabulary "
+                         "(%lld) must be positive", (long long)L, (long long)c->hidden,
+                         (long long)c->heads, (long long)c->ffn_hidden,
+                         (long long)c->padded_vocab);
+    int64_t total, entries;
+    pl_status st = model_counts(c, pp, &total, &entries);
+    if (st != PL_OK)
+        return st;
+    if (entries > PL_REGISTRY_MAX)
+        return pl_errorf(PL_ERR_ARG, "--num-layers %lld: the model would have %lld parameter "
+                         "tensors; plait's registry holds at most %d", (long long)L,
+                         (long long)entries, PL_REGISTRY_MAX);
+    /* Lower bounds of what a rank must hold: the whole parameter table, and the state
+     * of its share of the parameters (activations come on top). */
+    const uint64_t table = (uint64_t)entries * (sizeof(pl_param) + 2 * sizeof(int32_t));
+    const double state = (double)(total / ((int64_t)tp * pp)) * bytes_per_param;
+    const uint64_t phys = phys_bytes();
+    if (phys && (double)table + state > (double)phys)
+        return pl_errorf(PL_ERR_ARG, "the model is too large for this machine: %lld layers, "
+                         "%.3g parameters; each rank needs at least %.1f GiB for the parameter "
+                         "table%s%.1f GiB for its parameters' state (%.3g bytes per parameter "
+                         "of its TP %d x PP %d share)%s; the machine has %.1f GiB of memory",
+                         (long long)L, (double)total, gib(table),
+                         bytes_per_param > 0 ? " and " : "", state / (double)(1ull << 30),
+                         bytes_per_param, tp, pp, bytes_per_param > 0 ? "" : " not counted",
+                         gib(phys));
+    return PL_OK;
+}
+
 pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_size)
 {
     const pl_block_dims d = pl_model_block_dims(c);
@@ -185,6 +263,9 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     const float std = (float)c->init_std;
     const int last = pp_size - 1;
     pl_status st = PL_OK;
+    /* sizes first: a registry of --num-layers 100000000 would take minutes and
+     * hundreds of GiB before anything else could refuse it */
+    PL_TRY(pl_model_check_size(c, r->tp_size, pp_size, 0));
     pl_param_spec emb[] = {
         {"embedding.word_embeddings.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, 0, -1, 1,
          PL_INIT_NORMAL, std, 0, 0},

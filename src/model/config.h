@@ -153,8 +153,18 @@ int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t 
 pl_param_spec pl_model_layer_param(const pl_model_config *c, size_t field, const char *name,
                                    int stage, int layer, int tp);
 
+/* Refuses, before anything is built, a model whose size cannot be counted in int64, whose
+ * parameter table would exceed PL_REGISTRY_MAX entries, or whose table plus the state of
+ * this rank's share of the parameters (the model over tp x pp, bytes_per_param bytes each:
+ * 16 for fp32 parameters, gradients and Adam moments; less where ZeRO shards them; 0 to
+ * check the table alone) exceeds the machine's physical memory. A lower bound
+ * (activations are not counted), so a model it passes may still not fit. The error names
+ * the flags and the figures. */
+pl_status pl_model_check_size(const pl_model_config *cfg, int tp, int pp, double bytes_per_param);
+
 /* Registers every parameter of cfg for a rank of the TP/PP layout already set
- * in r (stage of layer l: l / (L / pp)). Errors name the flag that makes a
+ * in r (stage of layer l: l / (L / pp)). Checks the size first
+ * (pl_model_check_size, the table alone). Errors name the flag that makes a
  * split impossible (heads, groups or F not divisible by TP, layers by PP). */
 pl_status pl_model_register(pl_registry *r, const pl_model_config *cfg, int pp_size);
 

@@ -7,6 +7,32 @@
 
 #include <string.h>
 
+/* Puts entry i, whose name hashes to h, into the first free slot from h on (linear
+ * probing; the table is at most half full, so a free slot exists). */
+static void index_put(int32_t *slots, int64_t nslots, uint64_t h, int i)
+{
+    const uint64_t mask = (uint64_t)nslots - 1;
+    for (h &= mask; slots[h]; h = (h + 1) & mask)
+        ;
+    slots[h] = i + 1;
+}
+
+/* Doubles the index (at least 128 slots) and re-inserts every entry. */
+static pl_status index_grow(pl_registry *r)
+{
+    const int64_t n = r->nslots ? 2 * r->nslots : 128;
+    int32_t *slots = pl_calloc((size_t)n, sizeof *slots);
+    if (!slots)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory growing the parameter registry's index "
+                         "(%lld slots)", (long long)n);
+    for (int i = 0; i < r->n; i++)
+        index_put(slots, n, pl_hash_str(r->params[i].name), i);
+    pl_free(r->slots);
+    r->slots = slots;
+    r->nslots = n;
+    return PL_OK;
+}
+
 void pl_registry_init(pl_registry *r, int tp_size, int tp_rank, int pp_rank)
 {
     memset(r, 0, sizeof *r);
@@ -18,6 +44,7 @@ void pl_registry_init(pl_registry *r, int tp_size, int tp_rank, int pp_rank)
 void pl_registry_free(pl_registry *r)
 {
     pl_free(r->params);
+    pl_free(r->slots);
     memset(r, 0, sizeof *r);
 }
 
@@ -29,6 +56,14 @@ pl_status pl_registry_add(pl_registry *r, const pl_param_spec *s)
         return pl_errorf(PL_ERR_ARG, "parameter %s: bad shape", s->name);
     if (pl_registry_find(r, s->name))
         return pl_errorf(PL_ERR_ARG, "parameter %s registered twice", s->name);
+    if (r->n >= PL_REGISTRY_MAX)
+        return pl_errorf(PL_ERR_ARG, "parameter %s: more than %d parameters in the registry",
+                         s->name, PL_REGISTRY_MAX);
+    if (2 * ((int64_t)r->n + 1) > r->nslots) {
+        pl_status st = index_grow(r);
+        if (st != PL_OK)
+            return st;
+    }
     if (r->n == r->cap) {
         int ncap = r->cap ? 2 * r->cap : 64;
         pl_param *np = pl_realloc(r->params, (size_t)ncap * sizeof *np);
@@ -94,16 +129,23 @@ pl_status pl_registry_add(pl_registry *r, const pl_param_spec *s)
     } else {
         p->offset = -1;
     }
+    index_put(r->slots, r->nslots, pl_hash_str(p->name), r->n);
     r->n++;
     return PL_OK;
 }
 
 const pl_param *pl_registry_find(const pl_registry *r, const char *name)
 {
-    for (int i = 0; i < r->n; i++)
-        if (strcmp(r->params[i].name, name) == 0)
-            return &r->params[i];
-    return NULL;
+    if (!r->nslots)
+        return NULL;
+    const uint64_t mask = (uint64_t)r->nslots - 1;
+    for (uint64_t h = pl_hash_str(name) & mask;; h = (h + 1) & mask) {
+        const int32_t e = r->slots[h];
+        if (!e)
+            return NULL;
+        if (strcmp(r->params[e - 1].name, name) == 0)
+            return &r->params[e - 1];
+    }
 }
 
 int64_t pl_param_global_index(const pl_param *p, int64_t row, int64_t col)

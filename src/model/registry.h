@@ -14,7 +14,8 @@
 
 #include <stdint.h>
 
-enum { PL_PARAM_NAME_MAX = 96, PL_PARAM_ALIGN = 16 /* floats: 64-byte aligned views */ };
+enum { PL_PARAM_NAME_MAX = 96, PL_PARAM_ALIGN = 16 /* floats: 64-byte aligned views */,
+       PL_REGISTRY_MAX = 1 << 28 /* entries (the index holds int32 entry numbers) */ };
 
 typedef enum {
     PL_TP_REPLICATED, /* every TP rank holds the whole tensor (norms, row-parallel bias) */
@@ -59,6 +60,9 @@ typedef struct pl_param {
 typedef struct pl_registry {
     pl_param *params;
     int n, cap;
+    int32_t *slots;   /* open-addressing index by name: entry + 1, 0 empty; nslots a power of
+                       * two, at least twice n, so add and find take constant time */
+    int64_t nslots;
     int tp_size, tp_rank, pp_rank;
     int64_t numel; /* flat buffer length on this rank (with alignment padding) */
 } pl_registry;
@@ -83,7 +87,8 @@ typedef struct pl_param_spec {
  * offset -1. */
 pl_status pl_registry_add(pl_registry *r, const pl_param_spec *spec);
 
-/* The entry named name, or NULL. */
+/* The entry named name, or NULL (a hash lookup: a registry of millions of entries is
+ * built in linear time). */
 const pl_param *pl_registry_find(const pl_registry *r, const char *name);
 
 /* Fills this rank's flat parameter buffer: normal draws keyed by (seed, name,

@@ -405,8 +405,11 @@ static pl_status apply_preset(pl_train_args *a, unsigned char *cli_given)
     if (st)
         return pl_error_wrap(st, "--config");
     pl_json_init();
+    pl_json_oom_take();
     cJSON *root = cJSON_Parse(text);
     pl_free(text);
+    if (!root && pl_json_oom_take())
+        return pl_errorf(PL_ERR_NOMEM, "--config %s: out of memory parsing it", a->config);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return pl_errorf(PL_ERR_FORMAT, "--config %s: not a JSON object", a->config);

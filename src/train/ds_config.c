@@ -540,8 +540,12 @@ pl_status pl_ds_config_apply(pl_train_args *a)
     if (st)
         return pl_error_wrap(st, "--deepspeed_config");
     pl_json_init();
+    pl_json_oom_take();
     cJSON *root = cJSON_Parse(text);
     pl_free(text);
+    if (!root && pl_json_oom_take())
+        return pl_errorf(PL_ERR_NOMEM, "--deepspeed_config %s: out of memory parsing it",
+                         a->deepspeed_config);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return pl_errorf(PL_ERR_FORMAT, "--deepspeed_config %s: not a JSON object",

@@ -7,8 +7,10 @@
 #include "base/log.h"
 #include "model/spec.h"
 
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -114,17 +116,42 @@ void pl_train_comm_step_done(pl_trainer *t)
     pl_dp_step_stats_add(a, s);
 }
 
+/* The metrics file's path into path: --metrics-file, or SAVE/metrics.jsonl; 0 if none. */
+static int metrics_path(const pl_trainer *t, char *path, size_t size)
+{
+    if (t->a->metrics_file)
+        snprintf(path, size, "%s", t->a->metrics_file);
+    else if (t->a->save)
+        snprintf(path, size, "%s/metrics.jsonl", t->a->save);
+    else
+        return 0;
+    return 1;
+}
+
+/* Flushes the metrics lines just written: a failed write (a full disk, an I/O error)
+ * is an error naming the file, never a silently shorter file. */
+static pl_status metrics_flush(pl_trainer *t)
+{
+    const int failed = ferror(t->metrics);
+    errno = 0;
+    if (fflush(t->metrics) == 0 && !failed)
+        return PL_OK;
+    const int err = errno ? errno : EIO;
+    char path[4096];
+    metrics_path(t, path, sizeof path);
+    return pl_errorf(PL_ERR_IO, "%s %s: cannot write the metrics of iteration %lld: %s; stopping "
+                     "(a run must not go on with its record lost)",
+                     t->a->metrics_file ? "--metrics-file" : "--save", path,
+                     (long long)t->iteration, strerror(err));
+}
+
 /* --metrics-file (or SAVE/metrics.jsonl), opened by rank 0 for appending. */
 pl_status pl_train_open_metrics(pl_trainer *t)
 {
     if (!pl_train_is_root(t))
         return PL_OK;
     char path[4096];
-    if (t->a->metrics_file)
-        snprintf(path, sizeof path, "%s", t->a->metrics_file);
-    else if (t->a->save)
-        snprintf(path, sizeof path, "%s/metrics.jsonl", t->a->save);
-    else
+    if (!metrics_path(t, path, sizeof path))
         return PL_OK;
     if (t->a->save) {
         pl_status st = pl_mkdirs(t->a->save);
@@ -133,11 +160,13 @@ pl_status pl_train_open_metrics(pl_trainer *t)
     }
     t->metrics = fopen(path, "a");
     if (!t->metrics)
-        return pl_errorf(PL_ERR_IO, "--metrics-file %s: cannot open for appending", path);
+        return pl_errorf(PL_ERR_IO, "--metrics-file %s: cannot open for appending: %s", path,
+                         strerror(errno));
     return PL_OK;
 }
 
-void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window)
+pl_status pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms,
+                                 int64_t iters_in_window)
 {
     double tokens_s = (double)(t->gbs * t->cfg.seq_length) * (double)iters_in_window / (ms / 1e3);
     double ms_iter = ms / (double)iters_in_window;
@@ -213,9 +242,10 @@ void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int6
             if (!isnan(r->sop_loss)) /* BERT's binary head (Megatron's "sop loss") */
                 fprintf(t->metrics, ", \"sop_loss\": %.17g", isfinite(r->sop_loss) ? r->sop_loss : -1.0);
             fprintf(t->metrics, "}\n");
-            fflush(t->metrics);
+            return metrics_flush(t);
         }
     }
+    return PL_OK;
 }
 
 /* Megatron's evaluate_and_print_results: the line between two rules of dashes
@@ -234,24 +264,25 @@ static void eval_block(const char *prefix, double loss)
     pl_log_info("%s", rule);
 }
 
-void pl_train_log_eval(pl_trainer *t, double loss)
+pl_status pl_train_log_eval(pl_trainer *t, double loss)
 {
     if (!pl_train_is_root(t))
-        return;
+        return PL_OK;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "iteration %lld", (long long)t->iteration);
     eval_block(prefix, loss);
     if (t->metrics) {
         fprintf(t->metrics, "{\"iteration\": %lld, \"valid_lm_loss\": %.9g, \"valid_ppl\": %.9g}\n",
                 (long long)t->iteration, loss, exp(fmin(20.0, loss)));
-        fflush(t->metrics);
+        return metrics_flush(t);
     }
+    return PL_OK;
 }
 
-void pl_train_log_eval_final(pl_trainer *t, const char *split, double loss)
+pl_status pl_train_log_eval_final(pl_trainer *t, const char *split, double loss)
 {
     if (!pl_train_is_root(t))
-        return;
+        return PL_OK;
     char prefix[96];
     snprintf(prefix, sizeof prefix, "iteration %lld on %s set", (long long)t->iteration, split);
     eval_block(prefix, loss);
@@ -259,8 +290,9 @@ void pl_train_log_eval_final(pl_trainer *t, const char *split, double loss)
         const char *key = strcmp(split, "test") == 0 ? "test" : "final_valid";
         fprintf(t->metrics, "{\"iteration\": %lld, \"%s_lm_loss\": %.9g, \"%s_ppl\": %.9g}\n",
                 (long long)t->iteration, key, loss, key, exp(fmin(20.0, loss)));
-        fflush(t->metrics);
+        return metrics_flush(t);
     }
+    return PL_OK;
 }
 
 /* Peak resident memory (VmHWM) of every rank at the end of training: logged by
@@ -304,7 +336,7 @@ pl_status pl_train_log_peak_memory(pl_trainer *t)
                 (long long)(t->state_bytes[0] + t->state_bytes[1] + t->state_bytes[2]),
                 (long long)t->work_bytes, (long long)pl_train_act_bytes(t, 0),
                 (long long)pl_train_act_bytes(t, 1));
-        fflush(t->metrics);
+        return metrics_flush(t);
     }
     return PL_OK;
 }

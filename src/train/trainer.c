@@ -57,10 +57,12 @@ static pl_status measure_gemm_peak(pl_gemm *g, float *scratch, size_t scratch_fl
 {
     const int64_t M = 1024, N = 1024, K = 1024;
     const size_t need = (size_t)(M * K + K * N + M * N);
-    float *own = scratch_floats >= need ? NULL : pl_malloc(need * sizeof(float));
-    float *a = own ? own : scratch;
-    if (!a)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory measuring the GEMM peak");
+    float *own = NULL, *a = scratch;
+    if (scratch_floats < need) { /* (a failed allocation must not fall back on scratch) */
+        own = a = pl_malloc(need * sizeof(float));
+        if (!own)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory measuring the GEMM peak");
+    }
     for (int64_t i = 0; i < M * K + K * N; i++)
         a[i] = (float)((i * 7919) % 97) * 0.01f;
     float *b = a + M * K, *c = b + K * N;
@@ -323,6 +325,11 @@ static pl_status setup_model(pl_trainer *t)
             a->recompute_method && !strcmp(a->recompute_method, "block") ? PL_RECOMPUTE_BLOCK
                                                                          : PL_RECOMPUTE_UNIFORM,
             a->recompute_num_layers};
+    /* fp32 parameters, gradients, Adam moments: 16 bytes a parameter; ZeRO-1/2 keep at
+     * least the parameters whole, ZeRO-3 shards all four over DP */
+    PL_TRY(pl_model_check_size(c, t->grid.layout.tp, t->grid.layout.pp,
+                               t->zero_stage == 0 ? 16.0 : t->zero_stage < 3 ? 4.0
+                                                                           : 16.0 / t->dp));
     pl_registry_init(&t->reg, t->grid.layout.tp, t->grid.tp_rank, t->grid.pp_rank);
     PL_TRY(pl_model_register(&t->reg, c, t->grid.layout.pp));
     pl_model_stage stage;
@@ -791,7 +798,7 @@ static pl_status final_evaluations(pl_trainer *t)
             continue;
         double loss;
         PL_TRY(evaluate(t, sets[i].split, i == 0 ? &t->consumed_valid : &test_consumed, &loss));
-        pl_train_log_eval_final(t, sets[i].name, loss);
+        PL_TRY(pl_train_log_eval_final(t, sets[i].name, loss));
     }
 fail:
     return st;
@@ -923,7 +930,7 @@ static pl_status run(pl_trainer *t)
         PL_TRY(pl_train_tb_iteration(t, &r));
         if (t->iteration % a->log_interval == 0 || t->iteration == t->train_iters) {
             double now = pl_time_now();
-            pl_train_log_iteration(t, &r, (now - t_window) * 1e3, window);
+            PL_TRY(pl_train_log_iteration(t, &r, (now - t_window) * 1e3, window));
             PL_TRY(pl_train_tb_window(t, (now - t_window) / (double)window));
             window = 0;
             t_window = now;
@@ -931,7 +938,7 @@ static pl_status run(pl_trainer *t)
         if (do_valid && t->iteration % a->eval_interval == 0) {
             double vl;
             PL_TRY(evaluate(t, PL_SPLIT_VALID, &t->consumed_valid, &vl));
-            pl_train_log_eval(t, vl);
+            PL_TRY(pl_train_log_eval(t, vl));
             PL_TRY(pl_train_tb_eval(t, vl));
             t_window = pl_time_now();
         }

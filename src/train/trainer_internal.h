@@ -217,11 +217,13 @@ pl_status pl_train_open_metrics(pl_trainer *t);
 void pl_train_print_banner(const pl_trainer *t);
 void pl_train_print_memory_plan(const pl_trainer *t);
 /* One progress line (and metrics object) for the window of iterations just run. */
-void pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms, int64_t iters_in_window);
-void pl_train_log_eval(pl_trainer *t, double loss);
+/* Rank 0 logs and appends to the metrics file; a failed write is an error naming it. */
+pl_status pl_train_log_iteration(pl_trainer *t, const step_result *r, double ms,
+                                 int64_t iters_in_window);
+pl_status pl_train_log_eval(pl_trainer *t, double loss);
 /* The end-of-training evaluation of split ("validation" or "test"), as Megatron's
  * evaluate_and_print_results block, and in the metrics (final_valid_lm_loss, test_lm_loss). */
-void pl_train_log_eval_final(pl_trainer *t, const char *split, double loss);
+pl_status pl_train_log_eval_final(pl_trainer *t, const char *split, double loss);
 /* Peak resident memory of every rank (collective over the world). */
 pl_status pl_train_log_peak_memory(pl_trainer *t);
 void pl_train_bench_reset(pl_trainer *t);

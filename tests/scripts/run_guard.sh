@@ -171,4 +171,22 @@ frozen mpich mpirun.mpich "$ROOT/build-mpich/plait" PMI_RANK
 check "a healthy 2-rank run with the same timeout completes (exit 0)" status_is 0 \
     timeout 60 mpirun.openmpi -n 2 "$PLAIT" train "${MOCK[@]}" --train-iters 20 \
     --distributed-timeout-minutes 0.05
+# 5. Absurd model sizes are refused in well under a second, before the parameter table is
+#    built (before, --num-layers 100000000 spent minutes in a quadratic registry lookup):
+#    too many tensors, more memory than the machine has, a count past 2^63. `timeout 5`
+#    proves the speed (a registry of 10^8 layers would take minutes and hundreds of GiB).
+check_fails "--num-layers 100000000 is refused at once, naming the tensor count" \
+    "--num-layers 100000000: the model would have 1200000005 parameter tensors" \
+    timeout 5 "$PLAIT" train "${MOCK[@]}" --num-layers 100000000 --train-iters 1
+check "... with exit status 2" status_is 2 \
+    timeout 5 "$PLAIT" train "${MOCK[@]}" --num-layers 100000000 --train-iters 1
+check_fails "--num-layers 1000000 (3.3e9 parameters) is refused against the machine's memory" \
+    "the model is too large for this machine: 1000000 layers, 3.28e.09 parameters" \
+    timeout 5 "$PLAIT" train "${MOCK[@]}" --num-layers 1000000 --train-iters 1
+check_fails "--hidden-size 4000000000 is refused: more than 2^63 parameters" \
+    "the model is too large to count: --num-layers 1, --hidden-size 4000000000" \
+    timeout 5 "$PLAIT" train "${MOCK[@]}" --hidden-size 4000000000 --train-iters 1
+check "a 300-layer model still trains (the index finds every tensor)" status_is 0 \
+    timeout 30 "$PLAIT" train "${MOCK[@]}" --num-layers 300 --train-iters 1
+
 summary run_guard

@@ -161,8 +161,60 @@ TEST(model_chunks_hold_the_layers_of_their_virtual_stage)
     CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "--decoder-first"), "%s", pl_error_msg());
 }
 
+/* The name index: 200,000 entries (a quadratic lookup would take minutes) are each
+ * found at their own entry, an absent name is not, a duplicate is refused naming it,
+ * and a failed allocation while the index grows leaves the registry as it was. */
+TEST(the_name_index_finds_every_entry_and_refuses_duplicates)
+{
+    pl_registry r;
+    pl_registry_init(&r, 1, 0, 0);
+    char name[PL_PARAM_NAME_MAX];
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "decoder.layers.%d.mlp.linear_fc1.bias", i);
+        pl_param_spec s = {name, 1, {4}, PL_TP_REPLICATED, 0, i, 0, PL_INIT_ZEROS, 0, 0, 0};
+        CHECK_OK(pl_registry_add(&r, &s));
+    }
+    int misplaced = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "decoder.layers.%d.mlp.linear_fc1.bias", i);
+        const pl_param *p = pl_registry_find(&r, name);
+        misplaced += !p || p != &r.params[i];
+    }
+    CHECK(misplaced == 0, "%d of %d names not found at their entry", misplaced, n);
+    CHECK(pl_registry_find(&r, "decoder.layers.200000.mlp.linear_fc1.bias") == NULL, "absent");
+    pl_param_spec dup = {"decoder.layers.7.mlp.linear_fc1.bias", 1, {4}, PL_TP_REPLICATED, 0, 7,
+                         0, PL_INIT_ZEROS, 0, 0, 0};
+    CHECK(pl_registry_add(&r, &dup) == PL_ERR_ARG && strstr(pl_error_msg(), "registered twice") &&
+              strstr(pl_error_msg(), "layers.7."),
+          "%s", pl_error_msg());
+    CHECK(r.n == n, "a refused add changed the count: %d", r.n);
+    pl_registry_free(&r);
+
+    pl_registry small;
+    pl_registry_init(&small, 1, 0, 0);
+    int64_t live = pl_alloc_live();
+    int failed = 0;
+    for (int i = 0; i < 200 && !failed; i++) { /* the index grows at 64 entries: fail it */
+        snprintf(name, sizeof name, "p%d", i);
+        pl_param_spec s = {name, 1, {4}, PL_TP_REPLICATED, 0, -1, 0, PL_INIT_ZEROS, 0, 0, 0};
+        pl_alloc_fail_after(i == 64 ? 0 : -1);
+        if (pl_registry_add(&small, &s) != PL_OK) {
+            failed = 1;
+            CHECK(i == 64 && small.n == 64 && strstr(pl_error_msg(), "out of memory"),
+                  "entry %d: %s (n %d)", i, pl_error_msg(), small.n);
+        }
+    }
+    pl_alloc_fail_after(-1);
+    CHECK(failed, "the injected failure was not reported");
+    CHECK(pl_registry_find(&small, "p63") == &small.params[63], "entries before the failure");
+    pl_registry_free(&small);
+    CHECK(pl_alloc_live() == live, "%lld blocks leaked", (long long)(pl_alloc_live() - live));
+}
+
 int main(void)
 {
+    RUN(the_name_index_finds_every_entry_and_refuses_duplicates);
     RUN(model_chunks_hold_the_layers_of_their_virtual_stage);
     RUN(shared_key_value_groups_map_each_rank_to_its_heads_and_its_groups_k_v);
     RUN(tp_slices_draw_the_same_global_values_as_one_rank);

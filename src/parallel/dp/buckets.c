@@ -51,7 +51,7 @@ pl_status pl_dp_buckets_split(int64_t n, const int64_t *bounds, int nbounds, int
     /* starts = {0} + bounds, sorted, duplicates removed. */
     starts = pl_malloc(((size_t)nbounds + 1) * sizeof *starts);
     if (!starts)
-        return pl_errorf(PL_ERR_NOMEM, "bucket split: %d parameter bounds", nbounds);
+        return pl_errorf(PL_ERR_NOMEM, "bucket split: out of memory for %d parameter bounds", nbounds);
     starts[0] = 0;
     for (int i = 0; i < nbounds; i++) {
         if (bounds[i] < 0 || bounds[i] >= n) {
@@ -70,7 +70,7 @@ pl_status pl_dp_buckets_split(int64_t n, const int64_t *bounds, int nbounds, int
 
     r = pl_malloc((size_t)ns * sizeof *r); /* at most one bucket per parameter */
     if (!r) {
-        st = pl_errorf(PL_ERR_NOMEM, "bucket split: %d buckets", ns);
+        st = pl_errorf(PL_ERR_NOMEM, "bucket split: out of memory for %d buckets", ns);
         goto fail;
     }
     int nr = 0;
@@ -138,7 +138,7 @@ static pl_status buckets_create(pl_dp_buckets **out, pl_comm *dp, float *grad, i
         return pl_errorf(PL_ERR_ARG, "dp buckets: NULL gradient buffer");
     b = pl_calloc(1, sizeof *b);
     if (!b)
-        return pl_errorf(PL_ERR_NOMEM, "dp buckets");
+        return pl_errorf(PL_ERR_NOMEM, "dp buckets: out of memory");
     b->dp = dp;
     b->grad = grad;
     b->n = n;
@@ -149,7 +149,7 @@ static pl_status buckets_create(pl_dp_buckets **out, pl_comm *dp, float *grad, i
     b->ready = pl_calloc(nb, sizeof *b->ready);
     b->op = pl_calloc(nb, sizeof *b->op);
     if (!b->range || !b->by_offset || !b->ready || !b->op) {
-        st = pl_errorf(PL_ERR_NOMEM, "dp buckets: %d buckets", nranges);
+        st = pl_errorf(PL_ERR_NOMEM, "dp buckets: out of memory for %d buckets", nranges);
         goto fail;
     }
     for (int i = 0; i < nranges; i++) {

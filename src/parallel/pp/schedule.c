@@ -343,7 +343,7 @@ pl_status pl_pp_schedule_init(pl_pp_schedule *s, const pl_pp_spec *spec)
     int P = spec->stages, n;
     s->first = pl_malloc(sizeof(int) * (size_t)(P + 1));
     if (!s->first) {
-        st = pl_errorf(PL_ERR_NOMEM, "pipeline schedule: %d stage offsets", P + 1);
+        st = pl_errorf(PL_ERR_NOMEM, "pipeline schedule: out of memory for %d stage offsets", P + 1);
         goto fail;
     }
     s->first[0] = 0;
@@ -353,7 +353,7 @@ pl_status pl_pp_schedule_init(pl_pp_schedule *s, const pl_pp_spec *spec)
     }
     s->action = pl_malloc(sizeof(pl_pp_action) * (size_t)s->first[P] + 1);
     if (!s->action) {
-        st = pl_errorf(PL_ERR_NOMEM, "pipeline schedule: %d actions", s->first[P]);
+        st = pl_errorf(PL_ERR_NOMEM, "pipeline schedule: out of memory for %d actions", s->first[P]);
         goto fail;
     }
     for (int r = 0; r < P; r++)
@@ -655,7 +655,7 @@ static pl_status check_work_init(check_work *w, const pl_pp_spec *sp)
     w->sent = pl_malloc(sizeof(double) * (T + 2 * P));
     if (!w->sends || !w->sent) {
         check_work_free(w);
-        return pl_errorf(PL_ERR_NOMEM, "pipeline schedule check: work arrays for %zu transfers", T);
+        return pl_errorf(PL_ERR_NOMEM, "pipeline schedule check: out of memory for the work arrays of %zu transfers", T);
     }
     w->recvs = w->sends + T;
     w->count = w->recvs + T;
@@ -730,7 +730,7 @@ pl_status pl_pp_schedule_timeline(const pl_pp_schedule *s, char **out)
     PL_TRY(check_work_init(&w, &s->spec));
     start = pl_malloc(sizeof(int64_t) * (size_t)total + 1);
     if (!start) {
-        st = pl_errorf(PL_ERR_NOMEM, "pipeline timeline: %d start times", total);
+        st = pl_errorf(PL_ERR_NOMEM, "pipeline timeline: out of memory for %d start times", total);
         goto fail;
     }
     PL_TRY(check_run(s, &w, start, &peak));
@@ -750,7 +750,7 @@ pl_status pl_pp_schedule_timeline(const pl_pp_schedule *s, char **out)
     size_t row = 32 + (size_t)makespan * (size_t)width + 32, cap = (size_t)P * row + 128;
     text = pl_malloc(cap);
     if (!text) {
-        st = pl_errorf(PL_ERR_NOMEM, "pipeline timeline: %zu bytes", cap);
+        st = pl_errorf(PL_ERR_NOMEM, "pipeline timeline: out of memory for %zu bytes", cap);
         goto fail;
     }
     size_t len = 0;
