@@ -23,6 +23,12 @@ void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c)
     c->binary_head = 1;
     c->max_ngram = 3;
     c->whole_word = 1;
+    c->family = PL_MASKED_BERT;
+}
+
+static const char *class_name(pl_masked_family f)
+{
+    return f == PL_MASKED_T5 ? "T5MaskedWordPieceDataset" : "BERTMaskedWordPieceDataset";
 }
 
 /* ---- helpers.cpp build_mapping -------------------------------------------- */
@@ -159,16 +165,18 @@ static pl_status add_field(pl_bytes *b, const char *key, const char *value)
 }
 
 /* The base identifiers, then MaskedWordPieceDatasetConfig's key attributes
- * and classification_head, as json.dumps(indent=4) writes them. */
+ * and classification_head (BERT) or sequence_length_decoder (T5), as
+ * json.dumps(indent=4) writes them. */
 static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_dataset_config *cfg)
 {
-    pl_dataset_identity id = {"BERTMaskedWordPieceDataset", ds->path, ds->num_samples, ds->split,
+    pl_dataset_identity id = {class_name(ds->family), ds->path, ds->num_samples, ds->split,
                               cfg->seed, cfg->seq_length, cfg->split, &cfg->split_matrix,
                               &cfg->tokenizer};
-    char mp[32], sp[32], ng[32];
+    char mp[32], sp[32], ng[32], dl[32];
     pl_py_float_repr(cfg->mask_prob, mp);
     pl_py_float_repr(cfg->short_seq_prob, sp);
     snprintf(ng, sizeof ng, "%d", cfg->max_ngram);
+    snprintf(dl, sizeof dl, "%lld", (long long)cfg->decoder_seq_length);
     pl_status st = pl_dataset_describe_head(b, &id);
     if (st == PL_OK)
         st = add_field(b, "masking_probability", mp);
@@ -183,8 +191,10 @@ static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_
     if (st == PL_OK)
         st = add_field(b, "masking_use_longer_ngrams", "false");
     if (st == PL_OK)
-        st = add_field(b, "masking_use_geometric_distribution", "false");
-    if (st == PL_OK)
+        st = add_field(b, "masking_use_geometric_distribution", cfg->geometric ? "true" : "false");
+    if (st == PL_OK && ds->family == PL_MASKED_T5)
+        st = add_field(b, "sequence_length_decoder", dl);
+    else if (st == PL_OK)
         st = add_field(b, "classification_head", cfg->binary_head ? "true" : "false");
     if (st == PL_OK && (st = pl_dataset_describe_indent(b, 0)) == PL_OK)
         st = pl_bytes_append(b, "}", 1);
@@ -195,7 +205,18 @@ static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_
 
 static pl_status check_config(const pl_bert_dataset_config *cfg)
 {
-    if (cfg->seq_length < 5 || cfg->seq_length > INT32_MAX)
+    if (cfg->family == PL_MASKED_T5) {
+        /* build_mapping's targets are in [2, --encoder-seq-length - 2]. */
+        if (cfg->seq_length < 4 || cfg->seq_length > INT32_MAX)
+            return pl_errorf(PL_ERR_ARG, "--encoder-seq-length %lld: T5 needs at least 4 (a "
+                                         "target of at least 2, plus 2)",
+                             (long long)cfg->seq_length);
+        if (cfg->decoder_seq_length < 1 || cfg->decoder_seq_length > INT32_MAX)
+            return pl_errorf(PL_ERR_ARG, "--decoder-seq-length %lld: expected at least 1",
+                             (long long)cfg->decoder_seq_length);
+        if (cfg->binary_head)
+            return pl_errorf(PL_ERR_INTERNAL, "T5 dataset with a binary head");
+    } else if (cfg->seq_length < 5 || cfg->seq_length > INT32_MAX)
         return pl_errorf(PL_ERR_ARG, "--seq-length %lld: BERT needs at least 5 ([CLS], two "
                                      "[SEP] and a target of at least 2)",
                          (long long)cfg->seq_length);
@@ -249,6 +270,21 @@ static pl_status tokenizer_tables(pl_bert_dataset *ds, const pl_tokenizer *tok)
     ds->sep = sp.sep;
     ds->mask = sp.mask;
     ds->pad = sp.pad;
+    ds->bos = sp.bos;
+    ds->eos = sp.eos;
+    if (ds->family == PL_MASKED_T5) {
+        /* T5MaskedWordPieceDatasetConfig: assert len(additional_special_tokens_ids) > 0 */
+        if (sp.n_extra < 1)
+            return pl_errorf(PL_ERR_ARG, "tokenizer %s has no sentinels: T5 needs "
+                                         "--vocab-extra-ids > 0 (<extra_id_i> tokens)",
+                             tok->type);
+        ds->sentinels = pl_malloc(sizeof *ds->sentinels * (size_t)sp.n_extra);
+        if (!ds->sentinels)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory for %lld sentinels",
+                             (long long)sp.n_extra);
+        memcpy(ds->sentinels, sp.extra, sizeof *ds->sentinels * (size_t)sp.n_extra);
+        ds->n_sentinels = sp.n_extra;
+    }
     ds->vocab_size = tok->vocab_size;
     ds->continuation = pl_malloc((size_t)ds->vocab_size);
     if (!ds->continuation)
@@ -292,13 +328,16 @@ static pl_status load_cached(pl_bert_dataset *ds)
 
 static pl_status build(pl_bert_dataset *ds, const pl_bert_dataset_config *cfg, const char *dir)
 {
-    /* masked_dataset.py: num_epochs = int32 max - 1 with a sample count, else 1. */
+    /* masked_dataset.py: num_epochs = int32 max - 1 with a sample count, else 1.
+     * BERT: seq - 3 ([CLS], 2 [SEP]), 2 sentences with the binary head;
+     * T5: seq - 2 ("the single <bos> and single <eos>"), 1 sentence. */
     int32_t epochs = ds->num_samples >= 0 ? INT32_MAX - 1 : 1;
     uint64_t max = ds->num_samples >= 0 ? (uint64_t)ds->num_samples : UINT64_MAX;
+    int t5 = ds->family == PL_MASKED_T5;
     pl_status st = pl_bert_build_mapping(&ds->low->h, ds->beg, ds->end, epochs, max,
-                                         (int32_t)(cfg->seq_length - 3), cfg->short_seq_prob,
-                                         (int32_t)cfg->seed, cfg->binary_head ? 2 : 1,
-                                         &ds->sample_index);
+                                         (int32_t)(cfg->seq_length - (t5 ? 2 : 3)),
+                                         cfg->short_seq_prob, (int32_t)cfg->seed,
+                                         cfg->binary_head ? 2 : 1, &ds->sample_index);
     if (st != PL_OK)
         return pl_error_wrap(st, "%s (%s split)", ds->path, pl_split_name(ds->split));
     if ((st = pl_mkdirs(dir)) != PL_OK ||
@@ -332,6 +371,9 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     ds->binary_head = cfg->binary_head != 0;
     ds->max_ngram = cfg->max_ngram;
     ds->whole_word = cfg->whole_word != 0;
+    ds->geometric = cfg->geometric != 0;
+    ds->family = cfg->family;
+    ds->decoder_seq_length = cfg->decoder_seq_length;
     PL_TRY(check_config(cfg));
     if (!cfg->split_matrix.present[s]) {
         st = pl_errorf(PL_ERR_INTERNAL, "%s: split %s is absent from --split '%s'", path,
@@ -341,7 +383,8 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     ngram_weights(ds->max_ngram, ds->ngram_p);
     PL_TRY(tokenizer_tables(ds, tok));
     ds->path = pl_strdup(path);
-    ds->work = pl_malloc(sizeof *ds->work * (size_t)(3 * cfg->seq_length + 1));
+    ds->work = pl_malloc(sizeof *ds->work *
+                         (size_t)((ds->family == PL_MASKED_T5 ? 7 : 3) * cfg->seq_length + 1));
     if (!ds->path || !ds->work) {
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
@@ -364,7 +407,9 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
 
     /* masked_dataset.py _build_sample_index: cache directory and names. */
     dir = cfg->cache_dir ? pl_strdup(cfg->cache_dir)
-                         : join3(path, "/cache/", "BERTMaskedWordPieceDataset_indices");
+                         : join3(path, "/cache/", ds->family == PL_MASKED_T5
+                                                      ? "T5MaskedWordPieceDataset_indices"
+                                                      : "BERTMaskedWordPieceDataset_indices");
     if (!dir) {
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
@@ -377,14 +422,14 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
             st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
             goto fail;
         }
-        snprintf(ds->files[f], n, "%s/%s-BERTMaskedWordPieceDataset-%s", dir, ds->hash,
+        snprintf(ds->files[f], n, "%s/%s-%s-%s", dir, ds->hash, class_name(ds->family),
                  suffix[f]);
         hit = hit && pl_file_exists(ds->files[f]);
     }
     if (hit) {
         PL_TRY(load_cached(ds));
     } else {
-        pl_log_debug("building the BERTMaskedWordPieceDataset %s indices of %s",
+        pl_log_debug("building the %s %s indices of %s", class_name(ds->family),
                      pl_split_name(s), path);
         PL_TRY(build(ds, cfg, dir));
         ds->built = 1;
@@ -405,6 +450,7 @@ void pl_bert_dataset_free(pl_bert_dataset *ds)
     pl_free(ds->path);
     pl_free(ds->description);
     pl_free(ds->continuation);
+    pl_free(ds->sentinels);
     pl_free(ds->work);
     for (int f = 0; f < PL_BERT_N_FILES; f++)
         pl_free(ds->files[f]);
@@ -457,22 +503,28 @@ static pl_status read_segment(const pl_bert_dataset *ds, const segment *seg, int
     return PL_OK;
 }
 
-/* _get_token_mask: 80% [MASK], else half a random id (token_lookup =
- * sorted(inv_vocab), the ids 0..V-1), half the original. */
+pl_status pl_bert_dataset_read(const pl_bert_dataset *ds, int64_t s0, int64_t s1, int64_t n,
+                               int32_t *dst)
+{
+    segment seg = {s0, s1, 0, n};
+    return read_segment(ds, &seg, dst);
+}
+
+/* _get_token_mask. BERT: 80% [MASK], else half a random id (token_lookup =
+ * sorted(inv_vocab), the ids 0..V-1), half the original. T5: [MASK], no draw. */
 static int32_t token_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t original)
 {
-    if (pl_np_rng_random(r) < 0.8)
+    if (ds->family == PL_MASKED_T5 || pl_np_rng_random(r) < 0.8)
         return ds->mask;
     if (pl_np_rng_random(r) >= 0.5)
         return (int32_t)pl_np_rng_randint(r, 0, ds->vocab_size);
     return original;
 }
 
-/* _create_masked_lm_predictions with permutation and geometric n-grams off.
- * tokens[0..len) are masked in place; labels (all -1 on entry) receive the
- * original ids at the masked positions. work: 3 len + 1 ints. */
-static void mask_tokens(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens, int32_t *labels,
-                        int64_t len, int64_t target, int32_t *work)
+/* _create_masked_lm_predictions with permutation off (see the header). */
+int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens,
+                             int32_t *labels, int64_t len, int64_t target, int32_t *spans,
+                             int32_t *work)
 {
     /* pos: the positions that are not [CLS] / [SEP]; first[c]: candidate c's
      * first entry in pos (its positions are pos[first[c] .. first[c + 1])). */
@@ -498,12 +550,17 @@ static void mask_tokens(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens
         perm[c] = (int32_t)c;
     pl_np_rng_shuffle_i32(r, perm, n_cand);
 
-    int64_t n_masked = 0;
+    int64_t n_masked = 0, n_spans = 0;
     for (int64_t j = 0; j < n_cand; j++) {
         if ((double)n_masked >= n_maskings)
             break;
-        int64_t c = perm[j];
-        int64_t n = pl_np_rng_choice_p(r, ds->ngram_p, ds->max_ngram) + 1;
+        int64_t c = perm[j], n;
+        if (ds->geometric) { /* SpanBERT: min(geometric(0.2), max n-gram) */
+            n = pl_np_rng_geometric(r, 0.2);
+            n = n < ds->max_ngram ? n : ds->max_ngram;
+        } else {
+            n = pl_np_rng_choice_p(r, ds->ngram_p, ds->max_ngram) + 1;
+        }
         int64_t beg = first[c], end = 0;
         int skip = 0;
         for (;;) {
@@ -530,7 +587,19 @@ static void mask_tokens(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens
             tokens[at] = token_mask(ds, r, original);
             n_masked++;
         }
+        if (spans) { /* masked_spans sorted by first position: insert in order */
+            int64_t k = n_spans++;
+            for (; k > 0 && spans[2 * (k - 1)] > pos[beg]; k--) {
+                spans[2 * k] = spans[2 * (k - 1)];
+                spans[2 * k + 1] = spans[2 * (k - 1) + 1];
+            }
+            spans[2 * k] = pos[beg];
+            spans[2 * k + 1] = pos[end - 1];
+        }
     }
+    /* Megatron shuffles candidate_ngrams once more here; nothing draws from
+     * the sample's stream after it, so it is left out. */
+    return n_spans;
 }
 
 pl_status pl_bert_dataset_get(const pl_bert_dataset *ds, int64_t index, pl_bert_sample *out)
@@ -600,7 +669,7 @@ pl_status pl_bert_dataset_get(const pl_bert_dataset *ds, int64_t index, pl_bert_
     }
     for (int64_t i = 0; i < T; i++)
         out->labels[i] = -1;
-    mask_tokens(ds, &r, tok, out->labels, len, target, ds->work);
+    pl_bert_dataset_mask(ds, &r, tok, out->labels, len, target, NULL, ds->work);
     for (int64_t i = 0; i < T; i++)
         out->types[i] = i >= la + 2 && i < len ? 1 : 0;
     for (int64_t i = len; i < T; i++)

@@ -25,21 +25,29 @@
  * in the same order and build the same samples from the same mapping; they
  * split documents and name caches differently (docs/data.md).
  *
+ * The T5 dataset (data/t5_dataset.h) is this with family PL_MASKED_T5: its
+ * mapping, cache and masking (geometric n-grams) are built here.
+ *
  * Not here: the data-parallel sampler (data/sampler.h), blends of several
- * BERT datasets, masking_do_permutation, geometric n-grams and longer-n-gram
- * preference (off in pretrain_bert.py), and mappings over more than 2^32
+ * BERT datasets, masking_do_permutation and longer-n-gram preference (off in
+ * pretrain_bert.py and pretrain_t5.py), and mappings over more than 2^32
  * sentences (Megatron switches to uint64). */
 #ifndef PL_DATA_BERT_DATASET_H
 #define PL_DATA_BERT_DATASET_H
 
 #include "data/gpt_dataset.h"
+#include "data/numpy_rng.h"
 #include "data/tokenizer/tokenizer.h"
 
 #include <stdint.h>
 
 /* helpers.cpp LONG_SENTENCE_LEN: a document holding a longer sentence (and
  * more than one sentence) gives no samples. */
-enum { PL_BERT_LONG_SENTENCE_LEN = 512, PL_BERT_MAX_NGRAM = 8 };
+enum { PL_BERT_LONG_SENTENCE_LEN = 512, PL_BERT_MAX_NGRAM = 16 };
+
+/* The MaskedWordPieceDataset subclasses built here: BERT, and T5
+ * (T5MaskedWordPieceDataset; data/t5_dataset.h builds its samples). */
+typedef enum pl_masked_family { PL_MASKED_BERT, PL_MASKED_T5 } pl_masked_family;
 
 typedef struct pl_bert_dataset_config {
     int64_t seq_length;      /* --seq-length T: [CLS] A [SEP] B [SEP] + padding, >= 5 */
@@ -53,6 +61,9 @@ typedef struct pl_bert_dataset_config {
     int binary_head;         /* 1; 0 with --bert-no-binary-head */
     int max_ngram;           /* masking_max_ngram, 1..PL_BERT_MAX_NGRAM */
     int whole_word;          /* masking_do_full_word */
+    int geometric;           /* masking_use_geometric_distribution: n = min(geometric(0.2), max_ngram) */
+    pl_masked_family family; /* PL_MASKED_BERT here; t5_dataset.h sets T5 */
+    int64_t decoder_seq_length; /* T5: --decoder-seq-length (seq_length is the encoder's) */
 } pl_bert_dataset_config;
 
 /* Megatron's defaults: seed 1234, default split, --mask-prob 0.15,
@@ -86,12 +97,16 @@ typedef struct pl_bert_dataset {
     int64_t seq_length;     /* T */
     uint32_t seed;
     double mask_prob;
-    int binary_head, max_ngram, whole_word;
+    int binary_head, max_ngram, whole_word, geometric;
+    pl_masked_family family;
+    int64_t decoder_seq_length; /* T5 */
     double ngram_p[PL_BERT_MAX_NGRAM]; /* choice weights of n = 1..max_ngram */
-    int32_t cls, sep, mask, pad;
+    int32_t cls, sep, mask, pad, bos, eos;
+    int32_t *sentinels;     /* T5: the tokenizer's <extra_id_i> ids, n_sentinels of them */
+    int64_t n_sentinels;
     int64_t vocab_size;     /* random replacements are drawn from [0, vocab_size) */
     uint8_t *continuation;  /* per id: 1 when its piece starts with "##" */
-    int32_t *work;          /* 3 T + 1 ints of scratch for get (see below) */
+    int32_t *work;          /* scratch for get: 3 T + 1 ints (BERT), 7 T + 1 (T5) */
     pl_npy sample_index;    /* (N, 3) uint32: first sentence, end sentence, target */
     char *description;      /* the JSON Megatron hashes */
     char hash[33];
@@ -125,6 +140,21 @@ typedef struct pl_bert_sample {
     int64_t length;    /* tokens before padding (the padding mask: keys >= length are masked) */
     int32_t is_random; /* the binary head's label */
 } pl_bert_sample;
+
+/* masked_dataset.py _create_masked_lm_predictions (no permutation) over
+ * tokens[0..len), masked in place; labels (all -1 on entry, len entries)
+ * receive the original ids at the masked positions; spans, when not NULL
+ * (2 len entries), receive each masked n-gram's first and last position,
+ * sorted by the first (masked_spans). Returns the number of spans. work:
+ * 3 len + 1 ints. */
+int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens,
+                             int32_t *labels, int64_t len, int64_t target, int32_t *spans,
+                             int32_t *work);
+
+/* Reads sentences [s0, s1) of ds's dataset, tokens [0, n) of their
+ * concatenation, into dst, checking each id against the vocabulary. */
+pl_status pl_bert_dataset_read(const pl_bert_dataset *ds, int64_t s0, int64_t s1, int64_t n,
+                               int32_t *dst);
 
 /* Sample index (0 <= index < len), exactly as Megatron's __getitem__(index)
  * builds it. Allocates nothing; uses ds->work, so one thread at a time per

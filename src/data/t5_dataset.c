@@ -1,0 +1,120 @@
+/* Megatron core's T5MaskedWordPieceDataset: samples over the BERT dataset's
+ * mapping and masking (see t5_dataset.h). */
+#include "data/t5_dataset.h"
+
+#include <string.h>
+
+void pl_t5_dataset_config_defaults(pl_t5_dataset_config *c)
+{
+    pl_bert_dataset_config_defaults(c);
+    c->family = PL_MASKED_T5;
+    c->binary_head = 0;
+    c->max_ngram = 10;
+    c->whole_word = 1;
+    c->geometric = 1;
+}
+
+pl_status pl_t5_dataset_init(pl_t5_dataset *ds, const pl_indexed *low, const char *path,
+                             const pl_t5_dataset_config *cfg, const pl_tokenizer *tok,
+                             pl_split s, int64_t num_samples)
+{
+    if (cfg->family != PL_MASKED_T5) {
+        memset(ds, 0, sizeof *ds);
+        return pl_errorf(PL_ERR_INTERNAL, "%s: T5 dataset configured as another family", path);
+    }
+    return pl_bert_dataset_init(ds, low, path, cfg, tok, s, num_samples);
+}
+
+void pl_t5_dataset_free(pl_t5_dataset *ds) { pl_bert_dataset_free(ds); }
+
+int64_t pl_t5_dataset_len(const pl_t5_dataset *ds) { return pl_bert_dataset_len(ds); }
+
+static const char *origin(const pl_t5_dataset *ds)
+{
+    return ds->files[PL_BERT_SAMPLE] ? ds->files[PL_BERT_SAMPLE] : ds->path;
+}
+
+pl_status pl_t5_dataset_get(const pl_t5_dataset *ds, int64_t index, pl_encdec_sample *out)
+{
+    const pl_indexed_header *h = &ds->low->h;
+    int64_t n_samples = pl_t5_dataset_len(ds), Te = ds->seq_length, Td = ds->decoder_seq_length;
+    if (index < 0 || index >= n_samples)
+        return pl_errorf(PL_ERR_ARG, "%s: T5 sample %lld out of range [0, %lld)", ds->path,
+                         (long long)index, (long long)n_samples);
+    int64_t b = pl_npy_get(&ds->sample_index, 3 * index);
+    int64_t e = pl_npy_get(&ds->sample_index, 3 * index + 1);
+    int64_t target = pl_npy_get(&ds->sample_index, 3 * index + 2);
+    int64_t lo = pl_indexed_doc(h, ds->beg), hi = pl_indexed_doc(h, ds->end);
+    if (b < lo || e > hi || e <= b || target < 2 || target > Te - 2)
+        return pl_errorf(PL_ERR_FORMAT,
+                         "%s: row %lld (%lld, %lld, %lld): expected sentences within [%lld, "
+                         "%lld), at least 1 of them, and a target in [2, %lld]",
+                         origin(ds), (long long)index, (long long)b, (long long)e,
+                         (long long)target, (long long)lo, (long long)hi, (long long)(Te - 2));
+
+    /* The sentences concatenated and cut to the target length. */
+    int64_t len = 0;
+    for (int64_t s = b; s < e && len < target; s++)
+        len += pl_indexed_length(h, s);
+    len = len < target ? len : target;
+    int32_t *tok = ds->work, *lab = tok + Te, *spans = lab + Te, *work = spans + 2 * Te;
+    pl_status st = pl_bert_dataset_read(ds, b, e, len, tok);
+    if (st != PL_OK)
+        return st;
+    for (int64_t i = 0; i < len; i++)
+        lab[i] = -1;
+    pl_np_rng r;
+    pl_np_rng_seed(&r, (uint32_t)((uint64_t)ds->seed + (uint64_t)index));
+    int64_t n_spans = pl_bert_dataset_mask(ds, &r, tok, lab, len, target, spans, work);
+    if (n_spans > ds->n_sentinels)
+        return pl_errorf(PL_ERR_ARG,
+                         "%s: T5 sample %lld has %lld masked spans, more than the tokenizer's "
+                         "%lld sentinels (raise --vocab-extra-ids)",
+                         ds->path, (long long)index, (long long)n_spans,
+                         (long long)ds->n_sentinels);
+    /* The decoder: [BOS] + each span's sentinel and labels; its length. */
+    int64_t dec = 1 + n_spans;
+    for (int64_t i = 0; i < len; i++)
+        dec += lab[i] != -1;
+    if (dec > Td)
+        return pl_errorf(PL_ERR_ARG,
+                         "%s: T5 sample %lld needs %lld decoder positions, more than "
+                         "--decoder-seq-length %lld (Megatron asserts here too)",
+                         ds->path, (long long)index, (long long)dec, (long long)Td);
+
+    int32_t *enc = out->enc_tokens, *din = out->dec_tokens, *dout = out->labels;
+    int64_t ne = 0, nd = 0, from = 0;
+    din[nd] = ds->bos;
+    for (int64_t k = 0; k < n_spans; k++) {
+        int32_t sentinel = ds->sentinels[k];
+        for (int64_t i = from; i < spans[2 * k]; i++)
+            enc[ne++] = tok[i];
+        enc[ne++] = sentinel;
+        din[++nd] = sentinel;
+        dout[nd - 1] = sentinel;
+        /* A span's labels: its masked positions between its first and last
+         * (a [CLS] / [SEP] inside is not masked and is dropped, as Megatron
+         * drops it from the encoder too). */
+        for (int64_t i = spans[2 * k]; i <= spans[2 * k + 1]; i++)
+            if (lab[i] != -1) {
+                din[++nd] = lab[i];
+                dout[nd - 1] = lab[i];
+            }
+        from = spans[2 * k + 1] + 1;
+    }
+    for (int64_t i = from; i < len; i++)
+        enc[ne++] = tok[i];
+    dout[nd++] = ds->eos;
+    if (ne > Te)
+        return pl_errorf(PL_ERR_INTERNAL, "%s: T5 sample %lld: encoder %lld > %lld", ds->path,
+                         (long long)index, (long long)ne, (long long)Te);
+    for (int64_t i = ne; i < Te; i++)
+        enc[i] = ds->pad;
+    for (int64_t i = nd; i < Td; i++) {
+        din[i] = ds->pad;
+        dout[i] = -1;
+    }
+    out->enc_length = ne;
+    out->dec_length = nd;
+    return PL_OK;
+}
