@@ -28,7 +28,9 @@ void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c)
 
 static const char *class_name(pl_masked_family f)
 {
-    return f == PL_MASKED_T5 ? "T5MaskedWordPieceDataset" : "BERTMaskedWordPieceDataset";
+    return f == PL_MASKED_T5     ? "T5MaskedWordPieceDataset"
+           : f == PL_MASKED_BART ? "BARTDataset"
+                                 : "BERTMaskedWordPieceDataset";
 }
 
 /* ---- helpers.cpp build_mapping -------------------------------------------- */
@@ -194,7 +196,7 @@ static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_
         st = add_field(b, "masking_use_geometric_distribution", cfg->geometric ? "true" : "false");
     if (st == PL_OK && ds->family == PL_MASKED_T5)
         st = add_field(b, "sequence_length_decoder", dl);
-    else if (st == PL_OK)
+    else if (st == PL_OK && ds->family == PL_MASKED_BERT)
         st = add_field(b, "classification_head", cfg->binary_head ? "true" : "false");
     if (st == PL_OK && (st = pl_dataset_describe_indent(b, 0)) == PL_OK)
         st = pl_bytes_append(b, "}", 1);
@@ -205,7 +207,17 @@ static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_
 
 static pl_status check_config(const pl_bert_dataset_config *cfg)
 {
-    if (cfg->family == PL_MASKED_T5) {
+    if (cfg->family == PL_MASKED_BART) {
+        if (cfg->seq_length < 4 || cfg->seq_length > INT32_MAX)
+            return pl_errorf(PL_ERR_ARG, "--seq-length %lld: BART needs at least 4 (a target of "
+                                         "at least 2, plus [BOS] / [EOS])",
+                             (long long)cfg->seq_length);
+        if (!(cfg->delete_mask_prob >= 0.0 && cfg->delete_mask_prob <= 1.0))
+            return pl_errorf(PL_ERR_ARG, "delete_mask_prob %g: expected a value in [0, 1]",
+                             cfg->delete_mask_prob);
+        if (cfg->binary_head)
+            return pl_errorf(PL_ERR_INTERNAL, "BART dataset with a binary head");
+    } else if (cfg->family == PL_MASKED_T5) {
         /* build_mapping's targets are in [2, --encoder-seq-length - 2]. */
         if (cfg->seq_length < 4 || cfg->seq_length > INT32_MAX)
             return pl_errorf(PL_ERR_ARG, "--encoder-seq-length %lld: T5 needs at least 4 (a "
@@ -333,7 +345,7 @@ static pl_status build(pl_bert_dataset *ds, const pl_bert_dataset_config *cfg, c
      * T5: seq - 2 ("the single <bos> and single <eos>"), 1 sentence. */
     int32_t epochs = ds->num_samples >= 0 ? INT32_MAX - 1 : 1;
     uint64_t max = ds->num_samples >= 0 ? (uint64_t)ds->num_samples : UINT64_MAX;
-    int t5 = ds->family == PL_MASKED_T5;
+    int t5 = ds->family != PL_MASKED_BERT; /* T5 and NeMo's BART: MAX_SEQ_LENGTH_DELTA 2 */
     pl_status st = pl_bert_build_mapping(&ds->low->h, ds->beg, ds->end, epochs, max,
                                          (int32_t)(cfg->seq_length - (t5 ? 2 : 3)),
                                          cfg->short_seq_prob, (int32_t)cfg->seed,
@@ -373,7 +385,9 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     ds->whole_word = cfg->whole_word != 0;
     ds->geometric = cfg->geometric != 0;
     ds->family = cfg->family;
-    ds->decoder_seq_length = cfg->decoder_seq_length;
+    ds->decoder_seq_length = cfg->family == PL_MASKED_BART ? cfg->seq_length
+                                                           : cfg->decoder_seq_length;
+    ds->delete_mask_prob = cfg->delete_mask_prob;
     PL_TRY(check_config(cfg));
     if (!cfg->split_matrix.present[s]) {
         st = pl_errorf(PL_ERR_INTERNAL, "%s: split %s is absent from --split '%s'", path,
@@ -384,7 +398,7 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     PL_TRY(tokenizer_tables(ds, tok));
     ds->path = pl_strdup(path);
     ds->work = pl_malloc(sizeof *ds->work *
-                         (size_t)((ds->family == PL_MASKED_T5 ? 7 : 3) * cfg->seq_length + 1));
+                         (size_t)((ds->family != PL_MASKED_BERT ? 7 : 3) * cfg->seq_length + 1));
     if (!ds->path || !ds->work) {
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
@@ -406,10 +420,10 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     pl_md5_hex(ds->description, strlen(ds->description), ds->hash);
 
     /* masked_dataset.py _build_sample_index: cache directory and names. */
+    char sub[64];
+    snprintf(sub, sizeof sub, "%s_indices", class_name(ds->family));
     dir = cfg->cache_dir ? pl_strdup(cfg->cache_dir)
-                         : join3(path, "/cache/", ds->family == PL_MASKED_T5
-                                                      ? "T5MaskedWordPieceDataset_indices"
-                                                      : "BERTMaskedWordPieceDataset_indices");
+                         : join3(path, "/cache/", sub);
     if (!dir) {
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
@@ -511,10 +525,11 @@ pl_status pl_bert_dataset_read(const pl_bert_dataset *ds, int64_t s0, int64_t s1
 }
 
 /* _get_token_mask. BERT: 80% [MASK], else half a random id (token_lookup =
- * sorted(inv_vocab), the ids 0..V-1), half the original. T5: [MASK], no draw. */
+ * sorted(inv_vocab), the ids 0..V-1), half the original. T5 (and NeMo's
+ * masking_style "t5" for BART): [MASK], no draw. */
 static int32_t token_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t original)
 {
-    if (ds->family == PL_MASKED_T5 || pl_np_rng_random(r) < 0.8)
+    if (ds->family != PL_MASKED_BERT || pl_np_rng_random(r) < 0.8)
         return ds->mask;
     if (pl_np_rng_random(r) >= 0.5)
         return (int32_t)pl_np_rng_randint(r, 0, ds->vocab_size);
@@ -545,6 +560,9 @@ int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *t
     double n_maskings = p * (double)target;
     if ((by_length > 1.0 ? by_length : 1.0) < n_maskings)
         n_maskings = by_length > 1.0 ? by_length : 1.0;
+    int nemo = ds->family == PL_MASKED_BART;
+    if (nemo && n_maskings < 1.0) /* masking_style != "bert": max(1, num_to_predict) */
+        n_maskings = 1.0;
 
     for (int64_t c = 0; c < n_cand; c++)
         perm[c] = (int32_t)c;
@@ -563,7 +581,14 @@ int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *t
         }
         int64_t beg = first[c], end = 0;
         int skip = 0;
-        for (;;) {
+        if (nemo) { /* n, then n - 2, n - 3, ..., 1 (see the header) */
+            end = first[c + n < n_cand ? c + n : n_cand];
+            for (n = n - 1; (double)(n_masked + (end - beg)) > n_maskings && n != 0; n--)
+                if (n - 1 >= 1)
+                    end = first[c + n - 1 < n_cand ? c + n - 1 : n_cand];
+            skip = (double)(n_masked + (end - beg)) > n_maskings;
+        }
+        for (; !nemo;) {
             int64_t last = c + n < n_cand ? c + n : n_cand; /* candidates[c : c + n] */
             end = first[last];
             n = n - 1;
@@ -597,8 +622,10 @@ int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *t
             spans[2 * k + 1] = pos[end - 1];
         }
     }
-    /* Megatron shuffles candidate_ngrams once more here; nothing draws from
-     * the sample's stream after it, so it is left out. */
+    /* Both shuffle the candidates once more here. Only BART draws after it
+     * (one random() per span); the contents no longer matter. */
+    if (nemo)
+        pl_np_rng_shuffle_i32(r, perm, n_cand);
     return n_spans;
 }
 

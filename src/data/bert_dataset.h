@@ -45,9 +45,12 @@
  * more than one sentence) gives no samples. */
 enum { PL_BERT_LONG_SENTENCE_LEN = 512, PL_BERT_MAX_NGRAM = 16 };
 
-/* The MaskedWordPieceDataset subclasses built here: BERT, and T5
- * (T5MaskedWordPieceDataset; data/t5_dataset.h builds its samples). */
-typedef enum pl_masked_family { PL_MASKED_BERT, PL_MASKED_T5 } pl_masked_family;
+/* The masked WordPiece datasets built here: BERT, T5
+ * (T5MaskedWordPieceDataset; data/t5_dataset.h builds its samples) and NeMo's
+ * BARTDataset (data/bart_dataset.h), whose masking follows NeMo's
+ * dataset_utils.create_masked_lm_predictions where it differs from
+ * Megatron core's (see pl_bert_dataset_mask). */
+typedef enum pl_masked_family { PL_MASKED_BERT, PL_MASKED_T5, PL_MASKED_BART } pl_masked_family;
 
 typedef struct pl_bert_dataset_config {
     int64_t seq_length;      /* --seq-length T: [CLS] A [SEP] B [SEP] + padding, >= 5 */
@@ -64,6 +67,7 @@ typedef struct pl_bert_dataset_config {
     int geometric;           /* masking_use_geometric_distribution: n = min(geometric(0.2), max_ngram) */
     pl_masked_family family; /* PL_MASKED_BERT here; t5_dataset.h sets T5 */
     int64_t decoder_seq_length; /* T5: --decoder-seq-length (seq_length is the encoder's) */
+    double delete_mask_prob;    /* BART: each span's <mask> is dropped with this probability */
 } pl_bert_dataset_config;
 
 /* Megatron's defaults: seed 1234, default split, --mask-prob 0.15,
@@ -99,14 +103,15 @@ typedef struct pl_bert_dataset {
     double mask_prob;
     int binary_head, max_ngram, whole_word, geometric;
     pl_masked_family family;
-    int64_t decoder_seq_length; /* T5 */
+    int64_t decoder_seq_length; /* T5; BART: seq_length (NeMo pads both to it) */
+    double delete_mask_prob;    /* BART */
     double ngram_p[PL_BERT_MAX_NGRAM]; /* choice weights of n = 1..max_ngram */
     int32_t cls, sep, mask, pad, bos, eos;
     int32_t *sentinels;     /* T5: the tokenizer's <extra_id_i> ids, n_sentinels of them */
     int64_t n_sentinels;
     int64_t vocab_size;     /* random replacements are drawn from [0, vocab_size) */
     uint8_t *continuation;  /* per id: 1 when its piece starts with "##" */
-    int32_t *work;          /* scratch for get: 3 T + 1 ints (BERT), 7 T + 1 (T5) */
+    int32_t *work;          /* scratch for get: 3 T + 1 ints (BERT), 7 T + 1 (T5, BART) */
     pl_npy sample_index;    /* (N, 3) uint32: first sentence, end sentence, target */
     char *description;      /* the JSON Megatron hashes */
     char hash[33];
@@ -146,7 +151,12 @@ typedef struct pl_bert_sample {
  * receive the original ids at the masked positions; spans, when not NULL
  * (2 len entries), receive each masked n-gram's first and last position,
  * sorted by the first (masked_spans). Returns the number of spans. work:
- * 3 len + 1 ints. */
+ * 3 len + 1 ints. For BART, NeMo's create_masked_lm_predictions
+ * (masking_style "t5"): the cap is at least 1, a too-long n-gram of n
+ * candidates is retried as n - 2, n - 3, ..., 1 (NeMo's dict of n-grams is
+ * indexed from 1 but read at n - 1 after the decrement, so n - 1 is never
+ * tried), and the closing shuffle of the candidates is drawn, since BART
+ * draws again after it. */
 int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens,
                              int32_t *labels, int64_t len, int64_t target, int32_t *spans,
                              int32_t *work);

@@ -12,6 +12,9 @@ Transcribed from NVIDIA/Megatron-LM:
   megatron/core/datasets/bert_dataset.py   __getitem__, _get_token_mask
   megatron/core/datasets/t5_dataset.py     T5's mapping length, __getitem__, _get_token_mask
   pretrain_t5.py                           T5's masking configuration
+and from NVIDIA/NeMo, nemo/collections/nlp/data/language_modeling/megatron/:
+  bart_dataset.py                          BARTDataset.__getitem__, pad_and_convert_to_numpy
+  dataset_utils.py                         create_masked_lm_predictions (NeMo's own)
   megatron/core/datasets/megatron_dataset.py   the description and its md5
   megatron/core/datasets/blended_megatron_dataset_config.py / _builder.py   --split
   examples/bert/pretrain_bert.py           the masking configuration
@@ -21,7 +24,8 @@ Commands:
       builds the reference dataset with the same keys as bert_samples dump,
       compares plait's cached description and sample_index.npy (numpy.load)
       and every sample in FILE (tokens, types, labels, length, is_random;
-      with t5=1 the T5 dataset: enc, dec, labels and both lengths).
+      with t5=1 the T5 dataset: enc, dec, labels and both lengths; with
+      bart=1 NeMo's BART dataset, the same fields).
   cxx_check N SEED
       prints N outputs of std::mt19937(SEED) and of std::mt19937_64(SEED + 1)
       from the Python generators (the suite compares them with g++'s).
@@ -230,8 +234,9 @@ class BERTDataset:
     def __init__(self, low, path, split_name, indices, num_samples, cfg, tok):
         self.low, self.tok, self.cfg = low, tok, cfg
         self.token_lookup = sorted(tok.inv_vocab.keys())
-        t5 = cfg.get("t5", False)
-        name = "T5MaskedWordPieceDataset" if t5 else "BERTMaskedWordPieceDataset"
+        t5 = cfg.get("t5", False) or cfg.get("bart", False)
+        name = ("BARTDataset" if cfg.get("bart", False) else "T5MaskedWordPieceDataset") if t5 \
+            else "BERTMaskedWordPieceDataset"
         ids = OrderedDict()
         ids["class"] = name
         ids["dataset_path"] = path
@@ -249,7 +254,9 @@ class BERTDataset:
         ids["masking_do_permutation"] = False
         ids["masking_use_longer_ngrams"] = False
         ids["masking_use_geometric_distribution"] = cfg.get("geometric", False)
-        if t5:
+        if cfg.get("bart", False):
+            pass  # plait's own cache key for NeMo's dataset: the masked attributes only
+        elif t5:
             ids["sequence_length_decoder"] = cfg["dec"]
         else:
             ids["classification_head"] = cfg["binary"]
@@ -394,6 +401,110 @@ class BERTDataset:
         self.masked_spans = sorted(masked_spans, key=lambda x: x[0][0])
         return masked_token_ids, [m[0] for m in masked], [m[1] for m in masked]
 
+    def nemo_mask(self, tokens, max_predictions_per_seq, np_rng):
+        """NeMo's dataset_utils.create_masked_lm_predictions, masking_style "t5", with
+        BARTDataset's arguments (no skip id, no permutation, mean_ngram_size None,
+        favor_long_ngrams False). Returns output_tokens and masked_spans."""
+        cfg, tok = self.cfg, self.tok
+        masked_lm_prob, max_ngram_size = cfg["mask"], cfg["ngram"]
+        whole_word_masking, geometric_dist = cfg["wholeword"], cfg["geometric"]
+        cand_indexes = []
+        for i, token in enumerate(tokens):
+            if token == tok.cls or token == tok.sep:
+                continue
+            if whole_word_masking and len(cand_indexes) >= 1 and \
+                    tok.inv_vocab[token].startswith("##"):
+                cand_indexes[-1].append(i)
+            else:
+                cand_indexes.append([i])
+        output_tokens = list(tokens)
+        num_to_predict = min(max_predictions_per_seq,
+                             max(1, int(round(len(tokens) * masked_lm_prob))))
+        num_to_predict = max(1, num_to_predict)  # masking_style != "bert"
+        ngrams = numpy.arange(1, max_ngram_size + 1, dtype=numpy.int64)
+        if not geometric_dist:
+            pvals = 1.0 / numpy.arange(1, max_ngram_size + 1)
+            pvals /= pvals.sum(keepdims=True)
+        ngram_indexes = []
+        for idx in range(len(cand_indexes)):
+            ngram_index = {}
+            for n in ngrams:
+                ngram_index[n] = cand_indexes[idx:idx + n]
+            ngram_indexes.append(ngram_index)
+        np_rng.shuffle(ngram_indexes)
+        masked_lms, masked_spans = [], []
+        covered_indexes = set()
+        for cand_index_set in ngram_indexes:
+            if len(masked_lms) >= num_to_predict:
+                break
+            if not cand_index_set:
+                continue
+            if not geometric_dist:
+                available_ngrams = list(cand_index_set.keys())
+                pvals_current = numpy.array([pvals[n - 1] for n in available_ngrams])
+                n = np_rng.choice(available_ngrams, p=pvals_current / pvals_current.sum(keepdims=True))
+            else:
+                n = min(np_rng.geometric(0.2), max_ngram_size)
+            index_set = sum(cand_index_set[n], [])
+            n -= 1
+            while len(masked_lms) + len(index_set) > num_to_predict:
+                if n == 0:
+                    break
+                if n - 1 in cand_index_set:
+                    index_set = sum(cand_index_set[n - 1], [])
+                n -= 1
+            if len(masked_lms) + len(index_set) > num_to_predict:
+                continue
+            if any(index in covered_indexes for index in index_set):
+                continue
+            for index in index_set:
+                covered_indexes.add(index)
+                output_tokens[index] = tok.mask
+                masked_lms.append((index, tokens[index]))
+            masked_spans.append((index_set, [tokens[index] for index in index_set]))
+        assert len(masked_lms) <= num_to_predict
+        np_rng.shuffle(ngram_indexes)
+        masked_spans = sorted(masked_spans, key=lambda x: x[0][0])
+        return output_tokens, masked_spans
+
+    def bart_item(self, idx):
+        """NeMo's BARTDataset.__getitem__ and pad_and_convert_to_numpy."""
+        cfg, tok = self.cfg, self.tok
+        np_rng = numpy.random.RandomState(seed=(cfg["seed"] + idx))
+        start_index, end_index, seq_length = (int(v) for v in self.sample_index[idx])
+        sample = [list(self.low[i]) for i in range(start_index, end_index)]
+        tokens = [token for sentence in sample for token in sentence]
+        max_num_tokens = seq_length
+        tokens = tokens[:max_num_tokens]
+        max_predictions_per_seq = cfg["mask"] * max_num_tokens
+        output_tokens, masked_spans = self.nemo_mask(tokens, max_predictions_per_seq, np_rng)
+        bart_decoder_in = [tok.bos] + tokens
+        bart_decoder_out = tokens + [tok.eos]
+        bart_input = []
+        start_index = 0
+        for span in masked_spans:
+            end_index = span[0][0]
+            bart_input.extend(output_tokens[start_index:end_index])
+            if np_rng.rand() >= cfg["delete"]:
+                bart_input.append(tok.mask)
+            start_index = span[0][-1] + 1
+        bart_input.extend(output_tokens[start_index:])
+        num_tokens = len(bart_input)
+        padding_length = cfg["seq"] - num_tokens
+        assert padding_length >= 0
+        tokens_enc = numpy.array(bart_input + [tok.pad] * padding_length, dtype=numpy.int64)
+        num_tokens_dec = len(bart_decoder_in)
+        padding_length_dec = cfg["seq"] - num_tokens_dec
+        assert padding_length_dec >= 0
+        tokens_dec_in = numpy.array(bart_decoder_in + [tok.pad] * padding_length_dec,
+                                    dtype=numpy.int64)
+        labels = numpy.array(bart_decoder_out + [-1] * padding_length_dec, dtype=numpy.int64)
+        loss_mask = numpy.array([1] * num_tokens_dec + [0] * padding_length_dec, dtype=numpy.int64)
+        enc_mask = (tokens_enc != tok.pad).astype(numpy.int64)
+        assert numpy.array_equal(loss_mask, (labels != -1).astype(numpy.int64))
+        assert int(enc_mask.sum()) == num_tokens  # no [PAD] in the text
+        return tokens_enc, tokens_dec_in, labels, num_tokens, num_tokens_dec, len(masked_spans)
+
     def t5_item(self, idx):
         """t5_dataset.py __getitem__: encoder input, decoder input, labels, lengths."""
         cfg, tok = self.cfg, self.tok
@@ -445,7 +556,8 @@ class BERTDataset:
 def parse_keys(argv):
     keys = {"split": "969, 30, 1", "which": "train", "n": "-1", "seq": "128", "seed": "1234",
             "mask": "0.15", "short": "0.1", "binary": None, "cache": None, "ngram": None,
-            "wholeword": "1", "t5": "0", "dec": "128", "extra": None, "geometric": None}
+            "wholeword": "1", "t5": "0", "dec": "128", "extra": None, "geometric": None,
+            "bart": "0", "delete": "0"}
     rest = []
     for a in argv:
         k, _, v = a.partition("=")
@@ -464,16 +576,18 @@ def check(argv):
     while rest:
         opts[rest[0].lstrip("-")] = rest[1]
         rest = rest[2:]
-    t5 = keys["t5"] == "1"
+    bart = keys["bart"] == "1"
+    t5 = keys["t5"] == "1" or bart
     for k, bert, t5_default in (("binary", "1", "0"), ("ngram", "3", "10"), ("extra", "0", "100"),
                                 ("geometric", "0", "1")):
         if keys[k] is None:
-            keys[k] = t5_default if t5 else bert
+            keys[k] = t5_default if t5 and not (bart and k == "extra") else bert
     cfg = {"split": keys["split"], "split_matrix": split_matrix(keys["split"]),
            "seq": int(keys["seq"]), "seed": int(keys["seed"]), "mask": float(keys["mask"]),
            "short": float(keys["short"]), "binary": keys["binary"] == "1", "cache": keys["cache"],
            "ngram": int(keys["ngram"]), "wholeword": keys["wholeword"] == "1", "t5": t5,
-           "dec": int(keys["dec"]), "geometric": keys["geometric"] == "1"}
+           "dec": int(keys["dec"]), "geometric": keys["geometric"] == "1",
+           "bart": bart, "delete": float(keys["delete"])}
     n = int(keys["n"])
     n = None if n < 0 else n
     low = Indexed(opts["prefix"])
@@ -517,7 +631,7 @@ def check(argv):
         _, idx, a, b = lines[i].split()
         idx = int(idx)
         got = [numpy.array(lines[i + k].split()[1:], dtype=numpy.int64) for k in (1, 2, 3)]
-        ref = ds.t5_item(idx) if t5 else ds[idx]
+        ref = ds.bart_item(idx) if bart else ds.t5_item(idx) if t5 else ds[idx]
         if ref is None:
             errors.append("sample %d: Megatron asserts (a sequence over its length)" % idx)
             break
@@ -530,7 +644,10 @@ def check(argv):
             errors.append("sample %d: %s %s %s, Megatron's %d %d" % (idx, scalars, a, b, ref[3],
                                                                    ref[4]))
         samples += 1
-        if t5:
+        if bart:  # the text's tokens that are in spans
+            masked += (ref[4] - 1) - (ref[3] - int(numpy.sum(ref[0] == tok.mask)))
+            randoms += ref[5]
+        elif t5:
             masked += ref[4] - 1 - ref[5]
             randoms += ref[5]
         else:

@@ -20,10 +20,12 @@
  *       unless ngram/wholeword/geometric say otherwise; seq is the encoder's
  *       length, dec the decoder's, extra the --vocab-extra-ids) and prints per
  *       sample "sample I ENC_LENGTH DEC_LENGTH" and lines "enc ...",
- *       "dec ...", "labels ...". */
+ *       "dec ...", "labels ...". With bart=1 the same for NeMo's BART
+ *       dataset (seq is both lengths; delete = delete_mask_prob). */
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "data/bert_dataset.h"
+#include "data/bart_dataset.h"
 #include "data/indexed.h"
 #include "data/t5_dataset.h"
 #include "data/tokenizer/bert_wordpiece.h"
@@ -118,8 +120,11 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
     int32_t *buf = NULL;
     int rc = 1, opened = 0, inited = 0;
     pl_bert_dataset_config cfg;
-    int t5 = atoi(arg(argc, argv, "t5", "0"));
-    if (t5)
+    int bart = atoi(arg(argc, argv, "bart", "0"));
+    int t5 = atoi(arg(argc, argv, "t5", "0")) || bart; /* an encoder-decoder sample */
+    if (bart)
+        pl_bart_dataset_config_defaults(&cfg);
+    else if (t5)
         pl_t5_dataset_config_defaults(&cfg);
     else
         pl_bert_dataset_config_defaults(&cfg);
@@ -134,7 +139,8 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
     cfg.whole_word = atoi(arg(argc, argv, "wholeword", "1"));
     cfg.geometric = atoi(arg(argc, argv, "geometric", t5 ? "1" : "0"));
     cfg.decoder_seq_length = atoll(arg(argc, argv, "dec", "128"));
-    int64_t extra = atoll(arg(argc, argv, "extra", t5 ? "100" : "0"));
+    int64_t extra = atoll(arg(argc, argv, "extra", t5 && !bart ? "100" : "0"));
+    cfg.delete_mask_prob = atof(arg(argc, argv, "delete", "0"));
     cfg.tokenizer.class_name = "_BertWordPieceTokenizer";
     cfg.tokenizer.paths[0] = vocab;
     cfg.tokenizer.n_paths = 1;
@@ -162,13 +168,14 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
         goto done;
     }
     opened = 1;
-    if ((t5 ? pl_t5_dataset_init(&ds, &low, prefix, &cfg, t, s, n)
-            : pl_bert_dataset_init(&ds, &low, prefix, &cfg, t, s, n)) != PL_OK) {
+    if ((bart ? pl_bart_dataset_init(&ds, &low, prefix, &cfg, t, s, n)
+         : t5 ? pl_t5_dataset_init(&ds, &low, prefix, &cfg, t, s, n)
+              : pl_bert_dataset_init(&ds, &low, prefix, &cfg, t, s, n)) != PL_OK) {
         rc = fail("init");
         goto done;
     }
     inited = 1;
-    int64_t T = cfg.seq_length, Td = t5 ? cfg.decoder_seq_length : 0;
+    int64_t T = cfg.seq_length, Td = bart ? T : t5 ? cfg.decoder_seq_length : 0;
     buf = pl_malloc(sizeof *buf * (size_t)(3 * T + 2 * Td));
     if (!buf) {
         fprintf(stderr, "bert_samples: out of memory\n");
@@ -179,7 +186,7 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
     pl_bert_sample smp = {buf, buf + T, buf + 2 * T, 0, 0};
     pl_encdec_sample es = {buf, 0, buf + T, buf + T + Td, 0};
     for (int64_t i = first; t5 && i < first + count && i < pl_t5_dataset_len(&ds); i++) {
-        if (pl_t5_dataset_get(&ds, i, &es) != PL_OK) {
+        if ((bart ? pl_bart_dataset_get(&ds, i, &es) : pl_t5_dataset_get(&ds, i, &es)) != PL_OK) {
             rc = fail("get");
             goto done;
         }

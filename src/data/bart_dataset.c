@@ -1,0 +1,99 @@
+/* NeMo's BARTDataset: samples over the masked dataset's mapping and NeMo's
+ * masking (see bart_dataset.h). */
+#include "data/bart_dataset.h"
+
+#include <string.h>
+
+void pl_bart_dataset_config_defaults(pl_bart_dataset_config *c)
+{
+    pl_bert_dataset_config_defaults(c);
+    c->family = PL_MASKED_BART;
+    c->binary_head = 0;
+    c->max_ngram = 10;
+    c->whole_word = 1;
+    c->geometric = 1;
+    c->delete_mask_prob = 0.0;
+}
+
+pl_status pl_bart_dataset_init(pl_bart_dataset *ds, const pl_indexed *low, const char *path,
+                               const pl_bart_dataset_config *cfg, const pl_tokenizer *tok,
+                               pl_split s, int64_t num_samples)
+{
+    if (cfg->family != PL_MASKED_BART) {
+        memset(ds, 0, sizeof *ds);
+        return pl_errorf(PL_ERR_INTERNAL, "%s: BART dataset configured as another family", path);
+    }
+    return pl_bert_dataset_init(ds, low, path, cfg, tok, s, num_samples);
+}
+
+void pl_bart_dataset_free(pl_bart_dataset *ds) { pl_bert_dataset_free(ds); }
+
+int64_t pl_bart_dataset_len(const pl_bart_dataset *ds) { return pl_bert_dataset_len(ds); }
+
+pl_status pl_bart_dataset_get(const pl_bart_dataset *ds, int64_t index, pl_encdec_sample *out)
+{
+    const pl_indexed_header *h = &ds->low->h;
+    int64_t n_samples = pl_bart_dataset_len(ds), T = ds->seq_length;
+    if (index < 0 || index >= n_samples)
+        return pl_errorf(PL_ERR_ARG, "%s: BART sample %lld out of range [0, %lld)", ds->path,
+                         (long long)index, (long long)n_samples);
+    if ((uint64_t)ds->seed + (uint64_t)index > UINT32_MAX)
+        return pl_errorf(PL_ERR_ARG, "%s: BART sample %lld: seed %lu + index is past 2^32 - 1 "
+                                     "(NeMo's RandomState(seed + idx) refuses it)",
+                         ds->path, (long long)index, (unsigned long)ds->seed);
+    int64_t b = pl_npy_get(&ds->sample_index, 3 * index);
+    int64_t e = pl_npy_get(&ds->sample_index, 3 * index + 1);
+    int64_t target = pl_npy_get(&ds->sample_index, 3 * index + 2);
+    int64_t lo = pl_indexed_doc(h, ds->beg), hi = pl_indexed_doc(h, ds->end);
+    if (b < lo || e > hi || e <= b || target < 2 || target > T - 2)
+        return pl_errorf(PL_ERR_FORMAT,
+                         "%s: row %lld (%lld, %lld, %lld): expected sentences within [%lld, "
+                         "%lld), at least 1 of them, and a target in [2, %lld]",
+                         ds->files[PL_BERT_SAMPLE] ? ds->files[PL_BERT_SAMPLE] : ds->path,
+                         (long long)index, (long long)b, (long long)e, (long long)target,
+                         (long long)lo, (long long)hi, (long long)(T - 2));
+
+    int64_t len = 0;
+    for (int64_t s = b; s < e && len < target; s++)
+        len += pl_indexed_length(h, s);
+    len = len < target ? len : target;
+    int32_t *tok = ds->work, *lab = tok + T, *spans = lab + T, *work = spans + 2 * T;
+    pl_status st = pl_bert_dataset_read(ds, b, e, len, tok);
+    if (st != PL_OK)
+        return st;
+    for (int64_t i = 0; i < len; i++)
+        lab[i] = -1;
+    pl_np_rng r;
+    pl_np_rng_seed(&r, (uint32_t)((uint64_t)ds->seed + (uint64_t)index));
+    int64_t n_spans = pl_bert_dataset_mask(ds, &r, tok, lab, len, target, spans, work);
+
+    /* Decoder input [BOS] + original, labels original + [EOS]. */
+    int32_t *enc = out->enc_tokens, *din = out->dec_tokens, *dout = out->labels;
+    din[0] = ds->bos;
+    for (int64_t i = 0; i < len; i++) {
+        int32_t original = lab[i] != -1 ? lab[i] : tok[i];
+        din[i + 1] = original;
+        dout[i] = original;
+    }
+    dout[len] = ds->eos;
+    /* Encoder: each span collapsed to one [MASK], kept when random() >= delete_mask_prob. */
+    int64_t ne = 0, from = 0;
+    for (int64_t k = 0; k < n_spans; k++) {
+        for (int64_t i = from; i < spans[2 * k]; i++)
+            enc[ne++] = tok[i];
+        if (pl_np_rng_random(&r) >= ds->delete_mask_prob)
+            enc[ne++] = ds->mask;
+        from = spans[2 * k + 1] + 1;
+    }
+    for (int64_t i = from; i < len; i++)
+        enc[ne++] = tok[i];
+    for (int64_t i = ne; i < T; i++)
+        enc[i] = ds->pad;
+    for (int64_t i = len + 1; i < T; i++) {
+        din[i] = ds->pad;
+        dout[i] = -1;
+    }
+    out->enc_length = ne;
+    out->dec_length = len + 1;
+    return PL_OK;
+}
