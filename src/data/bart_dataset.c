@@ -32,40 +32,13 @@ int64_t pl_bart_dataset_len(const pl_bart_dataset *ds) { return pl_bert_dataset_
 
 pl_status pl_bart_dataset_get(const pl_bart_dataset *ds, int64_t index, pl_encdec_sample *out)
 {
-    const pl_indexed_header *h = &ds->low->h;
-    int64_t n_samples = pl_bart_dataset_len(ds), T = ds->seq_length;
-    if (index < 0 || index >= n_samples)
-        return pl_errorf(PL_ERR_ARG, "%s: BART sample %lld out of range [0, %lld)", ds->path,
-                         (long long)index, (long long)n_samples);
-    if ((uint64_t)ds->seed + (uint64_t)index > UINT32_MAX)
-        return pl_errorf(PL_ERR_ARG, "%s: BART sample %lld: seed %lu + index is past 2^32 - 1 "
-                                     "(NeMo's RandomState(seed + idx) refuses it)",
-                         ds->path, (long long)index, (unsigned long)ds->seed);
-    int64_t b = pl_npy_get(&ds->sample_index, 3 * index);
-    int64_t e = pl_npy_get(&ds->sample_index, 3 * index + 1);
-    int64_t target = pl_npy_get(&ds->sample_index, 3 * index + 2);
-    int64_t lo = pl_indexed_doc(h, ds->beg), hi = pl_indexed_doc(h, ds->end);
-    if (b < lo || e > hi || e <= b || target < 2 || target > T - 2)
-        return pl_errorf(PL_ERR_FORMAT,
-                         "%s: row %lld (%lld, %lld, %lld): expected sentences within [%lld, "
-                         "%lld), at least 1 of them, and a target in [2, %lld]",
-                         ds->files[PL_BERT_SAMPLE] ? ds->files[PL_BERT_SAMPLE] : ds->path,
-                         (long long)index, (long long)b, (long long)e, (long long)target,
-                         (long long)lo, (long long)hi, (long long)(T - 2));
-
-    int64_t len = 0;
-    for (int64_t s = b; s < e && len < target; s++)
-        len += pl_indexed_length(h, s);
-    len = len < target ? len : target;
-    int32_t *tok = ds->work, *lab = tok + T, *spans = lab + T, *work = spans + 2 * T;
-    pl_status st = pl_bert_dataset_read(ds, b, e, len, tok);
+    int64_t T = ds->seq_length;
+    pl_masked_text m;
+    pl_status st = pl_bert_dataset_masked_text(ds, index, &m);
     if (st != PL_OK)
         return st;
-    for (int64_t i = 0; i < len; i++)
-        lab[i] = -1;
-    pl_np_rng r;
-    pl_np_rng_seed(&r, (uint32_t)((uint64_t)ds->seed + (uint64_t)index));
-    int64_t n_spans = pl_bert_dataset_mask(ds, &r, tok, lab, len, target, spans, work);
+    const int32_t *tok = m.tokens, *lab = m.labels, *spans = m.spans;
+    int64_t len = m.len, n_spans = m.n_spans;
 
     /* Decoder input [BOS] + original, labels original + [EOS]. */
     int32_t *enc = out->enc_tokens, *din = out->dec_tokens, *dout = out->labels;
@@ -81,7 +54,7 @@ pl_status pl_bart_dataset_get(const pl_bart_dataset *ds, int64_t index, pl_encde
     for (int64_t k = 0; k < n_spans; k++) {
         for (int64_t i = from; i < spans[2 * k]; i++)
             enc[ne++] = tok[i];
-        if (pl_np_rng_random(&r) >= ds->delete_mask_prob)
+        if (pl_np_rng_random(&m.rng) >= ds->delete_mask_prob)
             enc[ne++] = ds->mask;
         from = spans[2 * k + 1] + 1;
     }

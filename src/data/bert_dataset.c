@@ -517,13 +517,6 @@ static pl_status read_segment(const pl_bert_dataset *ds, const segment *seg, int
     return PL_OK;
 }
 
-pl_status pl_bert_dataset_read(const pl_bert_dataset *ds, int64_t s0, int64_t s1, int64_t n,
-                               int32_t *dst)
-{
-    segment seg = {s0, s1, 0, n};
-    return read_segment(ds, &seg, dst);
-}
-
 /* _get_token_mask. BERT: 80% [MASK], else half a random id (token_lookup =
  * sorted(inv_vocab), the ids 0..V-1), half the original. T5 (and NeMo's
  * masking_style "t5" for BART): [MASK], no draw. */
@@ -703,5 +696,51 @@ pl_status pl_bert_dataset_get(const pl_bert_dataset *ds, int64_t index, pl_bert_
         tok[i] = ds->pad;
     out->length = len;
     out->is_random = is_random;
+    return PL_OK;
+}
+
+/* ---- the text of a T5 / BART sample (t5_dataset.py, bart_dataset.py) --------- */
+
+pl_status pl_bert_dataset_masked_text(const pl_bert_dataset *ds, int64_t index,
+                                      pl_masked_text *out)
+{
+    const pl_indexed_header *h = &ds->low->h;
+    const char *name = ds->family == PL_MASKED_BART ? "BART" : "T5";
+    int64_t n_samples = pl_bert_dataset_len(ds), T = ds->seq_length;
+    if (index < 0 || index >= n_samples)
+        return pl_errorf(PL_ERR_ARG, "%s: %s sample %lld out of range [0, %lld)", ds->path, name,
+                         (long long)index, (long long)n_samples);
+    if (ds->family == PL_MASKED_BART && (uint64_t)ds->seed + (uint64_t)index > UINT32_MAX)
+        return pl_errorf(PL_ERR_ARG, "%s: BART sample %lld: seed %lu + index is past 2^32 - 1 "
+                                     "(NeMo's RandomState(seed + idx) refuses it)",
+                         ds->path, (long long)index, (unsigned long)ds->seed);
+    int64_t b = pl_npy_get(&ds->sample_index, 3 * index);
+    int64_t e = pl_npy_get(&ds->sample_index, 3 * index + 1);
+    int64_t target = pl_npy_get(&ds->sample_index, 3 * index + 2);
+    int64_t lo = pl_indexed_doc(h, ds->beg), hi = pl_indexed_doc(h, ds->end);
+    if (b < lo || e > hi || e <= b || target < 2 || target > T - 2)
+        return pl_errorf(PL_ERR_FORMAT,
+                         "%s: row %lld (%lld, %lld, %lld): expected sentences within [%lld, "
+                         "%lld), at least 1 of them, and a target in [2, %lld]",
+                         origin(ds), (long long)index, (long long)b, (long long)e,
+                         (long long)target, (long long)lo, (long long)hi, (long long)(T - 2));
+    /* tokens = flattened sentences, tokens[:target] */
+    int64_t len = 0;
+    for (int64_t s = b; s < e && len < target; s++)
+        len += pl_indexed_length(h, s);
+    len = len < target ? len : target;
+    out->tokens = ds->work;
+    out->labels = out->tokens + T;
+    out->spans = out->labels + T;
+    segment seg = {b, e, 0, len};
+    pl_status st = read_segment(ds, &seg, out->tokens);
+    if (st != PL_OK)
+        return st;
+    for (int64_t i = 0; i < len; i++)
+        out->labels[i] = -1;
+    pl_np_rng_seed(&out->rng, (uint32_t)((uint64_t)ds->seed + (uint64_t)index));
+    out->len = len;
+    out->n_spans = pl_bert_dataset_mask(ds, &out->rng, out->tokens, out->labels, len, target,
+                                        out->spans, out->spans + 2 * T);
     return PL_OK;
 }

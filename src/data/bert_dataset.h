@@ -161,10 +161,23 @@ int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *t
                              int32_t *labels, int64_t len, int64_t target, int32_t *spans,
                              int32_t *work);
 
-/* Reads sentences [s0, s1) of ds's dataset, tokens [0, n) of their
- * concatenation, into dst, checking each id against the vocabulary. */
-pl_status pl_bert_dataset_read(const pl_bert_dataset *ds, int64_t s0, int64_t s1, int64_t n,
-                               int32_t *dst);
+/* The masked text of an encoder-decoder sample (T5, BART), views into
+ * ds->work: tokens[0..len) masked, labels[0..len) the original id at masked
+ * positions (else -1), spans[0..2 n_spans) each span's first and last
+ * position in order; rng is the sample's stream after the masking. */
+typedef struct pl_masked_text {
+    int32_t *tokens, *labels, *spans;
+    int64_t len, n_spans;
+    pl_np_rng rng;
+} pl_masked_text;
+
+/* T5's and NeMo's BART's common start of __getitem__(index): the row's
+ * sentences concatenated and cut to the row's target length, then masked
+ * with the sample's RandomState (seed + index, modulo 2^32 for T5; NeMo's
+ * BART refuses a seed + index past 2^32 - 1). Errors: index out of range,
+ * a row out of bounds, a token id outside the vocabulary. */
+pl_status pl_bert_dataset_masked_text(const pl_bert_dataset *ds, int64_t index,
+                                      pl_masked_text *out);
 
 /* Sample index (0 <= index < len), exactly as Megatron's __getitem__(index)
  * builds it. Allocates nothing; uses ds->work, so one thread at a time per

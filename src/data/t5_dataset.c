@@ -29,43 +29,15 @@ void pl_t5_dataset_free(pl_t5_dataset *ds) { pl_bert_dataset_free(ds); }
 
 int64_t pl_t5_dataset_len(const pl_t5_dataset *ds) { return pl_bert_dataset_len(ds); }
 
-static const char *origin(const pl_t5_dataset *ds)
-{
-    return ds->files[PL_BERT_SAMPLE] ? ds->files[PL_BERT_SAMPLE] : ds->path;
-}
-
 pl_status pl_t5_dataset_get(const pl_t5_dataset *ds, int64_t index, pl_encdec_sample *out)
 {
-    const pl_indexed_header *h = &ds->low->h;
-    int64_t n_samples = pl_t5_dataset_len(ds), Te = ds->seq_length, Td = ds->decoder_seq_length;
-    if (index < 0 || index >= n_samples)
-        return pl_errorf(PL_ERR_ARG, "%s: T5 sample %lld out of range [0, %lld)", ds->path,
-                         (long long)index, (long long)n_samples);
-    int64_t b = pl_npy_get(&ds->sample_index, 3 * index);
-    int64_t e = pl_npy_get(&ds->sample_index, 3 * index + 1);
-    int64_t target = pl_npy_get(&ds->sample_index, 3 * index + 2);
-    int64_t lo = pl_indexed_doc(h, ds->beg), hi = pl_indexed_doc(h, ds->end);
-    if (b < lo || e > hi || e <= b || target < 2 || target > Te - 2)
-        return pl_errorf(PL_ERR_FORMAT,
-                         "%s: row %lld (%lld, %lld, %lld): expected sentences within [%lld, "
-                         "%lld), at least 1 of them, and a target in [2, %lld]",
-                         origin(ds), (long long)index, (long long)b, (long long)e,
-                         (long long)target, (long long)lo, (long long)hi, (long long)(Te - 2));
-
-    /* The sentences concatenated and cut to the target length. */
-    int64_t len = 0;
-    for (int64_t s = b; s < e && len < target; s++)
-        len += pl_indexed_length(h, s);
-    len = len < target ? len : target;
-    int32_t *tok = ds->work, *lab = tok + Te, *spans = lab + Te, *work = spans + 2 * Te;
-    pl_status st = pl_bert_dataset_read(ds, b, e, len, tok);
+    int64_t Te = ds->seq_length, Td = ds->decoder_seq_length;
+    pl_masked_text m;
+    pl_status st = pl_bert_dataset_masked_text(ds, index, &m);
     if (st != PL_OK)
         return st;
-    for (int64_t i = 0; i < len; i++)
-        lab[i] = -1;
-    pl_np_rng r;
-    pl_np_rng_seed(&r, (uint32_t)((uint64_t)ds->seed + (uint64_t)index));
-    int64_t n_spans = pl_bert_dataset_mask(ds, &r, tok, lab, len, target, spans, work);
+    const int32_t *tok = m.tokens, *lab = m.labels, *spans = m.spans;
+    int64_t len = m.len, n_spans = m.n_spans;
     if (n_spans > ds->n_sentinels)
         return pl_errorf(PL_ERR_ARG,
                          "%s: T5 sample %lld has %lld masked spans, more than the tokenizer's "

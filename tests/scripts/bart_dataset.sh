@@ -6,31 +6,9 @@
 # documents (bert_samples make): every dumped sample (encoder input, decoder
 # input, labels, both lengths), the cached mapping, cache reuse and bad input.
 . "$(dirname "$0")/lib.sh"
-PY=/usr/bin/python3
-REF=$ROOT/tests/scripts/bert_dataset_reference.py
-TOOL=$ROOT/build/testtools/bert_samples
-VOCAB=$PLAIT_DATA/bert/vocab.txt
 W=$TMP/bart_dataset
-rm -rf "$W"
-mkdir -p "$W"
-P=$W/kjv
-"$TOOL" make "$VOCAB" "$PLAIT_DATA/kjv.txt" "$P" 31102 || { echo "cannot write the corpus"; exit 1; }
-S=$W/kjv_small
-"$TOOL" make "$VOCAB" "$PLAIT_DATA/kjv.txt" "$S" 400 || { echo "cannot write the corpus"; exit 1; }
-
-samples=0
-compare_run() {
-    local prefix=$1; shift
-    "$TOOL" dump "$VOCAB" "$prefix" bart=1 "$@" >"$W/dump.txt" &&
-        "$PY" "$REF" check --dump "$W/dump.txt" --prefix "$prefix" --vocab "$VOCAB" bart=1 "$@"
-}
-compare() {
-    local name=$1; shift
-    check "$name" compare_run "$@"
-    local n; n=$(sed -n 's/^compared \([0-9]*\) samples.*/\1/p' "$TMP/check.out")
-    samples=$((samples + ${n:-0}))
-    grep -E '^(configuration|compared)' "$TMP/check.out" | sed 's/^/    /'
-}
+MODE=bart=1
+. "$(dirname "$0")/masked_dataset/common.sh"
 
 # NeMo's defaults: max n-gram 10, geometric, whole words, delete_mask_prob 0.
 compare seq128_first_1500 "$P" n=3000 seq=128 count=1500

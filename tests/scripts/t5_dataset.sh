@@ -8,35 +8,9 @@
 # input, decoder input, labels, both lengths) are compared with Megatron's.
 # Then cache reuse and bad input.
 . "$(dirname "$0")/lib.sh"
-PY=/usr/bin/python3
-REF=$ROOT/tests/scripts/bert_dataset_reference.py
-TOOL=$ROOT/build/testtools/bert_samples
-VOCAB=$PLAIT_DATA/bert/vocab.txt
 W=$TMP/t5_dataset
-rm -rf "$W"
-mkdir -p "$W"
-P=$W/kjv
-"$TOOL" make "$VOCAB" "$PLAIT_DATA/kjv.txt" "$P" 31102 || { echo "cannot write the corpus"; exit 1; }
-S=$W/kjv_small
-"$TOOL" make "$VOCAB" "$PLAIT_DATA/kjv.txt" "$S" 400 || { echo "cannot write the corpus"; exit 1; }
-
-samples=0
-spans=0
-compare_run() {
-    local prefix=$1; shift
-    "$TOOL" dump "$VOCAB" "$prefix" t5=1 "$@" >"$W/dump.txt" &&
-        "$PY" "$REF" check --dump "$W/dump.txt" --prefix "$prefix" --vocab "$VOCAB" t5=1 "$@"
-}
-compare() {
-    local name=$1; shift
-    check "$name" compare_run "$@"
-    local n m
-    n=$(sed -n 's/^compared \([0-9]*\) samples.*/\1/p' "$TMP/check.out")
-    m=$(sed -n 's/^compared .*, \([0-9]*\) spans).*/\1/p' "$TMP/check.out")
-    samples=$((samples + ${n:-0}))
-    spans=$((spans + ${m:-0}))
-    grep -E '^(configuration|compared)' "$TMP/check.out" | sed 's/^/    /'
-}
+MODE=t5=1
+. "$(dirname "$0")/masked_dataset/common.sh"
 
 # pretrain_t5.py's masking (max n-gram 10, whole words, geometric), 100 sentinels.
 compare enc128_dec64_first_1500 "$P" n=3000 seq=128 dec=64 count=1500
@@ -74,5 +48,5 @@ check_fails too_few_sentinels_named "masked spans, more than the tokenizer's 1 s
 check_fails gpt2_tokenizer_refused "GPT2BPETokenizer: BERT data needs a BERT WordPiece" \
     "$TOOL" dump "$VOCAB" "$P" t5=1 gpt2="$PLAIT_DATA/gpt2"
 
-echo "compared $samples T5 samples ($spans masked spans) with the reference"
+echo "compared $samples T5 samples with the reference"
 summary t5_dataset
