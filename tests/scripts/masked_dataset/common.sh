@@ -6,7 +6,7 @@
 # checked against the reference, the count of compared samples in $samples.
 PY=/usr/bin/python3
 REF=$ROOT/tests/scripts/bert_dataset_reference.py
-TOOL=$ROOT/build/testtools/bert_samples
+TOOL=${BERT_SAMPLES:-$ROOT/build/testtools/bert_samples} # BERT_SAMPLES: e.g. the ASan build's
 VOCAB=$PLAIT_DATA/bert/vocab.txt
 rm -rf "$W"
 mkdir -p "$W"
