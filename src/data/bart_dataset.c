@@ -2,33 +2,10 @@
  * masking (see bart_dataset.h). */
 #include "data/bart_dataset.h"
 
-#include <string.h>
-
 void pl_bart_dataset_config_defaults(pl_bart_dataset_config *c)
 {
-    pl_bert_dataset_config_defaults(c);
-    c->family = PL_MASKED_BART;
-    c->binary_head = 0;
-    c->max_ngram = 10;
-    c->whole_word = 1;
-    c->geometric = 1;
-    c->delete_mask_prob = 0.0;
+    pl_bert_dataset_config_family(c, PL_MASKED_BART);
 }
-
-pl_status pl_bart_dataset_init(pl_bart_dataset *ds, const pl_indexed *low, const char *path,
-                               const pl_bart_dataset_config *cfg, const pl_tokenizer *tok,
-                               pl_split s, int64_t num_samples)
-{
-    if (cfg->family != PL_MASKED_BART) {
-        memset(ds, 0, sizeof *ds);
-        return pl_errorf(PL_ERR_INTERNAL, "%s: BART dataset configured as another family", path);
-    }
-    return pl_bert_dataset_init(ds, low, path, cfg, tok, s, num_samples);
-}
-
-void pl_bart_dataset_free(pl_bart_dataset *ds) { pl_bert_dataset_free(ds); }
-
-int64_t pl_bart_dataset_len(const pl_bart_dataset *ds) { return pl_bert_dataset_len(ds); }
 
 pl_status pl_bart_dataset_get(const pl_bart_dataset *ds, int64_t index, pl_encdec_sample *out)
 {

@@ -45,14 +45,10 @@ typedef pl_bert_dataset pl_bart_dataset;
  * delete_mask_prob 0. seq_length is left 0: the caller sets it. */
 void pl_bart_dataset_config_defaults(pl_bart_dataset_config *c);
 
-/* As pl_t5_dataset_init, for cfg->family PL_MASKED_BART (no sentinels
- * needed). Caches under <prefix>/cache/BARTDataset_indices unless
+/* Open, length and free are the masked dataset's (pl_bert_dataset_init with
+ * a BART configuration, pl_bert_dataset_len, pl_bert_dataset_free); no
+ * sentinels needed. Caches under <prefix>/cache/BARTDataset_indices unless
  * cfg->cache_dir. */
-pl_status pl_bart_dataset_init(pl_bart_dataset *ds, const pl_indexed *low, const char *path,
-                               const pl_bart_dataset_config *cfg, const pl_tokenizer *tok,
-                               pl_split s, int64_t num_samples);
-void pl_bart_dataset_free(pl_bart_dataset *ds);
-int64_t pl_bart_dataset_len(const pl_bart_dataset *ds);
 
 /* Sample index (0 <= index < len), exactly as NeMo's __getitem__(index)
  * builds it from the row. out's arrays hold seq_length entries each (enc,

@@ -14,6 +14,11 @@
 
 void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c)
 {
+    pl_bert_dataset_config_family(c, PL_MASKED_BERT);
+}
+
+void pl_bert_dataset_config_family(pl_bert_dataset_config *c, pl_masked_family f)
+{
     memset(c, 0, sizeof *c);
     c->seed = 1234;
     c->split = PL_DEFAULT_SPLIT;
@@ -23,7 +28,12 @@ void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c)
     c->binary_head = 1;
     c->max_ngram = 3;
     c->whole_word = 1;
-    c->family = PL_MASKED_BERT;
+    c->family = f;
+    if (f != PL_MASKED_BERT) { /* pretrain_t5.py; NeMo's BARTDataset defaults */
+        c->binary_head = 0;
+        c->max_ngram = 10;
+        c->geometric = 1;
+    }
 }
 
 static const char *class_name(pl_masked_family f)

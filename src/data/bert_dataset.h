@@ -75,6 +75,11 @@ typedef struct pl_bert_dataset_config {
  * words). seq_length is left 0: the caller sets it. */
 void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c);
 
+/* The defaults of family f: BERT's above; T5 and BART: no binary head, max
+ * n-gram 10, whole words, geometric n-grams (pretrain_t5.py, NeMo's
+ * BARTDataset), delete_mask_prob 0, decoder_seq_length left 0. */
+void pl_bert_dataset_config_family(pl_bert_dataset_config *c, pl_masked_family f);
+
 /* ---- the mapping, exposed for tests --------------------------------------- */
 
 /* helpers.cpp build_mapping over the documents [doc_beg, doc_end) of h:

@@ -2,32 +2,10 @@
  * mapping and masking (see t5_dataset.h). */
 #include "data/t5_dataset.h"
 
-#include <string.h>
-
 void pl_t5_dataset_config_defaults(pl_t5_dataset_config *c)
 {
-    pl_bert_dataset_config_defaults(c);
-    c->family = PL_MASKED_T5;
-    c->binary_head = 0;
-    c->max_ngram = 10;
-    c->whole_word = 1;
-    c->geometric = 1;
+    pl_bert_dataset_config_family(c, PL_MASKED_T5);
 }
-
-pl_status pl_t5_dataset_init(pl_t5_dataset *ds, const pl_indexed *low, const char *path,
-                             const pl_t5_dataset_config *cfg, const pl_tokenizer *tok,
-                             pl_split s, int64_t num_samples)
-{
-    if (cfg->family != PL_MASKED_T5) {
-        memset(ds, 0, sizeof *ds);
-        return pl_errorf(PL_ERR_INTERNAL, "%s: T5 dataset configured as another family", path);
-    }
-    return pl_bert_dataset_init(ds, low, path, cfg, tok, s, num_samples);
-}
-
-void pl_t5_dataset_free(pl_t5_dataset *ds) { pl_bert_dataset_free(ds); }
-
-int64_t pl_t5_dataset_len(const pl_t5_dataset *ds) { return pl_bert_dataset_len(ds); }
 
 pl_status pl_t5_dataset_get(const pl_t5_dataset *ds, int64_t index, pl_encdec_sample *out)
 {

@@ -39,16 +39,13 @@ typedef pl_bert_dataset pl_t5_dataset;
  * left 0: the caller sets them. */
 void pl_t5_dataset_config_defaults(pl_t5_dataset_config *c);
 
-/* As pl_bert_dataset_init, for cfg->family PL_MASKED_T5 (set by the
- * defaults). tok must be a BERT WordPiece tokenizer opened with
- * --vocab-extra-ids > 0 (pl_bert_tokenizer_open_ex): the sentinels, [BOS],
- * [EOS], [MASK], [PAD] and the "##" pieces come from it. Caches under
- * <prefix>/cache/T5MaskedWordPieceDataset_indices unless cfg->cache_dir. */
-pl_status pl_t5_dataset_init(pl_t5_dataset *ds, const pl_indexed *low, const char *path,
-                             const pl_t5_dataset_config *cfg, const pl_tokenizer *tok,
-                             pl_split s, int64_t num_samples);
-void pl_t5_dataset_free(pl_t5_dataset *ds);
-int64_t pl_t5_dataset_len(const pl_t5_dataset *ds);
+/* Open, length and free are the masked dataset's: pl_bert_dataset_init with
+ * a T5 configuration (cfg->family PL_MASKED_T5, set by the defaults),
+ * pl_bert_dataset_len, pl_bert_dataset_free. tok must be a BERT WordPiece
+ * tokenizer opened with --vocab-extra-ids > 0 (pl_bert_tokenizer_open_ex):
+ * the sentinels, [BOS], [EOS], [MASK], [PAD] and the "##" pieces come from
+ * it. Caches under <prefix>/cache/T5MaskedWordPieceDataset_indices unless
+ * cfg->cache_dir. */
 
 /* One encoder-decoder sample, for the model (T5 here, BART later). The
  * caller owns the arrays: Te entries for enc_tokens, Td for the others. */

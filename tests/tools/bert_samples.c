@@ -168,9 +168,7 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
         goto done;
     }
     opened = 1;
-    if ((bart ? pl_bart_dataset_init(&ds, &low, prefix, &cfg, t, s, n)
-         : t5 ? pl_t5_dataset_init(&ds, &low, prefix, &cfg, t, s, n)
-              : pl_bert_dataset_init(&ds, &low, prefix, &cfg, t, s, n)) != PL_OK) {
+    if (pl_bert_dataset_init(&ds, &low, prefix, &cfg, t, s, n) != PL_OK) {
         rc = fail("init");
         goto done;
     }
@@ -185,7 +183,7 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
            ds.built, (long long)pl_bert_dataset_len(&ds));
     pl_bert_sample smp = {buf, buf + T, buf + 2 * T, 0, 0};
     pl_encdec_sample es = {buf, 0, buf + T, buf + T + Td, 0};
-    for (int64_t i = first; t5 && i < first + count && i < pl_t5_dataset_len(&ds); i++) {
+    for (int64_t i = first; t5 && i < first + count && i < pl_bert_dataset_len(&ds); i++) {
         if ((bart ? pl_bart_dataset_get(&ds, i, &es) : pl_t5_dataset_get(&ds, i, &es)) != PL_OK) {
             rc = fail("get");
             goto done;

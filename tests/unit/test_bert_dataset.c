@@ -220,8 +220,7 @@ TEST(t5_and_bart_name_bad_tokens_and_fail_cleanly)
         snprintf(cache, sizeof cache, "%s_cache_%d", p, f);
         pl_bert_dataset_config c = config_of(cache, (pl_masked_family)f);
         pl_bert_dataset ds;
-        CHECK_OK(f == PL_MASKED_T5 ? pl_t5_dataset_init(&ds, &low, p, &c, t, PL_SPLIT_TRAIN, 10)
-                                   : pl_bart_dataset_init(&ds, &low, p, &c, t, PL_SPLIT_TRAIN, 10));
+        CHECK_OK(pl_bert_dataset_init(&ds, &low, p, &c, t, PL_SPLIT_TRAIN, 10));
         int32_t buf[48];
         pl_encdec_sample s = {buf, 0, buf + 16, buf + 32, 0};
         int64_t n = pl_bert_dataset_len(&ds), bad = 0;
@@ -252,8 +251,7 @@ TEST(t5_and_bart_name_bad_tokens_and_fail_cleanly)
             snprintf(cache, sizeof cache, "%s_cache_%d_%lld", q, f, (long long)k);
             c = config_of(cache, (pl_masked_family)f);
             pl_alloc_fail_after(k);
-            st = f == PL_MASKED_T5 ? pl_t5_dataset_init(&ds, &good, q, &c, t, PL_SPLIT_TRAIN, 8)
-                                   : pl_bart_dataset_init(&ds, &good, q, &c, t, PL_SPLIT_TRAIN, 8);
+            st = pl_bert_dataset_init(&ds, &good, q, &c, t, PL_SPLIT_TRAIN, 8);
             pl_alloc_fail_after(-1);
             if (st == PL_OK)
                 pl_bert_dataset_free(&ds);
