@@ -23,11 +23,12 @@
  * Encoder and decoder are both padded to seq_length (NeMo's max_seq_length:
  * BART has no separate decoder length), so Td = Te.
  *
- * What differs from NeMo, and why: the split over documents and the cache
- * are Megatron core's (data/bert_dataset.h: rounding of the cumulative
- * fractions, {md5}-BARTDataset-* files) rather than NeMo's legacy
- * get_train_valid_test_split_ and PREFIX_{name}_indexmap_* names; the
- * mapping over a given document range is the same. The special ids come from
+ * The split over documents is NeMo's get_train_valid_test_split_ (three
+ * values; each part's size rounded, the boundaries shifted to end at the
+ * document count), not Megatron core's. What differs from NeMo: the cache is
+ * the masked dataset's ({md5}-BARTDataset-* files under
+ * PREFIX/cache/BARTDataset_indices), not NeMo's PREFIX_{name}_indexmap_*.npy
+ * (the mapping in it is the same). The special ids come from
  * plait's BERT WordPiece tokenizer ([BOS], [EOS], [MASK], [PAD]); NeMo's come
  * from its tokenizer wrapper. mask_prob must be in (0, 1) (NeMo also takes 0:
  * no masking). Not here: mean_ngram_size, favor_long_ngrams, permutation,

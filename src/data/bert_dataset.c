@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c)
@@ -273,6 +274,47 @@ static void ngram_weights(int n, double *p)
         p[k] = np_[k] / s;
 }
 
+/* NeMo's base_dataset_utils.get_train_valid_test_split_ (what its BART
+ * dataset splits by): exactly three values separated by ',' (or else '/'),
+ * normalised; boundaries are running sums of Python round(part * n), all
+ * shifted so the last is n. Sets [beg, end) for split s. */
+static pl_status nemo_split_range(const char *text, int64_t n, pl_split s, int64_t *beg,
+                                  int64_t *end)
+{
+    char sep = strchr(text, ',') ? ',' : strchr(text, '/') ? '/' : 0;
+    double w[3], sum = 0.0;
+    int k = 0;
+    const char *p = text;
+    for (;;) {
+        char *e;
+        double v = strtod(p, &e);
+        while (*e == ' ' || *e == '\t')
+            e++;
+        if (e == p || k == 3 || (*e && *e != sep))
+            break;
+        w[k++] = v;
+        sum += v;
+        if (!*e) {
+            p = NULL;
+            break;
+        }
+        p = e + 1;
+    }
+    if (p || k != 3 || !(sum > 0.0))
+        return pl_errorf(PL_ERR_ARG, "--split '%s': NeMo's BART dataset takes three values "
+                                     "separated by ',' or '/' with a positive sum",
+                         text);
+    int64_t idx[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 3; i++)
+        idx[i + 1] = idx[i] + (int64_t)pl_py_round(w[i] / sum * (double)n);
+    int64_t diff = idx[3] - n;
+    for (int i = 1; i < 4; i++)
+        idx[i] -= diff;
+    *beg = idx[s];
+    *end = idx[s + 1];
+    return PL_OK;
+}
+
 static char *join3(const char *a, const char *b, const char *c)
 {
     size_t n = strlen(a) + strlen(b) + strlen(c) + 1;
@@ -413,8 +455,12 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
-    /* The split is over documents (MaskedWordPieceDataset.numel_low_level_dataset). */
-    pl_split_range(&cfg->split_matrix, s, low->h.n_documents, &ds->beg, &ds->end);
+    /* The split is over documents (MaskedWordPieceDataset.numel_low_level_dataset;
+     * NeMo's get_train_valid_test_split_ for BART). */
+    if (ds->family == PL_MASKED_BART)
+        PL_TRY(nemo_split_range(cfg->split, low->h.n_documents, s, &ds->beg, &ds->end));
+    else
+        pl_split_range(&cfg->split_matrix, s, low->h.n_documents, &ds->beg, &ds->end);
     if (ds->end <= ds->beg) {
         st = pl_errorf(PL_ERR_ARG,
                        "%s: --split '%s' gives the %s split no document (documents [%lld, %lld) "

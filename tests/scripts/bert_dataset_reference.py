@@ -228,6 +228,28 @@ def split_matrix(split):
     return [None if hi - lo == 0 else (lo, hi) for lo, hi in zip(expansion[:-1], expansion[1:])]
 
 
+def nemo_split(splits_string, size):
+    """NeMo's base_dataset_utils.get_train_valid_test_split_ (BART's split)."""
+    if splits_string.find(',') != -1:
+        splits = [float(s) for s in splits_string.split(',')]
+    elif splits_string.find('/') != -1:
+        splits = [float(s) for s in splits_string.split('/')]
+    else:
+        splits = [float(splits_string)]
+    if len(splits) != 3:
+        raise ValueError("Invalid splits string")
+    splits_sum = sum(splits)
+    assert splits_sum > 0.0
+    splits = [split / splits_sum for split in splits]
+    splits_index = [0]
+    for index, split in enumerate(splits):
+        splits_index.append(splits_index[index] + int(round(split * float(size))))
+    diff = splits_index[-1] - size
+    for index in range(1, len(splits_index)):
+        splits_index[index] -= diff
+    return splits_index
+
+
 # ---- the dataset ---------------------------------------------------------------------------
 
 class BERTDataset:
@@ -595,8 +617,12 @@ def check(argv):
     which = keys["which"]
     s = {"train": 0, "valid": 1, "test": 2}[which]
     n_docs = low.document_indices.shape[0] - 1
-    lo, hi = cfg["split_matrix"][s]
-    beg, end = int(round(lo * float(n_docs))), int(round(hi * float(n_docs)))
+    if bart:
+        idx = nemo_split(keys["split"], n_docs)
+        beg, end = idx[s], idx[s + 1]
+    else:
+        lo, hi = cfg["split_matrix"][s]
+        beg, end = int(round(lo * float(n_docs))), int(round(hi * float(n_docs)))
     indices = numpy.arange(start=beg, stop=end, step=1, dtype=numpy.int32)
     ds = BERTDataset(low, opts["prefix"], which, indices, n, cfg, tok)
 

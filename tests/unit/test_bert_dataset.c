@@ -122,7 +122,7 @@ static pl_bert_dataset_config config_of(const char *cache, pl_masked_family f)
         pl_bert_dataset_config_defaults(&c);
     c.seq_length = 16;
     c.decoder_seq_length = 16;
-    c.split = "1";
+    c.split = f == PL_MASKED_BART ? "1,0,0" : "1"; /* NeMo's split takes three values */
     pl_split_parse(c.split, &c.split_matrix);
     c.cache_dir = cache;
     c.tokenizer.class_name = "_BertWordPieceTokenizer";
