@@ -25,8 +25,10 @@
  * in the same order and build the same samples from the same mapping; they
  * split documents and name caches differently (docs/data.md).
  *
- * The T5 dataset (data/t5_dataset.h) is this with family PL_MASKED_T5: its
- * mapping, cache and masking (geometric n-grams) are built here.
+ * The T5 dataset (data/t5_dataset.h) and NeMo's BART dataset
+ * (data/bart_dataset.h) are this with family PL_MASKED_T5 / PL_MASKED_BART:
+ * their mapping, cache, masking (geometric n-grams; NeMo's rules for BART)
+ * and masked text are built here, their samples there.
  *
  * Not here: the data-parallel sampler (data/sampler.h), blends of several
  * BERT datasets, masking_do_permutation and longer-n-gram preference (off in
