@@ -10,9 +10,15 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c)
+{
+    pl_bert_dataset_config_family(c, PL_MASKED_BERT);
+}
+
+void pl_bert_dataset_config_family(pl_bert_dataset_config *c, pl_masked_family f)
 {
     memset(c, 0, sizeof *c);
     c->seed = 1234;
@@ -23,6 +29,19 @@ void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c)
     c->binary_head = 1;
     c->max_ngram = 3;
     c->whole_word = 1;
+    c->family = f;
+    if (f != PL_MASKED_BERT) { /* pretrain_t5.py; NeMo's BARTDataset defaults */
+        c->binary_head = 0;
+        c->max_ngram = 10;
+        c->geometric = 1;
+    }
+}
+
+static const char *class_name(pl_masked_family f)
+{
+    return f == PL_MASKED_T5     ? "T5MaskedWordPieceDataset"
+           : f == PL_MASKED_BART ? "BARTDataset"
+                                 : "BERTMaskedWordPieceDataset";
 }
 
 /* ---- helpers.cpp build_mapping -------------------------------------------- */
@@ -159,16 +178,18 @@ static pl_status add_field(pl_bytes *b, const char *key, const char *value)
 }
 
 /* The base identifiers, then MaskedWordPieceDatasetConfig's key attributes
- * and classification_head, as json.dumps(indent=4) writes them. */
+ * and classification_head (BERT) or sequence_length_decoder (T5), as
+ * json.dumps(indent=4) writes them. */
 static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_dataset_config *cfg)
 {
-    pl_dataset_identity id = {"BERTMaskedWordPieceDataset", ds->path, ds->num_samples, ds->split,
+    pl_dataset_identity id = {class_name(ds->family), ds->path, ds->num_samples, ds->split,
                               cfg->seed, cfg->seq_length, cfg->split, &cfg->split_matrix,
                               &cfg->tokenizer};
-    char mp[32], sp[32], ng[32];
+    char mp[32], sp[32], ng[32], dl[32];
     pl_py_float_repr(cfg->mask_prob, mp);
     pl_py_float_repr(cfg->short_seq_prob, sp);
     snprintf(ng, sizeof ng, "%d", cfg->max_ngram);
+    snprintf(dl, sizeof dl, "%lld", (long long)cfg->decoder_seq_length);
     pl_status st = pl_dataset_describe_head(b, &id);
     if (st == PL_OK)
         st = add_field(b, "masking_probability", mp);
@@ -183,8 +204,10 @@ static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_
     if (st == PL_OK)
         st = add_field(b, "masking_use_longer_ngrams", "false");
     if (st == PL_OK)
-        st = add_field(b, "masking_use_geometric_distribution", "false");
-    if (st == PL_OK)
+        st = add_field(b, "masking_use_geometric_distribution", cfg->geometric ? "true" : "false");
+    if (st == PL_OK && ds->family == PL_MASKED_T5)
+        st = add_field(b, "sequence_length_decoder", dl);
+    else if (st == PL_OK && ds->family == PL_MASKED_BERT)
         st = add_field(b, "classification_head", cfg->binary_head ? "true" : "false");
     if (st == PL_OK && (st = pl_dataset_describe_indent(b, 0)) == PL_OK)
         st = pl_bytes_append(b, "}", 1);
@@ -195,7 +218,28 @@ static pl_status describe(pl_bytes *b, const pl_bert_dataset *ds, const pl_bert_
 
 static pl_status check_config(const pl_bert_dataset_config *cfg)
 {
-    if (cfg->seq_length < 5 || cfg->seq_length > INT32_MAX)
+    if (cfg->family == PL_MASKED_BART) {
+        if (cfg->seq_length < 4 || cfg->seq_length > INT32_MAX)
+            return pl_errorf(PL_ERR_ARG, "--seq-length %lld: BART needs at least 4 (a target of "
+                                         "at least 2, plus [BOS] / [EOS])",
+                             (long long)cfg->seq_length);
+        if (!(cfg->delete_mask_prob >= 0.0 && cfg->delete_mask_prob <= 1.0))
+            return pl_errorf(PL_ERR_ARG, "delete_mask_prob %g: expected a value in [0, 1]",
+                             cfg->delete_mask_prob);
+        if (cfg->binary_head)
+            return pl_errorf(PL_ERR_INTERNAL, "BART dataset with a binary head");
+    } else if (cfg->family == PL_MASKED_T5) {
+        /* build_mapping's targets are in [2, --encoder-seq-length - 2]. */
+        if (cfg->seq_length < 4 || cfg->seq_length > INT32_MAX)
+            return pl_errorf(PL_ERR_ARG, "--encoder-seq-length %lld: T5 needs at least 4 (a "
+                                         "target of at least 2, plus 2)",
+                             (long long)cfg->seq_length);
+        if (cfg->decoder_seq_length < 1 || cfg->decoder_seq_length > INT32_MAX)
+            return pl_errorf(PL_ERR_ARG, "--decoder-seq-length %lld: expected at least 1",
+                             (long long)cfg->decoder_seq_length);
+        if (cfg->binary_head)
+            return pl_errorf(PL_ERR_INTERNAL, "T5 dataset with a binary head");
+    } else if (cfg->seq_length < 5 || cfg->seq_length > INT32_MAX)
         return pl_errorf(PL_ERR_ARG, "--seq-length %lld: BERT needs at least 5 ([CLS], two "
                                      "[SEP] and a target of at least 2)",
                          (long long)cfg->seq_length);
@@ -230,6 +274,47 @@ static void ngram_weights(int n, double *p)
         p[k] = np_[k] / s;
 }
 
+/* NeMo's base_dataset_utils.get_train_valid_test_split_ (what its BART
+ * dataset splits by): exactly three values separated by ',' (or else '/'),
+ * normalised; boundaries are running sums of Python round(part * n), all
+ * shifted so the last is n. Sets [beg, end) for split s. */
+static pl_status nemo_split_range(const char *text, int64_t n, pl_split s, int64_t *beg,
+                                  int64_t *end)
+{
+    char sep = strchr(text, ',') ? ',' : strchr(text, '/') ? '/' : 0;
+    double w[3], sum = 0.0;
+    int k = 0;
+    const char *p = text;
+    for (;;) {
+        char *e;
+        double v = strtod(p, &e);
+        while (*e == ' ' || *e == '\t')
+            e++;
+        if (e == p || k == 3 || (*e && *e != sep))
+            break;
+        w[k++] = v;
+        sum += v;
+        if (!*e) {
+            p = NULL;
+            break;
+        }
+        p = e + 1;
+    }
+    if (p || k != 3 || !(sum > 0.0))
+        return pl_errorf(PL_ERR_ARG, "--split '%s': NeMo's BART dataset takes three values "
+                                     "separated by ',' or '/' with a positive sum",
+                         text);
+    int64_t idx[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 3; i++)
+        idx[i + 1] = idx[i] + (int64_t)pl_py_round(w[i] / sum * (double)n);
+    int64_t diff = idx[3] - n;
+    for (int i = 1; i < 4; i++)
+        idx[i] -= diff;
+    *beg = idx[s];
+    *end = idx[s + 1];
+    return PL_OK;
+}
+
 static char *join3(const char *a, const char *b, const char *c)
 {
     size_t n = strlen(a) + strlen(b) + strlen(c) + 1;
@@ -249,6 +334,21 @@ static pl_status tokenizer_tables(pl_bert_dataset *ds, const pl_tokenizer *tok)
     ds->sep = sp.sep;
     ds->mask = sp.mask;
     ds->pad = sp.pad;
+    ds->bos = sp.bos;
+    ds->eos = sp.eos;
+    if (ds->family == PL_MASKED_T5) {
+        /* T5MaskedWordPieceDatasetConfig: assert len(additional_special_tokens_ids) > 0 */
+        if (sp.n_extra < 1)
+            return pl_errorf(PL_ERR_ARG, "tokenizer %s has no sentinels: T5 needs "
+                                         "--vocab-extra-ids > 0 (<extra_id_i> tokens)",
+                             tok->type);
+        ds->sentinels = pl_malloc(sizeof *ds->sentinels * (size_t)sp.n_extra);
+        if (!ds->sentinels)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory for %lld sentinels",
+                             (long long)sp.n_extra);
+        memcpy(ds->sentinels, sp.extra, sizeof *ds->sentinels * (size_t)sp.n_extra);
+        ds->n_sentinels = sp.n_extra;
+    }
     ds->vocab_size = tok->vocab_size;
     ds->continuation = pl_malloc((size_t)ds->vocab_size);
     if (!ds->continuation)
@@ -292,13 +392,16 @@ static pl_status load_cached(pl_bert_dataset *ds)
 
 static pl_status build(pl_bert_dataset *ds, const pl_bert_dataset_config *cfg, const char *dir)
 {
-    /* masked_dataset.py: num_epochs = int32 max - 1 with a sample count, else 1. */
+    /* masked_dataset.py: num_epochs = int32 max - 1 with a sample count, else 1.
+     * BERT: seq - 3 ([CLS], 2 [SEP]), 2 sentences with the binary head;
+     * T5: seq - 2 ("the single <bos> and single <eos>"), 1 sentence. */
     int32_t epochs = ds->num_samples >= 0 ? INT32_MAX - 1 : 1;
     uint64_t max = ds->num_samples >= 0 ? (uint64_t)ds->num_samples : UINT64_MAX;
+    int t5 = ds->family != PL_MASKED_BERT; /* T5 and NeMo's BART: MAX_SEQ_LENGTH_DELTA 2 */
     pl_status st = pl_bert_build_mapping(&ds->low->h, ds->beg, ds->end, epochs, max,
-                                         (int32_t)(cfg->seq_length - 3), cfg->short_seq_prob,
-                                         (int32_t)cfg->seed, cfg->binary_head ? 2 : 1,
-                                         &ds->sample_index);
+                                         (int32_t)(cfg->seq_length - (t5 ? 2 : 3)),
+                                         cfg->short_seq_prob, (int32_t)cfg->seed,
+                                         cfg->binary_head ? 2 : 1, &ds->sample_index);
     if (st != PL_OK)
         return pl_error_wrap(st, "%s (%s split)", ds->path, pl_split_name(ds->split));
     if ((st = pl_mkdirs(dir)) != PL_OK ||
@@ -332,6 +435,11 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     ds->binary_head = cfg->binary_head != 0;
     ds->max_ngram = cfg->max_ngram;
     ds->whole_word = cfg->whole_word != 0;
+    ds->geometric = cfg->geometric != 0;
+    ds->family = cfg->family;
+    ds->decoder_seq_length = cfg->family == PL_MASKED_BART ? cfg->seq_length
+                                                           : cfg->decoder_seq_length;
+    ds->delete_mask_prob = cfg->delete_mask_prob;
     PL_TRY(check_config(cfg));
     if (!cfg->split_matrix.present[s]) {
         st = pl_errorf(PL_ERR_INTERNAL, "%s: split %s is absent from --split '%s'", path,
@@ -341,13 +449,18 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     ngram_weights(ds->max_ngram, ds->ngram_p);
     PL_TRY(tokenizer_tables(ds, tok));
     ds->path = pl_strdup(path);
-    ds->work = pl_malloc(sizeof *ds->work * (size_t)(3 * cfg->seq_length + 1));
+    ds->work = pl_malloc(sizeof *ds->work *
+                         (size_t)((ds->family != PL_MASKED_BERT ? 7 : 3) * cfg->seq_length + 1));
     if (!ds->path || !ds->work) {
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
-    /* The split is over documents (MaskedWordPieceDataset.numel_low_level_dataset). */
-    pl_split_range(&cfg->split_matrix, s, low->h.n_documents, &ds->beg, &ds->end);
+    /* The split is over documents (MaskedWordPieceDataset.numel_low_level_dataset;
+     * NeMo's get_train_valid_test_split_ for BART). */
+    if (ds->family == PL_MASKED_BART)
+        PL_TRY(nemo_split_range(cfg->split, low->h.n_documents, s, &ds->beg, &ds->end));
+    else
+        pl_split_range(&cfg->split_matrix, s, low->h.n_documents, &ds->beg, &ds->end);
     if (ds->end <= ds->beg) {
         st = pl_errorf(PL_ERR_ARG,
                        "%s: --split '%s' gives the %s split no document (documents [%lld, %lld) "
@@ -363,8 +476,10 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
     pl_md5_hex(ds->description, strlen(ds->description), ds->hash);
 
     /* masked_dataset.py _build_sample_index: cache directory and names. */
+    char sub[64];
+    snprintf(sub, sizeof sub, "%s_indices", class_name(ds->family));
     dir = cfg->cache_dir ? pl_strdup(cfg->cache_dir)
-                         : join3(path, "/cache/", "BERTMaskedWordPieceDataset_indices");
+                         : join3(path, "/cache/", sub);
     if (!dir) {
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
@@ -377,14 +492,14 @@ pl_status pl_bert_dataset_init(pl_bert_dataset *ds, const pl_indexed *low, const
             st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory", path);
             goto fail;
         }
-        snprintf(ds->files[f], n, "%s/%s-BERTMaskedWordPieceDataset-%s", dir, ds->hash,
+        snprintf(ds->files[f], n, "%s/%s-%s-%s", dir, ds->hash, class_name(ds->family),
                  suffix[f]);
         hit = hit && pl_file_exists(ds->files[f]);
     }
     if (hit) {
         PL_TRY(load_cached(ds));
     } else {
-        pl_log_debug("building the BERTMaskedWordPieceDataset %s indices of %s",
+        pl_log_debug("building the %s %s indices of %s", class_name(ds->family),
                      pl_split_name(s), path);
         PL_TRY(build(ds, cfg, dir));
         ds->built = 1;
@@ -405,6 +520,7 @@ void pl_bert_dataset_free(pl_bert_dataset *ds)
     pl_free(ds->path);
     pl_free(ds->description);
     pl_free(ds->continuation);
+    pl_free(ds->sentinels);
     pl_free(ds->work);
     for (int f = 0; f < PL_BERT_N_FILES; f++)
         pl_free(ds->files[f]);
@@ -457,22 +573,22 @@ static pl_status read_segment(const pl_bert_dataset *ds, const segment *seg, int
     return PL_OK;
 }
 
-/* _get_token_mask: 80% [MASK], else half a random id (token_lookup =
- * sorted(inv_vocab), the ids 0..V-1), half the original. */
+/* _get_token_mask. BERT: 80% [MASK], else half a random id (token_lookup =
+ * sorted(inv_vocab), the ids 0..V-1), half the original. T5 (and NeMo's
+ * masking_style "t5" for BART): [MASK], no draw. */
 static int32_t token_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t original)
 {
-    if (pl_np_rng_random(r) < 0.8)
+    if (ds->family != PL_MASKED_BERT || pl_np_rng_random(r) < 0.8)
         return ds->mask;
     if (pl_np_rng_random(r) >= 0.5)
         return (int32_t)pl_np_rng_randint(r, 0, ds->vocab_size);
     return original;
 }
 
-/* _create_masked_lm_predictions with permutation and geometric n-grams off.
- * tokens[0..len) are masked in place; labels (all -1 on entry) receive the
- * original ids at the masked positions. work: 3 len + 1 ints. */
-static void mask_tokens(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens, int32_t *labels,
-                        int64_t len, int64_t target, int32_t *work)
+/* _create_masked_lm_predictions with permutation off (see the header). */
+int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens,
+                             int32_t *labels, int64_t len, int64_t target, int32_t *spans,
+                             int32_t *work)
 {
     /* pos: the positions that are not [CLS] / [SEP]; first[c]: candidate c's
      * first entry in pos (its positions are pos[first[c] .. first[c + 1])). */
@@ -493,20 +609,35 @@ static void mask_tokens(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens
     double n_maskings = p * (double)target;
     if ((by_length > 1.0 ? by_length : 1.0) < n_maskings)
         n_maskings = by_length > 1.0 ? by_length : 1.0;
+    int nemo = ds->family == PL_MASKED_BART;
+    if (nemo && n_maskings < 1.0) /* masking_style != "bert": max(1, num_to_predict) */
+        n_maskings = 1.0;
 
     for (int64_t c = 0; c < n_cand; c++)
         perm[c] = (int32_t)c;
     pl_np_rng_shuffle_i32(r, perm, n_cand);
 
-    int64_t n_masked = 0;
+    int64_t n_masked = 0, n_spans = 0;
     for (int64_t j = 0; j < n_cand; j++) {
         if ((double)n_masked >= n_maskings)
             break;
-        int64_t c = perm[j];
-        int64_t n = pl_np_rng_choice_p(r, ds->ngram_p, ds->max_ngram) + 1;
+        int64_t c = perm[j], n;
+        if (ds->geometric) { /* SpanBERT: min(geometric(0.2), max n-gram) */
+            n = pl_np_rng_geometric(r, 0.2);
+            n = n < ds->max_ngram ? n : ds->max_ngram;
+        } else {
+            n = pl_np_rng_choice_p(r, ds->ngram_p, ds->max_ngram) + 1;
+        }
         int64_t beg = first[c], end = 0;
         int skip = 0;
-        for (;;) {
+        if (nemo) { /* n, then n - 2, n - 3, ..., 1 (see the header) */
+            end = first[c + n < n_cand ? c + n : n_cand];
+            for (n = n - 1; (double)(n_masked + (end - beg)) > n_maskings && n != 0; n--)
+                if (n - 1 >= 1)
+                    end = first[c + n - 1 < n_cand ? c + n - 1 : n_cand];
+            skip = (double)(n_masked + (end - beg)) > n_maskings;
+        }
+        for (; !nemo;) {
             int64_t last = c + n < n_cand ? c + n : n_cand; /* candidates[c : c + n] */
             end = first[last];
             n = n - 1;
@@ -530,7 +661,21 @@ static void mask_tokens(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens
             tokens[at] = token_mask(ds, r, original);
             n_masked++;
         }
+        if (spans) { /* masked_spans sorted by first position: insert in order */
+            int64_t k = n_spans++;
+            for (; k > 0 && spans[2 * (k - 1)] > pos[beg]; k--) {
+                spans[2 * k] = spans[2 * (k - 1)];
+                spans[2 * k + 1] = spans[2 * (k - 1) + 1];
+            }
+            spans[2 * k] = pos[beg];
+            spans[2 * k + 1] = pos[end - 1];
+        }
     }
+    /* Both shuffle the candidates once more here. Only BART draws after it
+     * (one random() per span); the contents no longer matter. */
+    if (nemo)
+        pl_np_rng_shuffle_i32(r, perm, n_cand);
+    return n_spans;
 }
 
 pl_status pl_bert_dataset_get(const pl_bert_dataset *ds, int64_t index, pl_bert_sample *out)
@@ -600,12 +745,58 @@ pl_status pl_bert_dataset_get(const pl_bert_dataset *ds, int64_t index, pl_bert_
     }
     for (int64_t i = 0; i < T; i++)
         out->labels[i] = -1;
-    mask_tokens(ds, &r, tok, out->labels, len, target, ds->work);
+    pl_bert_dataset_mask(ds, &r, tok, out->labels, len, target, NULL, ds->work);
     for (int64_t i = 0; i < T; i++)
         out->types[i] = i >= la + 2 && i < len ? 1 : 0;
     for (int64_t i = len; i < T; i++)
         tok[i] = ds->pad;
     out->length = len;
     out->is_random = is_random;
+    return PL_OK;
+}
+
+/* ---- the text of a T5 / BART sample (t5_dataset.py, bart_dataset.py) --------- */
+
+pl_status pl_bert_dataset_masked_text(const pl_bert_dataset *ds, int64_t index,
+                                      pl_masked_text *out)
+{
+    const pl_indexed_header *h = &ds->low->h;
+    const char *name = ds->family == PL_MASKED_BART ? "BART" : "T5";
+    int64_t n_samples = pl_bert_dataset_len(ds), T = ds->seq_length;
+    if (index < 0 || index >= n_samples)
+        return pl_errorf(PL_ERR_ARG, "%s: %s sample %lld out of range [0, %lld)", ds->path, name,
+                         (long long)index, (long long)n_samples);
+    if (ds->family == PL_MASKED_BART && (uint64_t)ds->seed + (uint64_t)index > UINT32_MAX)
+        return pl_errorf(PL_ERR_ARG, "%s: BART sample %lld: seed %lu + index is past 2^32 - 1 "
+                                     "(NeMo's RandomState(seed + idx) refuses it)",
+                         ds->path, (long long)index, (unsigned long)ds->seed);
+    int64_t b = pl_npy_get(&ds->sample_index, 3 * index);
+    int64_t e = pl_npy_get(&ds->sample_index, 3 * index + 1);
+    int64_t target = pl_npy_get(&ds->sample_index, 3 * index + 2);
+    int64_t lo = pl_indexed_doc(h, ds->beg), hi = pl_indexed_doc(h, ds->end);
+    if (b < lo || e > hi || e <= b || target < 2 || target > T - 2)
+        return pl_errorf(PL_ERR_FORMAT,
+                         "%s: row %lld (%lld, %lld, %lld): expected sentences within [%lld, "
+                         "%lld), at least 1 of them, and a target in [2, %lld]",
+                         origin(ds), (long long)index, (long long)b, (long long)e,
+                         (long long)target, (long long)lo, (long long)hi, (long long)(T - 2));
+    /* tokens = flattened sentences, tokens[:target] */
+    int64_t len = 0;
+    for (int64_t s = b; s < e && len < target; s++)
+        len += pl_indexed_length(h, s);
+    len = len < target ? len : target;
+    out->tokens = ds->work;
+    out->labels = out->tokens + T;
+    out->spans = out->labels + T;
+    segment seg = {b, e, 0, len};
+    pl_status st = read_segment(ds, &seg, out->tokens);
+    if (st != PL_OK)
+        return st;
+    for (int64_t i = 0; i < len; i++)
+        out->labels[i] = -1;
+    pl_np_rng_seed(&out->rng, (uint32_t)((uint64_t)ds->seed + (uint64_t)index));
+    out->len = len;
+    out->n_spans = pl_bert_dataset_mask(ds, &out->rng, out->tokens, out->labels, len, target,
+                                        out->spans, out->spans + 2 * T);
     return PL_OK;
 }

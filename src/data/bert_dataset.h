@@ -25,21 +25,34 @@
  * in the same order and build the same samples from the same mapping; they
  * split documents and name caches differently (docs/data.md).
  *
+ * The T5 dataset (data/t5_dataset.h) and NeMo's BART dataset
+ * (data/bart_dataset.h) are this with family PL_MASKED_T5 / PL_MASKED_BART:
+ * their mapping, cache, masking (geometric n-grams; NeMo's rules for BART)
+ * and masked text are built here, their samples there.
+ *
  * Not here: the data-parallel sampler (data/sampler.h), blends of several
- * BERT datasets, masking_do_permutation, geometric n-grams and longer-n-gram
- * preference (off in pretrain_bert.py), and mappings over more than 2^32
+ * BERT datasets, masking_do_permutation and longer-n-gram preference (off in
+ * pretrain_bert.py and pretrain_t5.py), and mappings over more than 2^32
  * sentences (Megatron switches to uint64). */
 #ifndef PL_DATA_BERT_DATASET_H
 #define PL_DATA_BERT_DATASET_H
 
 #include "data/gpt_dataset.h"
+#include "data/numpy_rng.h"
 #include "data/tokenizer/tokenizer.h"
 
 #include <stdint.h>
 
 /* helpers.cpp LONG_SENTENCE_LEN: a document holding a longer sentence (and
  * more than one sentence) gives no samples. */
-enum { PL_BERT_LONG_SENTENCE_LEN = 512, PL_BERT_MAX_NGRAM = 8 };
+enum { PL_BERT_LONG_SENTENCE_LEN = 512, PL_BERT_MAX_NGRAM = 16 };
+
+/* The masked WordPiece datasets built here: BERT, T5
+ * (T5MaskedWordPieceDataset; data/t5_dataset.h builds its samples) and NeMo's
+ * BARTDataset (data/bart_dataset.h), whose masking follows NeMo's
+ * dataset_utils.create_masked_lm_predictions where it differs from
+ * Megatron core's (see pl_bert_dataset_mask). */
+typedef enum pl_masked_family { PL_MASKED_BERT, PL_MASKED_T5, PL_MASKED_BART } pl_masked_family;
 
 typedef struct pl_bert_dataset_config {
     int64_t seq_length;      /* --seq-length T: [CLS] A [SEP] B [SEP] + padding, >= 5 */
@@ -53,12 +66,21 @@ typedef struct pl_bert_dataset_config {
     int binary_head;         /* 1; 0 with --bert-no-binary-head */
     int max_ngram;           /* masking_max_ngram, 1..PL_BERT_MAX_NGRAM */
     int whole_word;          /* masking_do_full_word */
+    int geometric;           /* masking_use_geometric_distribution: n = min(geometric(0.2), max_ngram) */
+    pl_masked_family family; /* PL_MASKED_BERT here; t5_dataset.h sets T5 */
+    int64_t decoder_seq_length; /* T5: --decoder-seq-length (seq_length is the encoder's) */
+    double delete_mask_prob;    /* BART: each span's <mask> is dropped with this probability */
 } pl_bert_dataset_config;
 
 /* Megatron's defaults: seed 1234, default split, --mask-prob 0.15,
  * --short-seq-prob 0.1, binary head, and pretrain_bert.py's masking (3, whole
  * words). seq_length is left 0: the caller sets it. */
 void pl_bert_dataset_config_defaults(pl_bert_dataset_config *c);
+
+/* The defaults of family f: BERT's above; T5 and BART: no binary head, max
+ * n-gram 10, whole words, geometric n-grams (pretrain_t5.py, NeMo's
+ * BARTDataset), delete_mask_prob 0, decoder_seq_length left 0. */
+void pl_bert_dataset_config_family(pl_bert_dataset_config *c, pl_masked_family f);
 
 /* ---- the mapping, exposed for tests --------------------------------------- */
 
@@ -86,12 +108,17 @@ typedef struct pl_bert_dataset {
     int64_t seq_length;     /* T */
     uint32_t seed;
     double mask_prob;
-    int binary_head, max_ngram, whole_word;
+    int binary_head, max_ngram, whole_word, geometric;
+    pl_masked_family family;
+    int64_t decoder_seq_length; /* T5; BART: seq_length (NeMo pads both to it) */
+    double delete_mask_prob;    /* BART */
     double ngram_p[PL_BERT_MAX_NGRAM]; /* choice weights of n = 1..max_ngram */
-    int32_t cls, sep, mask, pad;
+    int32_t cls, sep, mask, pad, bos, eos;
+    int32_t *sentinels;     /* T5: the tokenizer's <extra_id_i> ids, n_sentinels of them */
+    int64_t n_sentinels;
     int64_t vocab_size;     /* random replacements are drawn from [0, vocab_size) */
     uint8_t *continuation;  /* per id: 1 when its piece starts with "##" */
-    int32_t *work;          /* 3 T + 1 ints of scratch for get (see below) */
+    int32_t *work;          /* scratch for get: 3 T + 1 ints (BERT), 7 T + 1 (T5, BART) */
     pl_npy sample_index;    /* (N, 3) uint32: first sentence, end sentence, target */
     char *description;      /* the JSON Megatron hashes */
     char hash[33];
@@ -125,6 +152,39 @@ typedef struct pl_bert_sample {
     int64_t length;    /* tokens before padding (the padding mask: keys >= length are masked) */
     int32_t is_random; /* the binary head's label */
 } pl_bert_sample;
+
+/* masked_dataset.py _create_masked_lm_predictions (no permutation) over
+ * tokens[0..len), masked in place; labels (all -1 on entry, len entries)
+ * receive the original ids at the masked positions; spans, when not NULL
+ * (2 len entries), receive each masked n-gram's first and last position,
+ * sorted by the first (masked_spans). Returns the number of spans. work:
+ * 3 len + 1 ints. For BART, NeMo's create_masked_lm_predictions
+ * (masking_style "t5"): the cap is at least 1, a too-long n-gram of n
+ * candidates is retried as n - 2, n - 3, ..., 1 (NeMo's dict of n-grams is
+ * indexed from 1 but read at n - 1 after the decrement, so n - 1 is never
+ * tried), and the closing shuffle of the candidates is drawn, since BART
+ * draws again after it. */
+int64_t pl_bert_dataset_mask(const pl_bert_dataset *ds, pl_np_rng *r, int32_t *tokens,
+                             int32_t *labels, int64_t len, int64_t target, int32_t *spans,
+                             int32_t *work);
+
+/* The masked text of an encoder-decoder sample (T5, BART), views into
+ * ds->work: tokens[0..len) masked, labels[0..len) the original id at masked
+ * positions (else -1), spans[0..2 n_spans) each span's first and last
+ * position in order; rng is the sample's stream after the masking. */
+typedef struct pl_masked_text {
+    int32_t *tokens, *labels, *spans;
+    int64_t len, n_spans;
+    pl_np_rng rng;
+} pl_masked_text;
+
+/* T5's and NeMo's BART's common start of __getitem__(index): the row's
+ * sentences concatenated and cut to the row's target length, then masked
+ * with the sample's RandomState (seed + index, modulo 2^32 for T5; NeMo's
+ * BART refuses a seed + index past 2^32 - 1). Errors: index out of range,
+ * a row out of bounds, a token id outside the vocabulary. */
+pl_status pl_bert_dataset_masked_text(const pl_bert_dataset *ds, int64_t index,
+                                      pl_masked_text *out);
 
 /* Sample index (0 <= index < len), exactly as Megatron's __getitem__(index)
  * builds it. Allocates nothing; uses ds->work, so one thread at a time per

@@ -226,6 +226,23 @@ int64_t pl_np_rng_choice_p(pl_np_rng *r, const double *p, int64_t n)
     return n; /* unreachable for a proper p: cdf[-1] / cdf[-1] == 1 > u */
 }
 
+/* legacy_random_geometric (numpy/random/src/legacy/legacy-distributions.c):
+ * a search over the cdf from p >= 1/3, else inversion. */
+int64_t pl_np_rng_geometric(pl_np_rng *r, double p)
+{
+    if (p >= 0.333333333333333333333333) {
+        double u = pl_np_rng_random(r), sum = p, prod = p, q = 1.0 - p;
+        int64_t x = 1;
+        while (u > sum) {
+            prod *= q;
+            sum += prod;
+            x++;
+        }
+        return x;
+    }
+    return (int64_t)ceil(log1p(-pl_np_rng_random(r)) / log(1.0 - p));
+}
+
 enum { MT64_M = 156 };
 #define MT64_MATRIX_A 0xB5026F5AA96619E9ULL
 #define MT64_UPPER 0xFFFFFFFF80000000ULL

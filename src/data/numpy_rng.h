@@ -22,7 +22,8 @@
  *     rejection draw on [0, high - 1 - low] (_bounded_integers.pyx
  *     _rand_int64, use_masked), which is random_interval's draw;
  *   - choice(a, p=p): cdf = cumsum(p), cdf /= cdf[-1], one random(), the
- *     first index with cdf > u (searchsorted side='right').
+ *     first index with cdf > u (searchsorted side='right');
+ *   - geometric(p) for T5's span lengths (pl_np_rng_geometric).
  * helpers.cpp build_mapping uses C++'s std::mt19937(seed), the same
  * generator and seeding as RandomState (so pl_np_rng serves), and
  * std::mt19937_64(seed + 1) for its shuffle (pl_mt64 below).
@@ -70,6 +71,11 @@ int64_t pl_np_rng_randint(pl_np_rng *r, int64_t low, int64_t high);
  * drawn with one random(). p: n >= 1 non-negative weights summing to 1
  * (numpy checks this; the caller does). */
 int64_t pl_np_rng_choice_p(pl_np_rng *r, const double *p, int64_t n);
+
+/* RandomState.geometric(p) (size None), 0 < p < 1: one random(); numpy's
+ * legacy search below p = 1/3 is inversion, ceil(log1p(-u) / log(1 - p))
+ * (Megatron's T5 masking draws its span lengths with p = 0.2). */
+int64_t pl_np_rng_geometric(pl_np_rng *r, double p);
 
 /* C++'s std::mt19937_64: the 64-bit Mersenne Twister with the standard's
  * parameters and seeding (mt[i] = 6364136223846793005 * (mt[i-1] ^

@@ -7,32 +7,9 @@
 # (tokens, types, labels, length, is_random) are compared with Megatron's.
 # Then the C++ generators against g++, cache reuse, and bad input.
 . "$(dirname "$0")/lib.sh"
-PY=/usr/bin/python3
-REF=$ROOT/tests/scripts/bert_dataset_reference.py
-TOOL=$ROOT/build/testtools/bert_samples
-VOCAB=$PLAIT_DATA/bert/vocab.txt
 W=$TMP/bert_dataset
-rm -rf "$W"
-mkdir -p "$W"
-P=$W/kjv
-"$TOOL" make "$VOCAB" "$PLAIT_DATA/kjv.txt" "$P" 31102 || { echo "cannot write the corpus"; exit 1; }
-S=$W/kjv_small
-"$TOOL" make "$VOCAB" "$PLAIT_DATA/kjv.txt" "$S" 400 || { echo "cannot write the corpus"; exit 1; }
-
-samples=0
-# compare NAME PREFIX KEY=VALUE...: dump with plait, check against the reference.
-compare_run() {
-    local prefix=$1; shift
-    "$TOOL" dump "$VOCAB" "$prefix" "$@" >"$W/dump.txt" &&
-        "$PY" "$REF" check --dump "$W/dump.txt" --prefix "$prefix" --vocab "$VOCAB" "$@"
-}
-compare() {
-    local name=$1; shift
-    check "$name" compare_run "$@"
-    local n; n=$(sed -n 's/^compared \([0-9]*\) samples.*/\1/p' "$TMP/check.out")
-    samples=$((samples + ${n:-0}))
-    grep -E '^(configuration|compared)' "$TMP/check.out" | sed 's/^/    /'
-}
+MODE=
+. "$(dirname "$0")/masked_dataset/common.sh"
 
 # Megatron's defaults (split 969,30,1, --mask-prob 0.15, --short-seq-prob 0.1, binary head).
 compare default_seq128_first_2500 "$P" n=4000 seq=128 count=2500

@@ -20,6 +20,9 @@ What each table is, and which numpy / Python call produced it:
   json_str      json.dumps(s) (ensure_ascii) of UTF-8 strings, bytes given in hex
   md5           hashlib.md5(s).hexdigest()
   npy_header    numpy.lib.format.write_array_header_1_0, what numpy.save writes
+  geometric     one RandomState stream of geometric(p) over p both sides of numpy's
+                legacy 1/3 switch (inversion below, search above), as Megatron's T5
+                masking draws its span lengths (p 0.2)
 """
 import hashlib
 import json
@@ -200,6 +203,19 @@ for dt, code in [(numpy.int16, 0), (numpy.int32, 1), (numpy.uint32, 2), (numpy.i
         b = buf.getvalue()
         w("    {%d, %d, {%d, %d}, %d, %s}," % (code, len(shape), shape[0],
                                               shape[1] if len(shape) > 1 else 1, len(b), c_str(b)))
+w("};")
+w("")
+
+# legacy geometric: inversion below p = 1/3, search from it; one stream
+geo_p = [0.2, 0.05, 0.001, 1.0 / 3.0, 0.5, 0.9, 0.3333333333333333, 0.2]
+rs = numpy.random.RandomState(777)
+w("static const double vec_geometric_p[] = {%s};" % ", ".join(p.hex() for p in geo_p))
+w("enum { VEC_GEOMETRIC_ROUNDS = 300 };")
+w("/* RandomState(777), VEC_GEOMETRIC_ROUNDS rounds over vec_geometric_p */")
+w("static const int64_t vec_geometric[] = {")
+geo = [int(rs.geometric(p)) for _ in range(300) for p in geo_p]
+for i in range(0, len(geo), 16):
+    w("    " + ", ".join("%d" % g for g in geo[i:i + 16]) + ",")
 w("};")
 w("")
 w("#endif")

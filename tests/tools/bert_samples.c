@@ -15,11 +15,20 @@
  *       n (num_samples, -1 = None), seq, seed, mask, short, binary (1|0),
  *       ngram (max n-gram), wholeword (1|0),
  *       cache (directory), first, count, gpt2 (a GPT-2 tokenizer directory to
- *       open instead of the vocabulary, for the error path). */
+ *       open instead of the vocabulary, for the error path).
+ *       With t5=1 it opens the T5 dataset instead (pretrain_t5.py's masking
+ *       unless ngram/wholeword/geometric say otherwise; seq is the encoder's
+ *       length, dec the decoder's, extra the --vocab-extra-ids) and prints per
+ *       sample "sample I ENC_LENGTH DEC_LENGTH" and lines "enc ...",
+ *       "dec ...", "labels ...". With bart=1 the same for NeMo's BART
+ *       dataset (seq is both lengths; delete = delete_mask_prob). */
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "data/bert_dataset.h"
+#include "data/bart_dataset.h"
 #include "data/indexed.h"
+#include "data/t5_dataset.h"
+#include "data/tokenizer/bert_wordpiece.h"
 #include "data/tokenizer/tokenizer.h"
 
 #include <stdio.h>
@@ -111,16 +120,27 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
     int32_t *buf = NULL;
     int rc = 1, opened = 0, inited = 0;
     pl_bert_dataset_config cfg;
-    pl_bert_dataset_config_defaults(&cfg);
+    int bart = atoi(arg(argc, argv, "bart", "0"));
+    int t5 = atoi(arg(argc, argv, "t5", "0")) || bart; /* an encoder-decoder sample */
+    if (bart)
+        pl_bart_dataset_config_defaults(&cfg);
+    else if (t5)
+        pl_t5_dataset_config_defaults(&cfg);
+    else
+        pl_bert_dataset_config_defaults(&cfg);
     cfg.split = arg(argc, argv, "split", PL_DEFAULT_SPLIT);
     cfg.seq_length = atoll(arg(argc, argv, "seq", "128"));
     cfg.seed = (uint32_t)strtoul(arg(argc, argv, "seed", "1234"), NULL, 10);
     cfg.mask_prob = atof(arg(argc, argv, "mask", "0.15"));
     cfg.short_seq_prob = atof(arg(argc, argv, "short", "0.1"));
-    cfg.binary_head = atoi(arg(argc, argv, "binary", "1"));
+    cfg.binary_head = atoi(arg(argc, argv, "binary", t5 ? "0" : "1"));
     cfg.cache_dir = arg(argc, argv, "cache", NULL);
-    cfg.max_ngram = atoi(arg(argc, argv, "ngram", "3"));
+    cfg.max_ngram = atoi(arg(argc, argv, "ngram", t5 ? "10" : "3"));
     cfg.whole_word = atoi(arg(argc, argv, "wholeword", "1"));
+    cfg.geometric = atoi(arg(argc, argv, "geometric", t5 ? "1" : "0"));
+    cfg.decoder_seq_length = atoll(arg(argc, argv, "dec", "128"));
+    int64_t extra = atoll(arg(argc, argv, "extra", t5 && !bart ? "100" : "0"));
+    cfg.delete_mask_prob = atof(arg(argc, argv, "delete", "0"));
     cfg.tokenizer.class_name = "_BertWordPieceTokenizer";
     cfg.tokenizer.paths[0] = vocab;
     cfg.tokenizer.n_paths = 1;
@@ -138,7 +158,8 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
         snprintf(bpe, sizeof bpe, "%s/vocab.bpe", gpt2);
     }
     if (pl_split_parse(cfg.split, &cfg.split_matrix) != PL_OK ||
-        (gpt2 ? pl_gpt2_tokenizer_open(&t, enc, bpe) : pl_bert_tokenizer_open(&t, vocab, 1)) != PL_OK) {
+        (gpt2 ? pl_gpt2_tokenizer_open(&t, enc, bpe)
+              : pl_bert_tokenizer_open_ex(&t, vocab, 1, extra)) != PL_OK) {
         rc = fail("dump");
         goto done;
     }
@@ -152,8 +173,8 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
         goto done;
     }
     inited = 1;
-    int64_t T = cfg.seq_length;
-    buf = pl_malloc(sizeof *buf * (size_t)(3 * T));
+    int64_t T = cfg.seq_length, Td = bart ? T : t5 ? cfg.decoder_seq_length : 0;
+    buf = pl_malloc(sizeof *buf * (size_t)(3 * T + 2 * Td));
     if (!buf) {
         fprintf(stderr, "bert_samples: out of memory\n");
         goto done;
@@ -161,7 +182,19 @@ static int dump(const char *vocab, const char *prefix, int argc, char **argv)
     printf("files %s %s\nbuilt %d\nlen %lld\n", ds.files[PL_BERT_DESC], ds.files[PL_BERT_SAMPLE],
            ds.built, (long long)pl_bert_dataset_len(&ds));
     pl_bert_sample smp = {buf, buf + T, buf + 2 * T, 0, 0};
-    for (int64_t i = first; i < first + count && i < pl_bert_dataset_len(&ds); i++) {
+    pl_encdec_sample es = {buf, 0, buf + T, buf + T + Td, 0};
+    for (int64_t i = first; t5 && i < first + count && i < pl_bert_dataset_len(&ds); i++) {
+        if ((bart ? pl_bart_dataset_get(&ds, i, &es) : pl_t5_dataset_get(&ds, i, &es)) != PL_OK) {
+            rc = fail("get");
+            goto done;
+        }
+        printf("sample %lld %lld %lld\n", (long long)i, (long long)es.enc_length,
+               (long long)es.dec_length);
+        print_row("enc", es.enc_tokens, T);
+        print_row("dec", es.dec_tokens, Td);
+        print_row("labels", es.labels, Td);
+    }
+    for (int64_t i = first; !t5 && i < first + count && i < pl_bert_dataset_len(&ds); i++) {
         if (pl_bert_dataset_get(&ds, i, &smp) != PL_OK) {
             rc = fail("get");
             goto done;

@@ -2,8 +2,10 @@
  * does not reach: build_mapping's rules on a corpus worked by hand, a token
  * outside the vocabulary, out-of-range samples, and allocation failures. */
 #include "base/alloc.h"
+#include "data/bart_dataset.h"
 #include "data/bert_dataset.h"
 #include "data/indexed.h"
+#include "data/tokenizer/bert_wordpiece.h"
 #include "data/tokenizer/tokenizer.h"
 #include "test.h"
 
@@ -100,24 +102,34 @@ TEST(mapping_follows_build_mapping_rules_on_a_corpus_worked_by_hand)
     pl_indexed_close(&low);
 }
 
-static pl_status open_tok(pl_tokenizer **t)
+static pl_status open_tok_extra(pl_tokenizer **t, int64_t extra)
 {
     char vocab[512];
     snprintf(vocab, sizeof vocab, "%s/bert/vocab.txt", test_datadir());
-    return pl_bert_tokenizer_open(t, vocab, 1);
+    return pl_bert_tokenizer_open_ex(t, vocab, 1, extra);
 }
 
-static pl_bert_dataset_config config(const char *cache)
+static pl_status open_tok(pl_tokenizer **t) { return open_tok_extra(t, 0); }
+
+static pl_bert_dataset_config config_of(const char *cache, pl_masked_family f)
 {
     pl_bert_dataset_config c;
-    pl_bert_dataset_config_defaults(&c);
+    if (f == PL_MASKED_T5)
+        pl_t5_dataset_config_defaults(&c);
+    else if (f == PL_MASKED_BART)
+        pl_bart_dataset_config_defaults(&c);
+    else
+        pl_bert_dataset_config_defaults(&c);
     c.seq_length = 16;
-    c.split = "1";
+    c.decoder_seq_length = 16;
+    c.split = f == PL_MASKED_BART ? "1,0,0" : "1"; /* NeMo's split takes three values */
     pl_split_parse(c.split, &c.split_matrix);
     c.cache_dir = cache;
     c.tokenizer.class_name = "_BertWordPieceTokenizer";
     return c;
 }
+
+static pl_bert_dataset_config config(const char *cache) { return config_of(cache, PL_MASKED_BERT); }
 
 TEST(token_outside_the_vocabulary_and_bad_indices_are_errors)
 {
@@ -190,10 +202,77 @@ TEST(allocation_failures_are_reported_and_leak_nothing)
     pl_tokenizer_free(t);
 }
 
+/* T5 and BART over the same corpora: a token outside the vocabulary named,
+ * indices checked, and allocation failures at init clean. */
+TEST(t5_and_bart_name_bad_tokens_and_fail_cleanly)
+{
+    char p[512], q[512], cache[600];
+    tmp_path(p, sizeof p, "encdec_badid");
+    write_corpus(p, hand, (int)N_OF(hand), 40000);
+    tmp_path(q, sizeof q, "encdec_fault");
+    write_corpus(q, hand, (int)N_OF(hand), 0);
+    pl_tokenizer *t = NULL;
+    CHECK_OK(open_tok_extra(&t, 100));
+    pl_indexed low, good;
+    CHECK_OK(pl_indexed_open(&low, p));
+    CHECK_OK(pl_indexed_open(&good, q));
+    for (int f = PL_MASKED_T5; f <= PL_MASKED_BART; f++) {
+        snprintf(cache, sizeof cache, "%s_cache_%d", p, f);
+        pl_bert_dataset_config c = config_of(cache, (pl_masked_family)f);
+        pl_bert_dataset ds;
+        CHECK_OK(pl_bert_dataset_init(&ds, &low, p, &c, t, PL_SPLIT_TRAIN, 10));
+        int32_t buf[48];
+        pl_encdec_sample s = {buf, 0, buf + 16, buf + 32, 0};
+        int64_t n = pl_bert_dataset_len(&ds), bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            pl_status st = f == PL_MASKED_T5 ? pl_t5_dataset_get(&ds, i, &s)
+                                             : pl_bart_dataset_get(&ds, i, &s);
+            if (st != PL_OK) {
+                bad++;
+                CHECK(strstr(pl_error_msg(), "sentence 3 holds token id 40000") != NULL,
+                      "family %d: %s", f, pl_error_msg());
+            } else {
+                CHECK(s.enc_length >= 1 && s.enc_length <= 16 && s.dec_length >= 1 &&
+                          s.dec_length <= 16 && s.dec_tokens[0] == 30522,
+                      "family %d sample %lld: lengths %lld %lld, decoder starts %d", f,
+                      (long long)i, (long long)s.enc_length, (long long)s.dec_length,
+                      s.dec_tokens[0]);
+            }
+        }
+        CHECK(bad > 0, "family %d: sentence 3 is in some sample", f);
+        CHECK((f == PL_MASKED_T5 ? pl_t5_dataset_get(&ds, n, &s) : pl_bart_dataset_get(&ds, n, &s)) ==
+                  PL_ERR_ARG,
+              "family %d: index n", f);
+        pl_bert_dataset_free(&ds);
+
+        int64_t k = 0, live0 = pl_alloc_live();
+        pl_status st;
+        do {
+            snprintf(cache, sizeof cache, "%s_cache_%d_%lld", q, f, (long long)k);
+            c = config_of(cache, (pl_masked_family)f);
+            pl_alloc_fail_after(k);
+            st = pl_bert_dataset_init(&ds, &good, q, &c, t, PL_SPLIT_TRAIN, 8);
+            pl_alloc_fail_after(-1);
+            if (st == PL_OK)
+                pl_bert_dataset_free(&ds);
+            CHECK(st == PL_OK || st == PL_ERR_NOMEM, "family %d, failure at %lld: %s", f,
+                  (long long)k, pl_error_msg());
+            CHECK(pl_alloc_live() == live0, "family %d, failure at %lld: %lld blocks leaked", f,
+                  (long long)k, (long long)(pl_alloc_live() - live0));
+            k++;
+        } while (st != PL_OK && k < 1000);
+        CHECK(st == PL_OK && k > 5, "family %d: succeeded after %lld failures", f, (long long)k);
+    }
+    pl_indexed_close(&good);
+    pl_indexed_close(&low);
+    pl_tokenizer_free(t);
+}
+
 int main(void)
 {
     RUN(mapping_follows_build_mapping_rules_on_a_corpus_worked_by_hand);
     RUN(token_outside_the_vocabulary_and_bad_indices_are_errors);
     RUN(allocation_failures_are_reported_and_leak_nothing);
+    RUN(t5_and_bart_name_bad_tokens_and_fail_cleanly);
     return test_summary("bert_dataset");
 }

@@ -106,6 +106,13 @@ TEST(vocab_extra_ids_follow_bos_and_eos)
     CHECK(strcmp(t->type, "BertWordPieceCase") == 0, "type %s", t->type);
     CHECK(pl_tokenizer_token_id(t, "<extra_id_0>") == 30524, "extra 0");
     CHECK(pl_tokenizer_token_id(t, "<extra_id_2>") == 30526, "extra 2");
+    /* What the T5 dataset reads: bos, eos and additional_special_tokens_ids. */
+    pl_bert_specials sp;
+    CHECK_OK(pl_bert_tokenizer_specials(t, &sp));
+    CHECK(sp.bos == 30522 && sp.eos == 30523, "bos %d eos %d", sp.bos, sp.eos);
+    CHECK(sp.n_extra == 3, "n_extra %lld", (long long)sp.n_extra);
+    for (int64_t i = 0; i < sp.n_extra && i < 3; i++)
+        CHECK(sp.extra[i] == 30524 + i, "extra[%lld] = %d", (long long)i, sp.extra[i]);
     pl_tokenizer_free(t);
 }
 

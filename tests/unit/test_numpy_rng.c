@@ -208,6 +208,21 @@ TEST(random_randint_and_choice_interleaved_match_randomstate)
     }
 }
 
+TEST(geometric_matches_legacy_randomstate_on_both_branches)
+{
+    pl_np_rng r;
+    pl_np_rng_seed(&r, 777);
+    size_t k = 0, n_p = N_OF(vec_geometric_p);
+    for (int round = 0; round < VEC_GEOMETRIC_ROUNDS; round++)
+        for (size_t j = 0; j < n_p; j++, k++) {
+            int64_t got = pl_np_rng_geometric(&r, vec_geometric_p[j]);
+            CHECK(got == vec_geometric[k], "draw %zu (p %g): %lld, numpy %lld", k,
+                  vec_geometric_p[j], (long long)got, (long long)vec_geometric[k]);
+            if (got != vec_geometric[k])
+                return;
+        }
+}
+
 TEST(mt19937_64_meets_the_cxx_standard_check_value)
 {
     /* [rand.predef]: the 10000th consecutive invocation of a default-constructed
@@ -241,6 +256,7 @@ int main(void)
     RUN(md5_matches_hashlib);
     RUN(npy_headers_are_the_bytes_numpy_save_writes);
     RUN(random_randint_and_choice_interleaved_match_randomstate);
+    RUN(geometric_matches_legacy_randomstate_on_both_branches);
     RUN(mt19937_64_meets_the_cxx_standard_check_value);
     return test_summary("numpy_rng");
 }

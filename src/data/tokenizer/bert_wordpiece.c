@@ -143,6 +143,8 @@ typedef struct bert_vocab {
     int lower;
     pl_strtab tok;        /* tokens, including the ones Megatron appends */
     int32_t unk, cls, sep, pad, msk, bos, eos;
+    int32_t *extra;       /* ids of <extra_id_0 .. n_extra-1> (additional_special_tokens_ids) */
+    int64_t n_extra;
 } bert_vocab;
 
 static void vocab_release(bert_vocab *v)
@@ -150,6 +152,7 @@ static void vocab_release(bert_vocab *v)
     if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
         return;
     pl_strtab_free(&v->tok);
+    pl_free(v->extra);
     pl_free(v);
 }
 
@@ -543,11 +546,17 @@ pl_status pl_bert_tokenizer_open_ex(pl_tokenizer **out, const char *vocab_file, 
     int added;
     PL_TRY(pl_strtab_add(&v->tok, "[BOS]", 5, &v->bos, &added));
     PL_TRY(pl_strtab_add(&v->tok, "[EOS]", 5, &v->eos, &added));
+    if (vocab_extra_ids > 0 &&
+        !(v->extra = pl_malloc(sizeof *v->extra * (size_t)vocab_extra_ids))) {
+        st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory for %lld extra ids", vocab_file,
+                       (long long)vocab_extra_ids);
+        goto fail;
+    }
     for (int64_t i = 0; i < vocab_extra_ids; i++) {
         char name[32];
         int k = snprintf(name, sizeof name, "<extra_id_%lld>", (long long)i);
-        int32_t id;
-        PL_TRY(pl_strtab_add(&v->tok, name, (size_t)k, &id, &added));
+        PL_TRY(pl_strtab_add(&v->tok, name, (size_t)k, &v->extra[i], &added));
+        v->n_extra = i + 1;
     }
     st = bert_handle(v, out);
 fail:
@@ -571,6 +580,10 @@ pl_status pl_bert_tokenizer_specials(const pl_tokenizer *t, pl_bert_specials *ou
     out->sep = v->sep;
     out->mask = v->msk;
     out->pad = v->pad;
+    out->bos = v->bos;
+    out->eos = v->eos;
+    out->extra = v->extra;
+    out->n_extra = v->n_extra;
     return PL_OK;
 }
 

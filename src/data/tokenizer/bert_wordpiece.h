@@ -20,10 +20,14 @@
 pl_status pl_bert_tokenizer_open_ex(pl_tokenizer **out, const char *vocab_file, int lower_case,
                                     int64_t vocab_extra_ids);
 
-/* The special ids Megatron's BERT dataset uses (tokenizer.cls, .sep, .mask,
- * .pad: the ids of [CLS], [SEP], [MASK], [PAD]). */
+/* The special ids Megatron's BERT and T5 datasets use (tokenizer.cls, .sep,
+ * .mask, .pad, .bos, .eos: the ids of [CLS], [SEP], [MASK], [PAD], [BOS],
+ * [EOS]; additional_special_tokens_ids: the ids of <extra_id_0> ..
+ * <extra_id_{n_extra-1}>, in that order, borrowed from the tokenizer). */
 typedef struct pl_bert_specials {
-    int32_t cls, sep, mask, pad;
+    int32_t cls, sep, mask, pad, bos, eos;
+    const int32_t *extra;
+    int64_t n_extra;
 } pl_bert_specials;
 
 /* Fills *out from t, which must be a BERT WordPiece tokenizer (PL_ERR_ARG
