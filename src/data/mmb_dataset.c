@@ -290,6 +290,8 @@ void pl_mmb_dataset_dims(const pl_mmb_dataset *d, int64_t *Te, int64_t *Td)
 
 typedef struct tok_ctx {
     pl_ids *ids;
+    int map_unknown;
+    int64_t unknown;
     const char *bad; /* first token not in the vocabulary */
     size_t bad_len;
 } tok_ctx;
@@ -298,6 +300,9 @@ static pl_status on_token(void *ctx, const char *tok, size_t len, int32_t id)
 {
     tok_ctx *c = ctx;
     if (id == PL_SMILES_UNK && !(len == 1 && tok[0] == '?')) {
+        c->unknown++;
+        if (c->map_unknown)
+            return pl_ids_push(c->ids, id);
         c->bad = tok;
         c->bad_len = len;
         return PL_ERR_FORMAT;
@@ -310,18 +315,22 @@ static const char *mol_path(const pl_mmb_dataset *d, int64_t m)
     return d->mols->paths[d->mols->file[m]];
 }
 
-/* d->ids = the tokens of s; a token outside the vocabulary names molecule m. */
+/* d->ids = the tokens of s; *unknown += tokens mapped to '?' (map_unknown),
+ * else a token outside the vocabulary is an error naming molecule m. */
 static pl_status tokenize(pl_mmb_dataset *d, int64_t m, const char *s, size_t len,
-                          const char *what)
+                          const char *what, int map_unknown, int64_t *unknown)
 {
-    tok_ctx c = {&d->ids, NULL, 0};
+    tok_ctx c = {&d->ids, map_unknown, 0, NULL, 0};
     d->ids.n = 0;
     pl_status st = pl_smiles_tokenizer_each(d->tok, s, len, on_token, &c);
+    *unknown += c.unknown;
     if (st == PL_OK || !c.bad)
         return st;
     return pl_errorf(PL_ERR_FORMAT,
-                     "%s:%lld: token '%.*s' of the %s SMILES %s is not in the vocabulary",
-                     mol_path(d, m), (long long)d->mols->line[m], (int)c.bad_len, c.bad, what, s);
+                     "%s:%lld: token '%.*s' of the %s SMILES %s is not in the vocabulary%s",
+                     mol_path(d, m), (long long)d->mols->line[m], (int)c.bad_len, c.bad, what, s,
+                     strcmp(what, "input") ? " (build it from augmented SMILES, or map_unknown)"
+                                           : "");
 }
 
 static pl_status parse(pl_mmb_dataset *d, int64_t m, const char **s)
@@ -402,9 +411,10 @@ pl_status pl_mmb_dataset_sample(pl_mmb_dataset *d, int64_t index, pl_encdec_samp
     if (st != PL_OK)
         return pl_error_wrap(st, "%s:%lld", mol_path(d, m), (long long)d->mols->line[m]);
 
-    int64_t enc_masks = 0, dec_masks = 0, n = 0;
+    int64_t enc_masks = 0, dec_masks = 0, n = 0, unknown = 0;
     int enc_trunc = 0, dec_trunc = 0;
-    st = tokenize(d, m, d->enc_smiles.data, d->enc_smiles.n, "encoder");
+    st = tokenize(d, m, d->enc_smiles.data, d->enc_smiles.n, "encoder", c->map_unknown,
+                  &unknown);
     if (st != PL_OK)
         return st;
     const int64_t enc_unmasked = d->ids.n;
@@ -415,7 +425,8 @@ pl_status pl_mmb_dataset_sample(pl_mmb_dataset *d, int64_t index, pl_encdec_samp
     for (int64_t i = n; i < Te; i++)
         s->enc_tokens[i] = PL_SMILES_PAD;
 
-    st = tokenize(d, m, d->dec_smiles.data, d->dec_smiles.n, "decoder");
+    st = tokenize(d, m, d->dec_smiles.data, d->dec_smiles.n, "decoder", c->map_unknown,
+                  &unknown);
     if (st != PL_OK)
         return st;
     /* dec_tokens[1..] doubles as the buffer of the side's tokens. */
@@ -438,7 +449,8 @@ pl_status pl_mmb_dataset_sample(pl_mmb_dataset *d, int64_t index, pl_encdec_samp
                                      .enc_unmasked = enc_unmasked,
                                      .enc_masks = enc_masks,
                                      .enc_truncated = enc_trunc,
-                                     .dec_truncated = dec_trunc};
+                                     .dec_truncated = dec_trunc,
+                                     .unknown = unknown};
     return PL_OK;
 }
 
@@ -446,9 +458,10 @@ pl_status pl_mmb_dataset_validate(pl_mmb_dataset *d)
 {
     for (int64_t m = 0; m < d->mols->n; m++) {
         const char *s;
+        int64_t unknown = 0;
         pl_status st = parse(d, m, &s);
         if (st == PL_OK)
-            st = tokenize(d, m, s, strlen(s), "input");
+            st = tokenize(d, m, s, strlen(s), "input", 0, &unknown);
         if (st != PL_OK)
             return st;
     }

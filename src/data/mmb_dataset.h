@@ -49,9 +49,9 @@
  *   - canonicalize_input changes no token in v0.2.0 (it only sets the
  *     validation target string and RDKit's rare fallback) and is accepted and
  *     ignored here: give RDKit-canonical input (MegaMolBART's CSVs are);
- *   - a SMILES that does not parse, or a token outside the vocabulary, is an
- *     error naming the file and line (MegaMolBART would crash in RDKit, or map
- *     the token to '?');
+ *   - a SMILES that does not parse is an error naming the file and line
+ *     (MegaMolBART stops in RDKit); so is a token outside the vocabulary
+ *     unless map_unknown (MegaMolBART maps it to '?' silently);
  *   - the CSV is read with quoting (Python's csv rules, data/reader.h), where
  *     NeMo splits lines on ','; the same for MegaMolBART's unquoted files. The
  *     molecules are held in memory, not memory-mapped.
@@ -84,10 +84,17 @@ typedef struct pl_mmb_config {
     double mask_prob;       /* [0, 1] */
     double span_lambda;     /* (0, 30] */
     uint32_t seed;
+    /* A token not in the vocabulary: 0 = an error naming file and line; 1 =
+     * its id is '?' (1), as MegaMolBART's vocab.get(token, unk) does, and
+     * pl_mmb_sample_info counts it. A randomised SMILES can hold tokens its
+     * input does not (a ring digit above the input's, @ for @@ in a bracket
+     * atom), so the vocabulary should come from augmented SMILES. */
+    int map_unknown;
 } pl_mmb_config;
 
 /* megamolbart_pretrain_base.yaml: seq_length 512, augment both sides, mask the
- * encoder only, mask_prob 0.1, span_lambda 3, canonicalize_input on, seed 42. */
+ * encoder only, mask_prob 0.1, span_lambda 3, canonicalize_input on, seed 42;
+ * map_unknown off. */
 void pl_mmb_config_default(pl_mmb_config *c);
 
 /* The molecules of one split: one SMILES per CSV row. */
@@ -142,6 +149,7 @@ typedef struct pl_mmb_sample_info {
     int64_t enc_unmasked;    /* tokens of enc_smiles */
     int64_t enc_masks;       /* <MASK> tokens in enc_tokens */
     int enc_truncated, dec_truncated; /* cut to seq_length */
+    int64_t unknown;         /* tokens mapped to '?' (map_unknown) */
 } pl_mmb_sample_info;
 
 /* Builds sample `index` (>= 0) into s, whose arrays hold Te and Td ids
@@ -153,7 +161,8 @@ pl_status pl_mmb_dataset_sample(pl_mmb_dataset *d, int64_t index, pl_encdec_samp
                                 pl_mmb_sample_info *info);
 
 /* Parses and tokenizes every molecule as written, to report bad input before
- * training; the first error names its file and line. */
+ * training; the first error names its file and line. A token outside the
+ * vocabulary is an error here whatever map_unknown says. */
 pl_status pl_mmb_dataset_validate(pl_mmb_dataset *d);
 
 #endif

@@ -52,9 +52,16 @@ print(sum(1 for _ in open(f"{ds}/train/x000.csv")) - 1, "+",
       sum(1 for _ in open(f"{ds}/test/x000.csv")) - 1, "test")
 PY
 cat "$TMP/check.out"
-V=$TMP/mmb.vocab
-check build_vocab "$PLAIT" data build-vocab --tokenizer-type SmilesTokenizer --csv-column 2 --skip-header \
-    --input "$DS"/train/x000.csv "$DS"/train/x001.csv "$DS"/val/x000.csv "$DS"/test/x000.csv --output "$V"
+# Vocabularies: V from the inputs and 5 random atom orders of each (a
+# randomised SMILES can hold ring digits and @/@@ atoms its input lacks), V0
+# from the inputs only.
+V=$TMP/mmb.vocab V0=$TMP/inputs.vocab
+SPLITS=("$DS"/train/x000.csv "$DS"/train/x001.csv "$DS"/val/x000.csv "$DS"/test/x000.csv)
+check augment_for_vocab sh -c 'for f in "$@"; do "$0" data smiles-augment --input "$f" --csv-column 1 \
+    --skip-header --num 5 --keep-input --seed 3 || exit 1; done | tr "\t" "\n" >"'"$TMP/aug.txt"'"' "$PLAIT" "${SPLITS[@]}"
+check build_vocab "$PLAIT" data build-vocab --tokenizer-type SmilesTokenizer --input "$TMP/aug.txt" --output "$V"
+check build_vocab_inputs_only "$PLAIT" data build-vocab --tokenizer-type SmilesTokenizer --csv-column 2 \
+    --skip-header --input "${SPLITS[@]}" --output "$V0"
 N_TRAIN=$(($(wc -l <"$DS/train/x000.csv") + $(wc -l <"$DS/train/x001.csv") - 2))
 
 # MegaMolBART v0.2.0's configuration (tool defaults: seq 512, augment both,
@@ -71,10 +78,10 @@ check_fails oracle_sees_masks 'match MegaMolBART' "$REF" "$PY" check "$TMP/all.t
 awk -F'\t' 'BEGIN{OFS="\t"} NR==5{$6="CCO"} {print}' "$TMP/all.tsv" >"$TMP/tampered.tsv"
 check_fails oracle_sees_another_molecule 'is not the input molecule' "$REF" "$PY" check "$TMP/tampered.tsv" "$V" 512 1 1 1 0
 
-check samples_val_stereo_cases sh -c "'$TOOL' '$DS' val x000 '$V' 0 800 >'$TMP/val.tsv'"
+check samples_val_stereo_cases sh -c "'$TOOL' '$DS' val x000 '$V' 0 800 map_unknown=1 >'$TMP/val.tsv'"
 check samples_val_stereo_same_molecule "$REF" "$PY" check "$TMP/val.tsv" "$V" 512 1 1 1 0
 cat "$TMP/check.out"
-check samples_test_split sh -c "'$TOOL' '$DS' test x000 '$V' 0 1000 seed=5 >'$TMP/test.tsv'"
+check samples_test_split sh -c "'$TOOL' '$DS' test x000 '$V' 0 1000 seed=5 map_unknown=1 >'$TMP/test.tsv'"
 check samples_test_same_molecule "$REF" "$PY" check "$TMP/test.tsv" "$V" 512 1 1 1 0
 cat "$TMP/check.out"
 
@@ -112,7 +119,14 @@ check_fails token_outside_vocabulary_named_at_sample 'bad/train/x001.csv:3: toke
     "$TOOL" "$B" train x001 "$V" 1 1
 check_fails missing_column_named 'bad/train/x002.csv:3' "$TOOL" "$B" train x002 "$V" 0 0 validate=1
 check_fails empty_smiles_named 'bad/train/x003.csv:3: empty SMILES' "$TOOL" "$B" train x003 "$V" 0 0 validate=1
-check_fails missing_file_named 'bad/train/x009.csv' "$TOOL" "$B" train 'x[000..009]' "$V" 0 0 validate=1
+check_fails augmented_token_outside_vocabulary_named 'val/x000.csv:[0-9]+: token .* of the (en|de)coder SMILES .* is not in the vocabulary \(build it from augmented' \
+    "$TOOL" "$DS" val x000 "$V0" 0 800
+check samples_map_unknown_as_megamolbart sh -c "'$TOOL' '$DS' val x000 '$V0' 0 800 map_unknown=1 >'$TMP/val0.tsv'"
+check map_unknown_ids_are_vocab_get_unk "$REF" "$PY" check "$TMP/val0.tsv" "$V0" 512 1 1 1 0
+cat "$TMP/check.out"
+check map_unknown_happened awk -F'\t' '{u += $16} END {exit !(u > 0)}' "$TMP/val0.tsv"
+check inputs_vocabulary_validates_inputs "$TOOL" "$DS" val x000 "$V0" 0 0 validate=1
+check_fails missing_file_named 'ds/train/x002.csv' "$TOOL" "$DS" train 'x[000..002]' "$V" 0 0 validate=1
 check_fails bad_range_named "dataset.train 'x\[000..\]'" "$TOOL" "$B" train 'x[000..]' "$V" 0 0 validate=1
 check valid_files_validate "$TOOL" "$DS" train 'x[000..001]' "$V" 0 0 validate=1
 summary mmb_dataset

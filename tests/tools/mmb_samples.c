@@ -3,10 +3,10 @@
  * prints one line per sample, tab-separated:
  *   index molecule file:line input enc_smiles dec_smiles enc_unmasked
  *   enc_masks enc_truncated dec_truncated enc_length enc_ids(Te) dec_length
- *   dec_ids(Td) labels(Td)
+ *   dec_ids(Td) labels(Td) unknown
  * (id lists space-separated, padded as the sample holds them).
  *   mmb_samples DATASET_PATH SPLIT SPEC VOCAB START COUNT [key=value ...]
- * keys: seed seq ea em da dm p lambda column header; validate=1 only checks
+ * keys: seed seq ea em da dm p lambda column header map_unknown; validate=1 only checks
  * every molecule (pl_mmb_dataset_validate) and prints "valid N". */
 #include "base/alloc.h"
 #include "data/mmb_dataset.h"
@@ -61,6 +61,8 @@ int main(int argc, char **argv)
             column = atoll(v);
         else if (!strcmp(k, "header"))
             header = atoll(v);
+        else if (!strcmp(k, "map_unknown"))
+            cfg.map_unknown = atoi(v);
         else if (!strcmp(k, "validate"))
             validate = atoi(v);
         else {
@@ -113,7 +115,7 @@ int main(int argc, char **argv)
         print_ids(s.dec_tokens, Td);
         printf("\t");
         print_ids(s.labels, Td);
-        printf("\n");
+        printf("\t%lld\n", (long long)info.unknown);
     }
 done:
     if (st != PL_OK)

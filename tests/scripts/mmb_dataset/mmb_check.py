@@ -33,7 +33,7 @@ def read_samples(path):
                 "enc_masks": int(c[7]), "enc_trunc": int(c[8]), "dec_trunc": int(c[9]),
                 "enc_length": int(c[10]), "enc": [int(x) for x in c[11].split()],
                 "dec_length": int(c[12]), "dec": [int(x) for x in c[13].split()],
-                "labels": [int(x) for x in c[14].split()],
+                "labels": [int(x) for x in c[14].split()], "unknown": int(c[15]),
             })
     return out
 
@@ -67,7 +67,7 @@ def check(path, vocab_path, seq, ea, em, da, dm):
     samples = read_samples(path)
     canon = lambda s: Chem.MolToSmiles(Chem.MolFromSmiles(s)) if Chem.MolFromSmiles(s) else None
     bad = []
-    n_diff_enc = n_diff_dec = n_enc_dec_diff = 0
+    n_diff_enc = n_diff_dec = n_enc_dec_diff = n_unknown = 0
     for s in samples:
         errs = []
         c_in = canon(s["input"])
@@ -82,6 +82,10 @@ def check(path, vocab_path, seq, ea, em, da, dm):
         if not da and s["dec_smiles"] != s["enc_smiles"]:
             errs.append("decoder_augment off but the decoder SMILES differs from the encoder's")
         e_ids, d_ids = ids_of(s["enc_smiles"], vocab), ids_of(s["dec_smiles"], vocab)
+        unknown = e_ids.count(UNK) + d_ids.count(UNK)
+        n_unknown += unknown
+        if s["unknown"] != unknown:
+            errs.append(f"{s['unknown']} tokens mapped to '?', the vocabulary gives {unknown}")
         if s["enc_unmasked"] != len(e_ids):
             errs.append(f"enc_unmasked {s['enc_unmasked']} != {len(e_ids)} tokens")
         # Encoder: the masked or unmasked ids, cut to seq, then <PAD>.
@@ -116,7 +120,7 @@ def check(path, vocab_path, seq, ea, em, da, dm):
     n = len(samples)
     print(f"{n} samples: {n - len(bad)} match MegaMolBART's rules and RDKit "
           f"(encoder SMILES rewritten in {n_diff_enc}, decoder in {n_diff_dec}, "
-          f"encoder != decoder in {n_enc_dec_diff})")
+          f"encoder != decoder in {n_enc_dec_diff}; {n_unknown} tokens outside the vocabulary)")
     for i, w, e in bad[:5]:
         print(f"  sample {i} ({w}): " + "; ".join(e))
     return 0 if n > 0 and not bad else 1
