@@ -10,7 +10,8 @@
 #     spans of the tokens, ^/&/padding as collate_fn, at the v0.2.0 config, with
 #     augmentation and masking off, and with the decoder masked and cut at 24;
 #   - mask statistics against MolBART's own _mask_span and RNGs, and a wrong
-#     lambda or mask_prob caught;
+#     lambda or mask_prob caught; augmented SMILES as long, in tokens, as
+#     MegaMolBART's RDKit ones;
 #   - a sample is a function of (seed, index): split runs and single samples
 #     equal the whole run, another seed differs, indices past the end wrap;
 #   - bad input names file and line.
@@ -70,6 +71,8 @@ N=$((2 * N_TRAIN))
 check samples_v02_config sh -c "'$TOOL' '$DS' train 'x[000..001]' '$V' 0 $N >'$TMP/all.tsv'"
 check samples_v02_same_molecule_tokens_masks_padding "$REF" "$PY" check "$TMP/all.tsv" "$V" 512 1 1 1 0
 cat "$TMP/check.out"
+check augmented_lengths_as_megamolbart_rdkit "$REF" "$PY" lengths "$TMP/all.tsv"
+cat "$TMP/check.out"
 check mask_statistics_match_molbart "$REF" "$PY" stats "$TMP/all.tsv" 0.1 3 11
 cat "$TMP/check.out"
 check_fails mask_statistics_catch_lambda_2.5 'standard errors' "$REF" "$PY" stats "$TMP/all.tsv" 0.1 2.5 11
@@ -81,13 +84,13 @@ check_fails oracle_sees_another_molecule 'is not the input molecule' "$REF" "$PY
 check samples_val_stereo_cases sh -c "'$TOOL' '$DS' val x000 '$V' 0 800 map_unknown=1 >'$TMP/val.tsv'"
 check samples_val_stereo_same_molecule "$REF" "$PY" check "$TMP/val.tsv" "$V" 512 1 1 1 0
 cat "$TMP/check.out"
-check samples_test_split sh -c "'$TOOL' '$DS' test x000 '$V' 0 1000 seed=5 map_unknown=1 >'$TMP/test.tsv'"
+check samples_test_split sh -c "'$TOOL' '$DS' test x000 '$V' 0 600 seed=5 map_unknown=1 >'$TMP/test.tsv'"
 check samples_test_same_molecule "$REF" "$PY" check "$TMP/test.tsv" "$V" 512 1 1 1 0
 cat "$TMP/check.out"
 
 check samples_no_augment_no_mask sh -c "'$TOOL' '$DS' train 'x[000..001]' '$V' 0 500 ea=0 em=0 da=0 dm=0 >'$TMP/plain.tsv'"
 check no_augment_no_mask_tokens_are_the_input "$REF" "$PY" check "$TMP/plain.tsv" "$V" 512 0 0 0 0
-check samples_decoder_masked_cut_at_24 sh -c "'$TOOL' '$DS' train 'x[000..001]' '$V' 0 2000 seq=24 dm=1 p=0.2 >'$TMP/cut.tsv'"
+check samples_decoder_masked_cut_at_24 sh -c "'$TOOL' '$DS' train 'x[000..001]' '$V' 0 1000 seq=24 dm=1 p=0.2 >'$TMP/cut.tsv'"
 check decoder_masked_cut_at_24_rules "$REF" "$PY" check "$TMP/cut.tsv" "$V" 24 1 1 1 1
 cat "$TMP/check.out"
 check cut_at_24_happens_on_both_sides awk -F'\t' '$9 {e++} $10 {d++} END {print e, d; exit !(e > 100 && d > 100)}' "$TMP/cut.tsv"

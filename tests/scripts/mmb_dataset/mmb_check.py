@@ -8,6 +8,12 @@
       wrapped as "(regex|.)", vocab.get(token, unk)) of those strings, cut to
       SEQ; a masked side is its tokens with spans collapsed to <MASK>;
       decoder input ^ + tokens, labels tokens + &, padding <PAD> / -1.
+  mmb_check.py lengths SAMPLES
+      token counts of plait's encoder SMILES against MegaMolBART's own
+      augmentation of the same inputs (np.random.shuffle, RenumberAtoms,
+      MolToSmiles(canonical=False)): the strings differ (docs/data.md), so
+      only the means are compared, within 2%, a bound that a writer emitting
+      needless branches or ring closures would break.
   mmb_check.py stats SAMPLES P LAMBDA SEED
       the encoder's <MASK> count and masked length against MolBART's
       _mask_span run with its own RNGs (random.choices, torch.poisson) on the
@@ -161,8 +167,32 @@ def stats(path, p, lam, seed):
     return 0 if ok and samples else 1
 
 
+def lengths(path):
+    import numpy as np
+    from rdkit import Chem, RDLogger
+    RDLogger.DisableLog("rdApp.*")
+    samples = read_samples(path)
+    np.random.seed(42)
+    ours = mmb = inputs = 0
+    for s in samples:
+        mol = Chem.MolFromSmiles(s["input"])
+        order = list(range(mol.GetNumAtoms()))
+        np.random.shuffle(order)
+        aug = Chem.MolToSmiles(Chem.RenumberAtoms(mol, order), canonical=False)
+        mmb += len(PROG.findall(aug))
+        ours += len(PROG.findall(s["enc_smiles"]))
+        inputs += len(PROG.findall(s["input"]))
+    n = len(samples)
+    rel = abs(ours - mmb) / mmb
+    print(f"tokens per augmented SMILES: plait {ours / n:.3f}, MegaMolBART (RDKit) {mmb / n:.3f} "
+          f"({100 * rel:.2f}% apart); inputs {inputs / n:.3f}")
+    return 0 if n and rel < 0.02 else 1
+
+
 if __name__ == "__main__":
     a = sys.argv
+    if a[1] == "lengths":
+        sys.exit(lengths(a[2]))
     if a[1] == "check":
         sys.exit(check(a[2], a[3], int(a[4]), *[int(x) for x in a[5:9]]))
     sys.exit(stats(a[2], float(a[3]), float(a[4]), int(a[5])))
