@@ -230,6 +230,29 @@ pl_status pl_mmb_split_paths(const char *dataset_path, const char *split, const 
 
 /* ---- the dataset -------------------------------------------------------- */
 
+typedef struct tok_ctx {
+    pl_ids *ids;
+    int map_unknown;
+    int64_t unknown;
+    const char *bad; /* first token not in the vocabulary */
+    size_t bad_len;
+} tok_ctx;
+
+static pl_status on_token(void *ctx, const char *tok, size_t len, int32_t id)
+{
+    tok_ctx *c = ctx;
+    if (id == PL_SMILES_UNK && !(len == 1 && tok[0] == '?')) {
+        c->unknown++;
+        if (c->map_unknown)
+            return pl_ids_push(c->ids, id);
+        c->bad = tok;
+        c->bad_len = len;
+        return PL_ERR_FORMAT;
+    }
+    return pl_ids_push(c->ids, id);
+}
+
+
 pl_status pl_mmb_dataset_init(pl_mmb_dataset **out, const pl_mmb_config *cfg,
                               const pl_tokenizer *tok, const pl_mmb_molecules *mols)
 {
@@ -242,6 +265,10 @@ pl_status pl_mmb_dataset_init(pl_mmb_dataset **out, const pl_mmb_config *cfg,
     if (!(cfg->span_lambda > 0.0 && cfg->span_lambda <= 30.0))
         return pl_errorf(PL_ERR_ARG, "MegaMolBART span_lambda %g: expected (0, 30]",
                          cfg->span_lambda);
+    pl_ids none = {0};
+    tok_ctx probe = {&none, 0, 0, NULL, 0};
+    if (pl_smiles_tokenizer_each(tok, "", 0, on_token, &probe) != PL_OK)
+        return pl_error_wrap(PL_ERR_ARG, "MegaMolBART dataset");
     static const struct {
         const char *tok;
         int32_t id;
@@ -286,28 +313,6 @@ void pl_mmb_dataset_dims(const pl_mmb_dataset *d, int64_t *Te, int64_t *Td)
 {
     *Te = d->cfg.seq_length;
     *Td = d->cfg.seq_length + 1;
-}
-
-typedef struct tok_ctx {
-    pl_ids *ids;
-    int map_unknown;
-    int64_t unknown;
-    const char *bad; /* first token not in the vocabulary */
-    size_t bad_len;
-} tok_ctx;
-
-static pl_status on_token(void *ctx, const char *tok, size_t len, int32_t id)
-{
-    tok_ctx *c = ctx;
-    if (id == PL_SMILES_UNK && !(len == 1 && tok[0] == '?')) {
-        c->unknown++;
-        if (c->map_unknown)
-            return pl_ids_push(c->ids, id);
-        c->bad = tok;
-        c->bad_len = len;
-        return PL_ERR_FORMAT;
-    }
-    return pl_ids_push(c->ids, id);
 }
 
 static const char *mol_path(const pl_mmb_dataset *d, int64_t m)

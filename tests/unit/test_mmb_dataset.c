@@ -220,7 +220,7 @@ TEST(bad_smiles_and_unknown_token_name_file_and_line)
     pl_tokenizer_free(t);
 }
 
-TEST(config_ranges_checked)
+TEST(config_ranges_and_tokenizer_checked)
 {
     pl_tokenizer *t = open_vocab();
     pl_mmb_molecules m;
@@ -236,6 +236,16 @@ TEST(config_ranges_checked)
     c = plain_config();
     c.seq_length = 0;
     CHECK(pl_mmb_dataset_init(&d, &c, t, &m) == PL_ERR_ARG, "seq_length 0 accepted");
+    pl_tokenizer *bert = NULL;
+    char vocab[512];
+    tmp_path(vocab, sizeof vocab, "bert.txt");
+    write_file(vocab, "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nc\n");
+    CHECK_OK(pl_bert_tokenizer_open(&bert, vocab, 1));
+    c = plain_config();
+    CHECK(bert && pl_mmb_dataset_init(&d, &c, bert, &m) == PL_ERR_ARG &&
+              strstr(pl_error_msg(), "SmilesTokenizer"),
+          "%s", pl_error_msg());
+    pl_tokenizer_free(bert);
     pl_mmb_molecules empty = {0};
     c = plain_config();
     CHECK(pl_mmb_dataset_init(&d, &c, t, &empty) == PL_ERR_ARG, "no molecules accepted");
@@ -306,8 +316,15 @@ int main(void)
     RUN(long_molecule_cut_to_seq_length_before_bos_eos);
     RUN(sample_depends_only_on_seed_and_index);
     RUN(bad_smiles_and_unknown_token_name_file_and_line);
-    RUN(config_ranges_checked);
+    RUN(config_ranges_and_tokenizer_checked);
     RUN(split_paths_expand_megamolbart_ranges);
     RUN(allocation_failures_come_back_clean);
+    const char *files[] = {"v.vocab", "plain.csv", "long.csv", "det.csv", "bad.csv", "nocol.csv",
+                           "cfg.csv", "bert.txt", "alloc.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[512];
+        tmp_path(path, sizeof path, files[i]);
+        remove(path);
+    }
     return test_summary("mmb_dataset");
 }
