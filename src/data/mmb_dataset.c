@@ -121,10 +121,11 @@ pl_status pl_mmb_molecules_load(pl_mmb_molecules *m, const char *const *paths, i
     pl_status st = PL_OK;
     *m = (pl_mmb_molecules){0};
     if (n_paths < 1 || column < 0 || header_lines < 0)
-        return pl_errorf(PL_ERR_ARG,
-                         "MegaMolBART molecules: %d files, column %lld, %lld header lines: expected "
-                         "at least one file, column >= 0, header lines >= 0",
-                         n_paths, (long long)column, (long long)header_lines);
+        return pl_errorf(
+            PL_ERR_ARG,
+            "MegaMolBART molecules: %d files, column %lld, %lld header lines: expected "
+            "at least one file, column >= 0, header lines >= 0",
+            n_paths, (long long)column, (long long)header_lines);
     m->paths = pl_calloc((size_t)n_paths, sizeof *m->paths);
     if (!m->paths)
         return pl_errorf(PL_ERR_NOMEM, "MegaMolBART molecules: out of memory");
@@ -252,7 +253,6 @@ static pl_status on_token(void *ctx, const char *tok, size_t len, int32_t id)
     return pl_ids_push(c->ids, id);
 }
 
-
 pl_status pl_mmb_dataset_init(pl_mmb_dataset **out, const pl_mmb_config *cfg,
                               const pl_tokenizer *tok, const pl_mmb_molecules *mols)
 {
@@ -322,8 +322,8 @@ static const char *mol_path(const pl_mmb_dataset *d, int64_t m)
 
 /* d->ids = the tokens of s; *unknown += tokens mapped to '?' (map_unknown),
  * else a token outside the vocabulary is an error naming molecule m. */
-static pl_status tokenize(pl_mmb_dataset *d, int64_t m, const char *s, size_t len,
-                          const char *what, int map_unknown, int64_t *unknown)
+static pl_status tokenize(pl_mmb_dataset *d, int64_t m, const char *s, size_t len, const char *what,
+                          int map_unknown, int64_t *unknown)
 {
     tok_ctx c = {&d->ids, map_unknown, 0, NULL, 0};
     d->ids.n = 0;
@@ -331,11 +331,10 @@ static pl_status tokenize(pl_mmb_dataset *d, int64_t m, const char *s, size_t le
     *unknown += c.unknown;
     if (st == PL_OK || !c.bad)
         return st;
-    return pl_errorf(PL_ERR_FORMAT,
-                     "%s:%lld: token '%.*s' of the %s SMILES %s is not in the vocabulary%s",
-                     mol_path(d, m), (long long)d->mols->line[m], (int)c.bad_len, c.bad, what, s,
-                     strcmp(what, "input") ? " (build it from augmented SMILES, or map_unknown)"
-                                           : "");
+    return pl_errorf(
+        PL_ERR_FORMAT, "%s:%lld: token '%.*s' of the %s SMILES %s is not in the vocabulary%s",
+        mol_path(d, m), (long long)d->mols->line[m], (int)c.bad_len, c.bad, what, s,
+        strcmp(what, "input") ? " (build it from augmented SMILES, or map_unknown)" : "");
 }
 
 static pl_status parse(pl_mmb_dataset *d, int64_t m, const char **s)
@@ -418,8 +417,7 @@ pl_status pl_mmb_dataset_sample(pl_mmb_dataset *d, int64_t index, pl_encdec_samp
 
     int64_t enc_masks = 0, dec_masks = 0, n = 0, unknown = 0;
     int enc_trunc = 0, dec_trunc = 0;
-    st = tokenize(d, m, d->enc_smiles.data, d->enc_smiles.n, "encoder", c->map_unknown,
-                  &unknown);
+    st = tokenize(d, m, d->enc_smiles.data, d->enc_smiles.n, "encoder", c->map_unknown, &unknown);
     if (st != PL_OK)
         return st;
     const int64_t enc_unmasked = d->ids.n;
@@ -430,8 +428,7 @@ pl_status pl_mmb_dataset_sample(pl_mmb_dataset *d, int64_t index, pl_encdec_samp
     for (int64_t i = n; i < Te; i++)
         s->enc_tokens[i] = PL_SMILES_PAD;
 
-    st = tokenize(d, m, d->dec_smiles.data, d->dec_smiles.n, "decoder", c->map_unknown,
-                  &unknown);
+    st = tokenize(d, m, d->dec_smiles.data, d->dec_smiles.n, "decoder", c->map_unknown, &unknown);
     if (st != PL_OK)
         return st;
     /* dec_tokens[1..] doubles as the buffer of the side's tokens. */

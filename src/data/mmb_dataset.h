@@ -99,11 +99,11 @@ void pl_mmb_config_default(pl_mmb_config *c);
 
 /* The molecules of one split: one SMILES per CSV row. */
 typedef struct pl_mmb_molecules {
-    char *text;       /* every SMILES, each NUL-terminated */
-    int64_t *offset;  /* (n) start of molecule i in text */
-    int64_t *line;    /* (n) 1-based line of molecule i in its file */
-    int32_t *file;    /* (n) index into paths */
-    char **paths;     /* (n_files) */
+    char *text;      /* every SMILES, each NUL-terminated */
+    int64_t *offset; /* (n) start of molecule i in text */
+    int64_t *line;   /* (n) 1-based line of molecule i in its file */
+    int32_t *file;   /* (n) index into paths */
+    char **paths;    /* (n_files) */
     int64_t n;
     int32_t n_files;
 } pl_mmb_molecules;
@@ -143,13 +143,13 @@ void pl_mmb_dataset_dims(const pl_mmb_dataset *d, int64_t *Te, int64_t *Td);
 /* What a sample was made from, for tests and logs; the strings belong to the
  * dataset and stay valid until its next pl_mmb_dataset_sample. */
 typedef struct pl_mmb_sample_info {
-    int64_t molecule;        /* index into the molecules */
-    const char *enc_smiles;  /* encoder SMILES before masking */
+    int64_t molecule;       /* index into the molecules */
+    const char *enc_smiles; /* encoder SMILES before masking */
     const char *dec_smiles;
-    int64_t enc_unmasked;    /* tokens of enc_smiles */
-    int64_t enc_masks;       /* <MASK> tokens in enc_tokens */
+    int64_t enc_unmasked;             /* tokens of enc_smiles */
+    int64_t enc_masks;                /* <MASK> tokens in enc_tokens */
     int enc_truncated, dec_truncated; /* cut to seq_length */
-    int64_t unknown;         /* tokens mapped to '?' (map_unknown) */
+    int64_t unknown;                  /* tokens mapped to '?' (map_unknown) */
 } pl_mmb_sample_info;
 
 /* Builds sample `index` (>= 0) into s, whose arrays hold Te and Td ids

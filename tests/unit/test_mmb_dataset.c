@@ -9,8 +9,9 @@
 
 enum { SEQ = 64 };
 
-static const char *VOCAB[] = {"<PAD>", "?", "^", "&", "<MASK>", "<SEP>", "C", "c", "O", "N",
-                              "1",     "2", "3", "(", ")",      "=",     "[C@@H]", "[C@H]", "Cl"};
+static const char *VOCAB[] = {"<PAD>", "?", "^",      "&",     "<MASK>", "<SEP>", "C",
+                              "c",     "O", "N",      "1",     "2",      "3",     "(",
+                              ")",     "=", "[C@@H]", "[C@H]", "Cl"};
 enum { N_VOCAB = sizeof VOCAB / sizeof VOCAB[0] };
 
 static void tmp_path(char *out, size_t cap, const char *name)
@@ -119,8 +120,8 @@ TEST(unaugmented_unmasked_sample_is_tokens_then_bos_eos_and_padding)
         CHECK(b.enc[i] == PL_SMILES_PAD, "enc pad %lld", (long long)i);
     for (int64_t i = n + 1; i < SEQ + 1; i++)
         CHECK(b.dec[i] == PL_SMILES_PAD && b.lab[i] == -1, "dec pad %lld", (long long)i);
-    CHECK(m.line[0] == 2 && m.line[1] == 3 && m.n == 2, "lines %lld %lld",
-          (long long)m.line[0], (long long)m.line[1]);
+    CHECK(m.line[0] == 2 && m.line[1] == 3 && m.n == 2, "lines %lld %lld", (long long)m.line[0],
+          (long long)m.line[1]);
     pl_mmb_dataset_free(d);
     pl_mmb_molecules_free(&m);
     pl_tokenizer_free(t);
@@ -319,8 +320,8 @@ int main(void)
     RUN(config_ranges_and_tokenizer_checked);
     RUN(split_paths_expand_megamolbart_ranges);
     RUN(allocation_failures_come_back_clean);
-    const char *files[] = {"v.vocab", "plain.csv", "long.csv", "det.csv", "bad.csv", "nocol.csv",
-                           "cfg.csv", "bert.txt", "alloc.csv"};
+    const char *files[] = {"v.vocab",   "plain.csv", "long.csv", "det.csv",  "bad.csv",
+                           "nocol.csv", "cfg.csv",   "bert.txt", "alloc.csv"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[512];
         tmp_path(path, sizeof path, files[i]);
