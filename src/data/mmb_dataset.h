@@ -62,20 +62,11 @@
 #ifndef PL_DATA_MMB_DATASET_H
 #define PL_DATA_MMB_DATASET_H
 
+#include "data/encdec_sample.h"
 #include "data/tokenizer/tokenizer.h"
 
 #include <stdint.h>
 
-#ifndef PL_ENCDEC_SAMPLE
-#define PL_ENCDEC_SAMPLE
-typedef struct pl_encdec_sample {
-    int32_t *enc_tokens; /* (Te) padded */
-    int64_t enc_length;
-    int32_t *dec_tokens; /* (Td) decoder input, padded */
-    int32_t *labels;     /* (Td) decoder targets, -1 where no loss (padding) */
-    int64_t dec_length;
-} pl_encdec_sample;
-#endif
 
 typedef struct pl_mmb_config {
     int64_t seq_length; /* MegaMolBART's model.seq_length: tokens kept per side, >= 1 */

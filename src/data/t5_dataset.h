@@ -29,6 +29,7 @@
 #define PL_DATA_T5_DATASET_H
 
 #include "data/bert_dataset.h"
+#include "data/encdec_sample.h"
 
 typedef pl_bert_dataset_config pl_t5_dataset_config;
 typedef pl_bert_dataset pl_t5_dataset;
@@ -47,16 +48,8 @@ void pl_t5_dataset_config_defaults(pl_t5_dataset_config *c);
  * it. Caches under <prefix>/cache/T5MaskedWordPieceDataset_indices unless
  * cfg->cache_dir. */
 
-/* One encoder-decoder sample, for the model (T5 here, BART later). The
- * caller owns the arrays: Te entries for enc_tokens, Td for the others. */
-typedef struct pl_encdec_sample {
-    int32_t *enc_tokens;  /* (Te) padded */
-    int64_t enc_length;
-    int32_t *dec_tokens;  /* (Td) decoder input, padded */
-    int32_t *labels;      /* (Td) decoder targets, -1 where no loss (padding) */
-    int64_t dec_length;
-} pl_encdec_sample;
-
+/* One encoder-decoder sample (data/encdec_sample.h): Te entries for enc_tokens,
+ * Td for the others. */
 /* Sample index (0 <= index < len), exactly as Megatron's __getitem__(index)
  * builds it. Allocates nothing; uses ds->work, so one thread at a time per
  * dataset. Errors: index out of range, a mapping row out of bounds, a token
