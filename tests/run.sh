@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite and prints the total as its last line: "N passed, N failed".
 #   tests/run.sh               unit tests (build/), the same under ASan (build-asan/),
-#                              script suites (tests/scripts/*.sh), brief fuzzing (build-fuzz/)
+#                              every script suite (tests/scripts/*.sh but lib.sh and
+#                              *_lib.sh, which the suites source), brief fuzzing (build-fuzz/)
 #   tests/run.sh --unit-only   only the unit tests of $PLAIT_TEST_BUILD (default build)
 # Each suite prints "NAME: N passed, N failed"; a suite that crashes, hangs past
 # its timeout or prints no summary counts as one failure.
@@ -58,8 +59,8 @@ if [ "$unit_only" -eq 0 ]; then
         done
     fi
     for s in tests/scripts/*.sh; do
-        [ -x "$s" ] || continue
-        run_suite "$(basename "$s" .sh)" 900 "$ROOT/$s"
+        case $(basename "$s") in lib.sh | *_lib.sh) continue ;; esac # sourced by the suites
+        run_suite "$(basename "$s" .sh)" 900 bash "$ROOT/$s"
     done
     if [ -d build-fuzz ]; then
         run_suite "fuzz (brief)" 600 scripts/fuzz.sh "${FUZZ_BRIEF_SECONDS:-15}"
