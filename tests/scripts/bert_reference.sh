@@ -8,13 +8,13 @@
 # cased logic (no lower case, no accent stripping) runs on the uncased vocab.
 # Test texts come from bert_reference/gen_sentences.py (its header lists the
 # code points where HF knowingly differs from Megatron's Python tokenizer).
-# The binding is fetched by hf_binding.sh (npm pack, pinned by sha256).
+# The binding is fetched by hf_binding_lib.sh (npm pack, pinned by sha256).
 set -u
 . "$(dirname "$0")/lib.sh"
 HERE=$ROOT/tests/scripts/bert_reference
 VOCAB=$PLAIT_DATA/bert/vocab.txt
 ENCODE=${PLAIT_TESTTOOLS:-$ROOT/build/testtools}/bert_encode
-. "$(dirname "$0")/hf_binding.sh"
+. "$(dirname "$0")/hf_binding_lib.sh"
 BINDING=$HF_BINDING
 
 # compare NAME REF OURS: every line equal; prints how many.

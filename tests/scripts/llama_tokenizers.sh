@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Llama-family tokenizers from plait against outside implementations, every id equal:
-#   HuggingFaceTokenizer   Hugging Face tokenizers 0.22.2 (Node binding, hf_binding.sh) on
+#   HuggingFaceTokenizer   Hugging Face tokenizers 0.22.2 (Node binding, hf_binding_lib.sh) on
 #                          the same tokenizer.json: Meta's Llama 3 (data/llama3), Mistral 7B
 #                          (data/mistral), and files derived by llama_tokenizers/
 #                          make_variants.py (Meta's Llama 2 model as tokenizer.json, the
@@ -15,7 +15,7 @@
 # back with numpy, ids equal to Hugging Face's), and plait train / generate opening it.
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/hf_binding.sh"
+. "$(dirname "$0")/hf_binding_lib.sh"
 HERE=$ROOT/tests/scripts/llama_tokenizers
 ENC=${PLAIT_TESTTOOLS:-$ROOT/build/testtools}/tok_encode
 D=$PLAIT_DATA
