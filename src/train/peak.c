@@ -14,6 +14,7 @@
 
 #include "base/alloc.h"
 #include "base/fileio.h"
+#include "base/json.h"
 #include "base/log.h"
 
 #include <cjson/cJSON.h>
@@ -57,30 +58,43 @@ static int cache_path(char *out, size_t n)
     return 0;
 }
 
-/* The cached value of the key, 0 when none. */
-static double cache_read(const char *path, const char *key)
+/* The cached value of the key into *peak, 0 when none (no file, or one that
+ * says nothing usable: a cache). Running out of memory is an error. */
+static pl_status cache_read(const char *path, const char *key, double *peak)
 {
     char *text = NULL;
     size_t len;
-    if (pl_file_read_all(path, &text, &len)) {
+    *peak = 0;
+    pl_json_init();
+    pl_status st = pl_file_read_all(path, &text, &len);
+    if (st == PL_ERR_NOMEM)
+        return st;
+    if (st) {
         pl_error_clear();
-        return 0;
+        return PL_OK;
     }
     cJSON *root = cJSON_Parse(text);
     pl_free(text);
+    if (!root && pl_json_oom_take())
+        return pl_errorf(PL_ERR_NOMEM, "out of memory reading the GEMM peak cache %s", path);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    double peak = cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
+    *peak = cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
     cJSON_Delete(root);
-    return peak;
+    return PL_OK;
 }
 
-/* Sets key to peak in the cache file, keeping its other keys. */
-static void cache_write(const char *path, const char *key, double peak)
+/* Sets key to peak in the cache file, keeping its other keys. A file that
+ * cannot be written is a warning (a cache); running out of memory an error. */
+static pl_status cache_write(const char *path, const char *key, double peak)
 {
     char *text = NULL, dir[1024];
     size_t len;
     cJSON *root = NULL;
-    if (!pl_file_read_all(path, &text, &len))
+    pl_json_init();
+    pl_status st = pl_file_read_all(path, &text, &len);
+    if (st == PL_ERR_NOMEM)
+        return st;
+    if (!st)
         root = cJSON_Parse(text);
     else
         pl_error_clear();
@@ -98,45 +112,49 @@ static void cache_write(const char *path, const char *key, double peak)
     char *slash = strrchr(dir, '/');
     if (slash)
         *slash = 0;
-    pl_status st = PL_OK;
     if (!out)
-        st = pl_errorf(PL_ERR_NOMEM, "out of memory");
-    if (!st && slash && dir[0])
+        return pl_errorf(PL_ERR_NOMEM, "out of memory writing the GEMM peak cache %s", path);
+    if (slash && dir[0])
         st = pl_mkdirs(dir);
     if (!st)
         st = pl_file_write_atomic(path, out, strlen(out));
-    free(out);
+    cJSON_free(out); /* cJSON's allocator: the hooks of base/json.h */
+    if (st == PL_ERR_NOMEM)
+        return st;
     if (st) {
         pl_log_warn("the GEMM peak cache %s could not be written (%s); MFU uses the peak of this "
                     "run only", path, pl_error_msg());
         pl_error_clear();
     }
+    return PL_OK;
 }
 
-void pl_train_peak_init(pl_trainer *t, double measured)
+pl_status pl_train_peak_init(pl_trainer *t, double measured)
 {
     t->peak.measured = measured;
     t->gemm_peak = measured;
     if (!pl_train_is_root(t))
-        return;
+        return PL_OK;
     char cpu[160];
     cpu_model(cpu, sizeof cpu);
     snprintf(t->peak.key, sizeof t->peak.key, "%s | %d threads | %s", cpu, omp_get_max_threads(),
              pl_gemm_precision_name(pl_gemm_get_precision(t->gemm)));
     if (!cache_path(t->peak.path, sizeof t->peak.path)) {
         t->peak.path[0] = 0;
-        return;
+        return PL_OK;
     }
     const char *fault = getenv("PLAIT_FAULT_PEAK"); /* tests: a peak that is too low */
-    double cached = cache_read(t->peak.path, t->peak.key);
-    if (fault) {
-        t->gemm_peak = atof(fault);
-        return;
+    double cached;
+    pl_status st = cache_read(t->peak.path, t->peak.key, &cached);
+    if (st || fault) {
+        t->gemm_peak = fault ? atof(fault) : t->gemm_peak;
+        return st;
     }
     if (cached > t->gemm_peak)
         t->gemm_peak = cached;
     else
-        cache_write(t->peak.path, t->peak.key, t->gemm_peak);
+        st = cache_write(t->peak.path, t->peak.key, t->gemm_peak);
+    return st;
 }
 
 double pl_train_peak_mfu(pl_trainer *t, double flops_per_rank)
@@ -149,8 +167,12 @@ double pl_train_peak_mfu(pl_trainer *t, double flops_per_rank)
                     t->gemm_peak / 1e9, flops_per_rank / 1e9, t->peak.path[0] ? ", cached in " : "",
                     t->peak.path);
         t->gemm_peak = flops_per_rank;
-        if (t->peak.path[0])
-            cache_write(t->peak.path, t->peak.key, t->gemm_peak);
+        if (t->peak.path[0] && cache_write(t->peak.path, t->peak.key, t->gemm_peak)) {
+            /* out of memory mid-run: the report goes on with the raised peak */
+            pl_log_warn("the GEMM peak cache %s was not updated: %s", t->peak.path,
+                        pl_error_msg());
+            pl_error_clear();
+        }
     }
     return flops_per_rank / t->gemm_peak;
 }

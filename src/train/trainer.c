@@ -407,7 +407,7 @@ skip_buckets:
         memset(t->grads, 0, (size_t)(t->zero_stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     double measured = 0;
     PL_TRY(measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &measured));
-    pl_train_peak_init(t, measured);
+    PL_TRY(pl_train_peak_init(t, measured));
 fail:
     return st;
 }

@@ -242,7 +242,7 @@ pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t
 /* The GEMM peak (train/peak.c): _init from this start's measurement and the
  * cache; _mfu is flops_per_rank / peak, raising the peak (warned, cached) when
  * the rate exceeds it, so never above 1. */
-void pl_train_peak_init(pl_trainer *t, double measured);
+pl_status pl_train_peak_init(pl_trainer *t, double measured);
 double pl_train_peak_mfu(pl_trainer *t, double flops_per_rank);
 
 /* The progress line (train/progress.c): _step adds an iteration (of `seconds`) to the window;

@@ -82,11 +82,14 @@ sweep() {
     check "$name: every injected failure ends cleanly${first:+ (first bad: $first)}" test "$bad" -eq 0
 }
 
-sweep train 6 "rm -rf '$TMP/ck'" "${TINY[@]}" --train-iters 2
-sweep save 235 "rm -rf '$TMP/ck'" "${TINY[@]}" --train-iters 2 --save "$TMP/ck"
+# Every run starts without the GEMM peak cache (lib.sh's PLAIT_PEAK_CACHE), so each makes
+# the same allocations as the counting run (a cache present changes their sequence).
+NOCACHE="rm -f '$PLAIT_PEAK_CACHE'"
+sweep train 6 "rm -rf '$TMP/ck'; $NOCACHE" "${TINY[@]}" --train-iters 2
+sweep save 235 "rm -rf '$TMP/ck'; $NOCACHE" "${TINY[@]}" --train-iters 2 --save "$TMP/ck"
 rm -rf "$TMP/base" && timeout 60 "$ROOT/build/plait" train "${TINY[@]}" --train-iters 2 \
     --save "$TMP/base" >/dev/null 2>&1
 check "a checkpoint to resume from" test -f "$TMP/base/latest_checkpointed_iteration.txt"
-sweep load 290 "" "${TINY[@]}" --train-iters 3 --load "$TMP/base" --eval-iters 1 --eval-interval 3
+sweep load 290 "$NOCACHE" "${TINY[@]}" --train-iters 3 --load "$TMP/base" --eval-iters 1 --eval-interval 3
 
 summary alloc_faults

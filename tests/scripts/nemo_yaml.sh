@@ -173,7 +173,7 @@ YAML
 check "a config with a defaults list (--config-path/--config-name) trains" \
     run composed --config-path "$TMP/conf" --config-name pretrain
 check "  the group files were read (3 layers, 2 iterations, Adam lr 1e-3)" sh -c \
-    "grep -q 'gpt, 3 layers' '$TMP/composed.log' && [ \$(grep -c lm_loss '$TMP/composed.jsonl') = 2 ] && grep -q 'lr: 1.000000E-03' '$TMP/composed.log'"
+    "grep -q 'gpt, 3 layers' '$TMP/composed.log' && [ \$(grep -c '\"lm_loss\"' '$TMP/composed.jsonl') = 2 ] && grep -q '\"lr\": 0.001,' '$TMP/composed.jsonl'"
 printf 'model:\n  num_layers: 2\n   hidden_size: 3\n' >"$TMP/broken.yaml"
 check_fails "malformed YAML names file:line" "broken.yaml:3: " "$PLAIT" train --config-file "$TMP/broken.yaml"
 summary nemo_yaml
