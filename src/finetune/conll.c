@@ -68,6 +68,38 @@ static pl_status end_sentence(cbuild *b, int64_t *first, int64_t line)
     return PL_OK;
 }
 
+/* The set out of a finished build (name: its file; tags: with tags): the words
+ * and tags point into the build's arena, which out takes over. */
+static pl_status build_finish(cbuild *b, pl_conll_set *out, const char *name, int tags)
+{
+    if (b->n_s == 0)
+        return pl_errorf(PL_ERR_FORMAT, "%s: no sentences", name);
+    out->words = pl_malloc((size_t)b->n_w * sizeof *out->words);
+    out->tags = tags ? pl_malloc((size_t)b->n_w * sizeof *out->tags) : NULL;
+    out->path = pl_strdup(name);
+    if (!out->words || (tags && !out->tags) || !out->path)
+        return pl_errorf(PL_ERR_NOMEM, "%s: %lld words", name, (long long)b->n_w);
+    out->arena = b->arena.data;
+    b->arena = (pl_bytes){0};
+    for (int64_t i = 0; i < b->n_w; i++) {
+        out->words[i] = out->arena + b->w_off[i];
+        if (out->tags)
+            out->tags[i] = out->arena + b->t_off[i];
+    }
+    out->n_words = b->n_w;
+    out->sent = b->sent, out->n_sent = b->n_s;
+    b->sent = NULL;
+    return PL_OK;
+}
+
+static void build_free(cbuild *b)
+{
+    pl_bytes_free(&b->arena);
+    pl_free(b->w_off);
+    pl_free(b->t_off);
+    pl_free(b->sent);
+}
+
 pl_status pl_conll_parse(pl_conll_set *out, const char *text, size_t n, const char *name,
                          const pl_conll_spec *spec)
 {
@@ -130,35 +162,12 @@ pl_status pl_conll_parse(pl_conll_set *out, const char *text, size_t n, const ch
                          spec->tags ? fl[tc] : 0));
     }
     PL_TRY(end_sentence(&b, &first, first_line));
-    if (b.n_s == 0) {
-        st = pl_errorf(PL_ERR_FORMAT, "%s: no sentences", name);
-        goto fail;
-    }
-    out->words = pl_malloc((size_t)b.n_w * sizeof *out->words);
-    out->tags = spec->tags ? pl_malloc((size_t)b.n_w * sizeof *out->tags) : NULL;
-    out->path = pl_strdup(name);
-    if (!out->words || (spec->tags && !out->tags) || !out->path) {
-        st = pl_errorf(PL_ERR_NOMEM, "%s: %lld words", name, (long long)b.n_w);
-        goto fail;
-    }
-    out->arena = b.arena.data;
-    b.arena = (pl_bytes){0};
-    for (int64_t i = 0; i < b.n_w; i++) {
-        out->words[i] = out->arena + b.w_off[i];
-        if (out->tags)
-            out->tags[i] = out->arena + b.t_off[i];
-    }
-    out->n_words = b.n_w;
-    out->sent = b.sent, out->n_sent = b.n_s;
-    b.sent = NULL;
+    PL_TRY(build_finish(&b, out, name, spec->tags != 0));
     goto done;
 fail:
     pl_conll_set_free(out);
 done:
-    pl_bytes_free(&b.arena);
-    pl_free(b.w_off);
-    pl_free(b.t_off);
-    pl_free(b.sent);
+    build_free(&b);
     return st;
 }
 
@@ -248,35 +257,12 @@ pl_status pl_conll_read_nemo(pl_conll_set *out, const char *text_path, const cha
         st = pl_errorf(PL_ERR_FORMAT, "%s:%lld: labels past the last sentence of %s", labels_path, (long long)ll, text_path);
         goto fail;
     }
-    if (b.n_s == 0) {
-        st = pl_errorf(PL_ERR_FORMAT, "%s: no sentences", text_path);
-        goto fail;
-    }
-    out->words = pl_malloc((size_t)b.n_w * sizeof *out->words);
-    out->tags = lab ? pl_malloc((size_t)b.n_w * sizeof *out->tags) : NULL;
-    out->path = pl_strdup(text_path);
-    if (!out->words || (lab && !out->tags) || !out->path) {
-        st = pl_errorf(PL_ERR_NOMEM, "%s: %lld words", text_path, (long long)b.n_w);
-        goto fail;
-    }
-    out->arena = b.arena.data;
-    b.arena = (pl_bytes){0};
-    for (int64_t i = 0; i < b.n_w; i++) {
-        out->words[i] = out->arena + b.w_off[i];
-        if (out->tags)
-            out->tags[i] = out->arena + b.t_off[i];
-    }
-    out->n_words = b.n_w;
-    out->sent = b.sent, out->n_sent = b.n_s;
-    b.sent = NULL;
+    PL_TRY(build_finish(&b, out, text_path, lab != NULL));
     goto done;
 fail:
     pl_conll_set_free(out);
 done:
-    pl_bytes_free(&b.arena);
-    pl_free(b.w_off);
-    pl_free(b.t_off);
-    pl_free(b.sent);
+    build_free(&b);
     pl_free(f), pl_free(g), pl_free(fl), pl_free(gl);
     pl_free(text);
     pl_free(lab);
