@@ -17,6 +17,7 @@
  *
  * cJSON allocates through pl_malloc: its hooks are set once for the process. */
 #include "data/tokenizer/gpt2_internal.h"
+#include "data/tokenizer/vocab_json.h"
 
 #include "base/alloc.h"
 #include "base/json.h"
@@ -102,18 +103,12 @@ static pl_status load_tokens(pl_gpt2_vocab *v, const cJSON *root, const char *pa
     int16_t byte_of[ALPHABET_END];
     pl_gpt2_byte_alphabet(cp_of, byte_of);
 
-    int64_t n = 0;
+    int32_t n;
+    PL_TRY(pl_vocab_json_by_id(root, path, &by_id, &n));
     size_t spell_bytes = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, root) {
-        n++;
-        spell_bytes += strlen(it->string);
-    }
-    if (n == 0 || n > INT32_MAX)
-        return pl_errorf(PL_ERR_FORMAT, "%s: expected an object of token -> id, got %lld entries", path,
-                         (long long)n);
-    v->n = (int32_t)n;
-    by_id = pl_calloc((size_t)n, sizeof *by_id);
+    for (int32_t id = 0; id < n; id++)
+        spell_bytes += strlen(by_id[id]->string);
+    v->n = n;
     v->spell = pl_malloc(spell_bytes + 1);
     v->raw = pl_malloc(spell_bytes + 1);
     v->spell_off = pl_malloc(((size_t)n + 1) * sizeof *v->spell_off);
@@ -121,27 +116,11 @@ static pl_status load_tokens(pl_gpt2_vocab *v, const cJSON *root, const char *pa
     int bits = log2_ceil(2 * (uint64_t)n);
     v->spell_mask = (UINT64_C(1) << bits) - 1;
     v->spell_table = pl_malloc(((size_t)1 << bits) * sizeof *v->spell_table);
-    if (!by_id || !v->spell || !v->raw || !v->spell_off || !v->raw_off || !v->spell_table) {
+    if (!v->spell || !v->raw || !v->spell_off || !v->raw_off || !v->spell_table) {
         st = pl_errorf(PL_ERR_NOMEM, "%s: out of memory for %lld tokens", path, (long long)n);
         goto fail;
     }
     memset(v->spell_table, 0xFF, ((size_t)1 << bits) * sizeof *v->spell_table);
-
-    cJSON_ArrayForEach(it, root) {
-        double d = it->valuedouble;
-        if (!cJSON_IsNumber(it) || !(d >= 0 && d < (double)n) || d != (double)(int32_t)d) {
-            st = pl_errorf(PL_ERR_FORMAT, "%s: token \"%.200s\": id must be an integer in 0..%lld",
-                           path, it->string, (long long)n - 1);
-            goto fail;
-        }
-        int32_t id = (int32_t)d;
-        if (by_id[id]) {
-            st = pl_errorf(PL_ERR_FORMAT, "%s: tokens \"%.200s\" and \"%.200s\" both have id %d",
-                           path, by_id[id]->string, it->string, id);
-            goto fail;
-        }
-        by_id[id] = it;
-    }
 
     size_t so = 0, ro = 0;
     for (int32_t id = 0; id < v->n; id++) {

@@ -15,6 +15,7 @@
  * must be in it. Errors name the file and the token. */
 #include "data/tokenizer/strtab.h"
 #include "data/tokenizer/tokenizer.h"
+#include "data/tokenizer/vocab_json.h"
 
 #include "base/alloc.h"
 #include "base/fileio.h"
@@ -163,30 +164,10 @@ static const pl_tokenizer_ops pretok_ops = {
 static pl_status load_vocab(pretok_vocab *v, const cJSON *root, const char *path)
 {
     pl_status st = PL_OK;
-    int64_t n = cJSON_GetArraySize(root);
-    if (n <= 0 || n > INT32_MAX)
-        return pl_errorf(PL_ERR_FORMAT, "%s: expected an object of token -> id, got %lld entries",
-                         path, (long long)n);
-    const cJSON **by_id = pl_calloc((size_t)n, sizeof *by_id);
-    if (!by_id)
-        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory for %lld tokens", path, (long long)n);
-    const cJSON *it;
-    cJSON_ArrayForEach(it, root) {
-        double d = it->valuedouble;
-        if (!cJSON_IsNumber(it) || !(d >= 0 && d < (double)n) || d != (double)(int32_t)d) {
-            st = pl_errorf(PL_ERR_FORMAT, "%s: token \"%.200s\": id must be an integer in 0..%lld",
-                           path, it->string, (long long)n - 1);
-            goto fail;
-        }
-        int32_t id = (int32_t)d;
-        if (by_id[id]) {
-            st = pl_errorf(PL_ERR_FORMAT, "%s: tokens \"%.200s\" and \"%.200s\" both have id %d",
-                           path, by_id[id]->string, it->string, id);
-            goto fail;
-        }
-        by_id[id] = it;
-    }
-    for (int32_t id = 0; id < (int32_t)n; id++) {
+    const cJSON **by_id = NULL;
+    int32_t n;
+    PL_TRY(pl_vocab_json_by_id(root, path, &by_id, &n));
+    for (int32_t id = 0; id < n; id++) {
         const char *s = by_id[id]->string;
         int32_t got;
         int added;
