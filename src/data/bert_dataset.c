@@ -367,18 +367,9 @@ static pl_status tokenizer_tables(pl_bert_dataset *ds, const pl_tokenizer *tok)
 
 static pl_status load_cached(pl_bert_dataset *ds)
 {
-    char *text = NULL;
-    size_t n = 0;
-    pl_status st = pl_file_read_all(ds->files[PL_BERT_DESC], &text, &n);
+    pl_status st = pl_gpt_cache_check_description(ds->files[PL_BERT_DESC], ds->description, "dataset");
     if (st != PL_OK)
         return st;
-    int same = n == strlen(ds->description) && memcmp(text, ds->description, n) == 0;
-    pl_free(text);
-    if (!same)
-        return pl_errorf(PL_ERR_FORMAT,
-                         "%s: cached description differs from this dataset's (delete the cached "
-                         "files to rebuild)",
-                         ds->files[PL_BERT_DESC]);
     st = pl_npy_load(&ds->sample_index, ds->files[PL_BERT_SAMPLE], PL_NPY_U32, 2, 3);
     if (st != PL_OK)
         return pl_gpt_cache_error(st);

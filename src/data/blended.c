@@ -200,18 +200,9 @@ static pl_status describe(pl_bytes *b, const pl_blend_dataset *bd)
 
 static pl_status load_cached(pl_blend_dataset *b)
 {
-    char *text = NULL;
-    size_t n = 0;
-    pl_status st = pl_file_read_all(b->files[PL_BLEND_DESC], &text, &n);
+    pl_status st = pl_gpt_cache_check_description(b->files[PL_BLEND_DESC], b->description, "blend");
     if (st != PL_OK)
         return st;
-    int same = n == strlen(b->description) && memcmp(text, b->description, n) == 0;
-    pl_free(text);
-    if (!same)
-        return pl_errorf(PL_ERR_FORMAT,
-                         "%s: cached description differs from this blend's (delete the cached "
-                         "files to rebuild)",
-                         b->files[PL_BLEND_DESC]);
     pl_npy *arrays[2] = {&b->dataset_index, &b->dataset_sample_index};
     pl_npy_dtype dts[2] = {PL_NPY_I16, PL_NPY_I64};
     for (int i = 0; i < 2; i++) {

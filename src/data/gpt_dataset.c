@@ -598,20 +598,28 @@ pl_status pl_gpt_cache_error(pl_status st)
     return pl_errorf(st, "%s (a cached index file: delete it to rebuild)", msg);
 }
 
-static pl_status load_cached(pl_gpt_dataset *g, const gpt_shapes *sh)
+pl_status pl_gpt_cache_check_description(const char *path, const char *description,
+                                         const char *what)
 {
     char *text = NULL;
     size_t n = 0;
-    pl_status st = pl_file_read_all(g->files[PL_GPT_DESC], &text, &n);
+    pl_status st = pl_file_read_all(path, &text, &n);
     if (st != PL_OK)
         return st;
-    int same = n == strlen(g->description) && memcmp(text, g->description, n) == 0;
+    int same = n == strlen(description) && memcmp(text, description, n) == 0;
     pl_free(text);
     if (!same)
         return pl_errorf(PL_ERR_FORMAT,
-                         "%s: cached description differs from this dataset's (delete the cached "
-                         "files to rebuild)",
-                         g->files[PL_GPT_DESC]);
+                         "%s: cached description differs from this %s's (delete the cached "
+                         "files to rebuild)", path, what);
+    return PL_OK;
+}
+
+static pl_status load_cached(pl_gpt_dataset *g, const gpt_shapes *sh)
+{
+    pl_status st = pl_gpt_cache_check_description(g->files[PL_GPT_DESC], g->description, "dataset");
+    if (st != PL_OK)
+        return st;
     struct {
         pl_npy *a;
         int file;

@@ -179,6 +179,11 @@ pl_status pl_gpt_dataset_identifiers(pl_bytes *b, const pl_gpt_dataset *g, int l
  * message (which names the file) and returns st. */
 pl_status pl_gpt_cache_error(pl_status st);
 
+/* PL_OK when the cached description file at path holds exactly description; otherwise
+ * an error naming path and what (`dataset` or `blend`) it describes. */
+pl_status pl_gpt_cache_check_description(const char *path, const char *description,
+                                         const char *what);
+
 /* ---- descriptions (megatron_dataset.py unique_identifiers) ------------------ */
 
 /* What every MegatronDataset records before its own key attributes. */
