@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # plait vs PyTorch on the same GPT-2 or Llama, same machine, same threads, in one run,
-# alternating, each side with OPENBLAS_CORETYPE as set and unset.
+# alternating, both sides in the same environment: first the one a PyTorch user on this
+# machine would tune (issue 17), then the default one.
 #   bench/compare_torch.sh [CONFIG...]      configs: gpt2-124m small long tiny (default: all),
 #                            llama llama-mha (plait --model llama against bench/torch_llama.py)
 #   PRECISIONS="fp32 bf16"   fp32 against PyTorch fp32; bf16 = plait --bf16 against PyTorch
 #                            with bf16 autocast
-#   ENVS="set unset"         OPENBLAS_CORETYPE as the environment sets it, and unset
+#   ENVS="tuned default"     tuned: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset,
+#                            OPENBLAS_THREAD_TIMEOUT=4, OMP_WAIT_POLICY=PASSIVE, MALLOC_MMAP_MAX_=0,
+#                            MALLOC_TRIM_THRESHOLD_=100000000000 (glibc then keeps freed large
+#                            tensors mapped instead of faulting fresh pages in each step);
+#                            default: OPENBLAS_CORETYPE as this machine sets it (Haswell), glibc's
+#                            malloc defaults. (set / unset: the older rows, OPENBLAS_CORETYPE
+#                            set or unset, malloc defaults.)
 #   PLAIT_FLAGS="..."        extra flags for plait bench (e.g. --lm-head-logits keep)
 #   STEPS=N                  measured steps per run (median taken), after 2 warm-up steps
 #   EXTRA_ENV="VAR=value ..."  more environment for both sides (e.g. OMP_WAIT_POLICY=PASSIVE
@@ -18,7 +25,7 @@ PLAIT=${PLAIT:-build/plait}
 THREADS=${THREADS:-2}
 STEPS=${STEPS:-10}
 PRECISIONS=${PRECISIONS:-fp32 bf16}
-ENVS=${ENVS:-set unset}
+ENVS=${ENVS:-tuned default}
 PLAIT_FLAGS=${PLAIT_FLAGS:-}
 EXTRA_ENV=${EXTRA_ENV:-}
 OUT=${OUT:-bench/results/compare_torch.jsonl}
@@ -38,11 +45,17 @@ config() { # name -> MODEL L C NH V T B G F (llama: G query groups, SwiGLU width
     esac
 }
 
-with_env() { # set|unset command...
+with_env() { # tuned|default|set|unset command...
     local e=$1; shift
     # shellcheck disable=SC2086  # EXTRA_ENV is a list of VAR=value words
-    if [ "$e" = set ]; then env OPENBLAS_CORETYPE="$CORETYPE" OMP_NUM_THREADS="$THREADS" $EXTRA_ENV "$@"
-    else env -u OPENBLAS_CORETYPE OMP_NUM_THREADS="$THREADS" $EXTRA_ENV "$@"; fi
+    case $e in
+        tuned) env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_THREAD_TIMEOUT=4 \
+                   OMP_WAIT_POLICY=PASSIVE MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=100000000000 \
+                   OMP_NUM_THREADS="$THREADS" $EXTRA_ENV "$@" ;;
+        default | set) env OPENBLAS_CORETYPE="$CORETYPE" OMP_NUM_THREADS="$THREADS" $EXTRA_ENV "$@" ;;
+        unset) env -u OPENBLAS_CORETYPE OMP_NUM_THREADS="$THREADS" $EXTRA_ENV "$@" ;;
+        *) echo "unknown environment $e (tuned default set unset)" >&2; exit 2 ;;
+    esac
 }
 
 json() { /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(*(d.get(k, "nan") for k in sys.argv[2:]))' "$@"; }
@@ -73,12 +86,12 @@ for name in $configs; do
             case $t in "{"*) ;; *) echo "  PyTorch failed ($name $prec $e)"; continue ;; esac
             read -r ptok mfu prss <<<"$(json "$p" tokens_per_sec mfu peak_rss_bytes)"
             read -r ttok trss <<<"$(json "$t" tokens_per_sec peak_rss_bytes)"
-            printf '  %-4s OPENBLAS_CORETYPE %-5s plait %8.1f tokens/s (MFU %4.1f%%, %5.0f MiB) | PyTorch %8.1f tokens/s (%5.0f MiB) | speed %.2fx, memory %.0f%%\n' \
+            printf '  %-4s %-7s plait %8.1f tokens/s (MFU %4.1f%%, %5.0f MiB) | PyTorch %8.1f tokens/s (%5.0f MiB) | speed %.2fx, memory %.0f%%\n' \
                 "$prec" "$e" "$ptok" "$(awk -v m="$mfu" 'BEGIN{print 100*m}')" \
                 "$(awk -v b="$prss" 'BEGIN{print b/2^20}')" "$ttok" "$(awk -v b="$trss" 'BEGIN{print b/2^20}')" \
                 "$(awk -v a="$ptok" -v b="$ttok" 'BEGIN{print a/b}')" \
                 "$(awk -v a="$prss" -v b="$trss" 'BEGIN{print 100*a/b}')"
-            printf '{"config": "%s", "precision": "%s", "openblas_coretype": "%s", "flags": "%s", "extra_env": "%s", "plait": %s, "pytorch": %s}\n' \
+            printf '{"config": "%s", "precision": "%s", "env": "%s", "flags": "%s", "extra_env": "%s", "plait": %s, "pytorch": %s}\n' \
                 "$name" "$prec" "$e" "$PLAIT_FLAGS" "$EXTRA_ENV" "$p" "$t" >>"$OUT"
         done
     done

@@ -53,7 +53,9 @@ def plot_loss(files, out):
 def plot_compare(path, out):
     last = {}
     for r in read_jsonl(path):
-        last[(r["config"], r["precision"], r["openblas_coretype"])] = r
+        # older records name the environment by OPENBLAS_CORETYPE (set / unset)
+        env = r.get("env") or "OPENBLAS_CORETYPE " + r.get("openblas_coretype", "?")
+        last[(r["config"], r["precision"], env)] = r
     if not last:
         sys.exit(f"plot: {path} has no records")
     keys = sorted(last, key=lambda k: (k[0], k[1], k[2]))
@@ -66,7 +68,7 @@ def plot_compare(path, out):
     for x, a, b in zip(xs, p, t):
         ax.annotate(f"{a / b:.2f}x", (x, max(a, b)), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(list(xs))
-    ax.set_xticklabels([f"{c}\n{pr}\nOPENBLAS_CORETYPE\n{e}" for c, pr, e in keys], fontsize=7)
+    ax.set_xticklabels([f"{c}\n{pr}\n{e}" for c, pr, e in keys], fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("tokens/s (log scale)")
     ax.legend()
