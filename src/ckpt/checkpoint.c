@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,20 +129,46 @@ static pl_status write_zero_shard(const char *path, const pl_ckpt_zero *z)
     return pl_st_writer_finish(w, path);
 }
 
-/* Each rank's ZeRO shard, as every rank learns it (ZERO_FIELDS int64 per world rank:
- * tp rank, pp rank, dp rank, offset, count, padded length): pipeline stages hold
- * flat buffers of different lengths, so rank 0 cannot infer the others'. */
-enum { ZERO_FIELDS = 6 };
-static pl_status gather_zero(pl_comm *world, const pl_registry *reg, const pl_ckpt_zero *z,
-                             int64_t **out)
+/* What every rank wrote, as every rank learns it: ROW_FIELDS int64 per world rank.
+ * Pipeline stages hold flat buffers of different lengths, so rank 0 cannot infer the
+ * others' ZeRO ranges; the checksums are the writers' (rank 0 reads no other rank's
+ * file). A checksum travels as its bits in an int64. */
+enum { ROW_TP, ROW_PP, ROW_DP, ROW_MODEL, ROW_MHASH, ROW_ZLO, ROW_ZCOUNT, ROW_ZPADDED, ROW_ZHASH,
+       ROW_FIELDS };
+
+static int64_t hash_bits(uint64_t h)
 {
-    int64_t *all = pl_calloc((size_t)world->size * ZERO_FIELDS, sizeof *all);
+    int64_t v;
+    memcpy(&v, &h, sizeof v);
+    return v;
+}
+
+static void hash_hex(int64_t bits, char out[17])
+{
+    uint64_t h;
+    memcpy(&h, &bits, sizeof h);
+    snprintf(out, 17, "%016" PRIx64, h);
+}
+
+static pl_status gather_rows(pl_comm *world, int dp_rank, const pl_ckpt_buffers *b,
+                             const pl_ckpt_pending *p, int64_t **out)
+{
+    int64_t *all = pl_calloc((size_t)world->size * ROW_FIELDS, sizeof *all);
     if (!all)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory listing the ZeRO shards");
-    const int64_t mine[ZERO_FIELDS] = {reg->tp_rank, reg->pp_rank, z->dp_rank,
-                                       z->lo,        z->count,     z->padded};
-    memcpy(all + (size_t)world->rank * ZERO_FIELDS, mine, sizeof mine);
-    pl_status st = pl_comm_allreduce_i64(world, all, world->size * ZERO_FIELDS, PL_COMM_SUM);
+        return pl_errorf(PL_ERR_NOMEM, "out of memory listing the checkpoint's files");
+    int64_t *mine = all + (size_t)world->rank * ROW_FIELDS;
+    mine[ROW_TP] = b->reg->tp_rank;
+    mine[ROW_PP] = b->reg->pp_rank;
+    mine[ROW_DP] = dp_rank;
+    mine[ROW_MODEL] = dp_rank == 0;
+    mine[ROW_MHASH] = hash_bits(p->model_hash);
+    if (b->zero) {
+        mine[ROW_ZLO] = b->zero->lo;
+        mine[ROW_ZCOUNT] = b->zero->count;
+        mine[ROW_ZPADDED] = b->zero->padded;
+        mine[ROW_ZHASH] = hash_bits(p->zero_hash);
+    }
+    pl_status st = pl_comm_allreduce_i64(world, all, world->size * ROW_FIELDS, PL_COMM_SUM);
     if (st)
         pl_free(all);
     *out = st ? NULL : all;
@@ -149,12 +176,11 @@ static pl_status gather_zero(pl_comm *world, const pl_registry *reg, const pl_ck
 }
 
 /* The manifest's "zero" object and the checksums of the optimizer shard files:
- * one entry per rank (shards: gather_zero's table, nranks rows). */
-static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, int pp,
-                               const pl_ckpt_zero *z, const int64_t *shards_of, int nranks,
-                               pl_ckpt_jbuild *jb)
+ * one entry per rank (rows: gather_rows's table, nranks of them). */
+static pl_status manifest_zero(cJSON *root, cJSON *files, int pp, const pl_ckpt_zero *z,
+                               const int64_t *rows, int nranks, pl_ckpt_jbuild *jb)
 {
-    char rel[128], path[PATH_MAX_ + 160], hash[17], sub[64];
+    char rel[128], hash[17], sub[64];
     cJSON *zo = pl_ckpt_jobj(root, "zero", jb);
     pl_ckpt_jnum(zo, "stage", z->stage, jb);
     pl_ckpt_jnum(zo, "data_parallel_size", z->dp, jb);
@@ -162,14 +188,11 @@ static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, int p
     cJSON *shards = zo ? cJSON_AddArrayToObject(zo, "shards") : NULL;
     jb->ok &= shards != NULL;
     for (int i = 0; i < nranks && jb->ok; i++) {
-        const int64_t *row = shards_of + (size_t)i * ZERO_FIELDS;
-        const int t = (int)row[0], p = (int)row[1], r = (int)row[2];
+        const int64_t *row = rows + (size_t)i * ROW_FIELDS;
+        const int t = (int)row[ROW_TP], p = (int)row[ROW_PP], r = (int)row[ROW_DP];
         rank_dir(sub, t, p, pp);
         optim_rel(rel, sizeof rel, sub, r);
-        snprintf(path, sizeof path, "%s/%s", tmp, rel);
-        pl_status st = file_xxh64(path, hash);
-        if (st)
-            return st;
+        hash_hex(row[ROW_ZHASH], hash);
         pl_ckpt_jstr(pl_ckpt_jobj(files, rel, jb), "xxh64", hash, jb);
         cJSON *e = cJSON_CreateObject();
         jb->ok &= e != NULL && cJSON_AddItemToArray(shards, e);
@@ -177,12 +200,13 @@ static pl_status manifest_zero(cJSON *root, cJSON *files, const char *tmp, int p
         pl_ckpt_jnum(e, "tp_rank", t, jb);
         pl_ckpt_jnum(e, "pp_rank", p, jb);
         pl_ckpt_jnum(e, "dp_rank", r, jb);
-        pl_ckpt_jnum(e, "offset", (double)row[3], jb);
-        pl_ckpt_jnum(e, "count", (double)row[4], jb);
-        pl_ckpt_jnum(e, "padded_numel", (double)row[5], jb);
+        pl_ckpt_jnum(e, "offset", (double)row[ROW_ZLO], jb);
+        pl_ckpt_jnum(e, "count", (double)row[ROW_ZCOUNT], jb);
+        pl_ckpt_jnum(e, "padded_numel", (double)row[ROW_ZPADDED], jb);
     }
     return jb->ok ? PL_OK : pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
 }
+
 /* Copies the file src to dst (written atomically). */
 static pl_status copy_file(const char *src, const char *dst)
 {
@@ -264,13 +288,33 @@ static pl_status copy_tokenizer(const char *tmp, const pl_ckpt_meta *m, pl_ckpt_
     return PL_OK;
 }
 
+/* The checksum of (tp, pp)'s model file: from rows (the writers'), or, without rows
+ * (one process wrote every file: plait ckpt reshard, convert), read from the file. */
+static pl_status model_hash(const char *tmp, const char *rel, int tp, int pp,
+                            const int64_t *rows, int nranks, char out[17])
+{
+    if (!rows) {
+        char path[PATH_MAX_ + 128];
+        snprintf(path, sizeof path, "%s/%s", tmp, rel);
+        return file_xxh64(path, out);
+    }
+    for (int i = 0; i < nranks; i++) {
+        const int64_t *row = rows + (size_t)i * ROW_FIELDS;
+        if (row[ROW_MODEL] && row[ROW_TP] == tp && row[ROW_PP] == pp) {
+            hash_hex(row[ROW_MHASH], out);
+            return PL_OK;
+        }
+    }
+    return pl_errorf(PL_ERR_INTERNAL, "%s: no rank wrote it", rel);
+}
+
 /* Rank 0: the manifest (with every shard's checksum) into tmp, then publish. */
 static pl_status write_manifest(const char *dir, const char *tmp, const pl_model_config *cfg,
                                 const pl_ckpt_meta *meta0, const pl_ckpt_buffers *buf,
-                                const int64_t *zero_rows, int nranks, int64_t publish_it)
+                                const int64_t *rows, int nranks, int64_t publish_it)
 {
     char names[3][PATH_MAX_];
-    char path[PATH_MAX_ + 128], sub[64];
+    char sub[64];
     pl_ckpt_meta meta;
     pl_status st = copy_tokenizer(tmp, meta0, &meta, names);
     if (st)
@@ -288,15 +332,14 @@ static pl_status write_manifest(const char *dir, const char *tmp, const pl_model
             char hash[17], rel[128];
             rank_dir(sub, t, p, meta.pp);
             snprintf(rel, sizeof rel, "%s/model_optim.safetensors", sub);
-            snprintf(path, sizeof path, "%s/%s", tmp, rel);
-            if (!(st = file_xxh64(path, hash))) {
+            if (!(st = model_hash(tmp, rel, t, p, rows, nranks, hash))) {
                 pl_ckpt_jstr(pl_ckpt_jobj(files, rel, &jb), "xxh64", hash, &jb);
                 if (!jb.ok)
                     st = pl_errorf(PL_ERR_NOMEM, "out of memory writing the manifest");
             }
         }
     if (!st && buf->zero)
-        st = manifest_zero(root, files, tmp, meta.pp, buf->zero, zero_rows, nranks, &jb);
+        st = manifest_zero(root, files, meta.pp, buf->zero, rows, nranks, &jb);
     if (st)
         goto done;
     text = cJSON_Print(root);
@@ -313,11 +356,11 @@ done:
     return st;
 }
 
-pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
-                       const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf)
+pl_status pl_ckpt_save_begin(const char *dir, pl_comm *world, int64_t iteration,
+                             pl_ckpt_pending *p)
 {
-    char tmp[PATH_MAX_], path[PATH_MAX_ + 128], sub[64];
-    snprintf(tmp, sizeof tmp, "%s/iter_%07lld.tmp", dir, (long long)meta->iteration);
+    memset(p, 0, sizeof *p);
+    snprintf(p->tmp, sizeof p->tmp, "%s/iter_%07lld.tmp", dir, (long long)iteration);
     /* every rank is past any load (whose aside copy the clean-up may rename back) */
     pl_status st = consensus(world, PL_OK, "starting a save");
     if (st)
@@ -325,40 +368,71 @@ pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_mo
     if (world->rank == 0) {
         st = pl_ckpt_prepare_dir(dir);
         if (!st)
-            st = pl_mkdirs(tmp);
+            st = pl_mkdirs(p->tmp);
     }
-    if ((st = consensus(world, st, "creating the checkpoint directory")))
-        return st;
-    rank_dir(sub, buf->reg->tp_rank, buf->reg->pp_rank, meta->pp);
-    if (dp_rank == 0) {
-        snprintf(path, sizeof path, "%s/%s", tmp, sub);
-        st = pl_mkdirs(path);
-        if (!st) {
-            snprintf(path, sizeof path, "%s/%s/model_optim.safetensors", tmp, sub);
-            st = write_shard(path, buf);
-        }
+    return consensus(world, st, "creating the checkpoint directory");
+}
+
+/* The files of save_write: the model file on DP rank 0 of each model-parallel slice,
+ * the ZeRO shard on every rank, each file's checksum. */
+static pl_status write_files(pl_ckpt_pending *p, int dp_rank, int pp, const pl_ckpt_buffers *buf)
+{
+    char path[PATH_MAX_ + 128], sub[64], hash[17];
+    rank_dir(sub, buf->reg->tp_rank, buf->reg->pp_rank, pp);
+    snprintf(path, sizeof path, "%s/%s", p->tmp, sub);
+    pl_status st = pl_mkdirs(path); /* DP ranks > 0 too: a ZeRO shard's directory */
+    if (!st && dp_rank == 0) {
+        snprintf(path, sizeof path, "%s/%s/model_optim.safetensors", p->tmp, sub);
+        if (!(st = write_shard(path, buf)) && !(st = file_xxh64(path, hash)))
+            p->model_hash = strtoull(hash, NULL, 16);
     }
-    if ((st = consensus(world, st, "writing checkpoint shards")))
-        return st;
-    if (buf->zero) {
+    if (!st && buf->zero) {
         char rel[128];
         optim_rel(rel, sizeof rel, sub, buf->zero->dp_rank);
-        snprintf(path, sizeof path, "%s/%s", tmp, rel);
-        st = write_zero_shard(path, buf->zero);
+        snprintf(path, sizeof path, "%s/%s", p->tmp, rel);
+        if (!(st = write_zero_shard(path, buf->zero)) && !(st = file_xxh64(path, hash)))
+            p->zero_hash = strtoull(hash, NULL, 16);
     }
     if (!st && (dp_rank == 0 || buf->zero)) { /* the shards' names in their directory */
-        snprintf(path, sizeof path, "%s/%s", tmp, sub);
+        snprintf(path, sizeof path, "%s/%s", p->tmp, sub);
         st = pl_fsync_dir(path);
     }
-    if ((st = consensus(world, st, "writing ZeRO optimizer shards")))
+    return st;
+}
+
+pl_status pl_ckpt_save_write(pl_ckpt_pending *p, int dp_rank, int pp, const pl_ckpt_buffers *buf)
+{
+    p->st = write_files(p, dp_rank, pp, buf);
+    snprintf(p->err, sizeof p->err, "%s", p->st ? pl_error_msg() : "");
+    return p->st;
+}
+
+pl_status pl_ckpt_save_end(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
+                           const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf,
+                           const pl_ckpt_pending *p)
+{
+    pl_status local = p->st ? pl_errorf(p->st, "%s", p->err) : PL_OK;
+    pl_status st = consensus(world, local, "writing checkpoint shards");
+    if (st)
         return st;
-    int64_t *zero_rows = NULL;
-    if (buf->zero && (st = gather_zero(world, buf->reg, buf->zero, &zero_rows)))
+    int64_t *rows = NULL;
+    if ((st = gather_rows(world, dp_rank, buf, p, &rows)))
         return st;
     if (world->rank == 0)
-        st = write_manifest(dir, tmp, cfg, meta, buf, zero_rows, world->size, meta->iteration);
-    pl_free(zero_rows);
+        st = write_manifest(dir, p->tmp, cfg, meta, buf, rows, world->size, meta->iteration);
+    pl_free(rows);
     return consensus(world, st, "publishing the checkpoint");
+}
+
+pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
+                       const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf)
+{
+    pl_ckpt_pending p;
+    pl_status st = pl_ckpt_save_begin(dir, world, meta->iteration, &p);
+    if (st)
+        return st;
+    pl_ckpt_save_write(&p, dp_rank, meta->pp, buf);
+    return pl_ckpt_save_end(dir, world, dp_rank, cfg, meta, buf, &p);
 }
 
 pl_status pl_ckpt_write_begin(const char *dir, int64_t iteration, char *tmp, size_t n)
