@@ -407,21 +407,50 @@ pl_status pl_ckpt_save_write(pl_ckpt_pending *p, int dp_rank, int pp, const pl_c
     return p->st;
 }
 
-pl_status pl_ckpt_save_end(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
-                           const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf,
-                           const pl_ckpt_pending *p)
+pl_status pl_ckpt_save_agree(pl_comm *world, int dp_rank, const pl_ckpt_buffers *buf,
+                             pl_ckpt_pending *p)
 {
     pl_status local = p->st ? pl_errorf(p->st, "%s", p->err) : PL_OK;
     pl_status st = consensus(world, local, "writing checkpoint shards");
-    if (st)
+    if (!st && !(st = gather_rows(world, dp_rank, buf, p, &p->rows)))
+        p->nranks = world->size;
+    return st;
+}
+
+pl_status pl_ckpt_save_publish(const char *dir, const pl_model_config *cfg,
+                               const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf,
+                               pl_ckpt_pending *p)
+{
+    p->st = write_manifest(dir, p->tmp, cfg, meta, buf, p->rows, p->nranks, meta->iteration);
+    snprintf(p->err, sizeof p->err, "%s", p->st ? pl_error_msg() : "");
+    return p->st;
+}
+
+void pl_ckpt_pending_free(pl_ckpt_pending *p)
+{
+    pl_free(p->rows);
+    p->rows = NULL;
+}
+
+pl_status pl_ckpt_save_end(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
+                           const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf,
+                           pl_ckpt_pending *p)
+{
+    pl_status st = pl_ckpt_save_agree(world, dp_rank, buf, p);
+    if (st) {
+        pl_ckpt_pending_free(p);
         return st;
-    int64_t *rows = NULL;
-    if ((st = gather_rows(world, dp_rank, buf, p, &rows)))
-        return st;
+    }
     if (world->rank == 0)
-        st = write_manifest(dir, p->tmp, cfg, meta, buf, rows, world->size, meta->iteration);
-    pl_free(rows);
+        st = pl_ckpt_save_publish(dir, cfg, meta, buf, p);
+    pl_ckpt_pending_free(p);
     return consensus(world, st, "publishing the checkpoint");
+}
+
+pl_status pl_ckpt_publish_agree(pl_comm *world, const pl_ckpt_pending *p)
+{
+    pl_status local = world->rank == 0 && p->st ? pl_errorf(p->st, "%s", p->err) : PL_OK;
+    return consensus(world, local, "publishing the checkpoint");
 }
 
 pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,

@@ -85,29 +85,43 @@ enum { PL_CKPT_RELEASE = -2 };
 pl_status pl_ckpt_save(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
                        const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf);
 
-/* pl_ckpt_save in three calls, so that the files can be written off the training
- * thread (--async-save, train/async_save.c):
- *   begin  collective: prepares dir and creates the temporary iteration directory;
- *   write  this rank's files only (its model file on DP rank 0 of its model-parallel
- *          slice, its ZeRO shard), each file's checksum; no communication, so it may
- *          run on another thread; the outcome and its message are kept in p;
- *   end    collective: every rank's outcome agreed, the files and checksums gathered,
- *          rank 0 writes the manifest from them (it reads no other rank's file) and
- *          publishes (ckpt/publish.h).
- * The buffers given to write and end must describe the same state (end reads only the
- * registry and the ZeRO ranges). */
+/* pl_ckpt_save in steps, so that the files, and rank 0's manifest and publication, can
+ * be written off the training thread (--async-save, train/async_save.c):
+ *   begin    collective: prepares dir and creates the temporary iteration directory;
+ *   write    this rank's files only (its model file on DP rank 0 of its model-parallel
+ *            slice, its ZeRO shard) and each file's checksum; no communication, so it may
+ *            run on another thread; the outcome and its message are kept in p;
+ *   agree    collective: every rank's write outcome agreed; the files and checksums
+ *            gathered into p;
+ *   publish  rank 0 only, no communication: the manifest from the gathered checksums
+ *            (no other rank's file is read) and the publication (ckpt/publish.h); the
+ *            outcome kept in p;
+ *   publish_agree  collective: rank 0's publish outcome agreed.
+ * end is agree, publish on rank 0 and publish_agree in a row; pl_ckpt_pending_free
+ * releases what agree gathered (end does it). The buffers given to write, agree and
+ * publish must describe the same state (agree and publish read only the registry and
+ * the ZeRO ranges). */
 typedef struct pl_ckpt_pending {
     char tmp[4096];                 /* DIR/iter_XXXXXXX.tmp */
-    pl_status st;                   /* write's outcome */
-    char err[1024];                 /* and its message (the writer's thread's) */
+    pl_status st;                   /* write's (then publish's) outcome */
+    char err[1024];                 /* and its message (the thread's that ran it) */
     uint64_t model_hash, zero_hash; /* xxh64 of the files this rank wrote */
+    int64_t *rows;                  /* agree: what every rank wrote */
+    int nranks;
 } pl_ckpt_pending;
 pl_status pl_ckpt_save_begin(const char *dir, pl_comm *world, int64_t iteration,
                              pl_ckpt_pending *p);
 pl_status pl_ckpt_save_write(pl_ckpt_pending *p, int dp_rank, int pp, const pl_ckpt_buffers *buf);
+pl_status pl_ckpt_save_agree(pl_comm *world, int dp_rank, const pl_ckpt_buffers *buf,
+                             pl_ckpt_pending *p);
+pl_status pl_ckpt_save_publish(const char *dir, const pl_model_config *cfg,
+                               const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf,
+                               pl_ckpt_pending *p);
+pl_status pl_ckpt_publish_agree(pl_comm *world, const pl_ckpt_pending *p);
 pl_status pl_ckpt_save_end(const char *dir, pl_comm *world, int dp_rank, const pl_model_config *cfg,
                            const pl_ckpt_meta *meta, const pl_ckpt_buffers *buf,
-                           const pl_ckpt_pending *p);
+                           pl_ckpt_pending *p);
+void pl_ckpt_pending_free(pl_ckpt_pending *p);
 
 /* Reads DIR/latest_checkpointed_iteration.txt: *iteration = -1 when absent
  * (or DIR is). It must be a regular file holding a number >= 0, or "release"

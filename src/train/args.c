@@ -217,6 +217,8 @@ static const pl_option train_options[] = {
     {"--save", PL_OPT_STRING, NULL, F(save), "checkpoint directory to write", NULL, 0},
     {"--load", PL_OPT_STRING, NULL, F(load), "checkpoint directory to resume from", NULL, 0},
     {"--save-interval", PL_OPT_INT, NULL, F(save_interval), "iterations between checkpoints", NULL, 0},
+    {"--async-save", PL_OPT_BOOL, NULL, F(async_save),
+     "write checkpoints from a background thread while training goes on", NULL, 0},
     {"--no-load-optim", PL_OPT_BOOL, NULL, F(no_load_optim), "do not load optimizer state", NULL, 0},
     {"--no-load-rng", PL_OPT_BOOL, NULL, F(no_load_rng), "do not load RNG state", NULL, 0},
     {"--finetune", PL_OPT_BOOL, NULL, F(finetune), "load weights only and start at iteration 0", NULL, 0},

@@ -121,7 +121,7 @@ typedef struct pl_train_args {
     int64_t tensorboard_log_interval;
     int no_log_loss_scale_tb, log_memory_tb, log_world_size_tb, log_params_norm;
     int log_num_zeros_in_grad;
-    int no_load_optim, no_load_rng, finetune;
+    int no_load_optim, no_load_rng, finetune, async_save;
     int64_t ckpt_step;             /* --ckpt-step (given: pl_train_args_given) */
     int override_sched, use_ckpt_sched; /* Megatron's --override-opt_param-scheduler and
                                          * --use-checkpoint-opt_param-scheduler */

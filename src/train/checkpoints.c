@@ -62,6 +62,11 @@ static pl_status full_params(pl_trainer *t, float **out)
 
 pl_status pl_train_save(pl_trainer *t)
 {
+    if (t->a->async_save) { /* one pending save at a time: the previous one ends first */
+        pl_status st = pl_train_async_poll(t, 1);
+        if (st)
+            return st;
+    }
     pl_ckpt_meta meta;
     fill_meta(t, &meta);
     pl_ckpt_zero zs = zero_shard(t, 1);
@@ -76,6 +81,12 @@ pl_status pl_train_save(pl_trainer *t)
     pl_ckpt_buffers buf = {&t->reg, params, t->zero_stage ? NULL : t->exp_avg,
                            t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL, 0};
     double t0 = pl_time_now();
+    if (!st && t->a->async_save) {
+        st = pl_train_async_begin(t, &meta, &buf);
+        if (params != t->params)
+            pl_free(params);
+        return st;
+    }
     if (!st)
         st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
                           &t->cfg, &meta, &buf);

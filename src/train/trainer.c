@@ -808,6 +808,7 @@ fail:
 
 static void trainer_free(pl_trainer *t)
 {
+    pl_train_async_free(t); /* first: a writer still running reads the registry */
     if (t->metrics)
         fclose(t->metrics);
     (void)pl_tfevents_close(&t->tb); /* after a failure: its error already reported */
@@ -928,6 +929,7 @@ static pl_status run(pl_trainer *t)
         t->prof.steps++;
         window++;
         PL_TRY(pl_train_tb_iteration(t, &r));
+        PL_TRY(pl_train_async_poll(t, 0));
         if (t->iteration % a->log_interval == 0 || t->iteration == t->train_iters) {
             double now = pl_time_now();
             PL_TRY(pl_train_log_iteration(t, &r, (now - t_window) * 1e3, window));
@@ -959,6 +961,7 @@ static pl_status run(pl_trainer *t)
     PL_TRY(pl_train_log_peak_memory(t));
     if (a->save && last_saved != t->iteration && !a->skip_train)
         PL_TRY(pl_train_save(t));
+    PL_TRY(pl_train_async_poll(t, 1)); /* the last checkpoint is published before going on */
     if (!exited)
         PL_TRY(final_evaluations(t));
     PL_TRY(pl_train_tb_close(t));

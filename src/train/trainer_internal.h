@@ -128,6 +128,7 @@ typedef struct pl_trainer {
     double ds_timed;                         /* DeepSpeed's timed seconds (steps 3..) */
     int64_t ds_steps;                        /* and its steps since this start */
     double flops_per_token;
+    struct pl_train_async *async;            /* --async-save's pending save (async_save.c) */
     double pp_sim_idle;                      /* plait bench, pipelined: stage 0's idle share
                                               * of the step the schedule simulated with every
                                               * stage's measured costs gives */
@@ -196,9 +197,20 @@ void pl_train_free_chunks(pl_trainer *t);
 pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
                                 double loss_sum[2]);
 
-/* checkpoints.c: save to --save; resume (or fine-tune) from --load. */
+/* checkpoints.c: save to --save; resume (or fine-tune) from --load. With --async-save
+ * the save returns once its files are being written (async_save.c). */
 pl_status pl_train_save(pl_trainer *t);
 pl_status pl_train_load(pl_trainer *t);
+/* async_save.c: begin a save whose files a background thread writes from a snapshot of
+ * buf (collective); poll after each step (collective while a save is pending: publishes
+ * it once every rank's files are written; wait: until then); free joins a writer left
+ * running by a failed run. */
+struct pl_ckpt_meta;
+struct pl_ckpt_buffers;
+pl_status pl_train_async_begin(pl_trainer *t, const struct pl_ckpt_meta *meta,
+                               const struct pl_ckpt_buffers *buf);
+pl_status pl_train_async_poll(pl_trainer *t, int wait);
+void pl_train_async_free(pl_trainer *t);
 /* What the trainer takes from a loaded checkpoint's state (train/resume.c):
  * Megatron's load_checkpoint (megatron/training/checkpointing.py). --finetune:
  * the weights only, at iteration 0 with no samples consumed; --no-load-optim:
@@ -209,7 +221,6 @@ pl_status pl_train_load(pl_trainer *t);
  * --override-opt_param-scheduler (this run's) or
  * --use-checkpoint-opt_param-scheduler (the checkpoint's) says which wins; a
  * log line names every field that changed and what the schedule does next. */
-struct pl_ckpt_meta;
 pl_status pl_train_apply_loaded(pl_trainer *t, const struct pl_ckpt_meta *meta);
 
 /* report.c: --metrics-file (default SAVE/metrics.jsonl), opened by rank 0 for appending. */
