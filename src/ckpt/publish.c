@@ -64,6 +64,11 @@ static pl_status clean_entry(const char *dir, const char *name, int *changed)
         *changed = 1;
         return pl_rmtree(path);
     }
+    if (iter_stem(name, ".del")) {
+        pl_log_info("%s: finishing an interrupted removal (--keep-last-n)", path);
+        *changed = 1;
+        return pl_rmtree(path);
+    }
     if (n > lt + 5 && strncmp(name, LATEST, lt) == 0 && strncmp(name + lt, ".tmp.", 5) == 0 &&
         all_digits(name + lt + 5, n - lt - 5)) {
         *changed = 1;
@@ -103,7 +108,7 @@ pl_status pl_ckpt_prepare_dir(const char *dir)
     struct dirent *e;
     while (!st && (e = readdir(d)) != NULL) {
         if (!iter_stem(e->d_name, ".tmp") && !iter_stem(e->d_name, ".old") &&
-            strncmp(e->d_name, LATEST, sizeof LATEST - 1) != 0)
+            !iter_stem(e->d_name, ".del") && strncmp(e->d_name, LATEST, sizeof LATEST - 1) != 0)
             continue;
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 8;
@@ -166,6 +171,70 @@ pl_status pl_ckpt_publish(const char *dir, const char *tmp, int64_t it)
     if (had_old && (st = pl_rmtree(aside)))
         return st;
     return PL_OK;
+}
+
+static int by_iteration_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+pl_status pl_ckpt_keep_last(const char *dir, int64_t keep, int64_t *removed)
+{
+    *removed = 0;
+    if (keep < 1)
+        return pl_errorf(PL_ERR_ARG, "--keep-last-n %lld: expected at least 1", (long long)keep);
+    int64_t latest;
+    pl_status st = pl_ckpt_latest(dir, &latest);
+    if (st)
+        return st;
+    DIR *d = opendir(dir);
+    if (!d)
+        return pl_errorf(PL_ERR_IO, "%s: cannot list the checkpoint directory: %s", dir,
+                         strerror(errno));
+    int64_t *its = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while (!st && (e = readdir(d)) != NULL) {
+        size_t k = iter_stem(e->d_name, "");
+        char canon[64];
+        if (!k || k > 5 + 18) /* iter_<digits> only, and a number that fits */
+            continue;
+        pl_ckpt_iter_name(strtoll(e->d_name + 5, NULL, 10), canon, sizeof canon);
+        if (strcmp(canon, e->d_name) != 0) /* not a name plait writes: not touched */
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            void *p = pl_realloc(its, nc * sizeof *its);
+            if (!p) {
+                st = pl_errorf(PL_ERR_NOMEM, "out of memory listing %s", dir);
+                break;
+            }
+            its = p;
+            cap = nc;
+        }
+        its[n++] = strtoll(e->d_name + 5, NULL, 10);
+    }
+    closedir(d);
+    if (n)
+        qsort(its, n, sizeof *its, by_iteration_desc);
+    char name[64], path[PATH_MAX_ + 64], del[PATH_MAX_ + 72];
+    for (size_t i = (size_t)keep; i < n && !st; i++) {
+        if (its[i] == latest)
+            continue;
+        pl_ckpt_iter_name(its[i], name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        snprintf(del, sizeof del, "%s.del", path);
+        if (rename(path, del) != 0) {
+            st = pl_errorf(PL_ERR_IO, "%s: cannot rename to %s to remove it: %s", path, del,
+                           strerror(errno));
+            break;
+        }
+        if (!(st = pl_fsync_dir(dir)) && !(st = pl_rmtree(del)))
+            ++*removed;
+    }
+    pl_free(its);
+    return st;
 }
 
 /* ---- the save directory's lock ---- */

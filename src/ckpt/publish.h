@@ -14,8 +14,14 @@
  *
  * At the start of every save, rank 0 cleans DIR of what killed saves leave:
  * iter_<digits>.tmp directories, latest_checkpointed_iteration.txt.tmp.<digits>
- * files, and iter_<digits>.old when iter_<digits> exists (otherwise the .old
- * copy is renamed back). Nothing else in DIR is touched.
+ * files, iter_<digits>.del directories (an interrupted removal, below), and
+ * iter_<digits>.old when iter_<digits> exists (otherwise the .old copy is
+ * renamed back). Nothing else in DIR is touched.
+ *
+ * Retention (--keep-last-n): an iteration is removed by renaming it to
+ * iter_<digits>.del (fsync DIR), then removing that: a crash leaves either the
+ * whole iteration or a .del that the next clean-up removes, never a partial
+ * iteration under a loadable name.
  *
  * Test hook: PLAIT_TEST_CRASH_AT=<point> makes the process _exit(86) at that
  * point of the publication, so a test can stop a save at an exact moment.
@@ -37,5 +43,10 @@ pl_status pl_ckpt_prepare_dir(const char *dir);
 
 /* Steps 1-4 for iteration it, whose files are complete in tmp (fsynced). */
 pl_status pl_ckpt_publish(const char *dir, const char *tmp, int64_t it);
+
+/* Keeps the newest `keep` (>= 1) published iterations of dir and the one
+ * latest_checkpointed_iteration.txt names, and removes every other iter_<digits>
+ * directory as described above; *removed counts them. */
+pl_status pl_ckpt_keep_last(const char *dir, int64_t keep, int64_t *removed);
 
 #endif

@@ -217,6 +217,8 @@ static const pl_option train_options[] = {
     {"--save", PL_OPT_STRING, NULL, F(save), "checkpoint directory to write", NULL, 0},
     {"--load", PL_OPT_STRING, NULL, F(load), "checkpoint directory to resume from", NULL, 0},
     {"--save-interval", PL_OPT_INT, NULL, F(save_interval), "iterations between checkpoints", NULL, 0},
+    {"--keep-last-n", PL_OPT_INT, "0", F(keep_last_n),
+     "keep only the newest N checkpoints of --save (0: all)", NULL, 0},
     {"--async-save", PL_OPT_BOOL, NULL, F(async_save),
      "write checkpoints from a background thread while training goes on", NULL, 0},
     {"--no-load-optim", PL_OPT_BOOL, NULL, F(no_load_optim), "do not load optimizer state", NULL, 0},
@@ -827,8 +829,10 @@ static pl_status validate(pl_train_args *a)
     if (a->ddp_bucket_size < 0 || a->zero3_prefetch < 0 || a->zero3_prefetch > 1)
         return pl_errorf(PL_ERR_ARG, "plait train: --ddp-bucket-size must be >= 0 (elements; 0 "
                                      "for one bucket) and --zero3-prefetch 0 or 1");
-    if (pl_train_args_given(a, "--save-interval") && a->save_interval <= 0)
-        return pl_errorf(PL_ERR_ARG, "plait train: --save-interval must be positive");
+    if ((pl_train_args_given(a, "--save-interval") && a->save_interval <= 0) ||
+        a->keep_last_n < 0)
+        return pl_errorf(PL_ERR_ARG, "plait train: --save-interval must be positive and "
+                         "--keep-last-n >= 0 (0: every checkpoint kept)");
     if (pl_train_args_given(a, "--save-interval") && !a->save)
         return pl_errorf(PL_ERR_ARG, "plait train: --save-interval needs --save DIR");
     if (a->mock_data) {

@@ -117,6 +117,7 @@ typedef struct pl_train_args {
     /* checkpoints and logging */
     const char *save, *load, *metrics_file, *config;
     int64_t save_interval;
+    int64_t keep_last_n;           /* --keep-last-n (0: keep every checkpoint) */
     /* TensorBoard (the directory is legacy.tensorboard_dir; train/tensorboard.c) */
     int64_t tensorboard_log_interval;
     int no_log_loss_scale_tb, log_memory_tb, log_world_size_tb, log_params_norm;

@@ -37,6 +37,7 @@ typedef struct pl_train_async {
     pl_ckpt_buffers buf;   /* over the snapshot */
     const pl_model_config *cfg;
     const char *dir;
+    int64_t keep_last_n;   /* --keep-last-n, applied after the publication */
     float *snap;           /* the snapshot: parameters, then the moments */
     size_t snap_floats;
     double t_start, stall;  /* when the save began; training-thread seconds spent on it */
@@ -57,7 +58,10 @@ static void *writer(void *arg)
 static void *publisher(void *arg)
 {
     pl_train_async *as = arg;
-    pl_ckpt_save_publish(as->dir, as->cfg, &as->meta, &as->buf, &as->pending);
+    pl_ckpt_pending *p = &as->pending;
+    if (pl_ckpt_save_publish(as->dir, as->cfg, &as->meta, &as->buf, p) == PL_OK &&
+        as->keep_last_n > 0 && (p->st = pl_train_keep_last(as->dir, as->keep_last_n)))
+        snprintf(p->err, sizeof p->err, "%s", pl_error_msg());
     atomic_store(&as->finished, 1);
     return NULL;
 }
@@ -134,6 +138,7 @@ pl_status pl_train_async_begin(pl_trainer *t, const pl_ckpt_meta *meta,
     as->meta = *meta;
     as->cfg = &t->cfg;
     as->dir = t->a->save;
+    as->keep_last_n = t->a->keep_last_n;
     as->rank0 = world->rank == 0;
     if ((st = snapshot(as, buf, t->grid.dp_rank)) || (st = start(as, writer, "writer")))
         return st;

@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "ckpt/checkpoint.h"
+#include "ckpt/publish.h"
 #include "ckpt/tools.h"
 
 #include <string.h>
@@ -95,6 +96,29 @@ pl_status pl_train_save(pl_trainer *t)
     if (!st && pl_train_is_root(t))
         pl_log_info(" saved checkpoint at iteration %lld to %s (%.2f s)", (long long)t->iteration,
                     t->a->save, pl_time_now() - t0);
+    if (!st && t->a->keep_last_n > 0) { /* rank 0 removes; every rank learns the outcome */
+        int32_t bad = 0;
+        if (pl_train_is_root(t))
+            bad = pl_train_keep_last(t->a->save, t->a->keep_last_n) != PL_OK;
+        char keep[1024];
+        snprintf(keep, sizeof keep, "%s", pl_error_msg());
+        if ((st = pl_comm_allreduce_i32(pl_grid_comm(&t->grid, PL_GRID_WORLD), &bad, 1,
+                                        PL_COMM_MAX)))
+            return st;
+        if (bad)
+            st = pl_train_is_root(t) ? pl_errorf(PL_ERR_IO, "%s", keep)
+                                     : pl_error_echo(PL_ERR_IO, 0, "--keep-last-n failed on rank 0");
+    }
+    return st;
+}
+
+pl_status pl_train_keep_last(const char *dir, int64_t keep)
+{
+    int64_t removed;
+    pl_status st = pl_ckpt_keep_last(dir, keep, &removed);
+    if (!st && removed)
+        pl_log_info(" removed %lld older checkpoint%s of %s (--keep-last-n %lld)",
+                    (long long)removed, removed == 1 ? "" : "s", dir, (long long)keep);
     return st;
 }
 

@@ -201,6 +201,8 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
  * the save returns once its files are being written (async_save.c). */
 pl_status pl_train_save(pl_trainer *t);
 pl_status pl_train_load(pl_trainer *t);
+/* --keep-last-n: on the rank that publishes, after a publication (ckpt/publish.h). */
+pl_status pl_train_keep_last(const char *dir, int64_t keep);
 /* async_save.c: begin a save whose files a background thread writes from a snapshot of
  * buf (collective); poll after each step (collective while a save is pending: publishes
  * it once every rank's files are written; wait: until then); free joins a writer left

@@ -3,6 +3,8 @@
 # save's, byte for byte (one process, DP 2 under ZeRO 3, TP 2 x PP 2); a run resumed
 # from one continues bit for bit; a kill -9 while the files are being written leaves the
 # previous checkpoint as the latest, and resuming from it gives the uninterrupted losses.
+# --keep-last-n: only the newest N iterations stay, synchronous and async; an interrupted
+# removal (iter_N.del) is finished at the next save; other names are not touched.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 MODEL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
@@ -72,4 +74,23 @@ check "gives the uninterrupted run's losses from iteration 3, bit for bit" \
     diff <(losses "$TMP/sync.jsonl" | tail -n 4) <(losses "$TMP/crash_resumed.jsonl")
 check "and publishes iteration 4 this time, with its temporary directory gone" \
     test -f "$TMP/crash/iter_0000004/manifest.json" -a ! -e "$TMP/crash/iter_0000004.tmp"
+check "--keep-last-n 2, synchronous" train keep2 1 --keep-last-n 2
+check "only iterations 4 and 6 remain" test "$(cd "$TMP/keep2" && echo iter_*)" = \
+    "iter_0000004 iter_0000006"
+check "and the removal was logged" grep -q "removed 1 older checkpoint of .*(--keep-last-n 2)" \
+    "$TMP/keep2.log"
+mkdir -p "$TMP/keep1/iter_0000001.del/mp_rank_00" "$TMP/keep1/iter_1"
+touch "$TMP/keep1/iter_1/mine"
+keep1() {
+    timeout -k 5 120 "$PLAIT" train "${MODEL[@]}" --save "$TMP/keep1" --async-save \
+        --keep-last-n 1 >"$TMP/keep1.log" 2>&1
+}
+check "--keep-last-n 1 with --async-save, over a directory with an interrupted removal" keep1
+check "only iteration 6 remains, the .del is gone, iter_1 (not a name plait writes) is kept" \
+    test "$(cd "$TMP/keep1" && echo iter_*)" = "iter_0000006 iter_1"
+check "the kept checkpoint is the synchronous run's" \
+    cmp "$TMP/sync/iter_0000006/mp_rank_00/model_optim.safetensors" \
+    "$TMP/keep1/iter_0000006/mp_rank_00/model_optim.safetensors"
+check_fails "a negative --keep-last-n is refused" "--keep-last-n >= 0" \
+    "$PLAIT" train "${MODEL[@]}" --save "$TMP/neg" --keep-last-n -1
 summary async_save
