@@ -19,6 +19,10 @@ between them allowed), invisible in the rendered page:
                                                 (fills an elision such as "..." with flags)
   <!-- doc-test: needs "PATH" -->               commands mentioning PATH are not run when
                                                 PATH does not exist (e.g. build-mpich/plait)
+  <!-- doc-test: slurm "REGEX" -->              commands REGEX matches submit with sbatch: the
+                                                suite runs them in a throw-away one-node Slurm
+                                                (tests/lib/slurm.sh), waits for each job and
+                                                wants it COMPLETED with world = its tasks
   <!-- doc-test: output "REGEX" -->             in a transcript, the standard output of the
                                                 commands REGEX matches must be the lines the
                                                 block shows after them, exactly
@@ -33,7 +37,9 @@ Output (stdout), one line per command, tab-separated:
   SKIP  DOC:LINE  REASON  COMMAND-AS-WRITTEN
   NEEDS DOC:LINE  PATH    COMMAND-AS-RUN      [EXPECTED-STDOUT, base64]
                                               (run only if PATH exists, relative to the root)
-With --scale, the substitution table instead.
+  SLURM DOC:LINE  -       COMMAND-AS-RUN      (run with sbatch inside a one-node Slurm)
+With --scale, the substitution tables instead (SCALE_ENV: what the sbatch example script
+reads from the environment, set for the Slurm commands).
 """
 import base64
 import glob
@@ -63,6 +69,14 @@ SCALE = [
     ("--workers", "2", "the test machine's cores"),
 ]
 
+# examples/slurm/train_gpt.sbatch's settings, given to the jobs the Slurm commands submit.
+SCALE_ENV = [
+    ("NUM_LAYERS", "2"), ("HIDDEN_SIZE", "32"), ("NUM_ATTENTION_HEADS", "4"),
+    ("SEQ_LENGTH", "32"), ("GLOBAL_BATCH_SIZE", "4"), ("TRAIN_ITERS", "2"),
+    ("LR_WARMUP_ITERS", "1"), ("EVAL_INTERVAL", "2"), ("EVAL_ITERS", "1"), ("LOG_INTERVAL", "1"),
+    ("SPLIT", "98,2,0"),  # 949,50,1 of the test corpus (200 verses) leaves its test split empty
+]
+
 COMMAND_RE = re.compile(
     r"^(\w+=\S*\s+)*"
     r"(plait\s+(-|[a-z])|build(-mpich)?/plait\s|mpirun(\.\w+)?\s|mpiexec(\.\w+)?\s|"
@@ -74,7 +88,7 @@ QUOTED_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
 def parse_directive(text, where):
-    m = re.match(r"(not-run|sub|needs|output)\b\s*(.*)$", text)
+    m = re.match(r"(not-run|sub|needs|output|slurm)\b\s*(.*)$", text)
     if not m:
         sys.exit(f"{where}: unknown doc-test directive '{text}'")
     kind, rest = m.group(1), m.group(2)
@@ -91,7 +105,7 @@ def parse_directive(text, where):
         return ("not-run", quoted[0] if quoted else "", rest)
     if kind == "sub" and len(quoted) == 2 and not rest:
         return ("sub", quoted[0], quoted[1])
-    if kind in ("needs", "output") and len(quoted) == 1 and not rest:
+    if kind in ("needs", "output", "slurm") and len(quoted) == 1 and not rest:
         return (kind, quoted[0], "")
     sys.exit(f"{where}: malformed doc-test directive '{text}'")
 
@@ -180,18 +194,21 @@ def extract(root):
                 if skip:
                     rows.append(("SKIP", where, skip, cmd))
                     continue
-                run, need, expect = cmd, None, None
+                run, need, expect, slurm = cmd, None, None, False
                 for i, (kind, a, b) in enumerate(directives):
                     if kind == "sub" and a in run:
                         run, _ = run.replace(a, b), used.add(i)
                     elif kind == "needs" and a in cmd:
                         need, _ = a, used.add(i)
+                    elif kind == "slurm" and re.search(a, cmd):
+                        slurm, _ = True, used.add(i)
                     elif kind == "output" and re.search(a, cmd):
                         if shown is None:
                             sys.exit(f"{where}: an output directive outside a transcript")
                         expect, _ = "".join(l + "\n" for l in shown), used.add(i)
                 run = scale(" " + run).strip()
-                row = ("NEEDS", where, need, run) if need else ("RUN", where, "-", run)
+                row = ("NEEDS", where, need, run) if need else \
+                    ("SLURM", where, "-", run) if slurm else ("RUN", where, "-", run)
                 if expect is not None:
                     row += (base64.b64encode(expect.encode()).decode(),)
                 rows.append(row)
@@ -208,6 +225,10 @@ def main():
     if "--scale" in sys.argv:
         for flag, value, why in SCALE:
             print(f"{flag} -> {value}\t({why})")
+        print("for the Slurm jobs: " + " ".join(f"{n}={v}" for n, v in SCALE_ENV))
+        return
+    if "--scale-env" in sys.argv:
+        print(" ".join(f"{n}={v}" for n, v in SCALE_ENV))
         return
     for row in extract(root):
         if "\t" in "".join(row[1:]):

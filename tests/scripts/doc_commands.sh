@@ -10,6 +10,8 @@
 # command in the docs is run unless a directive says why not, so none is skipped silently.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
+source "$ROOT/tests/lib/slurm.sh"
+on_exit slurm_down
 export OMP_NUM_THREADS=1
 export PATH="$ROOT/build:$PATH"
 PY=/usr/bin/python3
@@ -74,6 +76,8 @@ check "fixture: corpus_text_document" gpt2_prep corpus.jsonl "$F/corpus"
 check "fixture: shards/ and a, b" sh -c "head -n 50 '$F/corpus.jsonl' >'$F/a.jsonl' && tail -n 50 '$F/corpus.jsonl' >'$F/b.jsonl'"
 gpt2_prep a.jsonl "$F/a"; gpt2_prep b.jsonl "$F/b"
 cp "$F"/a_text_document.* "$F"/b_text_document.* "$F/shards/"
+cp "$F/corpus_text_document.bin" "$F/data/my-gpt2_text_document.bin"  # as data.md's first
+cp "$F/corpus_text_document.idx" "$F/data/my-gpt2_text_document.idx"  # command makes it
 check "fixture: megamolbart.vocab" plait data build-vocab --tokenizer-type SmilesTokenizer \
     --input "$F/first_5K.smi" --output "$F/megamolbart.vocab"
 rm -f "$PLAIT_PEAK_CACHE"
@@ -82,6 +86,33 @@ rm -f "$PLAIT_PEAK_CACHE"
 export DOC_TOK="--tokenizer-type GPT2BPETokenizer --vocab-file data/gpt2/encoder.json --merge-file data/gpt2/vocab.bpe"
 export DOC_MODEL="--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --micro-batch-size 1 --global-batch-size 4 --train-iters 2 --lr 1e-3 --lr-warmup-iters 1 --split 98,2,0 --eval-iters 1 --eval-interval 2"
 export DOC_TRAIN="$DOC_MODEL --data-path corpus_text_document $DOC_TOK"
+
+# The Slurm commands: a one-node Slurm, started at the first of them; `sbatch` there is
+# a shim that submits, waits for the job's end, prints its output, and succeeds only for a
+# job COMPLETED with exit 0:0 whose banner shows world = its task count.
+mkdir -p "$TMP/shim"
+cat >"$TMP/shim/sbatch" <<EOF
+#!/usr/bin/env bash
+source "$ROOT/tests/lib/slurm.sh"
+_SLURM_HOSTS=0
+export PATH=\${PATH#$TMP/shim:}
+state=\$(mktemp -p "$TMP")
+slurm_job "\$state" 120 "\$@" >&2 || exit 1
+out=\$(grep -oE 'StdOut=[^ ]+' "\$state"); out=\${out#StdOut=}
+tasks=\$(grep -oE 'NumTasks=[0-9]+' "\$state"); tasks=\${tasks#NumTasks=}
+cat "\$out"
+grep -q 'JobState=COMPLETED ' "\$state" && grep -q ' ExitCode=0:0 ' "\$state" ||
+    { cat "\$state"; exit 1; }
+grep -q "world \$tasks = " "\$out" || { echo "the job's banner does not show world \$tasks"; exit 1; }
+EOF
+chmod +x "$TMP/shim/sbatch"
+slurm_started=
+start_slurm() {
+    local v
+    for v in $(compgen -e | grep -E '^SLURM_' | grep -v '^SLURM_CONF$'); do unset "$v"; done
+    check "slurm starts for the Slurm commands" slurm_up "$TMP/slurm" 8 && slurm_started=1
+}
+export TMP
 
 ran=0 skipped=0
 while IFS=$'\t' read -r kind where why cmd expect; do
@@ -92,8 +123,14 @@ while IFS=$'\t' read -r kind where why cmd expect; do
         skipped=$((skipped + 1)); echo "not run $where: $why"; echo "    $cmd"; continue
     fi
     ran=$((ran + 1)); log="$TMP/run/$((ran)).log"
+    envs=()
+    if [ "$kind" = SLURM ]; then
+        [ -n "$slurm_started" ] || start_slurm || { _fail=$((_fail + 1)); echo "not ok $where: no Slurm"; continue; }
+        read -r -a envs < <($PY "$EXTRACT" --scale-env)
+        envs+=("PATH=$TMP/shim:$PATH")
+    fi
     t0=$(date +%s.%N)
-    (cd "$dir" && timeout -k 5 60 bash -c "$cmd") >"$log.out" 2>"$log" </dev/null
+    (cd "$dir" && env "${envs[@]}" timeout -k 5 150 bash -c "$cmd") >"$log.out" 2>"$log" </dev/null
     rc=$?; t=$(echo "$(date +%s.%N) - $t0" | bc)
     np=$(echo "$cmd" | grep -oE '(mpirun[.a-z]*|mpiexec[.a-z]*) +-n +[0-9]+|--nproc_per_node +[0-9]+' | grep -oE '[0-9]+$')
     cat "$log.out" >>"$log"
