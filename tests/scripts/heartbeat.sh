@@ -5,11 +5,19 @@
 # not stopped and name exactly the stopped ranks ("no heartbeat from rank R"), at DP 2,
 # TP 2 x PP 2 and PP 2 x DP 2 (two ranks stopped), with exit status 5 within the
 # timeout + 3 s. A healthy job with heartbeats completes (their shut-down is collective)
-# with the losses of the same job without them (PLAIT_HEARTBEAT=0). Under MPICH as well
-# when build-mpich/plait exists.
+# with the losses of the same job without them (PLAIT_HEARTBEAT=0). A rank stuck in
+# compute (MPMD: it alone evaluates at length) is named alive but outside MPI. Under
+# MPICH as well when build-mpich/plait exists.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
+# status_is CODE COMMAND...: passes if the command exits with exactly CODE.
+status_is() {
+    local want=$1; shift
+    "$@"; local rc=$?
+    echo "# exit status $rc, expected $want"
+    [ "$rc" -eq "$want" ]
+}
 MOCK=(--mock-data --vocab-size 100 --num-layers 2 --hidden-size 16 --num-attention-heads 2
       --seq-length 16 --micro-batch-size 1 --lr 1e-3 --log-interval 1 --eval-iters 0 --seed 3)
 
@@ -28,15 +36,21 @@ frozen() {
     local name=$1 mpirun=$2 bin=$3 rankvar=$4 np=$5 minutes=$6 ranks=$7; shift 7
     local limit mpid pid r t0 rc dt first stopped=() list
     limit=$(echo "$minutes * 60 + 3" | bc)
-    timeout 90 "$mpirun" -n "$np" "$bin" train "${MOCK[@]}" "$@" --train-iters 100000 \
+    timeout 90 "$mpirun" -n "$np" "$bin" train "${MOCK[@]}" "$@" --train-iters 1000000 \
         --distributed-timeout-minutes "$minutes" --metrics-file "$TMP/$name.jsonl" \
         >"$TMP/$name.log" 2>&1 &
     mpid=$!
     check "$name: training reaches iteration 3" wait_iters "$TMP/$name.jsonl" 3
-    for pid in $(pgrep -f "^$bin train .*--metrics-file $TMP/$name.jsonl"); do
-        r=$(tr '\0' '\n' </proc/"$pid"/environ | sed -n "s/^$rankvar=//p")
-        for k in $ranks; do [ "$r" = "$k" ] && stopped+=("$pid"); done
+    for _ in $(seq 50); do # the ranks' processes, by their launcher's rank variable
+        stopped=()
+        for pid in $(pgrep -f "^$bin train .*--metrics-file $TMP/$name.jsonl"); do
+            r=$(tr '\0' '\n' </proc/"$pid"/environ 2>/dev/null | sed -n "s/^$rankvar=//p")
+            for k in $ranks; do [ "$r" = "$k" ] && stopped+=("$pid"); done
+        done
+        [ ${#stopped[@]} -eq "$(wc -w <<<"$ranks")" ] && break
+        sleep 0.1
     done
+    check "$name: the processes of ranks $ranks are found" test ${#stopped[@]} -eq "$(wc -w <<<"$ranks")"
     t0=$(date +%s.%N)
     [ ${#stopped[@]} -gt 0 ] && kill -STOP "${stopped[@]}"
     wait $mpid
@@ -71,6 +85,22 @@ if [ -x "$ROOT/build-mpich/plait" ]; then
 else
     echo "# not run: MPICH (build-mpich/plait does not exist; make mpich-build)"
 fi
+
+# A rank alive but stuck outside MPI: an MPMD launch where rank 1 alone evaluates 10^6
+# batches at iteration 3 (pure DP evaluation has no collective until its end) while
+# rank 0 waits in the next gradient all-reduce. Its beats keep coming, so it is named as
+# alive but outside MPI, not as silent.
+stuck() {
+    timeout 60 mpirun.openmpi -n 1 "$PLAIT" train "${MOCK[@]}" --train-iters 100 --eval-iters 0 \
+        --distributed-timeout-minutes 0.05 : -n 1 "$PLAIT" train "${MOCK[@]}" --train-iters 100 \
+        --eval-interval 3 --eval-iters 1000000 --distributed-timeout-minutes 0.05 \
+        >"$TMP/stuck.log" 2>&1
+}
+check "a rank stuck in compute: the job ends with exit status 5" status_is 5 stuck
+check "... world size 2" grep -q "world 2 = " "$TMP/stuck.log"
+first=$(grep -m 1 "^plait: error: rank" "$TMP/stuck.log")
+echo "# $first"
+check "... rank 0 names rank 1 as alive but outside MPI" grep -qE "^plait: error: rank 0: MPI_[A-Za-z_]+ on communicator dp \(2 ranks\) has not completed after [0-9.]+ s \(--distributed-timeout-minutes 0.05\); alive but outside MPI: rank 1 for [0-9.]+ s \(stuck in compute or I/O\); ending the job$" <<<"$first"
 
 # A healthy job: heartbeats on and off give the same losses, both exit 0.
 healthy() { # NAME ENV...
