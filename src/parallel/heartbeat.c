@@ -245,13 +245,15 @@ pl_status pl_heartbeat_free(void)
         st = pl_errorf(PL_ERR_NOMEM, "heartbeat shut-down");
         goto out;
     }
-    MPI_Cancel(&hb.recv);
-    MPI_Status s;
-    int cancelled = 0;
-    MPI_Wait(&hb.recv, &s);
-    MPI_Test_cancelled(&s, &cancelled);
-    if (!cancelled && s.MPI_SOURCE >= 0 && s.MPI_SOURCE < hb.size)
-        hb.got[s.MPI_SOURCE]++;
+    if (hb.recv != MPI_REQUEST_NULL) { /* the wildcard receive: cancelled, or it matched */
+        MPI_Status s;
+        int cancelled = 0;
+        MPI_Cancel(&hb.recv);
+        MPI_Wait(&hb.recv, &s);
+        MPI_Test_cancelled(&s, &cancelled);
+        if (!cancelled && s.MPI_SOURCE >= 0 && s.MPI_SOURCE < hb.size)
+            hb.got[s.MPI_SOURCE]++;
+    }
     if (MPI_Alltoall(hb.sent, 1, MPI_INT64_T, expect, 1, MPI_INT64_T, hb.comm) != MPI_SUCCESS) {
         st = pl_errorf(PL_ERR_IO, "rank %d: MPI_Alltoall at the heartbeat's end failed", hb.rank);
         goto out;
