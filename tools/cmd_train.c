@@ -15,13 +15,16 @@
 
 #include "base/status.h"
 #include "ckpt/checkpoint.h"
+#include "base/log.h"
 #include "parallel/dist.h"
+#include "parallel/heartbeat.h"
 #include "parallel/watchdog.h"
 #include "train/trainer.h"
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* The watchdog's verdict: one line, then the whole job ends with PLAIT_EXIT_TIMEOUT. */
@@ -32,6 +35,23 @@ static void watchdog_expired(const char *msg, void *ctx)
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, PLAIT_EXIT_TIMEOUT);
     _Exit(PLAIT_EXIT_TIMEOUT); /* MPI_Abort does not return; in case it does */
+}
+
+/* Heartbeats (parallel/heartbeat.h) so that the watchdog names a frozen rank; off with
+ * PLAIT_HEARTBEAT=0, and without MPI_THREAD_MULTIPLE (a note says so). 1 when on. */
+static pl_status heartbeat_start(int *on)
+{
+    *on = 0;
+    const char *env = getenv("PLAIT_HEARTBEAT");
+    if (env && strcmp(env, "0") == 0)
+        return PL_OK;
+    pl_status st = pl_heartbeat_init(MPI_COMM_WORLD);
+    if (st == PL_ERR_UNSUPPORTED) {
+        pl_log_warn("%s; the collective watchdog will not name a frozen rank", pl_error_msg());
+        return PL_OK;
+    }
+    *on = !st;
+    return st;
 }
 
 /* The ranks agree on how parsing went: -1 when it went well everywhere, else the
@@ -98,12 +118,18 @@ int plait_run_trainer(pl_train_args *args, pl_status parse_st)
     char flag[64];
     snprintf(flag, sizeof flag, "--distributed-timeout-minutes %g",
              args->distributed_timeout_minutes);
+    const pl_watch_hooks beats = {pl_heartbeat_poll, pl_heartbeat_describe, NULL};
+    int beating = 0;
+    if (!st && dist.size > 1)
+        st = heartbeat_start(&beating);
     if (!st && dist.size > 1)
         st = pl_watchdog_start(args->distributed_timeout_minutes * 60.0, flag, dist.rank,
-                               watchdog_expired, NULL);
+                               watchdog_expired, NULL, beating ? &beats : NULL);
     if (!st)
         st = pl_train_run(args, &dist);
     pl_watchdog_stop();
+    if (beating && !st)
+        st = pl_heartbeat_free();
     pl_ckpt_lock_release(&lock);
     pl_train_args_free(args);
     if (st && dist.size > 1)

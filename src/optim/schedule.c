@@ -8,7 +8,8 @@ static const char *const style_names[] = {
     "constant",          "linear",           "cosine",
     "inverse-square-root", "deepspeed-WarmupLR-log", "deepspeed-WarmupLR-linear",
     "deepspeed-WarmupDecayLR-log", "deepspeed-WarmupDecayLR-linear",
-    "deepspeed-WarmupCosineLR-log", "deepspeed-WarmupCosineLR-linear", "deepspeed-OneCycle"};
+    "deepspeed-WarmupCosineLR-log", "deepspeed-WarmupCosineLR-linear", "deepspeed-OneCycle",
+    "deepspeed-LRRangeTest"};
 
 int pl_lr_style_parse(const char *name)
 {
@@ -66,11 +67,25 @@ int pl_lr_schedule_betas(const pl_lr_schedule *s, double *beta1, double *beta2)
     return 1;
 }
 
+/* DeepSpeed's LRRangeTest (lr_schedules.py): min_lr x (1 + step_rate x interval), the
+ * interval (last_batch_iteration + 1) / step_size, floored for a staircase; k = -1
+ * (before the first step) gives min_lr, as its constructor sets. */
+static double range_test_lr(const pl_lr_schedule *s)
+{
+    const int64_t k = s->num_steps / s->step_samples - 1;
+    double interval = (double)(k + 1) / (double)(s->warmup_steps / s->step_samples);
+    if (s->range_staircase)
+        interval = floor(interval);
+    return s->min_lr * (1.0 + s->range_step_rate * interval);
+}
+
 /* DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR (lr_schedules.py). */
 static double deepspeed_lr(const pl_lr_schedule *s)
 {
     if (s->style == PL_LR_DS_ONECYCLE)
         return onecycle_lr(s);
+    if (s->style == PL_LR_DS_LR_RANGE_TEST)
+        return range_test_lr(s);
     const pl_lr_style st = s->style;
     const int cosine = st == PL_LR_DS_WARMUP_COSINE_LOG || st == PL_LR_DS_WARMUP_COSINE_LINEAR;
     const int log_warmup = st == PL_LR_DS_WARMUP_LOG || st == PL_LR_DS_WARMUP_DECAY_LOG ||

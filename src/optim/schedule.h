@@ -24,6 +24,7 @@ typedef enum {
     PL_LR_DS_WARMUP_COSINE_LOG,
     PL_LR_DS_WARMUP_COSINE_LINEAR,
     PL_LR_DS_ONECYCLE,
+    PL_LR_DS_LR_RANGE_TEST,
 } pl_lr_style;
 
 /* Megatron's styles read the fields as named. DeepSpeed's count optimizer steps:
@@ -41,7 +42,10 @@ typedef enum {
  * max over the first half and falls back over the second (scale factor of
  * OneCycle._get_scale_factor at batch k + 1), then, with decay_step_size and
  * decay_lr_rate, min_lr / (1 + rate d / decay_step_size) after d steps past the
- * cycle. With cycle_momentum, Adam's betas follow (pl_lr_schedule_betas). */
+ * cycle. With cycle_momentum, Adam's betas follow (pl_lr_schedule_betas).
+ * LRRangeTest: min_lr = lr_range_test_min_lr, warmup_steps = lr_range_test_step_size;
+ * min_lr (1 + range_step_rate x (k + 1) / step_size), the quotient floored with
+ * range_staircase; min_lr before the first step. */
 typedef struct pl_lr_schedule {
     double max_lr, min_lr, init_lr;
     int64_t warmup_steps; /* samples */
@@ -53,6 +57,9 @@ typedef struct pl_lr_schedule {
     double decay_lr_rate, decay_mom_rate, min_mom, max_mom;
     int64_t decay_step_size; /* optimizer steps; 0: no decay */
     int cycle_momentum;
+    /* LRRangeTest only (not checkpointed) */
+    double range_step_rate;
+    int range_staircase;
 } pl_lr_schedule;
 
 /* "constant|linear|cosine|inverse-square-root" or a DeepSpeed style's name

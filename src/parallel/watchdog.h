@@ -14,9 +14,12 @@
  * MPI_Abort). The communication queue's waits (parallel/commq.c) need no slot of
  * their own: the queue's thread is blocked in a pl_comm call, whose slot fires.
  *
- * What it is not: a heartbeat. A collective cannot say which member did not
- * arrive; the frozen rank prints nothing, and a rank that waits names its
- * communicator. Time spent outside MPI (compute, I/O) is never timed.
+ * A collective cannot say which member did not arrive; the frozen rank prints
+ * nothing. The hooks name it: the watchdog thread calls hooks->poll at every look
+ * and, when an operation expires, hooks->describe to say who is missing
+ * (parallel/heartbeat.h: each rank's heartbeats over a communicator of their own).
+ * Without hooks the message names the communicator only. Time spent outside MPI
+ * (compute, I/O) is never timed.
  *
  * Process-wide state, deliberately: like a signal handler it watches every
  * thread, and the comm layer marks slots without a handle to pass around. Slots
@@ -28,17 +31,38 @@
 
 #include "base/status.h"
 
+#include <stddef.h>
+
 #define PL_WATCH_SLOTS 8
 
 /* Called once, from the watchdog thread, with the message; must not return. */
 typedef void (*pl_watch_expired)(const char *msg, void *ctx);
 
+/* Optional, run on the watchdog thread: poll at every look (poll_s apart; it must not
+ * block), describe when an operation of this process expired after timeout_s: it
+ * writes "; ..." naming the ranks that are missing into out (cap bytes), or "" when it
+ * cannot tell. */
+typedef struct pl_watch_hooks {
+    void (*poll)(void *ctx);
+    void (*describe)(char *out, size_t cap, double timeout_s, void *ctx);
+    void *ctx;
+} pl_watch_hooks;
+
 /* Starts the watchdog thread: an operation blocked longer than timeout_s seconds
  * (> 0) calls expired(msg, ctx). flag names the setting in the message
- * ("--distributed-timeout-minutes 10"); world_rank this process. PL_ERR_ARG for a
- * bad timeout, PL_ERR_INTERNAL when the thread cannot start or one already runs. */
+ * ("--distributed-timeout-minutes 10"); world_rank this process; hooks may be NULL
+ * (copied). PL_ERR_ARG for a bad timeout, PL_ERR_INTERNAL when the thread cannot
+ * start or one already runs. */
 pl_status pl_watchdog_start(double timeout_s, const char *flag, int world_rank,
-                            pl_watch_expired expired, void *ctx);
+                            pl_watch_expired expired, void *ctx, const pl_watch_hooks *hooks);
+
+/* Seconds between the watchdog's looks for a timeout: min(timeout / 4, 1). */
+double pl_watchdog_poll_seconds(double timeout_s);
+
+/* This process's MPI state, for a heartbeat: 1 and the operation, communicator and
+ * seconds blocked of the longest-blocked watched thread; or 0 and the seconds since a
+ * watched call last returned (-1 if none has). Names are static strings. */
+int pl_watch_state(const char **what, const char **comm, double *seconds);
 
 /* Stops and joins the thread (at once, not after a poll interval). Safe when
  * not started. */

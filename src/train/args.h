@@ -82,6 +82,8 @@ typedef struct pl_train_args {
         double decay_lr_rate, decay_mom_rate, min_mom, max_mom; /* OneCycle */
         int64_t decay_step_size;
         int cycle_momentum;
+        double step_rate;          /* LRRangeTest (warmup: its step_size) */
+        int staircase;
     } ds_sched;
     int64_t ds_steps_per_print;    /* DeepSpeed's throughput line every N steps (0: none) */
     char ds_values[24][40];        /* values the DeepSpeed config set, as flag text */

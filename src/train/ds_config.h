@@ -8,7 +8,7 @@
  * zero_optimization.reduce_bucket_size (= --ddp-bucket-size at stage 0),
  * gradient_clipping, steps_per_print (= --log-interval unless that is given),
  * optimizer Adam/AdamW (lr, betas, eps, weight_decay), scheduler WarmupLR,
- * WarmupDecayLR, WarmupCosineLR and OneCycle (with its momentum cycling) with
+ * WarmupDecayLR, WarmupCosineLR, OneCycle (with its momentum cycling) and LRRangeTest with
  * DeepSpeed's formulas (a->ds_sched, run by optim/schedule.c's PL_LR_DS_* styles),
  * bf16/fp16 and fp16's loss scaler.
  * A key whose flag was also given (command line or --config) with another value is

@@ -1,6 +1,6 @@
 /* The optimizer and scheduler blocks of a DeepSpeed config: Adam/AdamW's params
- * onto Megatron's flags, and DeepSpeed's WarmupLR, WarmupDecayLR, WarmupCosineLR
- * and OneCycle as DeepSpeed defines them (runtime/lr_schedules.py, engine.py
+ * onto Megatron's flags, and DeepSpeed's WarmupLR, WarmupDecayLR, WarmupCosineLR,
+ * OneCycle and LRRangeTest as DeepSpeed defines them (runtime/lr_schedules.py, engine.py
  * _configure_basic_optimizer), run by optim/schedule.c's PL_LR_DS_* styles. */
 #include "train/ds_config_internal.h"
 
@@ -267,6 +267,44 @@ fail:
     return st;
 }
 
+/* DeepSpeed's LRRangeTest (lr_schedules.py): its constructor's defaults (min_lr 1e-3,
+ * step_size 2000, step_rate 1.0, staircase false) for absent params. The optimizer
+ * starts at lr_range_test_min_lr, which DeepSpeed writes into it: that is --lr. A list
+ * of rates (one per param group) is refused: plait's groups share one rate. */
+static pl_status range_test_params(ds_ctx *c, const cJSON *p)
+{
+    pl_train_args *a = c->a;
+    const char *cfg = c->cfg;
+    pl_status st = PL_OK;
+    double lo, size;
+    if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(p, "lr_range_test_min_lr")))
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: "
+                         "scheduler.params.lr_range_test_min_lr as a list (one rate per param "
+                         "group) is not supported; give one number", cfg);
+    PL_TRY(sched_param(c, p, "lr_range_test_min_lr", 1e-3, &lo));
+    PL_TRY(sched_steps(c, p, "lr_range_test_step_size", 2000, 1, &size));
+    PL_TRY(sched_param(c, p, "lr_range_test_step_rate", 1.0, &a->ds_sched.step_rate));
+    a->ds_sched.staircase = 0;
+    if (cJSON_GetObjectItemCaseSensitive(p, "lr_range_test_staircase"))
+        PL_TRY(pl_ds_switch(c, p, "lr_range_test_staircase",
+                            "scheduler.params.lr_range_test_staircase", &a->ds_sched.staircase));
+    if (!(lo > 0) || !isfinite(lo) || !(a->ds_sched.step_rate >= 0) ||
+        !isfinite(a->ds_sched.step_rate))
+        return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: LRRangeTest needs "
+                         "lr_range_test_min_lr > 0 (got %g) and lr_range_test_step_rate >= 0 "
+                         "(got %g)", cfg, lo, a->ds_sched.step_rate);
+    a->ds_sched.style = PL_LR_DS_LR_RANGE_TEST;
+    a->ds_sched.min_lr = a->ds_sched.init_lr = a->ds_sched.max_lr = lo;
+    a->ds_sched.warmup = (int64_t)size;
+    a->ds_sched.total = 0;
+    PL_TRY(sched_peak(c, lo, "scheduler.params.lr_range_test_min_lr", "LRRangeTest"));
+    static const char *const known[] = {"lr_range_test_min_lr", "lr_range_test_step_size",
+                                        "lr_range_test_step_rate", "lr_range_test_staircase"};
+    PL_TRY(unknown_params(c, p, known, sizeof known / sizeof *known, "LRRangeTest"));
+fail:
+    return st;
+}
+
 /* DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR (runtime/lr_schedules.py),
  * run as DeepSpeed runs them: counted in optimizer steps, the first step at the
  * start value (optim/schedule.h). They replace Megatron's schedule, so its flags
@@ -278,11 +316,12 @@ pl_status pl_ds_scheduler(ds_ctx *c, const cJSON *sch)
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(sch, "type");
     const char *t = cJSON_IsString(type) ? type->valuestring : "?";
     const int warm = strcmp(t, "WarmupLR") == 0, decay = strcmp(t, "WarmupDecayLR") == 0,
-              cosine = strcmp(t, "WarmupCosineLR") == 0, onecycle = strcmp(t, "OneCycle") == 0;
-    if (!warm && !decay && !cosine && !onecycle)
+              cosine = strcmp(t, "WarmupCosineLR") == 0, onecycle = strcmp(t, "OneCycle") == 0,
+              range = strcmp(t, "LRRangeTest") == 0;
+    if (!warm && !decay && !cosine && !onecycle && !range)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--deepspeed_config %s: scheduler type \"%s\" is not "
-                         "implemented (WarmupLR, WarmupDecayLR, WarmupCosineLR and OneCycle are)",
-                         cfg, t);
+                         "implemented (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle and "
+                         "LRRangeTest are)", cfg, t);
     static const char *const megatron[] = {"--lr-decay-style", "--lr-warmup-iters",
                                            "--lr-warmup-samples", "--lr-warmup-fraction",
                                            "--lr-warmup-init", "--lr-decay-iters",
@@ -297,6 +336,8 @@ pl_status pl_ds_scheduler(ds_ctx *c, const cJSON *sch)
     pl_status st = PL_OK;
     if (onecycle)
         return onecycle_params(c, p);
+    if (range)
+        return range_test_params(c, p);
     const cJSON *wt = cJSON_GetObjectItemCaseSensitive(p, "warmup_type");
     int log_warmup = 1; /* DeepSpeed's default, and what it falls back to for an unknown type */
     if (cJSON_IsString(wt) && strcmp(wt->valuestring, "linear") == 0)

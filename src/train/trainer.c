@@ -439,6 +439,8 @@ static pl_status setup_schedule(pl_trainer *t)
         s->max_mom = a->ds_sched.max_mom;
         s->decay_step_size = a->ds_sched.decay_step_size;
         s->cycle_momentum = a->ds_sched.cycle_momentum;
+        s->range_step_rate = a->ds_sched.step_rate;
+        s->range_staircase = a->ds_sched.staircase;
         return PL_OK;
     }
     if (pl_train_args_given(a, "--train-iters")) {

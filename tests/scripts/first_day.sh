@@ -222,6 +222,34 @@ print(a, b)
 sys.exit(not (a[0] == b[0] and abs(a[1] - b[1]) <= 1e-6 and
               max(abs(x - y) for x, y in zip(a[2:], b[2:])) > 1e-5))' "$TMP/oc.jsonl" "$TMP/ocf.jsonl"
 
+# LRRangeTest: the lr of each iteration is DeepSpeed's min_lr (1 + step_rate interval),
+# interval = (last_batch_iteration + 1) / step_size, floored with the staircase.
+range_test() { # NAME STAIRCASE
+    cat > "$TMP/$1.json" <<JSON
+{"train_micro_batch_size_per_gpu": 2,
+ "scheduler": {"type": "LRRangeTest", "params": {"lr_range_test_min_lr": 1e-4,
+  "lr_range_test_step_size": 2, "lr_range_test_step_rate": 0.5, "lr_range_test_staircase": $2}}}
+JSON
+    timeout -k 5 40 "$PLAIT" train --num-layers 2 --hidden-size 64 --num-attention-heads 4 \
+        --seq-length 32 --train-iters 5 --mock-data --vocab-size 512 --log-interval 1 \
+        --eval-iters 0 --deepspeed_config "$TMP/$1.json" --metrics-file "$TMP/$1.jsonl"
+}
+check "a DeepSpeed LRRangeTest config runs (continuous)" range_test rt false
+check "... and as a staircase" range_test rts true
+check "... lr of iterations 1-5 = LRRangeTest's formula, k = iteration - 2" /usr/bin/python3 -c '
+import json, math, sys
+def lrs(f): return [json.loads(x)["lr"] for x in open(f) if "\"lr\"" in x]
+def want(stair):
+    out = []
+    for k in range(-1, 4):
+        interval = float(k + 1) / 2
+        out.append(1e-4 * (1 + 0.5 * (math.floor(interval) if stair else interval)))
+    return out
+a, b = lrs(sys.argv[1]), lrs(sys.argv[2])
+print(a, want(False), b, want(True))
+same = lambda x, y: len(x) == 5 and all(abs(p - q) <= 1e-12 for p, q in zip(x, y))  # printed to 15 digits
+sys.exit(not (same(a, want(False)) and same(b, want(True))))' "$TMP/rt.jsonl" "$TMP/rts.jsonl"
+
 # 6. Refusals that name the flag.
 check_fails "--data-impl lazy is refused by name" "--data-impl lazy: plait reads only the mmap format" \
     timeout 10 "$PLAIT" train "${gpt_options[@]}" --data-impl lazy

@@ -118,10 +118,42 @@ TEST(deepspeed_onecycle_matches_lr_schedules_py)
     CHECK(pl_lr_schedule_betas(&w, &b1, &b2) == 0 && b1 == 0.5, "other schedules leave the betas");
 }
 
+/* LRRangeTest, lr_schedules.py: lr = min_lr (1 + step_rate interval), interval =
+ * (last_batch_iteration + 1) / step_size (floored with staircase), written here as
+ * DeepSpeed writes it; step_size 3, 5 samples per step. */
+static double rt_at(int staircase, int64_t steps)
+{
+    pl_lr_schedule s = {.max_lr = 2e-4, .min_lr = 2e-4, .init_lr = 2e-4, .warmup_steps = 3 * 5,
+                        .style = PL_LR_DS_LR_RANGE_TEST, .step_samples = 5,
+                        .range_step_rate = 0.5, .range_staircase = staircase};
+    pl_lr_schedule_step(&s, 5 * steps);
+    return pl_lr_schedule_lr(&s);
+}
+
+TEST(deepspeed_lr_range_test_matches_lr_schedules_py)
+{
+    for (int64_t steps = 0; steps <= 12; steps++) {
+        const int64_t last_batch_iteration = steps - 1;
+        const double cont = (double)(last_batch_iteration + 1) / 3.0;
+        const double stair = floor((double)(last_batch_iteration + 1) / 3.0);
+        CHECK(rt_at(0, steps) == 2e-4 * (1.0 + 0.5 * cont), "continuous after %lld steps: %.17g",
+              (long long)steps, rt_at(0, steps));
+        CHECK(rt_at(1, steps) == 2e-4 * (1.0 + 0.5 * stair), "staircase after %lld steps: %.17g",
+              (long long)steps, rt_at(1, steps));
+    }
+    CHECK(rt_at(0, 0) == 2e-4 && rt_at(1, 2) == 2e-4, "min_lr until the first stair");
+    CHECK(NEAR(rt_at(1, 3), 3e-4) && NEAR(rt_at(1, 5), 3e-4) && NEAR(rt_at(1, 6), 4e-4),
+          "stairs of 3 steps, each + 0.5 min_lr");
+    CHECK(pl_lr_style_parse("deepspeed-LRRangeTest") == PL_LR_DS_LR_RANGE_TEST &&
+              strcmp(pl_lr_style_name(PL_LR_DS_LR_RANGE_TEST), "deepspeed-LRRangeTest") == 0,
+          "the name round-trips (the checkpoint records it)");
+}
+
 int main(void)
 {
     RUN(warmup_then_decay_match_megatron_formulas);
     RUN(deepspeed_schedulers_match_lr_schedules_py);
     RUN(deepspeed_onecycle_matches_lr_schedules_py);
+    RUN(deepspeed_lr_range_test_matches_lr_schedules_py);
     return test_summary("schedule");
 }

@@ -427,10 +427,40 @@ TEST(deepspeed_config_values_read_as_deepspeed_reads_them)
     CHECK(notes_with(&a, "--adam-beta1: OneCycle's cycle_momentum sets Adam's betas") == 1,
           "a beta flag overridden by the cycle is named");
     pl_train_args_free(&a);
+    /* LRRangeTest: the constructor's defaults; min_lr is the optimizer's lr (--lr 1e-3 agrees) */
+    CHECK_OK(parse_ds(&a, "{\"scheduler\": {\"type\": \"LRRangeTest\"}}", ""));
+    CHECK(a.ds_sched.style == PL_LR_DS_LR_RANGE_TEST && a.ds_sched.min_lr == 1e-3 &&
+              a.ds_sched.warmup == 2000 && a.ds_sched.step_rate == 1.0 && a.ds_sched.staircase == 0,
+          "LRRangeTest's defaults: min_lr 1e-3, step_size 2000, step_rate 1, continuous");
+    pl_train_args_free(&a);
+    CHECK_OK(parse_ds(&a, "{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {"
+                          "\"lr_range_test_min_lr\": 1e-3, \"lr_range_test_step_size\": 5, "
+                          "\"lr_range_test_step_rate\": 0.25, \"lr_range_test_staircase\": "
+                          "\"false\", \"cycle_min_lr\": 1}}}", ""));
+    CHECK(a.ds_sched.warmup == 5 && a.ds_sched.step_rate == 0.25 && a.ds_sched.staircase == 1 &&
+              a.lr == 1e-3,
+          "step size, rate, Python's truth of \"false\", lr = min_lr");
+    CHECK(notes_with(&a, "scheduler.params.cycle_min_lr: not a parameter of DeepSpeed's "
+                         "LRRangeTest") == 1, "a OneCycle param under LRRangeTest is named");
+    pl_train_args_free(&a);
     struct {
         const char *json, *extra, *needle;
     } sch[] = {
-        {"{\"scheduler\": {\"type\": \"LRRangeTest\"}}", "", "scheduler type \"LRRangeTest\" is not implemented"},
+        {"{\"scheduler\": {\"type\": \"StepLR\"}}", "", "scheduler type \"StepLR\" is not implemented"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_min_lr\": "
+         "[1e-3, 1e-3]}}}", "", "lr_range_test_min_lr as a list (one rate per param group) is not supported"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_step_size\": "
+         "0}}}", "", "scheduler.params.lr_range_test_step_size must be a whole number >= 1, got 0"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_min_lr\": 0}}}",
+         "", "LRRangeTest needs lr_range_test_min_lr > 0 (got 0)"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_min_lr\": "
+         "0.5}}}", "", "--lr 0.001 (command line or --config) conflicts with "
+         "scheduler.params.lr_range_test_min_lr 0.5"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\", \"params\": {\"lr_range_test_step_rate\": "
+         "\"0.25\"}}}", "", "scheduler.params.lr_range_test_step_rate must be a JSON number, got a string"},
+        {"{\"scheduler\": {\"type\": \"LRRangeTest\"}}", "--lr-decay-style cosine",
+         "--lr-decay-style (command line, --config or a legacy flag such as --warmup) conflicts "
+         "with the scheduler LRRangeTest"},
         {"{\"scheduler\": {\"type\": \"OneCycle\"}}", "", "OneCycle needs scheduler.params.cycle_min_lr and cycle_max_lr"},
         {"{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {\"cycle_min_lr\": 1e-4, "
          "\"cycle_max_lr\": 1e-3, \"cycle_max_mom\": 1.5}}}", "", "must be in [0, 1)"},
