@@ -96,6 +96,7 @@ typedef struct pl_trainer {
     pl_lr_schedule sched;
     pl_blend_data data;
     struct pl_train_bert_data *bert; /* --model bert on a --data-path (bert_data.c) */
+    struct pl_train_ft *ft;                  /* plait finetune's task and data (finetune.c) */
     int data_up;
     int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
     int64_t iteration, consumed_train, consumed_valid, opt_steps;
@@ -195,6 +196,19 @@ pl_status pl_train_setup_chunks(pl_trainer *t);
 void pl_train_free_chunks(pl_trainer *t);
 pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
                                 double loss_sum[2]);
+
+/* plait finetune (train/finetune*.c) runs its own loop on the trainer's set-up and step
+ * (trainer.c): the model (with t->ft's task head: pl_train_ft_apply_task), the LR
+ * schedule, one training step over the sampler, the release of everything. The task's
+ * micro-batches come through pl_train_load_micro_batch (pl_train_ft_fill). */
+pl_status pl_train_setup_model(pl_trainer *t);
+pl_status pl_train_setup_schedule(pl_trainer *t);
+pl_status pl_train_step(pl_trainer *t, pl_sampler *sampler, step_result *r);
+void pl_train_free(pl_trainer *t);
+void pl_train_ft_apply_task(const pl_trainer *t, pl_model_config *c);
+/* The current micro-batch's tokens, token types, lengths, labels and targets from the
+ * fine-tuning rows of idx (mbs global sample indices of split s). */
+pl_status pl_train_ft_fill(pl_trainer *t, pl_split s, const int64_t *idx);
 
 /* checkpoints.c: save to --save; resume (or fine-tune) from --load. */
 pl_status pl_train_save(pl_trainer *t);

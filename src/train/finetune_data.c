@@ -1,0 +1,188 @@
+/* plait finetune's data (train/finetune_internal.h): the split files read and
+ * encoded as BERT rows once, before the first step; the micro-batches are
+ * copies of rows into the model's slot. The training rows are shuffled once
+ * per epoch with a permutation keyed by (--seed, epoch), so a sample's row
+ * depends only on its global index: every layout and a resumed run see the
+ * same micro-batches (Megatron's finetune shuffles each epoch likewise, with
+ * torch's generator). */
+#include "train/finetune_internal.h"
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/rng.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const split_flag[PL_FT_SPLITS] = {"--train-data", "--valid-data",
+                                                     "--test-data"};
+
+static int ends_with(const char *s, const char *suffix)
+{
+    const size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The reader's spec of path from the flags. */
+static pl_status spec_of(const pl_ft_args *fa, const char *path, pl_textcls_spec *sp)
+{
+    *sp = pl_textcls_spec_default();
+    sp->jsonl = fa->data_format ? strcmp(fa->data_format, "jsonl") == 0
+                                : ends_with(path, ".jsonl") || ends_with(path, ".json");
+    sp->header = fa->header;
+    sp->col_label = (int)fa->label_column;
+    char *end;
+    long a = strtol(fa->text_columns, &end, 10), b = -1;
+    if (*end == ',')
+        b = strtol(end + 1, &end, 10);
+    if (*end || a < 0 || a > 1000 || (b < -1 || b > 1000) || a == b ||
+        fa->label_column < -1 || fa->label_column > 1000)
+        return pl_errorf(PL_ERR_ARG, "--text-columns %s --label-column %lld: expected A or A,B "
+                         "(distinct 0-based columns) and a column or -1 (the last)",
+                         fa->text_columns, (long long)fa->label_column);
+    sp->col_a = (int)a;
+    sp->col_b = (int)b;
+    return PL_OK;
+}
+
+pl_status pl_ft_data_read(pl_train_ft *ft, int root)
+{
+    const pl_ft_args *fa = ft->fa;
+    const char *paths[PL_FT_SPLITS] = {fa->train_data, fa->valid_data, fa->test_data};
+    pl_status st = PL_OK;
+    for (int s = 0; s < PL_FT_SPLITS; s++) {
+        ft->split[s].path = paths[s];
+        if (!paths[s])
+            continue;
+        pl_textcls_spec sp;
+        PL_TRY(spec_of(fa, paths[s], &sp));
+        st = pl_textcls_read(&ft->split[s].text, paths[s], &sp);
+        if (st)
+            return pl_error_wrap(st, "%s", split_flag[s]);
+        ft->split[s].n = ft->split[s].text.n;
+        if (ft->split[s].n == 0)
+            return pl_errorf(PL_ERR_FORMAT, "%s %s: no examples", split_flag[s], paths[s]);
+    }
+    PL_TRY(pl_textcls_labels(&ft->split[PL_SPLIT_TRAIN].text, &ft->labels));
+    if (ft->labels.n < 2)
+        return pl_errorf(PL_ERR_FORMAT, "--train-data %s: %lld distinct label(s); a "
+                         "classification needs at least 2", paths[0], (long long)ft->labels.n);
+    ft->task = PL_TASK_SEQUENCE;
+    ft->classes = ft->labels.n;
+    if (root)
+        pl_log_info("%s: %lld classes; examples: train %lld, validation %lld, test %lld",
+                    fa->task, (long long)ft->classes, (long long)ft->split[0].n,
+                    (long long)ft->split[1].n, (long long)ft->split[2].n);
+fail:
+    return st;
+}
+
+pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64_t mbs)
+{
+    int64_t most = 0;
+    for (int s = 0; s < PL_FT_SPLITS; s++) {
+        pl_ft_split *x = &ft->split[s];
+        if (!x->path)
+            continue;
+        size_t bytes;
+        if (pl_mul_size((size_t)x->n, (size_t)T * sizeof(int32_t), &bytes))
+            return pl_errorf(PL_ERR_NOMEM, "%s: too many rows", x->path);
+        x->ids = pl_malloc(bytes);
+        x->types = pl_malloc(bytes);
+        x->mask = pl_malloc(bytes);
+        x->labels = pl_malloc((size_t)x->n * sizeof *x->labels);
+        if (!x->ids || !x->types || !x->mask || !x->labels)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory encoding %s", x->path);
+        pl_status st = pl_textcls_encode_set(tok, &x->text, &ft->labels, T, x->ids, x->types,
+                                             x->mask, x->labels, &x->n_truncated);
+        if (st)
+            return pl_error_wrap(st, "%s", split_flag[s]);
+        if (s != PL_SPLIT_TRAIN && x->n > most)
+            most = x->n;
+    }
+    const int64_t n_train = ft->split[PL_SPLIT_TRAIN].n;
+    ft->perm = pl_malloc((size_t)n_train * sizeof *ft->perm);
+    ft->pred = pl_calloc((size_t)(most > 0 ? most : 1), sizeof *ft->pred);
+    ft->pred_ids = pl_calloc((size_t)(most > 0 ? most : 1), sizeof *ft->pred_ids);
+    ft->rows = pl_malloc((size_t)mbs * sizeof *ft->rows);
+    if (!ft->perm || !ft->pred || !ft->pred_ids || !ft->rows)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory for the fine-tuning buffers");
+    ft->pred_cap = most;
+    ft->perm_epoch = -1;
+    return PL_OK;
+}
+
+void pl_ft_data_free(pl_train_ft *ft)
+{
+    for (int s = 0; s < PL_FT_SPLITS; s++) {
+        pl_ft_split *x = &ft->split[s];
+        pl_textcls_set_free(&x->text);
+        pl_free(x->ids);
+        pl_free(x->types);
+        pl_free(x->mask);
+        pl_free(x->labels);
+    }
+    pl_ft_labels_free(&ft->labels);
+    pl_free(ft->perm);
+    pl_free(ft->pred);
+    pl_free(ft->pred_ids);
+    pl_free(ft->rows);
+}
+
+int64_t pl_ft_train_row(pl_train_ft *ft, int64_t idx, int64_t gbs, uint64_t seed)
+{
+    const int64_t per_epoch = ft->iters_per_epoch * gbs, n = ft->split[PL_SPLIT_TRAIN].n;
+    const int64_t epoch = idx / per_epoch;
+    if (epoch != ft->perm_epoch) { /* Fisher-Yates keyed by (seed, epoch) */
+        for (int64_t i = 0; i < n; i++)
+            ft->perm[i] = i;
+        for (int64_t i = n - 1; i > 0; i--) {
+            int64_t j = (int64_t)(pl_rng_uniform(seed, 0x66740000u + (uint64_t)epoch,
+                                                 (uint64_t)i) * (double)(i + 1));
+            j = j > i ? i : j;
+            const int64_t tmp = ft->perm[i];
+            ft->perm[i] = ft->perm[j];
+            ft->perm[j] = tmp;
+        }
+        ft->perm_epoch = epoch;
+    }
+    return ft->perm[idx % per_epoch];
+}
+
+void pl_ft_data_put(const pl_train_ft *ft, pl_model *m, pl_split s, const int64_t *rows,
+                    const int64_t *keys)
+{
+    const pl_ft_split *x = &ft->split[s];
+    const int64_t T = m->T;
+    for (int64_t n = 0; n < m->N; n++)
+        m->targets[n] = -1;
+    for (int64_t b = 0; b < m->B; b++) {
+        const int64_t r = rows[b] >= 0 ? rows[b] : 0; /* padding: a real row, ignored */
+        memcpy(m->tokens + b * T, x->ids + r * T, (size_t)T * sizeof *m->tokens);
+        if (m->types)
+            memcpy(m->types + b * T, x->types + r * T, (size_t)T * sizeof *m->types);
+        int32_t len = 0;
+        for (int64_t k = 0; k < T; k++)
+            len += x->mask[r * T + k] != 0;
+        if (m->lengths)
+            m->lengths[b] = len;
+        m->labels[b] = rows[b] >= 0 ? x->labels[r] : -1;
+        m->sample[b] = keys[b];
+    }
+}
+
+void pl_train_ft_apply_task(const pl_trainer *t, pl_model_config *c)
+{
+    t->ft->base_head = c->head;
+    pl_model_set_task(c, t->ft->task, t->ft->classes);
+}
+
+pl_status pl_train_ft_fill(pl_trainer *t, pl_split s, const int64_t *idx)
+{
+    pl_train_ft *ft = t->ft;
+    for (int64_t b = 0; b < t->mbs; b++)
+        ft->rows[b] = s == PL_SPLIT_TRAIN ? pl_ft_train_row(ft, idx[b], t->gbs, (uint64_t)t->a->seed)
+                                          : idx[b];
+    pl_ft_data_put(ft, &t->model, s, ft->rows, idx);
+    return PL_OK;
+}

@@ -1,0 +1,151 @@
+/* plait finetune's evaluation (train/finetune_internal.h): every row of a split
+ * once, forward only, in global batches of mbs x DP rows (the last one padded
+ * with ignored rows); the predictions and the loss summed over DP (each row is
+ * one DP rank's) and from the last pipeline stage to all. Every rank then
+ * holds the same figures (the checkpoint monitor decides alike everywhere);
+ * rank 0 writes what a person reads:
+ *   DIR/evaluations.md            one row per evaluation (iteration, epoch, split,
+ *                                 loss, accuracy, macro-F1)
+ *   DIR/SPLIT_report.md and .tsv  accuracy, per-class precision / recall / F1 and
+ *                                 support, macro averages, confusion matrix
+ *   DIR/SPLIT_predictions.tsv     line of the file, true label, predicted label
+ *   the metrics file              {"iteration", "epoch", "val_loss", "val_acc",
+ *                                 "val_f1"} (test_ for the test split)
+ * SPLIT is "validation" or "test"; the reports hold the latest evaluation. */
+#include "train/finetune_internal.h"
+
+#include "base/fileio.h"
+#include "base/log.h"
+
+#include <string.h>
+
+static const char *const split_name[PL_FT_SPLITS] = {"train", "validation", "test"};
+static const char *const key_prefix[PL_FT_SPLITS] = {"train", "val", "test"};
+
+/* Forward of the current micro-batch through every pipeline stage (tag: its
+ * number in this evaluation). */
+static pl_status forward_pipelined(pl_trainer *t, pl_model *m, int tag)
+{
+    pl_status st = PL_OK;
+    pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+    const int64_t n = m->blk.Nl * m->C;
+    if (!m->stage.first)
+        PL_TRY(pl_comm_recv_f32(pp, m->x0, n, r - 1, tag));
+    PL_TRY(pl_model_forward(m));
+    if (!m->stage.last)
+        PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, (r + 1) % P, tag));
+fail:
+    return st;
+}
+
+static pl_status write_predictions(const pl_train_ft *ft, const pl_ft_split *x, const char *path)
+{
+    pl_bytes b = {0};
+    pl_status st = pl_bytes_printf(&b, "line\tlabel\tprediction\n");
+    for (int64_t i = 0; !st && i < x->n; i++)
+        st = pl_bytes_printf(&b, "%lld\t%s\t%s\n", (long long)x->text.ex[i].line,
+                             ft->labels.names[x->labels[i]], ft->labels.names[ft->pred[i] - 1]);
+    if (!st)
+        st = pl_file_write_atomic(path, b.data, b.n);
+    pl_bytes_free(&b);
+    return st ? pl_error_wrap(st, "writing %s", path) : PL_OK;
+}
+
+/* Rank 0: the files of the header, from the predictions in ft->pred. */
+static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_cls_metrics *cm,
+                        const pl_ft_eval *e)
+{
+    pl_train_ft *ft = t->ft;
+    const char *name = split_name[s], *key = key_prefix[s];
+    char path[4200];
+    pl_status st = PL_OK;
+    snprintf(path, sizeof path, "%s/%s_report.md", ft->dir, name);
+    PL_TRY(pl_cls_metrics_write(cm, &ft->labels, path));
+    snprintf(path, sizeof path, "%s/%s_report.tsv", ft->dir, name);
+    PL_TRY(pl_cls_metrics_write(cm, &ft->labels, path));
+    snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
+    PL_TRY(write_predictions(ft, &ft->split[s], path));
+    if (ft->table) {
+        fprintf(ft->table, "| %lld | %lld | %s | %.6f | %.4f | %.4f | %lld |\n",
+                (long long)t->iteration, (long long)epoch, name, e->loss, e->accuracy,
+                e->macro_f1, (long long)e->n);
+        if (fflush(ft->table) != 0)
+            return pl_errorf(PL_ERR_IO, "%s/evaluations.md: write failed", ft->dir);
+    }
+    if (t->metrics) {
+        fprintf(t->metrics, "{\"iteration\": %lld, \"epoch\": %lld, \"%s_loss\": %.9g, "
+                "\"%s_acc\": %.9g, \"%s_f1\": %.9g, \"%s_examples\": %lld}\n",
+                (long long)t->iteration, (long long)epoch, key, e->loss, key, e->accuracy, key,
+                e->macro_f1, key, (long long)e->n);
+        if (fflush(t->metrics) != 0)
+            return pl_errorf(PL_ERR_IO, "the metrics file: write failed");
+    }
+    pl_log_info(" %s at iteration %lld (epoch %lld) | loss: %.6E | accuracy: %.4f | "
+                "macro-F1: %.4f | examples: %lld", name, (long long)t->iteration,
+                (long long)epoch, e->loss, e->accuracy, e->macro_f1, (long long)e->n);
+fail:
+    return st;
+}
+
+pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *out)
+{
+    pl_status st = PL_OK;
+    pl_train_ft *ft = t->ft;
+    const pl_ft_split *x = &ft->split[s];
+    const int64_t B = t->mbs, chunk = B * t->dp, steps = (x->n + chunk - 1) / chunk;
+    const int64_t K = ft->classes;
+    pl_model *m = &t->model;
+    pl_cls_metrics cm = {0};
+    double sums[2] = {0, 0}; /* loss, rows */
+    memset(ft->pred, 0, (size_t)x->n * sizeof *ft->pred);
+    if (t->zero_stage >= 2)
+        PL_TRY(pl_train_zero_begin(t));
+    for (int64_t k = 0; k < steps; k++) {
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t row = k * chunk + t->grid.dp_rank * B + b;
+            ft->rows[b] = row < x->n ? row : -1;
+        }
+        pl_model_use(m, 0);
+        pl_ft_data_put(ft, m, s, ft->rows, ft->rows);
+        m->training = 0; /* no dropout */
+        PL_TRY(forward_pipelined(t, m, (int)k));
+        if (!m->stage.last)
+            continue;
+        const pl_head_acts *h = &m->mb[0].head;
+        for (int64_t b = 0; b < B; b++) {
+            if (ft->rows[b] < 0)
+                continue;
+            const float *z = h->logits + b * K;
+            int32_t best = 0;
+            for (int32_t c = 1; c < K; c++)
+                best = z[c] > z[best] ? c : best;
+            ft->pred[ft->rows[b]] = best + 1;
+            sums[0] += m->bin_loss[b];
+            sums[1] += 1;
+        }
+    }
+    pl_comm *dp = pl_grid_comm(&t->grid, PL_GRID_DP), *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
+    PL_TRY(pl_comm_allreduce_i32(dp, ft->pred, x->n, PL_COMM_SUM));
+    PL_TRY(pl_comm_allreduce_f64(dp, sums, 2, PL_COMM_SUM));
+    if (t->grid.layout.pp > 1) { /* the last stage's to every stage */
+        PL_TRY(pl_comm_allreduce_i32(pp, ft->pred, x->n, PL_COMM_SUM));
+        PL_TRY(pl_comm_allreduce_f64(pp, sums, 2, PL_COMM_SUM));
+    }
+    for (int64_t i = 0; i < x->n; i++) {
+        if (ft->pred[i] < 1 || ft->pred[i] > K)
+            return pl_errorf(PL_ERR_INTERNAL, "evaluation of %s: row %lld has no prediction",
+                             x->path, (long long)i);
+        ft->pred_ids[i] = ft->pred[i] - 1;
+    }
+    PL_TRY(pl_cls_metrics_compute(&cm, x->labels, ft->pred_ids, x->n, K));
+    out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+    out->accuracy = cm.accuracy;
+    out->macro_f1 = cm.macro_f1;
+    out->n = x->n;
+    if (pl_train_is_root(t))
+        PL_TRY(report(t, s, epoch, &cm, out));
+fail:
+    pl_cls_metrics_free(&cm);
+    return st;
+}

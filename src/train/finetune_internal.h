@@ -1,0 +1,73 @@
+/* plait finetune's state, shared by src/train/finetune*.c (not a public
+ * interface): the task, its label map, the encoded rows of each split, the
+ * epoch's shuffle and the evaluation buffers. Everything is planned and
+ * allocated before the first step. */
+#ifndef PL_TRAIN_FINETUNE_INTERNAL_H
+#define PL_TRAIN_FINETUNE_INTERNAL_H
+
+#include "finetune/cls_metrics.h"
+#include "finetune/labels.h"
+#include "finetune/textcls.h"
+#include "train/finetune.h"
+#include "train/trainer_internal.h"
+
+enum { PL_FT_SPLITS = 3 }; /* PL_SPLIT_TRAIN, PL_SPLIT_VALID, PL_SPLIT_TEST */
+
+/* One split's examples and their encoded rows (n rows of T). */
+typedef struct pl_ft_split {
+    const char *path;          /* NULL: the split is not given */
+    pl_textcls_set text;
+    int64_t n;                 /* rows */
+    int32_t *ids, *types, *mask; /* n T */
+    int32_t *labels;           /* n: class ids */
+    int64_t n_truncated;
+} pl_ft_split;
+
+/* What an evaluation found (rank 0 holds the metrics; every rank the figures). */
+typedef struct pl_ft_eval {
+    double loss, accuracy, macro_f1;
+    int64_t n;
+} pl_ft_eval;
+
+typedef struct pl_train_ft {
+    const pl_ft_args *fa;
+    pl_task task;
+    int64_t classes;
+    pl_ft_labels labels;
+    pl_ft_split split[PL_FT_SPLITS];
+    int64_t iters_per_epoch;   /* floor(train rows / global batch) */
+    int64_t *perm;             /* the shuffle of epoch perm_epoch (train rows) */
+    int64_t perm_epoch;
+    int32_t *pred;             /* evaluation: prediction + 1 of each row (0: none) */
+    int32_t *pred_ids;         /* evaluation: the predicted class ids (for the metrics) */
+    int64_t pred_cap;
+    int64_t *rows;             /* mbs rows of the micro-batch being filled (-1: padding) */
+    pl_head_spec base_head;    /* the flags' heads before the task's (the pretrained model's) */
+    const char *dir;           /* --results-dir, else --save */
+    FILE *table;               /* DIR/evaluations.md */
+} pl_train_ft;
+
+/* finetune_data.c: reads the split files and the label map (before the model:
+ * the head's classes), then encodes them with the model's tokenizer. */
+pl_status pl_ft_data_read(pl_train_ft *ft, int root);
+pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64_t mbs);
+void pl_ft_data_free(pl_train_ft *ft);
+/* The train row of global sample idx: epoch idx / (iters_per_epoch gbs) shuffled by
+ * seed (the same on every rank and in every layout). */
+int64_t pl_ft_train_row(pl_train_ft *ft, int64_t idx, int64_t gbs, uint64_t seed);
+/* Fills model m's current micro-batch with rows[0..B) of split s (-1: a padding row,
+ * label ignored); sample[b] = keys[b] (dropout masks). */
+void pl_ft_data_put(const pl_train_ft *ft, pl_model *m, pl_split s, const int64_t *rows,
+                    const int64_t *keys);
+
+/* finetune_ckpt.c: the pretrained weights (weights only, any layout) into the task
+ * model: every tensor the checkpoint has; the task head (and a pooler the pretrained
+ * model lacks) keep their --seed initialisation, named in a log line. */
+pl_status pl_ft_load_pretrained(pl_trainer *t, const char *dir);
+
+/* finetune_eval.c: forward over every row of split s (no dropout), predictions and
+ * loss gathered to every rank; rank 0 writes the reports (prefix "validation" or
+ * "test") and appends to the evaluation table and the metrics file. */
+pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *out);
+
+#endif
