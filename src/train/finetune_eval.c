@@ -74,8 +74,8 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_cls_m
             return pl_errorf(PL_ERR_IO, "%s/evaluations.md: write failed", ft->dir);
     }
     if (t->metrics) {
-        fprintf(t->metrics, "{\"iteration\": %lld, \"epoch\": %lld, \"%s_loss\": %.9g, "
-                "\"%s_acc\": %.9g, \"%s_f1\": %.9g, \"%s_examples\": %lld}\n",
+        fprintf(t->metrics, "{\"iteration\": %lld, \"epoch\": %lld, \"%s_loss\": %.17g, "
+                "\"%s_acc\": %.17g, \"%s_f1\": %.17g, \"%s_examples\": %lld}\n",
                 (long long)t->iteration, (long long)epoch, key, e->loss, key, e->accuracy, key,
                 e->macro_f1, key, (long long)e->n);
         if (fflush(t->metrics) != 0)

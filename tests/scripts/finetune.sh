@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# plait finetune, text classification: a tiny BERT pretrained under TP 2 (mock samples
+# over the real BERT vocabulary) is fine-tuned on KJV verses labelled OT / NT by their
+# line (the rule of scripts/derive_kjv_tasks.py) - one process, then TP 2, PP 2 and DP 2
+# give its training losses, validation figures and final parameters (dropout on). The
+# files a person reads are checked against a Python reading of the predictions
+# (independent of plait); the pretrained weights land unchanged in a PP 2 run from the
+# TP 2 checkpoint (lr 0); the task head starts from --seed. Errors name their flag.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/train_lib.sh"
+export OMP_NUM_THREADS=1
+VOCAB="$PLAIT_DATA/bert/vocab.txt"
+MODEL=(--vocab-file "$VOCAB" --num-layers 2 --hidden-size 32 --num-attention-heads 4
+       --seq-length 32 --seed 11)
+# verses of the KJV spread over both testaments: line <= 23145 is OT (Malachi 4:6)
+verses() { # FILE EVERY OFFSET: a header, then every EVERY-th verse from OFFSET
+    { printf 'sentence\tlabel\n'
+      awk -F'\n' -v e="$2" -v o="$3" 'NR % e == o { sub(/\r$/, ""); gsub(/\t/, " ");
+        print $0 "\t" (NR <= 23145 ? "OT" : "NT") }' "$PLAIT_DATA/kjv.txt"; } >"$1"
+}
+verses "$TMP/train.tsv" 320 0   # 97 verses: 6 iterations an epoch at global batch 16
+verses "$TMP/valid.tsv" 1481 7  # 21: the last evaluation batch is padded
+verses "$TMP/test.tsv" 2392 5   # 14
+
+check "pretraining a tiny BERT under TP 2" \
+    timeout -k 5 120 mpirun.openmpi -n 2 "$PLAIT" train --model bert --mock-data \
+    --tokenizer-type BertWordPieceLowerCase "${MODEL[@]}" --tensor-model-parallel-size 2 \
+    --micro-batch-size 4 --global-batch-size 8 --lr 1e-3 --train-iters 4 --eval-iters 0 \
+    --save "$TMP/pre" --metrics-file "$TMP/pre.jsonl"
+
+FT=(--train-data "$TMP/train.tsv" --valid-data "$TMP/valid.tsv" --test-data "$TMP/test.tsv"
+    --header --pretrained-checkpoint "$TMP/pre" "${MODEL[@]}" --micro-batch-size 4
+    --global-batch-size 16 --epochs 2 --lr 1e-3 --lr-decay-style linear --eval-interval 4
+    --log-interval 1)
+ft() { # NAME NP TP PP FLAGS...
+    local name=$1 np=$2 tp=$3 pp=$4; shift 4
+    rm -rf "$TMP/$name"
+    timeout -k 5 120 mpirun.openmpi -n "$np" "$PLAIT" finetune "${FT[@]}" "$@" \
+        --tensor-model-parallel-size "$tp" --pipeline-model-parallel-size "$pp" \
+        --save "$TMP/$name" >"$TMP/$name.log" 2>&1
+}
+jl() { echo "$TMP/$1/metrics.jsonl"; }
+check "one process fine-tunes 2 epochs (12 iterations)" ft one 1 1 1
+check "the TP 2 checkpoint loads into one process; the head starts from --seed" bash -c "
+    grep -q 'saved as TP 2 x PP 1) into TP 1 x PP 1 x DP 1' '$TMP/one.log' &&
+    grep -q 'initialised from --seed 11: classification_head.weight, classification_head.bias' '$TMP/one.log'"
+check "validation every --eval-interval 4 and at each epoch's end (6, 12), test once" bash -c "
+    [ \"\$(grep -c '| validation |' '$TMP/one/evaluations.md')\" = 4 ] &&
+    grep -qE '^\| 4 \| 0 \| validation' '$TMP/one/evaluations.md' &&
+    grep -qE '^\| 6 \| 0 \| validation' '$TMP/one/evaluations.md' &&
+    grep -qE '^\| 12 \| 1 \| validation' '$TMP/one/evaluations.md' &&
+    [ \"\$(grep -c '| test |' '$TMP/one/evaluations.md')\" = 1 ]"
+check "accuracy, macro-F1 and the confusion matrix equal a reading of the predictions files" $PY -c "
+import csv, json, sys
+d = '$TMP/one'
+m = [json.loads(l) for l in open(d + '/metrics.jsonl')]
+for split, key, n in (('validation', 'val', 21), ('test', 'test', 14)):
+    rows = list(csv.DictReader(open(f'{d}/{split}_predictions.tsv'), delimiter='\t'))
+    assert len(rows) == n, (split, len(rows))
+    truth = [r['label'] for r in rows]; pred = [r['prediction'] for r in rows]
+    acc = sum(a == b for a, b in zip(truth, pred)) / n
+    f1 = []
+    for c in sorted(set(truth) | set(pred)):
+        tp = sum(a == c and b == c for a, b in zip(truth, pred))
+        den = truth.count(c) + pred.count(c)
+        f1.append(2 * tp / den if den else 0.0)
+    last = [x for x in m if key + '_acc' in x][-1]
+    assert abs(last[key + '_acc'] - acc) < 1e-12 and abs(last[key + '_f1'] - sum(f1) / len(f1)) < 1e-9, (last, acc, f1)
+    text = open(f'{d}/{split}_report.tsv').read().split('truth\\prediction')[1].split('\n')
+    cols = text[0].split('\t')[1:]
+    for line in text[1:]:
+        if not line: continue
+        f = line.split('\t')
+        for c, v in zip(cols, f[1:]):
+            assert int(v) == sum(a == f[0] and b == c for a, b in zip(truth, pred)), (split, f, c)
+    print(split, acc, sum(f1) / len(f1), cols)
+"
+check "the Markdown report holds the per-class table and the confusion matrix" bash -c "
+    grep -q '^| NT | ' '$TMP/one/test_report.md' && grep -q '^| OT | ' '$TMP/one/test_report.md' &&
+    grep -q '^## Confusion matrix' '$TMP/one/validation_report.md'"
+check "the training loss is logged every iteration (12 lines)" [ "$(losses "$(jl one)" | wc -l)" = 12 ]
+
+same_ft() { # A B: losses within 2e-5 relative, validation loss within 1e-5, accuracies equal
+    paste <(losses "$(jl "$1")") <(losses "$(jl "$2")") | awk '
+        { c++; d = $1 - $2; if (d < 0) d = -d; if (d > 2e-5 * $2) bad++ }
+        END { exit !(c == 12 && !bad) }' &&
+    $PY -c "
+import json, sys
+def ev(p): return [json.loads(l) for l in open(p) if '_acc' in l]
+a, b = ev('$(jl "$1")'), ev('$(jl "$2")')
+assert len(a) == len(b) == 5, (len(a), len(b))
+for x, y in zip(a, b):
+    k = 'val' if 'val_acc' in x else 'test'
+    assert x['iteration'] == y['iteration'] and x[k + '_acc'] == y[k + '_acc'], (x, y)
+    assert abs(x[k + '_loss'] - y[k + '_loss']) <= 1e-5 * abs(y[k + '_loss']), (x, y)
+"
+}
+for lay in "tp2 2 2 1" "pp2 2 1 2" "dp2 2 1 1"; do
+    read -r name np tp pp <<<"$lay"
+    dp=$((np / tp / pp))
+    check "$name runs" ft "$name" "$np" "$tp" "$pp"
+    check "$name asserts its layout" grep -q "world $np = tp $tp x dp $dp x pp $pp" "$TMP/$name.log"
+    check "$name: losses, validation and test figures equal one process's" same_ft one "$name"
+    check "$name: final parameters equal one process's" \
+        $PY "$CK" same "$TMP/$name/iter_0000012" "$TMP/one/iter_0000012"
+done
+check "tp2: the replicated head is identical on both TP ranks" $PY "$CK" replicas "$TMP/tp2/iter_0000012"
+
+check "PP 2 from the TP 2 checkpoint with lr 0" ft lr0 2 1 2 --lr 0 --min-lr 0 --epochs 1
+check "lr 0: every pretrained tensor arrives unchanged (resharded TP 2 -> PP 2)" $PY -c "
+import sys; sys.path.insert(0, '$ROOT/tests/scripts')
+import numpy as np, ckpt_tensors as ck
+a, _ = ck.whole('$TMP/pre/iter_0000004'); b, _ = ck.whole('$TMP/lr0/iter_0000006')
+common = [k for k in b if k in a]
+assert len(common) >= 20 and 'classification_head.weight' not in a, common
+bad = [k for k in common if not np.array_equal(a[k], b[k])]
+print(len(common), 'tensors'); sys.exit(bool(bad))"
+
+check_fails "--data-path is refused" "data comes from --train-data" \
+    "$PLAIT" finetune "${FT[@]}" --data-path x --save "$TMP/x"
+check_fails "--epochs or --train-iters is required" "exactly one of --epochs" \
+    "$PLAIT" finetune --train-data "$TMP/train.tsv" "${MODEL[@]}" --micro-batch-size 4 \
+    --lr 1e-3 --save "$TMP/x"
+printf 'sentence\tlabel\nIn the beginning\tOT\nAmen\tXX\n' >"$TMP/bad.tsv"
+check_fails "a validation label the training file lacks is named with its file and line" \
+    "bad.tsv:3.*XX" "$PLAIT" finetune "${FT[@]}" --valid-data "$TMP/bad.tsv" --save "$TMP/x"
+summary finetune
