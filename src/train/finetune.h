@@ -14,10 +14,12 @@
 #include "train/args.h"
 
 typedef struct pl_ft_args {
-    const char *task;             /* text_classification | regression */
+    const char *task;             /* text_classification | token_classification */
     const char *train_data;       /* Megatron's --train-data */
     const char *valid_data;       /* Megatron's --valid-data */
     const char *test_data;
+    const char *train_labels, *valid_labels, *test_labels; /* NeMo's token-classification
+                                                            * labels_*.txt beside text_*.txt */
     int64_t epochs;               /* 0: --train-iters instead */
     const char *pretrained_checkpoint;
     const char *data_format;      /* tsv | jsonl; NULL: from each file's extension */

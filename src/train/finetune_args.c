@@ -11,8 +11,10 @@
 
 static const pl_option ft_options[] = {
     {"--task", PL_OPT_CHOICE, "text_classification", F(task),
-     "the task and its head: text_classification (pooler + classification_head on [CLS], "
-     "cross-entropy; accuracy, macro-F1)", "text_classification", 0},
+     "the task and its head: text_classification (TSV / JSON lines; pooler + "
+     "classification_head on [CLS]; accuracy, macro-F1) or token_classification (CoNLL "
+     "columns or NeMo's text/labels files; classifier.mlp.layer0 on every first sub-token; "
+     "word accuracy, seqeval's entity F1)", "text_classification|token_classification", 0},
     {"--train-data", PL_OPT_STRING, NULL, F(train_data),
      "labelled training file (Megatron's --train-data; NeMo's model.train_ds.file_path)", NULL,
      PL_OPT_REQUIRED},
@@ -21,6 +23,13 @@ static const pl_option ft_options[] = {
      "epoch's end (NeMo's model.validation_ds.file_path)", NULL, 0},
     {"--test-data", PL_OPT_STRING, NULL, F(test_data),
      "labelled test file, evaluated once at the end (NeMo's model.test_ds.file_path)", NULL, 0},
+    {"--train-labels", PL_OPT_STRING, NULL, F(train_labels),
+     "token_classification in NeMo's format: labels_train.txt (--train-data is text_train.txt)",
+     NULL, 0},
+    {"--valid-labels", PL_OPT_STRING, NULL, F(valid_labels),
+     "NeMo's labels file of --valid-data", NULL, 0},
+    {"--test-labels", PL_OPT_STRING, NULL, F(test_labels), "NeMo's labels file of --test-data",
+     NULL, 0},
     {"--epochs", PL_OPT_INT, NULL, F(epochs),
      "passes over the training file (Megatron's --epochs; NeMo's trainer.max_epochs); each "
      "is floor(examples / global batch) iterations, shuffled by --seed; or --train-iters",

@@ -45,69 +45,118 @@ static pl_status spec_of(const pl_ft_args *fa, const char *path, pl_textcls_spec
     return PL_OK;
 }
 
+/* Token classification: CoNLL columns (word first, tag last), or NeMo's text and
+ * labels files when a --*-labels file is given. */
+static pl_status read_conll(pl_ft_split *x)
+{
+    if (x->labels_path)
+        return pl_conll_read_nemo(&x->conll, x->path, x->labels_path);
+    pl_conll_spec sp = pl_conll_spec_default();
+    return pl_conll_read(&x->conll, x->path, &sp);
+}
+
 pl_status pl_ft_data_read(pl_train_ft *ft, int root)
 {
     const pl_ft_args *fa = ft->fa;
     const char *paths[PL_FT_SPLITS] = {fa->train_data, fa->valid_data, fa->test_data};
+    const char *lpaths[PL_FT_SPLITS] = {fa->train_labels, fa->valid_labels, fa->test_labels};
     pl_status st = PL_OK;
+    ft->task = strcmp(fa->task, "token_classification") == 0 ? PL_TASK_TOKEN : PL_TASK_SEQUENCE;
     for (int s = 0; s < PL_FT_SPLITS; s++) {
-        ft->split[s].path = paths[s];
+        pl_ft_split *x = &ft->split[s];
+        x->path = paths[s];
+        x->labels_path = lpaths[s];
         if (!paths[s])
             continue;
-        pl_textcls_spec sp;
-        PL_TRY(spec_of(fa, paths[s], &sp));
-        st = pl_textcls_read(&ft->split[s].text, paths[s], &sp);
+        if (ft->task == PL_TASK_TOKEN) {
+            st = read_conll(x);
+            x->n = x->conll.n_sent;
+        } else {
+            pl_textcls_spec sp;
+            PL_TRY(spec_of(fa, paths[s], &sp));
+            st = pl_textcls_read(&x->text, paths[s], &sp);
+            x->n = x->text.n;
+        }
         if (st)
             return pl_error_wrap(st, "%s", split_flag[s]);
-        ft->split[s].n = ft->split[s].text.n;
-        if (ft->split[s].n == 0)
+        if (x->n == 0)
             return pl_errorf(PL_ERR_FORMAT, "%s %s: no examples", split_flag[s], paths[s]);
     }
-    PL_TRY(pl_textcls_labels(&ft->split[PL_SPLIT_TRAIN].text, &ft->labels));
+    pl_ft_split *tr = &ft->split[PL_SPLIT_TRAIN];
+    PL_TRY(ft->task == PL_TASK_TOKEN ? pl_conll_labels(&tr->conll, &ft->labels)
+                                     : pl_textcls_labels(&tr->text, &ft->labels));
     if (ft->labels.n < 2)
         return pl_errorf(PL_ERR_FORMAT, "--train-data %s: %lld distinct label(s); a "
                          "classification needs at least 2", paths[0], (long long)ft->labels.n);
-    ft->task = PL_TASK_SEQUENCE;
     ft->classes = ft->labels.n;
     if (root)
-        pl_log_info("%s: %lld classes; examples: train %lld, validation %lld, test %lld",
-                    fa->task, (long long)ft->classes, (long long)ft->split[0].n,
-                    (long long)ft->split[1].n, (long long)ft->split[2].n);
+        pl_log_info("%s: %lld classes; %s: train %lld, validation %lld, test %lld", fa->task,
+                    (long long)ft->classes, ft->task == PL_TASK_TOKEN ? "sentences" : "examples",
+                    (long long)ft->split[0].n, (long long)ft->split[1].n,
+                    (long long)ft->split[2].n);
 fail:
     return st;
 }
 
+/* Text classification: one row an example, [CLS] a [SEP] (b [SEP]). */
+static pl_status encode_text(pl_train_ft *ft, pl_ft_split *x, pl_tokenizer *tok, int64_t T)
+{
+    size_t bytes;
+    if (pl_mul_size((size_t)x->n, (size_t)T * sizeof(int32_t), &bytes))
+        return pl_errorf(PL_ERR_NOMEM, "%s: too many rows", x->path);
+    x->ids = pl_malloc(bytes);
+    x->types = pl_malloc(bytes);
+    x->mask = pl_malloc(bytes);
+    x->labels = pl_malloc((size_t)x->n * sizeof *x->labels);
+    if (!x->ids || !x->types || !x->mask || !x->labels)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory encoding %s", x->path);
+    return pl_textcls_encode_set(tok, &x->text, &ft->labels, T, x->ids, x->types, x->mask,
+                                 x->labels, &x->n_truncated);
+}
+
+/* Token classification: the windows of pl_tokcls_encode (their arrays borrowed). */
+static pl_status encode_tokens(pl_train_ft *ft, pl_ft_split *x, pl_tokenizer *tok, int64_t T)
+{
+    pl_status st = pl_tokcls_encode(&x->tok, tok, &x->conll, &ft->labels, T);
+    if (st)
+        return st;
+    x->n = x->tok.n;
+    x->ids = x->tok.ids;
+    x->types = x->tok.types;
+    x->mask = x->tok.mask;
+    x->labels = x->tok.labels;
+    x->n_truncated = x->tok.n_split;
+    return PL_OK;
+}
+
 pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64_t mbs)
 {
-    int64_t most = 0;
+    int64_t most = 0, words = 0, sents = 0; /* over the evaluated splits */
     for (int s = 0; s < PL_FT_SPLITS; s++) {
         pl_ft_split *x = &ft->split[s];
         if (!x->path)
             continue;
-        size_t bytes;
-        if (pl_mul_size((size_t)x->n, (size_t)T * sizeof(int32_t), &bytes))
-            return pl_errorf(PL_ERR_NOMEM, "%s: too many rows", x->path);
-        x->ids = pl_malloc(bytes);
-        x->types = pl_malloc(bytes);
-        x->mask = pl_malloc(bytes);
-        x->labels = pl_malloc((size_t)x->n * sizeof *x->labels);
-        if (!x->ids || !x->types || !x->mask || !x->labels)
-            return pl_errorf(PL_ERR_NOMEM, "out of memory encoding %s", x->path);
-        pl_status st = pl_textcls_encode_set(tok, &x->text, &ft->labels, T, x->ids, x->types,
-                                             x->mask, x->labels, &x->n_truncated);
+        pl_status st = ft->task == PL_TASK_TOKEN ? encode_tokens(ft, x, tok, T)
+                                                 : encode_text(ft, x, tok, T);
         if (st)
             return pl_error_wrap(st, "%s", split_flag[s]);
-        if (s != PL_SPLIT_TRAIN && x->n > most)
-            most = x->n;
+        if (s == PL_SPLIT_TRAIN)
+            continue;
+        const int64_t cells = ft->task == PL_TASK_TOKEN ? x->n * T : x->n;
+        most = cells > most ? cells : most;
+        words = x->conll.n_words > words ? x->conll.n_words : words;
+        sents = x->conll.n_sent > sents ? x->conll.n_sent : sents;
     }
     const int64_t n_train = ft->split[PL_SPLIT_TRAIN].n;
+    const int64_t ids = ft->task == PL_TASK_TOKEN ? words : most;
     ft->perm = pl_malloc((size_t)n_train * sizeof *ft->perm);
     ft->pred = pl_calloc((size_t)(most > 0 ? most : 1), sizeof *ft->pred);
-    ft->pred_ids = pl_calloc((size_t)(most > 0 ? most : 1), sizeof *ft->pred_ids);
+    ft->pred_ids = pl_calloc((size_t)(ids > 0 ? ids : 1), sizeof *ft->pred_ids);
+    ft->tags = pl_calloc((size_t)(2 * words + 1), sizeof *ft->tags);
+    ft->sent_len = pl_calloc((size_t)(sents + 1), sizeof *ft->sent_len);
     ft->rows = pl_malloc((size_t)mbs * sizeof *ft->rows);
-    if (!ft->perm || !ft->pred || !ft->pred_ids || !ft->rows)
+    if (!ft->perm || !ft->pred || !ft->pred_ids || !ft->tags || !ft->sent_len || !ft->rows)
         return pl_errorf(PL_ERR_NOMEM, "out of memory for the fine-tuning buffers");
-    ft->pred_cap = most;
     ft->perm_epoch = -1;
     return PL_OK;
 }
@@ -117,11 +166,18 @@ void pl_ft_data_free(pl_train_ft *ft)
     for (int s = 0; s < PL_FT_SPLITS; s++) {
         pl_ft_split *x = &ft->split[s];
         pl_textcls_set_free(&x->text);
-        pl_free(x->ids);
-        pl_free(x->types);
-        pl_free(x->mask);
-        pl_free(x->labels);
+        pl_conll_set_free(&x->conll);
+        if (x->tok.ids) {
+            pl_tokcls_rows_free(&x->tok);
+        } else {
+            pl_free(x->ids);
+            pl_free(x->types);
+            pl_free(x->mask);
+            pl_free(x->labels);
+        }
     }
+    pl_free(ft->tags);
+    pl_free(ft->sent_len);
     pl_ft_labels_free(&ft->labels);
     pl_free(ft->perm);
     pl_free(ft->pred);
@@ -154,6 +210,7 @@ void pl_ft_data_put(const pl_train_ft *ft, pl_model *m, pl_split s, const int64_
 {
     const pl_ft_split *x = &ft->split[s];
     const int64_t T = m->T;
+    const int token = ft->task == PL_TASK_TOKEN;
     for (int64_t n = 0; n < m->N; n++)
         m->targets[n] = -1;
     for (int64_t b = 0; b < m->B; b++) {
@@ -166,7 +223,11 @@ void pl_ft_data_put(const pl_train_ft *ft, pl_model *m, pl_split s, const int64_
             len += x->mask[r * T + k] != 0;
         if (m->lengths)
             m->lengths[b] = len;
-        m->labels[b] = rows[b] >= 0 ? x->labels[r] : -1;
+        if (token && rows[b] >= 0) /* the first sub-token of each word */
+            for (int64_t k = 0; k < T; k++)
+                m->targets[b * T + k] = x->labels[r * T + k] >= 0 ? x->labels[r * T + k] : -1;
+        else if (!token)
+            m->labels[b] = rows[b] >= 0 ? x->labels[r] : -1;
         m->sample[b] = keys[b];
     }
 }

@@ -5,17 +5,24 @@
  * holds the same figures (the checkpoint monitor decides alike everywhere);
  * rank 0 writes what a person reads:
  *   DIR/evaluations.md            one row per evaluation (iteration, epoch, split,
- *                                 loss, accuracy, macro-F1)
- *   DIR/SPLIT_report.md and .tsv  accuracy, per-class precision / recall / F1 and
- *                                 support, macro averages, confusion matrix
- *   DIR/SPLIT_predictions.tsv     line of the file, true label, predicted label
+ *                                 loss, accuracy, F1)
+ *   DIR/SPLIT_report.md and .tsv  text: accuracy, per-class precision / recall / F1
+ *                                 and support, macro averages, confusion matrix;
+ *                                 token: seqeval's classification report (per entity
+ *                                 type, micro / macro / weighted averages)
+ *   DIR/SPLIT_predictions.tsv     text: line of the file, true label, predicted label
+ *   DIR/SPLIT_predictions.conll   token: word, true tag, predicted tag; a blank line
+ *                                 after each sentence
  *   the metrics file              {"iteration", "epoch", "val_loss", "val_acc",
  *                                 "val_f1"} (test_ for the test split)
+ * F1 is the macro-F1 of the classes (text) or seqeval's micro entity F1 (token);
+ * accuracy is of the examples (text) or of the words (token).
  * SPLIT is "validation" or "test"; the reports hold the latest evaluation. */
 #include "train/finetune_internal.h"
 
 #include "base/fileio.h"
 #include "base/log.h"
+#include "finetune/seqeval.h"
 
 #include <string.h>
 
@@ -39,37 +46,52 @@ fail:
     return st;
 }
 
-static pl_status write_predictions(const pl_train_ft *ft, const pl_ft_split *x, const char *path)
+static pl_status write_file(pl_bytes *b, pl_status st, const char *path)
 {
-    pl_bytes b = {0};
-    pl_status st = pl_bytes_printf(&b, "line\tlabel\tprediction\n");
-    for (int64_t i = 0; !st && i < x->n; i++)
-        st = pl_bytes_printf(&b, "%lld\t%s\t%s\n", (long long)x->text.ex[i].line,
-                             ft->labels.names[x->labels[i]], ft->labels.names[ft->pred[i] - 1]);
     if (!st)
-        st = pl_file_write_atomic(path, b.data, b.n);
-    pl_bytes_free(&b);
+        st = pl_file_write_atomic(path, b->data, b->n);
+    pl_bytes_free(b);
     return st ? pl_error_wrap(st, "writing %s", path) : PL_OK;
 }
 
-/* Rank 0: the files of the header, from the predictions in ft->pred. */
-static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_cls_metrics *cm,
-                        const pl_ft_eval *e)
+/* The file names of the header and the rows of the table and the metrics. */
+static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_eval *e,
+                        const pl_cls_metrics *cm, const pl_seqeval_result *se)
 {
     pl_train_ft *ft = t->ft;
+    const pl_ft_split *x = &ft->split[s];
     const char *name = split_name[s], *key = key_prefix[s];
     char path[4200];
     pl_status st = PL_OK;
-    snprintf(path, sizeof path, "%s/%s_report.md", ft->dir, name);
-    PL_TRY(pl_cls_metrics_write(cm, &ft->labels, path));
-    snprintf(path, sizeof path, "%s/%s_report.tsv", ft->dir, name);
-    PL_TRY(pl_cls_metrics_write(cm, &ft->labels, path));
-    snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
-    PL_TRY(write_predictions(ft, &ft->split[s], path));
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s_report.%s", ft->dir, name, k ? "tsv" : "md");
+        PL_TRY(cm ? pl_cls_metrics_write(cm, &ft->labels, path) : pl_seqeval_write(se, path));
+    }
+    pl_bytes b = {0};
+    if (cm) {
+        snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
+        st = pl_bytes_printf(&b, "line\tlabel\tprediction\n");
+        for (int64_t i = 0; !st && i < x->n; i++)
+            st = pl_bytes_printf(&b, "%lld\t%s\t%s\n", (long long)x->text.ex[i].line,
+                                 ft->labels.names[x->labels[i]],
+                                 ft->labels.names[ft->pred_ids[i]]);
+    } else {
+        snprintf(path, sizeof path, "%s/%s_predictions.conll", ft->dir, name);
+        const int64_t W = x->conll.n_words;
+        for (int64_t i = 0; !st && i < x->conll.n_sent; i++) {
+            const pl_conll_sentence *z = &x->conll.sent[i];
+            for (int64_t w = z->first; !st && w < z->first + z->n; w++)
+                st = pl_bytes_printf(&b, "%s\t%s\t%s\n", x->conll.words[w], ft->tags[w],
+                                     ft->tags[W + w]);
+            if (!st)
+                st = pl_bytes_printf(&b, "\n");
+        }
+    }
+    PL_TRY(write_file(&b, st, path));
     if (ft->table) {
         fprintf(ft->table, "| %lld | %lld | %s | %.6f | %.4f | %.4f | %lld |\n",
-                (long long)t->iteration, (long long)epoch, name, e->loss, e->accuracy,
-                e->macro_f1, (long long)e->n);
+                (long long)t->iteration, (long long)epoch, name, e->loss, e->accuracy, e->f1,
+                (long long)e->n);
         if (fflush(ft->table) != 0)
             return pl_errorf(PL_ERR_IO, "%s/evaluations.md: write failed", ft->dir);
     }
@@ -77,15 +99,77 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_cls_m
         fprintf(t->metrics, "{\"iteration\": %lld, \"epoch\": %lld, \"%s_loss\": %.17g, "
                 "\"%s_acc\": %.17g, \"%s_f1\": %.17g, \"%s_examples\": %lld}\n",
                 (long long)t->iteration, (long long)epoch, key, e->loss, key, e->accuracy, key,
-                e->macro_f1, key, (long long)e->n);
+                e->f1, key, (long long)e->n);
         if (fflush(t->metrics) != 0)
             return pl_errorf(PL_ERR_IO, "the metrics file: write failed");
     }
-    pl_log_info(" %s at iteration %lld (epoch %lld) | loss: %.6E | accuracy: %.4f | "
-                "macro-F1: %.4f | examples: %lld", name, (long long)t->iteration,
-                (long long)epoch, e->loss, e->accuracy, e->macro_f1, (long long)e->n);
+    pl_log_info(" %s at iteration %lld (epoch %lld) | loss: %.6E | accuracy: %.4f | %s: %.4f "
+                "| %s: %lld", name, (long long)t->iteration, (long long)epoch, e->loss,
+                e->accuracy, cm ? "macro-F1" : "entity F1", e->f1, cm ? "examples" : "words",
+                (long long)e->n);
 fail:
     return st;
+}
+
+static int32_t argmax(const float *z, int64_t K)
+{
+    int32_t best = 0;
+    for (int32_t c = 1; c < K; c++)
+        best = z[c] > z[best] ? c : best;
+    return best;
+}
+
+/* The last stage's predictions and losses of the current micro-batch (rows ft->rows). */
+static void take(const pl_train_ft *ft, const pl_ft_split *x, const pl_model *m, double sums[2])
+{
+    const int64_t B = m->B, T = m->T, K = ft->classes;
+    const pl_head_acts *h = &m->mb[0].head;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t r = ft->rows[b];
+        if (r < 0)
+            continue;
+        if (ft->task == PL_TASK_SEQUENCE) {
+            ft->pred[r] = argmax(h->logits + b * K, K) + 1;
+            sums[0] += m->bin_loss[b];
+            sums[1] += 1;
+            continue;
+        }
+        for (int64_t k = 0; k < T; k++) {
+            if (x->tok.word_pos[r * T + k] >= 0)
+                ft->pred[r * T + k] = argmax(h->tlogits + (b * T + k) * K, K) + 1;
+            if (x->labels[r * T + k] >= 0) {
+                sums[0] += m->loss[b * T + k];
+                sums[1] += 1;
+            }
+        }
+    }
+}
+
+/* Token classification's figures from the per-position predictions: each word's
+ * tag, word accuracy, seqeval's entity scores. */
+static pl_status score_tokens(pl_train_ft *ft, const pl_ft_split *x, pl_seqeval_result *se,
+                              pl_ft_eval *out)
+{
+    const int64_t W = x->conll.n_words;
+    pl_tokcls_word_preds(&x->tok, ft->pred, W, ft->pred_ids);
+    int64_t right = 0;
+    for (int64_t w = 0; w < W; w++) {
+        if (ft->pred_ids[w] < 1 || ft->pred_ids[w] > ft->classes)
+            return pl_errorf(PL_ERR_INTERNAL, "evaluation of %s: word %lld has no prediction",
+                             x->path, (long long)w);
+        ft->tags[w] = x->conll.tags[w];
+        ft->tags[W + w] = ft->labels.names[ft->pred_ids[w] - 1];
+        right += strcmp(ft->tags[w], ft->tags[W + w]) == 0;
+    }
+    for (int64_t i = 0; i < x->conll.n_sent; i++)
+        ft->sent_len[i] = x->conll.sent[i].n;
+    pl_status st = pl_seqeval_score(se, ft->tags, ft->tags + W, ft->sent_len, x->conll.n_sent);
+    if (st)
+        return st;
+    out->accuracy = W ? (double)right / (double)W : 0.0;
+    out->f1 = se->f1;
+    out->n = W;
+    return PL_OK;
 }
 
 pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *out)
@@ -93,12 +177,14 @@ pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *o
     pl_status st = PL_OK;
     pl_train_ft *ft = t->ft;
     const pl_ft_split *x = &ft->split[s];
+    const int token = ft->task == PL_TASK_TOKEN;
     const int64_t B = t->mbs, chunk = B * t->dp, steps = (x->n + chunk - 1) / chunk;
-    const int64_t K = ft->classes;
+    const int64_t cells = token ? x->n * t->cfg.seq_length : x->n;
     pl_model *m = &t->model;
     pl_cls_metrics cm = {0};
-    double sums[2] = {0, 0}; /* loss, rows */
-    memset(ft->pred, 0, (size_t)x->n * sizeof *ft->pred);
+    pl_seqeval_result se = {0};
+    double sums[2] = {0, 0}; /* loss, examples or labelled tokens */
+    memset(ft->pred, 0, (size_t)cells * sizeof *ft->pred);
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_begin(t));
     for (int64_t k = 0; k < steps; k++) {
@@ -110,42 +196,35 @@ pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *o
         pl_ft_data_put(ft, m, s, ft->rows, ft->rows);
         m->training = 0; /* no dropout */
         PL_TRY(forward_pipelined(t, m, (int)k));
-        if (!m->stage.last)
-            continue;
-        const pl_head_acts *h = &m->mb[0].head;
-        for (int64_t b = 0; b < B; b++) {
-            if (ft->rows[b] < 0)
-                continue;
-            const float *z = h->logits + b * K;
-            int32_t best = 0;
-            for (int32_t c = 1; c < K; c++)
-                best = z[c] > z[best] ? c : best;
-            ft->pred[ft->rows[b]] = best + 1;
-            sums[0] += m->bin_loss[b];
-            sums[1] += 1;
-        }
+        if (m->stage.last)
+            take(ft, x, m, sums);
     }
     pl_comm *dp = pl_grid_comm(&t->grid, PL_GRID_DP), *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
-    PL_TRY(pl_comm_allreduce_i32(dp, ft->pred, x->n, PL_COMM_SUM));
+    PL_TRY(pl_comm_allreduce_i32(dp, ft->pred, cells, PL_COMM_SUM));
     PL_TRY(pl_comm_allreduce_f64(dp, sums, 2, PL_COMM_SUM));
     if (t->grid.layout.pp > 1) { /* the last stage's to every stage */
-        PL_TRY(pl_comm_allreduce_i32(pp, ft->pred, x->n, PL_COMM_SUM));
+        PL_TRY(pl_comm_allreduce_i32(pp, ft->pred, cells, PL_COMM_SUM));
         PL_TRY(pl_comm_allreduce_f64(pp, sums, 2, PL_COMM_SUM));
     }
-    for (int64_t i = 0; i < x->n; i++) {
-        if (ft->pred[i] < 1 || ft->pred[i] > K)
-            return pl_errorf(PL_ERR_INTERNAL, "evaluation of %s: row %lld has no prediction",
-                             x->path, (long long)i);
-        ft->pred_ids[i] = ft->pred[i] - 1;
-    }
-    PL_TRY(pl_cls_metrics_compute(&cm, x->labels, ft->pred_ids, x->n, K));
     out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
-    out->accuracy = cm.accuracy;
-    out->macro_f1 = cm.macro_f1;
-    out->n = x->n;
+    if (token) {
+        PL_TRY(score_tokens(ft, x, &se, out));
+    } else {
+        for (int64_t i = 0; i < x->n; i++) {
+            if (ft->pred[i] < 1 || ft->pred[i] > ft->classes)
+                return pl_errorf(PL_ERR_INTERNAL, "evaluation of %s: row %lld has no "
+                                 "prediction", x->path, (long long)i);
+            ft->pred_ids[i] = ft->pred[i] - 1;
+        }
+        PL_TRY(pl_cls_metrics_compute(&cm, x->labels, ft->pred_ids, x->n, ft->classes));
+        out->accuracy = cm.accuracy;
+        out->f1 = cm.macro_f1;
+        out->n = x->n;
+    }
     if (pl_train_is_root(t))
-        PL_TRY(report(t, s, epoch, &cm, out));
+        PL_TRY(report(t, s, epoch, out, token ? NULL : &cm, token ? &se : NULL));
 fail:
     pl_cls_metrics_free(&cm);
+    pl_seqeval_result_free(&se);
     return st;
 }

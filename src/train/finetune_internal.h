@@ -6,8 +6,10 @@
 #define PL_TRAIN_FINETUNE_INTERNAL_H
 
 #include "finetune/cls_metrics.h"
+#include "finetune/conll.h"
 #include "finetune/labels.h"
 #include "finetune/textcls.h"
+#include "finetune/tokcls.h"
 #include "train/finetune.h"
 #include "train/trainer_internal.h"
 
@@ -16,17 +18,22 @@ enum { PL_FT_SPLITS = 3 }; /* PL_SPLIT_TRAIN, PL_SPLIT_VALID, PL_SPLIT_TEST */
 /* One split's examples and their encoded rows (n rows of T). */
 typedef struct pl_ft_split {
     const char *path;          /* NULL: the split is not given */
-    pl_textcls_set text;
+    const char *labels_path;   /* token classification in NeMo's format: the labels file */
+    pl_textcls_set text;       /* text classification */
+    pl_conll_set conll;        /* token classification: the words and tags */
+    pl_tokcls_rows tok;        /* token classification: its windows (owns their arrays) */
     int64_t n;                 /* rows */
     int32_t *ids, *types, *mask; /* n T */
-    int32_t *labels;           /* n: class ids */
-    int64_t n_truncated;
+    int32_t *labels;           /* text: n class ids; token: n T (PL_TOKCLS_IGNORE: none) */
+    int64_t n_truncated;       /* text: examples cut; token: sentences split */
 } pl_ft_split;
 
-/* What an evaluation found (rank 0 holds the metrics; every rank the figures). */
+/* What an evaluation found (every rank holds the same figures). */
 typedef struct pl_ft_eval {
-    double loss, accuracy, macro_f1;
-    int64_t n;
+    double loss;               /* mean cross-entropy (per example, or per labelled token) */
+    double accuracy;           /* of examples, or of words */
+    double f1;                 /* macro-F1 of the classes, or seqeval's entity F1 */
+    int64_t n;                 /* examples, or words */
 } pl_ft_eval;
 
 typedef struct pl_train_ft {
@@ -38,9 +45,11 @@ typedef struct pl_train_ft {
     int64_t iters_per_epoch;   /* floor(train rows / global batch) */
     int64_t *perm;             /* the shuffle of epoch perm_epoch (train rows) */
     int64_t perm_epoch;
-    int32_t *pred;             /* evaluation: prediction + 1 of each row (0: none) */
-    int32_t *pred_ids;         /* evaluation: the predicted class ids (for the metrics) */
-    int64_t pred_cap;
+    int32_t *pred;             /* evaluation: prediction + 1 of each row (token: of each
+                                * row's positions; 0: none) */
+    int32_t *pred_ids;         /* evaluation: the predicted class ids of the examples (words) */
+    const char **tags;         /* token: 2 x words, the true then the predicted tags */
+    int64_t *sent_len;         /* token: words of each sentence */
     int64_t *rows;             /* mbs rows of the micro-batch being filled (-1: padding) */
     pl_head_spec base_head;    /* the flags' heads before the task's (the pretrained model's) */
     const char *dir;           /* --results-dir, else --save */

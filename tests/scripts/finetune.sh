@@ -116,6 +116,53 @@ assert len(common) >= 20 and 'classification_head.weight' not in a, common
 bad = [k for k in common if not np.array_equal(a[k], b[k])]
 print(len(common), 'tensors'); sys.exit(bool(bad))"
 
+# Token classification (CoNLL, BIO): verses as sentences, a word is B-NAME when it is one
+# of a fixed list of names (a test rule; scripts/derive_kjv_tasks.py has the documented one)
+conll() { # FILE EVERY OFFSET
+    awk -v e="$2" -v o="$3" 'NR % e == o { n = split($0, w, " ")
+        for (i = 1; i <= n; i++) { x = w[i]; gsub(/[^A-Za-z]/, "", x); if (x == "") continue
+            print x, (x ~ /^(God|LORD|Jesus|Israel|Moses|David|Christ|Lord|Jerusalem|Egypt)$/ ? "B-NAME" : "O") }
+        print "" }' "$PLAIT_DATA/kjv.txt" >"$1"
+}
+conll "$TMP/ner_train.conll" 640 3 # 48 sentences: 3 iterations an epoch
+conll "$TMP/ner_valid.conll" 2221 9 # 14
+NER=(--task token_classification --train-data "$TMP/ner_train.conll"
+     --valid-data "$TMP/ner_valid.conll" --pretrained-checkpoint "$TMP/pre" "${MODEL[@]}"
+     --micro-batch-size 4 --global-batch-size 16 --epochs 2 --lr 1e-3 --eval-interval 100
+     --log-interval 1)
+ner() { # NAME NP TP PP
+    rm -rf "$TMP/$2"
+    timeout -k 5 120 mpirun.openmpi -n "$2" "$PLAIT" finetune "${NER[@]}" \
+        --tensor-model-parallel-size "$3" --pipeline-model-parallel-size "$4" \
+        --save "$TMP/$1" >"$TMP/$1.log" 2>&1
+}
+check "token classification: one process" ner ner_one 1 1 1
+check "token classification: word accuracy and seqeval's entity F1 equal the Python reference on the predictions" $PY -c "
+import json, sys; sys.path.insert(0, '$ROOT/tests/scripts')
+from seqeval_reference import score
+sents, cur = [], []
+for line in open('$TMP/ner_one/validation_predictions.conll'):
+    if line.strip(): cur.append(line.rstrip('\\n').split('\\t'))
+    elif cur: sents.append(cur); cur = []
+truth = [[w[1] for w in s] for s in sents]; pred = [[w[2] for w in s] for s in sents]
+words = [w for s in sents for w in s]
+gold = [l.split() for l in open('$TMP/ner_valid.conll') if l.strip()]
+assert [w[0] for w in words] == [g[0] for g in gold] and [w[1] for w in words] == [g[1] for g in gold]
+(tp, npred, ntrue, p, r, f), _ = score(truth, pred)
+acc = sum(w[1] == w[2] for w in words) / len(words)
+last = [json.loads(l) for l in open('$TMP/ner_one/metrics.jsonl') if 'val_f1' in l][-1]
+assert len(sents) == 14 and ntrue > 0 and last['val_examples'] == len(words), (len(sents), ntrue, last)
+assert abs(last['val_f1'] - f) < 1e-12 and abs(last['val_acc'] - acc) < 1e-12, (last, f, acc)
+print(len(words), 'words', ntrue, 'entities; F1', f, 'accuracy', acc)"
+check "token classification: PP 2 runs" ner ner_pp2 2 1 2
+check "token classification: PP 2's losses, validation and parameters equal one process's" bash -c "
+    paste <(grep -o '\"lm_loss\": [^,]*' '$TMP/ner_one/metrics.jsonl' | cut -d' ' -f2) \
+          <(grep -o '\"lm_loss\": [^,]*' '$TMP/ner_pp2/metrics.jsonl' | cut -d' ' -f2) |
+        awk '{ c++; d = \$1 - \$2; if (d < 0) d = -d; if (d > 2e-5 * \$2) bad++ } END { exit !(c == 6 && !bad) }' &&
+    diff <(grep -o '\"val_acc\": [^,]*' '$TMP/ner_one/metrics.jsonl') \
+         <(grep -o '\"val_acc\": [^,]*' '$TMP/ner_pp2/metrics.jsonl') &&
+    $PY '$CK' same '$TMP/ner_pp2/iter_0000006' '$TMP/ner_one/iter_0000006'"
+
 check_fails "--data-path is refused" "data comes from --train-data" \
     "$PLAIT" finetune "${FT[@]}" --data-path x --save "$TMP/x"
 check_fails "--epochs or --train-iters is required" "exactly one of --epochs" \
