@@ -27,10 +27,10 @@ static pl_status open_table(pl_trainer *t, pl_train_ft *ft)
     if (!ft->table)
         return pl_errorf(PL_ERR_IO, "%s: cannot open for appending: %s", path, strerror(errno));
     if (ftell(ft->table) == 0)
-        fprintf(ft->table, "| iteration | epoch | split | loss | accuracy | %s | %s |\n"
+        fprintf(ft->table, "| iteration | epoch | split | loss | %s | %s | %s |\n"
                            "|---:|---:|---|---:|---:|---:|---:|\n",
-                ft->task == PL_TASK_TOKEN ? "entity F1" : "macro-F1",
-                ft->task == PL_TASK_TOKEN ? "words" : "examples");
+                ft->task == PL_TASK_SPAN ? "exact match" : "accuracy", ft->task == PL_TASK_TOKEN ? "entity F1" : ft->task == PL_TASK_SPAN ? "F1" : "macro-F1",
+                ft->task == PL_TASK_TOKEN ? "words" : ft->task == PL_TASK_SPAN ? "questions" : "examples");
     return PL_OK;
 }
 

@@ -14,7 +14,8 @@
 #include "train/args.h"
 
 typedef struct pl_ft_args {
-    const char *task;             /* text_classification | token_classification */
+    const char *task;             /* text_classification | token_classification |
+                                   * question_answering */
     const char *train_data;       /* Megatron's --train-data */
     const char *valid_data;       /* Megatron's --valid-data */
     const char *test_data;
@@ -27,6 +28,7 @@ typedef struct pl_ft_args {
     int64_t label_column;         /* TSV: -1 for the last field */
     int header;                   /* TSV: the first line is a header */
     const char *results_dir;      /* metrics, reports, predictions (default --save) */
+    int64_t doc_stride, max_query_length, n_best_size, max_answer_length; /* QA (NeMo's) */
     unsigned char given[32];
 } pl_ft_args;
 

@@ -14,7 +14,10 @@ static const pl_option ft_options[] = {
      "the task and its head: text_classification (TSV / JSON lines; pooler + "
      "classification_head on [CLS]; accuracy, macro-F1) or token_classification (CoNLL "
      "columns or NeMo's text/labels files; classifier.mlp.layer0 on every first sub-token; "
-     "word accuracy, seqeval's entity F1)", "text_classification|token_classification", 0},
+     "word accuracy, seqeval's entity F1) or question_answering (SQuAD v1.1 JSON; start and "
+     "end logits from classifier.mlp.layer0; n-best span decoding; exact match and F1 of "
+     "the official evaluate-v1.1.py)", "text_classification|token_classification|"
+     "question_answering", 0},
     {"--train-data", PL_OPT_STRING, NULL, F(train_data),
      "labelled training file (Megatron's --train-data; NeMo's model.train_ds.file_path)", NULL,
      PL_OPT_REQUIRED},
@@ -44,6 +47,14 @@ static const pl_option ft_options[] = {
     {"--label-column", PL_OPT_INT, "-1", F(label_column),
      "TSV: 0-based column of the label (-1: the last field)", NULL, 0},
     {"--header", PL_OPT_BOOL, NULL, F(header), "TSV: skip the first line of each file", NULL, 0},
+    {"--doc-stride", PL_OPT_INT, "128", F(doc_stride),
+     "question_answering: context tokens between the starts of consecutive windows", NULL, 0},
+    {"--max-query-length", PL_OPT_INT, "64", F(max_query_length),
+     "question_answering: question tokens kept", NULL, 0},
+    {"--n-best-size", PL_OPT_INT, "20", F(n_best_size),
+     "question_answering: start and end candidates per window in decoding", NULL, 0},
+    {"--max-answer-length", PL_OPT_INT, "30", F(max_answer_length),
+     "question_answering: longest answer span in tokens", NULL, 0},
     {"--results-dir", PL_OPT_STRING, NULL, F(results_dir),
      "where evaluation tables, per-class reports and predictions go (default --save)", NULL, 0},
 };
@@ -153,6 +164,15 @@ pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
     if (!fa->results_dir && !a->save)
         return pl_errorf(PL_ERR_ARG, "plait finetune: give --results-dir or --save (where the "
                                      "evaluation reports go)");
+    if (fa->doc_stride < 1 || fa->max_query_length < 1 || fa->n_best_size < 1 ||
+        fa->max_answer_length < 1)
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --doc-stride, --max-query-length, "
+                                     "--n-best-size and --max-answer-length must be positive");
+    if ((fa->train_labels || fa->valid_labels || fa->test_labels) &&
+        strcmp(fa->task, "token_classification") != 0)
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --train-labels, --valid-labels and "
+                                     "--test-labels are NeMo's token-classification files "
+                                     "(--task token_classification)");
     if (a->pp_chunks > 1)
         return pl_errorf(PL_ERR_ARG, "plait finetune: interleaved pipelining (virtual stages) "
                                      "is not supported for fine-tuning");

@@ -61,7 +61,9 @@ pl_status pl_ft_data_read(pl_train_ft *ft, int root)
     const char *paths[PL_FT_SPLITS] = {fa->train_data, fa->valid_data, fa->test_data};
     const char *lpaths[PL_FT_SPLITS] = {fa->train_labels, fa->valid_labels, fa->test_labels};
     pl_status st = PL_OK;
-    ft->task = strcmp(fa->task, "token_classification") == 0 ? PL_TASK_TOKEN : PL_TASK_SEQUENCE;
+    ft->task = strcmp(fa->task, "token_classification") == 0  ? PL_TASK_TOKEN
+               : strcmp(fa->task, "question_answering") == 0 ? PL_TASK_SPAN
+                                                              : PL_TASK_SEQUENCE;
     for (int s = 0; s < PL_FT_SPLITS; s++) {
         pl_ft_split *x = &ft->split[s];
         x->path = paths[s];
@@ -71,6 +73,9 @@ pl_status pl_ft_data_read(pl_train_ft *ft, int root)
         if (ft->task == PL_TASK_TOKEN) {
             st = read_conll(x);
             x->n = x->conll.n_sent;
+        } else if (ft->task == PL_TASK_SPAN) {
+            st = pl_squad_read(&x->sq, paths[s]);
+            x->n = x->sq.n_q;
         } else {
             pl_textcls_spec sp;
             PL_TRY(spec_of(fa, paths[s], &sp));
@@ -83,6 +88,14 @@ pl_status pl_ft_data_read(pl_train_ft *ft, int root)
             return pl_errorf(PL_ERR_FORMAT, "%s %s: no examples", split_flag[s], paths[s]);
     }
     pl_ft_split *tr = &ft->split[PL_SPLIT_TRAIN];
+    if (ft->task == PL_TASK_SPAN) {
+        ft->classes = 2; /* start, end */
+        if (root)
+            pl_log_info("%s: questions: train %lld, validation %lld, test %lld", fa->task,
+                        (long long)ft->split[0].n, (long long)ft->split[1].n,
+                        (long long)ft->split[2].n);
+        return PL_OK;
+    }
     PL_TRY(ft->task == PL_TASK_TOKEN ? pl_conll_labels(&tr->conll, &ft->labels)
                                      : pl_textcls_labels(&tr->text, &ft->labels));
     if (ft->labels.n < 2)
@@ -129,15 +142,44 @@ static pl_status encode_tokens(pl_train_ft *ft, pl_ft_split *x, pl_tokenizer *to
     return PL_OK;
 }
 
+/* Question answering: run_squad.py's windows; labels the answer's start and end in each
+ * window (0, 0: [CLS] when the answer is outside it). */
+static pl_status encode_squad(pl_train_ft *ft, pl_ft_split *x, pl_tokenizer *tok, int64_t T,
+                              int training)
+{
+    const pl_ft_args *fa = ft->fa;
+    const pl_squad_config cfg = {T, fa->doc_stride, fa->max_query_length, training};
+    pl_status st = pl_squad_features_build(&x->fs, tok, &x->sq, &cfg);
+    if (st)
+        return st;
+    x->n = x->fs.n;
+    if (x->n == 0)
+        return pl_errorf(PL_ERR_FORMAT, "%s: no question yields a window (answers that do "
+                         "not match their context are dropped from training)", x->path);
+    x->ids = x->fs.ids;
+    x->types = x->fs.types;
+    x->mask = x->fs.mask;
+    x->labels = pl_malloc((size_t)(2 * x->n) * sizeof *x->labels);
+    if (!x->labels)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory encoding %s", x->path);
+    for (int64_t r = 0; r < x->n; r++) {
+        x->labels[2 * r] = (int32_t)x->fs.f[r].start;
+        x->labels[2 * r + 1] = (int32_t)x->fs.f[r].end;
+    }
+    x->n_truncated = x->fs.n_skipped_answers;
+    return PL_OK;
+}
+
 pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64_t mbs)
 {
-    int64_t most = 0, words = 0, sents = 0; /* over the evaluated splits */
+    int64_t most = 0, words = 0, sents = 0, qa_rows = 0, qa_q = 0; /* evaluated splits' */
     for (int s = 0; s < PL_FT_SPLITS; s++) {
         pl_ft_split *x = &ft->split[s];
         if (!x->path)
             continue;
-        pl_status st = ft->task == PL_TASK_TOKEN ? encode_tokens(ft, x, tok, T)
-                                                 : encode_text(ft, x, tok, T);
+        pl_status st = ft->task == PL_TASK_TOKEN  ? encode_tokens(ft, x, tok, T)
+                       : ft->task == PL_TASK_SPAN ? encode_squad(ft, x, tok, T, s == PL_SPLIT_TRAIN)
+                                                  : encode_text(ft, x, tok, T);
         if (st)
             return pl_error_wrap(st, "%s", split_flag[s]);
         if (s == PL_SPLIT_TRAIN)
@@ -146,6 +188,18 @@ pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64
         most = cells > most ? cells : most;
         words = x->conll.n_words > words ? x->conll.n_words : words;
         sents = x->conll.n_sent > sents ? x->conll.n_sent : sents;
+        qa_rows = ft->task == PL_TASK_SPAN && x->n > qa_rows ? x->n : qa_rows;
+        qa_q = ft->task == PL_TASK_SPAN && x->sq.n_q > qa_q ? x->sq.n_q : qa_q;
+    }
+    if (qa_rows) {
+        ft->qa_logits = pl_calloc((size_t)(qa_rows * T * 2), sizeof(float));
+        ft->qa_start = pl_calloc((size_t)(qa_rows * T * 2), sizeof(float));
+        ft->qa_feats = pl_calloc((size_t)qa_rows, sizeof *ft->qa_feats);
+        ft->qa_answers = pl_calloc((size_t)qa_q, sizeof *ft->qa_answers);
+        if (!ft->qa_logits || !ft->qa_start || !ft->qa_feats || !ft->qa_answers)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory for the QA buffers");
+        ft->qa_end = ft->qa_start + qa_rows * T;
+        ft->qa_q = qa_q;
     }
     const int64_t n_train = ft->split[PL_SPLIT_TRAIN].n;
     const int64_t ids = ft->task == PL_TASK_TOKEN ? words : most;
@@ -167,8 +221,12 @@ void pl_ft_data_free(pl_train_ft *ft)
         pl_ft_split *x = &ft->split[s];
         pl_textcls_set_free(&x->text);
         pl_conll_set_free(&x->conll);
+        pl_squad_set_free(&x->sq);
         if (x->tok.ids) {
             pl_tokcls_rows_free(&x->tok);
+        } else if (x->fs.ids) {
+            pl_squad_features_free(&x->fs);
+            pl_free(x->labels);
         } else {
             pl_free(x->ids);
             pl_free(x->types);
@@ -178,6 +236,12 @@ void pl_ft_data_free(pl_train_ft *ft)
     }
     pl_free(ft->tags);
     pl_free(ft->sent_len);
+    for (int64_t q = 0; ft->qa_answers && q < ft->qa_q; q++)
+        pl_free(ft->qa_answers[q]);
+    pl_free(ft->qa_answers);
+    pl_free(ft->qa_logits);
+    pl_free(ft->qa_start);
+    pl_free(ft->qa_feats);
     pl_ft_labels_free(&ft->labels);
     pl_free(ft->perm);
     pl_free(ft->pred);
@@ -226,6 +290,9 @@ void pl_ft_data_put(const pl_train_ft *ft, pl_model *m, pl_split s, const int64_
         if (token && rows[b] >= 0) /* the first sub-token of each word */
             for (int64_t k = 0; k < T; k++)
                 m->targets[b * T + k] = x->labels[r * T + k] >= 0 ? x->labels[r * T + k] : -1;
+        else if (ft->task == PL_TASK_SPAN) /* starts, then ends */
+            for (int e = 0; e < 2; e++)
+                m->labels[e * m->B + b] = rows[b] >= 0 ? x->labels[2 * r + e] : -1;
         else if (!token)
             m->labels[b] = rows[b] >= 0 ? x->labels[r] : -1;
         m->sample[b] = keys[b];

@@ -15,14 +15,19 @@
  *                                 after each sentence
  *   the metrics file              {"iteration", "epoch", "val_loss", "val_acc",
  *                                 "val_f1"} (test_ for the test split)
- * F1 is the macro-F1 of the classes (text) or seqeval's micro entity F1 (token);
- * accuracy is of the examples (text) or of the words (token).
+ *   DIR/SPLIT_predictions.json    QA: {"question id": "answer text"} (the official
+ *                                 script's input)
+ * F1 is the macro-F1 of the classes (text), seqeval's micro entity F1 (token) or
+ * SQuAD's token F1 (QA, x 100); accuracy is of the examples (text) or of the words
+ * (token); QA has the exact match (x 100, "val_em") instead.
  * SPLIT is "validation" or "test"; the reports hold the latest evaluation. */
 #include "train/finetune_internal.h"
 
+#include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "finetune/seqeval.h"
+#include "finetune/squad_eval.h"
 
 #include <string.h>
 
@@ -63,19 +68,32 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
     const char *name = split_name[s], *key = key_prefix[s];
     char path[4200];
     pl_status st = PL_OK;
+    const int qa = ft->task == PL_TASK_SPAN;
+    pl_bytes b = {0};
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/%s_report.%s", ft->dir, name, k ? "tsv" : "md");
-        PL_TRY(cm ? pl_cls_metrics_write(cm, &ft->labels, path) : pl_seqeval_write(se, path));
+        if (qa) { /* evaluate-v1.1.py's two figures */
+            st = pl_bytes_printf(&b, k ? "metric\tvalue\nexact_match\t%.6f\nf1\t%.6f\n"
+                                         "questions\t%lld\n"
+                                       : "| metric | value |\n| --- | --- |\n| exact match | "
+                                         "%.6f |\n| F1 | %.6f |\n| questions | %lld |\n",
+                                 e->accuracy, e->f1, (long long)e->n);
+            PL_TRY(write_file(&b, st, path));
+        } else {
+            PL_TRY(cm ? pl_cls_metrics_write(cm, &ft->labels, path) : pl_seqeval_write(se, path));
+        }
     }
-    pl_bytes b = {0};
-    if (cm) {
+    if (qa) {
+        snprintf(path, sizeof path, "%s/%s_predictions.json", ft->dir, name);
+        PL_TRY(pl_squad_predictions_write(&x->sq, (const char *const *)ft->qa_answers, path));
+    } else if (cm) {
         snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
         st = pl_bytes_printf(&b, "line\tlabel\tprediction\n");
         for (int64_t i = 0; !st && i < x->n; i++)
             st = pl_bytes_printf(&b, "%lld\t%s\t%s\n", (long long)x->text.ex[i].line,
                                  ft->labels.names[x->labels[i]],
                                  ft->labels.names[ft->pred_ids[i]]);
-    } else {
+    } else if (!qa) {
         snprintf(path, sizeof path, "%s/%s_predictions.conll", ft->dir, name);
         const int64_t W = x->conll.n_words;
         for (int64_t i = 0; !st && i < x->conll.n_sent; i++) {
@@ -87,7 +105,8 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
                 st = pl_bytes_printf(&b, "\n");
         }
     }
-    PL_TRY(write_file(&b, st, path));
+    if (!qa)
+        PL_TRY(write_file(&b, st, path));
     if (ft->table) {
         fprintf(ft->table, "| %lld | %lld | %s | %.6f | %.4f | %.4f | %lld |\n",
                 (long long)t->iteration, (long long)epoch, name, e->loss, e->accuracy, e->f1,
@@ -97,16 +116,17 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
     }
     if (t->metrics) {
         fprintf(t->metrics, "{\"iteration\": %lld, \"epoch\": %lld, \"%s_loss\": %.17g, "
-                "\"%s_acc\": %.17g, \"%s_f1\": %.17g, \"%s_examples\": %lld}\n",
-                (long long)t->iteration, (long long)epoch, key, e->loss, key, e->accuracy, key,
-                e->f1, key, (long long)e->n);
+                "\"%s_%s\": %.17g, \"%s_f1\": %.17g, \"%s_examples\": %lld}\n",
+                (long long)t->iteration, (long long)epoch, key, e->loss, key, qa ? "em" : "acc",
+                e->accuracy, key, e->f1, key, (long long)e->n);
         if (fflush(t->metrics) != 0)
             return pl_errorf(PL_ERR_IO, "the metrics file: write failed");
     }
-    pl_log_info(" %s at iteration %lld (epoch %lld) | loss: %.6E | accuracy: %.4f | %s: %.4f "
-                "| %s: %lld", name, (long long)t->iteration, (long long)epoch, e->loss,
-                e->accuracy, cm ? "macro-F1" : "entity F1", e->f1, cm ? "examples" : "words",
-                (long long)e->n);
+    pl_log_info(" %s at iteration %lld (epoch %lld) | loss: %.6E | %s: %.4f | %s: %.4f | %s: "
+                "%lld", name, (long long)t->iteration, (long long)epoch, e->loss,
+                qa ? "exact match" : "accuracy", e->accuracy,
+                qa ? "F1" : cm ? "macro-F1" : "entity F1", e->f1,
+                qa ? "questions" : cm ? "examples" : "words", (long long)e->n);
 fail:
     return st;
 }
@@ -128,6 +148,13 @@ static void take(const pl_train_ft *ft, const pl_ft_split *x, const pl_model *m,
         const int64_t r = ft->rows[b];
         if (r < 0)
             continue;
+        if (ft->task == PL_TASK_SPAN) { /* (T, 2) start and end logits */
+            memcpy(ft->qa_logits + r * T * 2, h->tlogits + b * T * 2,
+                   (size_t)(T * 2) * sizeof(float));
+            sums[0] += m->bin_loss[b];
+            sums[1] += 1;
+            continue;
+        }
         if (ft->task == PL_TASK_SEQUENCE) {
             ft->pred[r] = argmax(h->logits + b * K, K) + 1;
             sums[0] += m->bin_loss[b];
@@ -172,19 +199,67 @@ static pl_status score_tokens(pl_train_ft *ft, const pl_ft_split *x, pl_seqeval_
     return PL_OK;
 }
 
+/* Question answering's figures: each question's windows decoded (n-best, as
+ * run_squad.py's write_predictions) into its answer text, then the official exact
+ * match and F1 over every question (unanswered ones count 0). */
+static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_result *res,
+                          pl_ft_eval *out)
+{
+    pl_train_ft *ft = t->ft;
+    const pl_squad_features *fs = &x->fs;
+    const int64_t T = fs->seq_len, n = fs->n;
+    const pl_squad_decode_config dc = {ft->fa->n_best_size, ft->fa->max_answer_length};
+    pl_status st = PL_OK;
+    for (int64_t i = 0; i < n * T; i++) {
+        ft->qa_start[i] = ft->qa_logits[2 * i];
+        ft->qa_end[i] = ft->qa_logits[2 * i + 1];
+    }
+    for (int64_t q = 0; q < ft->qa_q; q++) {
+        pl_free(ft->qa_answers[q]);
+        ft->qa_answers[q] = NULL;
+    }
+    for (int64_t f = 0, g; f < n && !st; f = g) {
+        const int64_t q = fs->f[f].question;
+        for (g = f; g < n && fs->f[g].question == q; g++)
+            ft->qa_feats[g - f] = g;
+        pl_squad_doc doc;
+        pl_bytes text = {0};
+        st = pl_squad_doc_init(&doc, t->tok, x->sq.contexts[x->sq.q[q].context]);
+        if (st)
+            break;
+        st = pl_squad_decode(t->tok, fs, &doc, ft->qa_feats, g - f, ft->qa_start + f * T,
+                             ft->qa_end + f * T, &dc, &text, NULL);
+        pl_squad_doc_free(&doc);
+        if (st) {
+            pl_bytes_free(&text);
+            break;
+        }
+        ft->qa_answers[q] = text.data; /* taken (NUL-terminated; NULL: no span qualified) */
+    }
+    if (!st)
+        st = pl_squad_evaluate(&x->sq, (const char *const *)ft->qa_answers, res);
+    out->accuracy = res->exact_match;
+    out->f1 = res->f1;
+    out->n = x->sq.n_q;
+    return st;
+}
+
 pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *out)
 {
     pl_status st = PL_OK;
     pl_train_ft *ft = t->ft;
     const pl_ft_split *x = &ft->split[s];
-    const int token = ft->task == PL_TASK_TOKEN;
+    const int token = ft->task == PL_TASK_TOKEN, qa = ft->task == PL_TASK_SPAN;
     const int64_t B = t->mbs, chunk = B * t->dp, steps = (x->n + chunk - 1) / chunk;
     const int64_t cells = token ? x->n * t->cfg.seq_length : x->n;
     pl_model *m = &t->model;
     pl_cls_metrics cm = {0};
     pl_seqeval_result se = {0};
+    pl_squad_eval_result qr = {0};
     double sums[2] = {0, 0}; /* loss, examples or labelled tokens */
     memset(ft->pred, 0, (size_t)cells * sizeof *ft->pred);
+    if (qa)
+        memset(ft->qa_logits, 0, (size_t)(x->n * t->cfg.seq_length * 2) * sizeof(float));
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_begin(t));
     for (int64_t k = 0; k < steps; k++) {
@@ -200,14 +275,18 @@ pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *o
             take(ft, x, m, sums);
     }
     pl_comm *dp = pl_grid_comm(&t->grid, PL_GRID_DP), *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
-    PL_TRY(pl_comm_allreduce_i32(dp, ft->pred, cells, PL_COMM_SUM));
-    PL_TRY(pl_comm_allreduce_f64(dp, sums, 2, PL_COMM_SUM));
-    if (t->grid.layout.pp > 1) { /* the last stage's to every stage */
-        PL_TRY(pl_comm_allreduce_i32(pp, ft->pred, cells, PL_COMM_SUM));
-        PL_TRY(pl_comm_allreduce_f64(pp, sums, 2, PL_COMM_SUM));
+    const int64_t nqa = qa ? x->n * t->cfg.seq_length * 2 : 0; /* each value from one rank */
+    for (int k = 0; k < (t->grid.layout.pp > 1 ? 2 : 1); k++) { /* then the last stage's to all */
+        pl_comm *c = k ? pp : dp;
+        PL_TRY(pl_comm_allreduce_i32(c, ft->pred, cells, PL_COMM_SUM));
+        PL_TRY(pl_comm_allreduce_f64(c, sums, 2, PL_COMM_SUM));
+        if (qa)
+            PL_TRY(pl_comm_allreduce_f32(c, ft->qa_logits, nqa, PL_COMM_SUM));
     }
     out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
-    if (token) {
+    if (qa) {
+        PL_TRY(score_qa(t, x, &qr, out));
+    } else if (token) {
         PL_TRY(score_tokens(ft, x, &se, out));
     } else {
         for (int64_t i = 0; i < x->n; i++) {
@@ -222,7 +301,7 @@ pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *o
         out->n = x->n;
     }
     if (pl_train_is_root(t))
-        PL_TRY(report(t, s, epoch, out, token ? NULL : &cm, token ? &se : NULL));
+        PL_TRY(report(t, s, epoch, out, token || qa ? NULL : &cm, token ? &se : NULL));
 fail:
     pl_cls_metrics_free(&cm);
     pl_seqeval_result_free(&se);

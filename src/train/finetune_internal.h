@@ -8,6 +8,7 @@
 #include "finetune/cls_metrics.h"
 #include "finetune/conll.h"
 #include "finetune/labels.h"
+#include "finetune/squad.h"
 #include "finetune/textcls.h"
 #include "finetune/tokcls.h"
 #include "train/finetune.h"
@@ -22,18 +23,22 @@ typedef struct pl_ft_split {
     pl_textcls_set text;       /* text classification */
     pl_conll_set conll;        /* token classification: the words and tags */
     pl_tokcls_rows tok;        /* token classification: its windows (owns their arrays) */
+    pl_squad_set sq;           /* question answering: the questions and contexts */
+    pl_squad_features fs;      /* question answering: its windows (owns their arrays) */
     int64_t n;                 /* rows */
     int32_t *ids, *types, *mask; /* n T */
-    int32_t *labels;           /* text: n class ids; token: n T (PL_TOKCLS_IGNORE: none) */
+    int32_t *labels;           /* text: n class ids; token: n T (PL_TOKCLS_IGNORE: none);
+                                * QA: 2 n, each window's answer start and end positions */
     int64_t n_truncated;       /* text: examples cut; token: sentences split */
 } pl_ft_split;
 
 /* What an evaluation found (every rank holds the same figures). */
 typedef struct pl_ft_eval {
     double loss;               /* mean cross-entropy (per example, or per labelled token) */
-    double accuracy;           /* of examples, or of words */
-    double f1;                 /* macro-F1 of the classes, or seqeval's entity F1 */
-    int64_t n;                 /* examples, or words */
+    double accuracy;           /* of examples, or of words; QA: exact match (x 100) */
+    double f1;                 /* macro-F1 of the classes, seqeval's entity F1, or SQuAD's
+                                * F1 (x 100) */
+    int64_t n;                 /* examples, words, or questions */
 } pl_ft_eval;
 
 typedef struct pl_train_ft {
@@ -50,6 +55,11 @@ typedef struct pl_train_ft {
     int32_t *pred_ids;         /* evaluation: the predicted class ids of the examples (words) */
     const char **tags;         /* token: 2 x words, the true then the predicted tags */
     int64_t *sent_len;         /* token: words of each sentence */
+    float *qa_logits;          /* QA: (windows, T, 2) start and end logits, gathered */
+    float *qa_start, *qa_end;  /* QA: (windows, T) each, for the decoder */
+    int64_t *qa_feats;         /* QA: window indices */
+    char **qa_answers;         /* QA: the decoded answer of each question (NULL: none) */
+    int64_t qa_q;              /* QA: entries of qa_answers */
     int64_t *rows;             /* mbs rows of the micro-batch being filled (-1: padding) */
     pl_head_spec base_head;    /* the flags' heads before the task's (the pretrained model's) */
     const char *dir;           /* --results-dir, else --save */
