@@ -60,7 +60,9 @@ static pl_status full_params(pl_trainer *t, float **out)
     return PL_OK;
 }
 
-pl_status pl_train_save(pl_trainer *t)
+pl_status pl_train_save(pl_trainer *t) { return pl_train_save_to(t, t->a->save); }
+
+pl_status pl_train_save_to(pl_trainer *t, const char *dir)
 {
     pl_ckpt_meta meta;
     fill_meta(t, &meta);
@@ -77,13 +79,13 @@ pl_status pl_train_save(pl_trainer *t)
                            t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL, 0};
     double t0 = pl_time_now();
     if (!st)
-        st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
+        st = pl_ckpt_save(dir, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
                           &t->cfg, &meta, &buf);
     if (params != t->params)
         pl_free(params);
     if (!st && pl_train_is_root(t))
         pl_log_info(" saved checkpoint at iteration %lld to %s (%.2f s)", (long long)t->iteration,
-                    t->a->save, pl_time_now() - t0);
+                    dir, pl_time_now() - t0);
     return st;
 }
 

@@ -93,6 +93,7 @@ static pl_status setup(pl_trainer *t, pl_train_ft *ft, pl_train_args *a)
     PL_TRY(pl_train_optimizer_init(t));
     PL_TRY(pl_train_setup_schedule(t));
     PL_TRY(starting_weights(t));
+    PL_TRY(pl_ft_topk_init(t));
     PL_TRY(open_table(t, ft));
     PL_TRY(pl_train_open_metrics(t));
     PL_TRY(pl_train_tb_open(t));
@@ -137,24 +138,31 @@ static pl_status loop(pl_trainer *t, pl_train_ft *ft)
         const int epoch_end = ft->fa->epochs > 0 && t->iteration % ft->iters_per_epoch == 0;
         /* evaluations and saves are not training time: the window's start moves past them */
         const double t_aside = pl_time_now();
+        int save = a->save && pl_train_args_given(a, "--save-interval") &&
+                   t->iteration % a->save_interval == 0;
         if (valid && (t->iteration % a->eval_interval == 0 || epoch_end)) {
             PL_TRY(pl_ft_evaluate(t, PL_SPLIT_VALID, epoch, &e));
             PL_TRY(pl_train_tb_eval(t, e.loss));
+            PL_TRY(pl_ft_topk_update(t, epoch, &e));
             last_eval = t->iteration;
+            save |= ft->fa->save_top_k > 0; /* NeMo's save_last: the latest beside the best */
         }
-        if (a->save && pl_train_args_given(a, "--save-interval") &&
-            t->iteration % a->save_interval == 0) {
+        const int stop = pl_train_args_given(a, "--exit-interval") &&
+                         t->iteration % a->exit_interval == 0;
+        if (a->save && (save || stop)) {
             PL_TRY(pl_train_save(t));
             last_saved = t->iteration;
         }
         t_window += pl_time_now() - t_aside;
-        if (pl_train_args_given(a, "--exit-interval") && t->iteration % a->exit_interval == 0)
-            return PL_OK; /* Megatron: save (if asked at this interval) and stop, no tests */
+        if (stop)
+            return PL_OK; /* Megatron's --exit-interval: saved, no final evaluations */
     }
     PL_TRY(pl_train_log_peak_memory(t));
     const int64_t epoch = t->iteration > 0 ? (t->iteration - 1) / ft->iters_per_epoch : 0;
-    if (valid && last_eval != t->iteration)
+    if (valid && last_eval != t->iteration) {
         PL_TRY(pl_ft_evaluate(t, PL_SPLIT_VALID, epoch, &e));
+        PL_TRY(pl_ft_topk_update(t, epoch, &e));
+    }
     if (a->save && last_saved != t->iteration)
         PL_TRY(pl_train_save(t));
     if (ft->split[PL_SPLIT_TEST].path)
@@ -183,6 +191,7 @@ pl_status pl_ft_run(const pl_ft_args *fa, pl_train_args *a, pl_dist *dist)
     const int echo = pl_error_echo_of();
     if (ft.table)
         fclose(ft.table);
+    pl_free(ft.best);
     pl_ft_data_free(&ft);
     pl_train_free(&t);
     if (st)

@@ -29,6 +29,9 @@ typedef struct pl_ft_args {
     int header;                   /* TSV: the first line is a header */
     const char *results_dir;      /* metrics, reports, predictions (default --save) */
     int64_t doc_stride, max_query_length, n_best_size, max_answer_length; /* QA (NeMo's) */
+    int64_t save_top_k;           /* NeMo's checkpoint_callback_params.save_top_k (0: none) */
+    const char *monitor;          /* val_loss | val_acc | val_f1 | val_em */
+    const char *monitor_mode;     /* min | max; NULL: min for val_loss, else max */
     unsigned char given[32];
 } pl_ft_args;
 

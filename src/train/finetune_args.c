@@ -55,6 +55,16 @@ static const pl_option ft_options[] = {
      "question_answering: start and end candidates per window in decoding", NULL, 0},
     {"--max-answer-length", PL_OPT_INT, "30", F(max_answer_length),
      "question_answering: longest answer span in tokens", NULL, 0},
+    {"--save-top-k", PL_OPT_INT, "0", F(save_top_k),
+     "keep the K best checkpoints by --monitor in SAVE/checkpoints/, each named after its "
+     "figure (bert--val_loss=0.3500-epoch=0-step=50); SAVE itself keeps the last for resuming "
+     "(NeMo's save_top_k and save_last)", NULL, 0},
+    {"--monitor", PL_OPT_CHOICE, "val_loss", F(monitor),
+     "the validation figure --save-top-k ranks by (val_em: question_answering's exact match)",
+     "val_loss|val_acc|val_f1|val_em", 0},
+    {"--monitor-mode", PL_OPT_CHOICE, NULL, F(monitor_mode),
+     "min or max of --monitor is best (NeMo's mode; default min for val_loss, else max)",
+     "min|max", 0},
     {"--results-dir", PL_OPT_STRING, NULL, F(results_dir),
      "where evaluation tables, per-class reports and predictions go (default --save)", NULL, 0},
 };
@@ -173,6 +183,13 @@ pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
         return pl_errorf(PL_ERR_ARG, "plait finetune: --train-labels, --valid-labels and "
                                      "--test-labels are NeMo's token-classification files "
                                      "(--task token_classification)");
+    const int qa = strcmp(fa->task, "question_answering") == 0;
+    if (fa->save_top_k < 0 || (fa->save_top_k > 0 && (!a->save || !fa->valid_data)))
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --save-top-k %lld needs --save and "
+                         "--valid-data (and K >= 0)", (long long)fa->save_top_k);
+    if ((qa && strcmp(fa->monitor, "val_acc") == 0) || (!qa && strcmp(fa->monitor, "val_em") == 0))
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --monitor %s: %s reports val_loss, %s and "
+                         "val_f1", fa->monitor, fa->task, qa ? "val_em" : "val_acc");
     if (a->pp_chunks > 1)
         return pl_errorf(PL_ERR_ARG, "plait finetune: interleaved pipelining (virtual stages) "
                                      "is not supported for fine-tuning");

@@ -41,6 +41,13 @@ typedef struct pl_ft_eval {
     int64_t n;                 /* examples, words, or questions */
 } pl_ft_eval;
 
+/* One of the best checkpoints kept (--save-top-k). */
+typedef struct pl_ft_best {
+    double value;
+    int64_t iteration;
+    char name[192];            /* its directory under SAVE/checkpoints */
+} pl_ft_best;
+
 typedef struct pl_train_ft {
     const pl_ft_args *fa;
     pl_task task;
@@ -63,6 +70,9 @@ typedef struct pl_train_ft {
     int64_t *rows;             /* mbs rows of the micro-batch being filled (-1: padding) */
     pl_head_spec base_head;    /* the flags' heads before the task's (the pretrained model's) */
     const char *dir;           /* --results-dir, else --save */
+    pl_ft_best *best;          /* --save-top-k: the kept checkpoints, best first */
+    int64_t n_best;
+    int maximize;              /* --monitor-mode max */
     FILE *table;               /* DIR/evaluations.md */
 } pl_train_ft;
 
@@ -83,6 +93,13 @@ void pl_ft_data_put(const pl_train_ft *ft, pl_model *m, pl_split s, const int64_
  * model: every tensor the checkpoint has; the task head (and a pooler the pretrained
  * model lacks) keep their --seed initialisation, named in a log line. */
 pl_status pl_ft_load_pretrained(pl_trainer *t, const char *dir);
+
+/* finetune_topk.c (--save-top-k): the kept checkpoints found in SAVE/checkpoints (a
+ * resumed run goes on ranking them); after a validation, the checkpoint of this
+ * iteration written there when it ranks among the K best (into a temporary directory,
+ * renamed once complete; only then is the one it displaces removed). Collective. */
+pl_status pl_ft_topk_init(pl_trainer *t);
+pl_status pl_ft_topk_update(pl_trainer *t, int64_t epoch, const pl_ft_eval *e);
 
 /* finetune_eval.c: forward over every row of split s (no dropout), predictions and
  * loss gathered to every rank; rank 0 writes the reports (prefix "validation" or

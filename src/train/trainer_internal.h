@@ -212,6 +212,7 @@ pl_status pl_train_ft_fill(pl_trainer *t, pl_split s, const int64_t *idx);
 
 /* checkpoints.c: save to --save; resume (or fine-tune) from --load. */
 pl_status pl_train_save(pl_trainer *t);
+pl_status pl_train_save_to(pl_trainer *t, const char *dir); /* the same into another directory */
 pl_status pl_train_load(pl_trainer *t);
 /* What the trainer takes from a loaded checkpoint's state (train/resume.c):
  * Megatron's load_checkpoint (megatron/training/checkpointing.py). --finetune:

@@ -43,7 +43,9 @@ ft() { # NAME NP TP PP FLAGS...
         --save "$TMP/$name" >"$TMP/$name.log" 2>&1
 }
 jl() { echo "$TMP/$1/metrics.jsonl"; }
-check "one process fine-tunes 2 epochs (6 iterations)" ft one 1 1 1
+TOPK=(--save-top-k 2 --monitor val_loss)
+check "one process fine-tunes 2 epochs (6 iterations), keeping the 2 best by val_loss" \
+    ft one 1 1 1 "${TOPK[@]}"
 check "the TP 2 checkpoint loads into one process; the head starts from --seed" bash -c "
     grep -q 'saved as TP 2 x PP 1) into TP 1 x PP 1 x DP 1' '$TMP/one.log' &&
     grep -q 'initialised from --seed 11: classification_head.weight, classification_head.bias' '$TMP/one.log'"
@@ -82,6 +84,33 @@ check "the Markdown report holds the per-class table and the confusion matrix" b
     grep -q '^| NT | ' '$TMP/one/test_report.md' && grep -q '^| OT | ' '$TMP/one/test_report.md' &&
     grep -q '^## Confusion matrix' '$TMP/one/validation_report.md'"
 check "the training loss is logged every iteration (6 lines)" [ "$(losses "$(jl one)" | wc -l)" = 6 ]
+
+check "--save-top-k 2: the two lowest val_loss kept, named with the figure, epoch and step" $PY -c "
+import json, os
+m = [json.loads(l) for l in open('$(jl one)') if 'val_loss' in l]
+want = sorted(m, key=lambda x: (x['val_loss'], x['iteration']))[:2]
+names = {'bert--val_loss=%.4f-epoch=%d-step=%d' % (x['val_loss'], x['epoch'], x['iteration']) for x in want}
+have = set(os.listdir('$TMP/one/checkpoints'))
+assert len(m) == 4 and have == names, (have, names)
+for n in names:
+    d = '$TMP/one/checkpoints/' + n
+    it = int(open(d + '/latest_checkpointed_iteration.txt').read())
+    man = json.load(open(d + '/iter_%07d/manifest.json' % it))
+    assert man['model']['task'] == 'text_classification' and man['model']['num_classes'] == 2
+print(sorted(names))"
+check "a kept checkpoint reads back as a text-classification model" bash -c "
+    '$PLAIT' ckpt inspect \"\$(ls -d '$TMP'/one/checkpoints/bert--* | head -n 1)\" |
+        grep -q 'classification_head.weight'"
+# Resume: stopped at iteration 3 (--exit-interval), then --load: the same losses, top-k
+# checkpoints and final parameters as the uninterrupted run, bit for bit
+check "resume: a run stopped at iteration 3 by --exit-interval" ft res 1 1 1 "${TOPK[@]}" --exit-interval 3
+check "resume: --load continues it" bash -c "
+    timeout -k 5 120 '$PLAIT' finetune ${FT[*]@Q} ${TOPK[*]@Q} --load '$TMP/res' --save '$TMP/res' \
+        >'$TMP/res2.log' 2>&1 && grep -q 'loaded checkpoint' '$TMP/res2.log'"
+check "resume: losses, kept checkpoints and final parameters equal the uninterrupted run's, bit for bit" bash -c "
+    diff <(grep -o '\"lm_loss\": [^,]*' '$(jl one)') <(grep -o '\"lm_loss\": [^,]*' '$(jl res)') &&
+    diff <(ls '$TMP/one/checkpoints') <(ls '$TMP/res/checkpoints') &&
+    $PY '$CK' same '$TMP/res/iter_0000006' '$TMP/one/iter_0000006' 0 0"
 
 same_ft() { # A B: losses within 2e-5 relative, validation loss within 1e-5, accuracies equal
     paste <(losses "$(jl "$1")") <(losses "$(jl "$2")") | awk '
