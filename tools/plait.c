@@ -22,6 +22,8 @@ static const subcommand subcommands[] = {
     {"train", plait_cmd_train, "train a GPT with Megatron-LM's flags (pretrain_gpt.py)"},
     {"finetune", plait_cmd_finetune,
      "fine-tune a BERT checkpoint on a labelled task (Megatron's tasks/main.py, NeMo)"},
+    {"evaluate", plait_cmd_evaluate,
+     "evaluate a fine-tuned checkpoint on labelled files: metrics, reports, predictions"},
     {"generate", plait_cmd_generate, "generate text from a checkpoint"},
     {"ckpt", plait_cmd_ckpt, "inspect, reshard or convert a checkpoint (offline)"},
     {"bench", plait_cmd_bench, "measure training speed on synthetic tokens: tokens/s, MFU, step breakdown"},

@@ -41,6 +41,17 @@ static pl_status starting_weights(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
     const char *pre = t->ft->fa->pretrained_checkpoint;
+    if (t->ft->fa->evaluate_only) { /* the fine-tuned model itself (implied --finetune) */
+        char dir[4096];
+        int64_t it;
+        pl_status st = pl_ckpt_resolve(a->load, -1, dir, sizeof dir, &it);
+        if (!st && it == -1)
+            st = pl_errorf(PL_ERR_ARG, "--load %s: no checkpoint to evaluate", a->load);
+        if (!st)
+            st = pl_train_load(t);
+        t->iteration = it > 0 ? it : 0; /* the reports name the checkpoint's iteration */
+        return st;
+    }
     if (a->load && a->finetune)
         return pl_ft_load_pretrained(t, a->load);
     if (a->load) {
@@ -73,14 +84,14 @@ static pl_status setup(pl_trainer *t, pl_train_ft *ft, pl_train_args *a)
     t->num_micro = t->gbs / (t->mbs * t->dp);
     PL_TRY(pl_ft_data_read(ft, pl_train_is_root(t)));
     const int64_t n_train = ft->split[PL_SPLIT_TRAIN].n;
-    ft->iters_per_epoch = n_train / t->gbs;
+    ft->iters_per_epoch = ft->fa->evaluate_only ? 1 : n_train / t->gbs;
     if (ft->iters_per_epoch < 1)
         return pl_errorf(PL_ERR_ARG, "--train-data %s: %lld examples, fewer than one global "
                          "batch (%lld)", ft->fa->train_data, (long long)n_train,
                          (long long)t->gbs);
     if (ft->fa->epochs > 0)
         a->train_iters = ft->fa->epochs * ft->iters_per_epoch;
-    t->train_iters = a->train_iters;
+    t->train_iters = ft->fa->evaluate_only ? 0 : a->train_iters;
     t->train_samples = t->train_iters * t->gbs;
     PL_TRY(pl_train_setup_model(t));
     PL_TRY(pl_ft_data_encode(ft, t->tok, t->cfg.seq_length, t->mbs));
@@ -95,9 +106,20 @@ static pl_status setup(pl_trainer *t, pl_train_ft *ft, pl_train_args *a)
     PL_TRY(starting_weights(t));
     PL_TRY(pl_ft_topk_init(t));
     PL_TRY(open_table(t, ft));
+    if (pl_train_is_root(t) && !ft->fa->evaluate_only && ft->task != PL_TASK_SPAN) {
+        char path[4200]; /* the ids of the classes, for plait evaluate */
+        for (int k = 0; k < 2; k++) {
+            const char *d = k ? a->save : ft->dir;
+            if (!d || (k && ft->dir == a->save))
+                continue;
+            PL_TRY(pl_mkdirs(d));
+            snprintf(path, sizeof path, "%s/labels.txt", d);
+            PL_TRY(pl_ft_labels_write(&ft->labels, path));
+        }
+    }
     PL_TRY(pl_train_open_metrics(t));
     PL_TRY(pl_train_tb_open(t));
-    if (pl_train_is_root(t)) {
+    if (pl_train_is_root(t) && !ft->fa->evaluate_only) {
         pl_train_print_banner(t);
         pl_train_print_memory_plan(t);
         pl_log_info("fine-tuning %s: %lld iterations (%lld per epoch of %lld examples, global "
@@ -120,7 +142,7 @@ static pl_status loop(pl_trainer *t, pl_train_ft *ft)
         PL_TRY(pl_sampler_init(&sampler, t->train_samples, t->consumed_train, t->mbs,
                                t->grid.dp_rank, t->dp));
     double t_window = pl_time_now();
-    while (t->iteration < t->train_iters) {
+    while (!ft->fa->evaluate_only && t->iteration < t->train_iters) {
         step_result r = {0};
         double t0 = pl_time_now();
         PL_TRY(pl_train_step(t, &sampler, &r));
@@ -158,12 +180,13 @@ static pl_status loop(pl_trainer *t, pl_train_ft *ft)
             return PL_OK; /* Megatron's --exit-interval: saved, no final evaluations */
     }
     PL_TRY(pl_train_log_peak_memory(t));
-    const int64_t epoch = t->iteration > 0 ? (t->iteration - 1) / ft->iters_per_epoch : 0;
+    const int64_t epoch = t->iteration > 0 && !ft->fa->evaluate_only
+                              ? (t->iteration - 1) / ft->iters_per_epoch : 0;
     if (valid && last_eval != t->iteration) {
         PL_TRY(pl_ft_evaluate(t, PL_SPLIT_VALID, epoch, &e));
         PL_TRY(pl_ft_topk_update(t, epoch, &e));
     }
-    if (a->save && last_saved != t->iteration)
+    if (a->save && last_saved != t->iteration && !ft->fa->evaluate_only)
         PL_TRY(pl_train_save(t));
     if (ft->split[PL_SPLIT_TEST].path)
         PL_TRY(pl_ft_evaluate(t, PL_SPLIT_TEST, epoch, &e));
@@ -183,6 +206,7 @@ pl_status pl_ft_run(const pl_ft_args *fa, pl_train_args *a, pl_dist *dist)
     t.ft = &ft;
     ft.fa = fa;
     ft.dir = fa->results_dir ? fa->results_dir : a->save;
+    ft.load_dir = a->load;
     pl_status st = setup(&t, &ft, a);
     if (!st)
         st = loop(&t, &ft);

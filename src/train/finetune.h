@@ -28,6 +28,9 @@ typedef struct pl_ft_args {
     int64_t label_column;         /* TSV: -1 for the last field */
     int header;                   /* TSV: the first line is a header */
     const char *results_dir;      /* metrics, reports, predictions (default --save) */
+    const char *labels_file;      /* plait evaluate: the label map (default LOAD/labels.txt) */
+    int evaluate_only;            /* plait evaluate: no training, the loaded model evaluated */
+    char *metrics_path;           /* plait evaluate: RESULTS/metrics.jsonl (owned) */
     int64_t doc_stride, max_query_length, n_best_size, max_answer_length; /* QA (NeMo's) */
     int64_t save_top_k;           /* NeMo's checkpoint_callback_params.save_top_k (0: none) */
     const char *monitor;          /* val_loss | val_acc | val_f1 | val_em */
@@ -43,14 +46,21 @@ extern const pl_command_spec pl_ft_cmd;
  * and, with --epochs, a --train-iters the run replaces; --model bert and
  * --tokenizer-type BertWordPieceLowerCase when not given). Errors name the flag. */
 pl_status pl_ft_args_parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int *n_rest);
+/* plait evaluate's: the same flags, no training (--lr 0, --finetune and one placeholder
+ * iteration implied; the model's sizes are the caller's to add from the checkpoint). */
+pl_status pl_ft_args_parse_evaluate(pl_ft_args *fa, int argc, char **argv, char ***rest,
+                                    int *n_rest);
 void pl_ft_args_free(pl_ft_args *fa);
 
 /* Checks the two sets of flags against each other (after both parsed). */
 pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a);
 
 /* Runs a fine-tuning job on the processes of dist (MPI initialised by the
- * caller). a->train_iters is set here when --epochs gives the length. Returns
- * this rank's first error, as pl_train_run. */
+ * caller). a->train_iters is set here when --epochs gives the length. With
+ * fa->evaluate_only (plait evaluate) the fine-tuned checkpoint of --load is
+ * evaluated on the validation and test files, with its label map (--labels-file,
+ * default LOAD/labels.txt, which plait finetune writes into SAVE and each kept
+ * checkpoint). Returns this rank's first error, as pl_train_run. */
 pl_status pl_ft_run(const pl_ft_args *fa, pl_train_args *a, pl_dist *dist);
 
 #endif

@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #define F(field) offsetof(pl_ft_args, field)
@@ -20,7 +21,7 @@ static const pl_option ft_options[] = {
      "question_answering", 0},
     {"--train-data", PL_OPT_STRING, NULL, F(train_data),
      "labelled training file (Megatron's --train-data; NeMo's model.train_ds.file_path)", NULL,
-     PL_OPT_REQUIRED},
+     0},
     {"--valid-data", PL_OPT_STRING, NULL, F(valid_data),
      "labelled validation file, evaluated every --eval-interval iterations and at each "
      "epoch's end (NeMo's model.validation_ds.file_path)", NULL, 0},
@@ -65,6 +66,9 @@ static const pl_option ft_options[] = {
     {"--monitor-mode", PL_OPT_CHOICE, NULL, F(monitor_mode),
      "min or max of --monitor is best (NeMo's mode; default min for val_loss, else max)",
      "min|max", 0},
+    {"--labels-file", PL_OPT_STRING, NULL, F(labels_file),
+     "plait evaluate: the label map, one label a line (default LOAD/labels.txt, written by "
+     "plait finetune)", NULL, 0},
     {"--results-dir", PL_OPT_STRING, NULL, F(results_dir),
      "where evaluation tables, per-class reports and predictions go (default --save)", NULL, 0},
 };
@@ -97,14 +101,29 @@ static int present(char **argv, int argc, const char *flag)
     return 0;
 }
 
+static pl_status parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int *n_rest,
+                       int evaluate);
+
 pl_status pl_ft_args_parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int *n_rest)
+{
+    return parse(fa, argc, argv, rest, n_rest, 0);
+}
+
+pl_status pl_ft_args_parse_evaluate(pl_ft_args *fa, int argc, char **argv, char ***rest,
+                                    int *n_rest)
+{
+    return parse(fa, argc, argv, rest, n_rest, 1);
+}
+
+static pl_status parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int *n_rest,
+                       int evaluate)
 {
     memset(fa, 0, sizeof *fa);
     _Static_assert(sizeof ft_options / sizeof *ft_options <= sizeof fa->given, "given[] too small");
     *rest = NULL;
     *n_rest = 0;
     char **mine = pl_malloc((size_t)(argc + 1) * sizeof *mine);
-    char **other = pl_malloc((size_t)(argc + 8) * sizeof *other);
+    char **other = pl_malloc((size_t)(argc + 12) * sizeof *other);
     if (!mine || !other) {
         pl_free(mine);
         pl_free(other);
@@ -124,6 +143,45 @@ pl_status pl_ft_args_parse(pl_ft_args *fa, int argc, char **argv, char ***rest, 
     if (st) {
         pl_free(other);
         return st;
+    }
+    fa->evaluate_only = evaluate;
+    if (evaluate) {
+        static char *implied_eval[] = {"--mock-data", "--train-iters", "1", "--lr", "0",
+                                       "--finetune", "--model", "bert"};
+        if (fa->train_data || fa->epochs || present(other, no, "--train-iters") ||
+            !present(other, no, "--load")) {
+            pl_free(other);
+            return pl_errorf(PL_ERR_ARG, "plait evaluate: give --load (a fine-tuned checkpoint) "
+                                         "and --valid-data and/or --test-data; not --train-data, "
+                                         "--epochs or --train-iters");
+        }
+        const int lr = present(other, no, "--lr");
+        other[no++] = implied_eval[0]; /* nothing reads --data-path */
+        other[no++] = implied_eval[1]; /* nothing trains: one placeholder iteration */
+        other[no++] = implied_eval[2];
+        if (!lr) {
+            other[no++] = implied_eval[3];
+            other[no++] = implied_eval[4];
+        }
+        other[no++] = implied_eval[5]; /* the weights only; no schedule to match */
+        if (fa->results_dir && !present(other, no, "--metrics-file")) {
+            const size_t n = strlen(fa->results_dir) + 16;
+            fa->metrics_path = pl_malloc(n);
+            if (!fa->metrics_path) {
+                pl_free(other);
+                return pl_errorf(PL_ERR_NOMEM, "out of memory");
+            }
+            snprintf(fa->metrics_path, n, "%s/metrics.jsonl", fa->results_dir);
+            other[no++] = "--metrics-file";
+            other[no++] = fa->metrics_path;
+        }
+        if (!present(other, no, "--model")) {
+            other[no++] = implied_eval[6];
+            other[no++] = implied_eval[7];
+        }
+        *rest = other;
+        *n_rest = no;
+        return PL_OK;
     }
     if (present(other, no, "--data-path") || present(other, no, "--mock-data")) {
         pl_free(other);
@@ -157,7 +215,12 @@ pl_status pl_ft_args_parse(pl_ft_args *fa, int argc, char **argv, char ***rest, 
     return PL_OK;
 }
 
-void pl_ft_args_free(pl_ft_args *fa) { pl_options_free(&pl_ft_cmd, fa); }
+void pl_ft_args_free(pl_ft_args *fa)
+{
+    pl_options_free(&pl_ft_cmd, fa);
+    pl_free(fa->metrics_path);
+    fa->metrics_path = NULL;
+}
 
 pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
 {
@@ -171,6 +234,13 @@ pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
         return pl_errorf(PL_ERR_ARG, "plait finetune: --tokenizer-type %s: expected "
                                      "BertWordPieceLowerCase or BertWordPieceCase",
                          a->tokenizer_type);
+    if (!fa->evaluate_only && !fa->train_data)
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --train-data is required");
+    if (fa->evaluate_only && !fa->valid_data && !fa->test_data)
+        return pl_errorf(PL_ERR_ARG, "plait evaluate: give --valid-data and/or --test-data");
+    if (fa->evaluate_only && !fa->results_dir)
+        return pl_errorf(PL_ERR_ARG, "plait evaluate: --results-dir is required (where the "
+                                     "reports and predictions go)");
     if (!fa->results_dir && !a->save)
         return pl_errorf(PL_ERR_ARG, "plait finetune: give --results-dir or --save (where the "
                                      "evaluation reports go)");

@@ -96,11 +96,20 @@ pl_status pl_ft_data_read(pl_train_ft *ft, int root)
                         (long long)ft->split[2].n);
         return PL_OK;
     }
-    PL_TRY(ft->task == PL_TASK_TOKEN ? pl_conll_labels(&tr->conll, &ft->labels)
-                                     : pl_textcls_labels(&tr->text, &ft->labels));
+    if (fa->evaluate_only) { /* the fine-tuned model's ids */
+        char path[4200];
+        snprintf(path, sizeof path, "%s/labels.txt", ft->load_dir);
+        st = pl_ft_labels_read(&ft->labels, fa->labels_file ? fa->labels_file : path);
+        if (st)
+            return pl_error_wrap(st, "the label map (--labels-file)");
+    } else {
+        PL_TRY(ft->task == PL_TASK_TOKEN ? pl_conll_labels(&tr->conll, &ft->labels)
+                                         : pl_textcls_labels(&tr->text, &ft->labels));
+    }
     if (ft->labels.n < 2)
-        return pl_errorf(PL_ERR_FORMAT, "--train-data %s: %lld distinct label(s); a "
-                         "classification needs at least 2", paths[0], (long long)ft->labels.n);
+        return pl_errorf(PL_ERR_FORMAT, "%s: %lld distinct label(s); a classification needs "
+                         "at least 2", paths[0] ? paths[0] : "the label map",
+                         (long long)ft->labels.n);
     ft->classes = ft->labels.n;
     if (root)
         pl_log_info("%s: %lld classes; %s: train %lld, validation %lld, test %lld", fa->task,
@@ -203,7 +212,7 @@ pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64
     }
     const int64_t n_train = ft->split[PL_SPLIT_TRAIN].n;
     const int64_t ids = ft->task == PL_TASK_TOKEN ? words : most;
-    ft->perm = pl_malloc((size_t)n_train * sizeof *ft->perm);
+    ft->perm = pl_malloc((size_t)(n_train > 0 ? n_train : 1) * sizeof *ft->perm);
     ft->pred = pl_calloc((size_t)(most > 0 ? most : 1), sizeof *ft->pred);
     ft->pred_ids = pl_calloc((size_t)(ids > 0 ? ids : 1), sizeof *ft->pred_ids);
     ft->tags = pl_calloc((size_t)(2 * words + 1), sizeof *ft->tags);

@@ -70,6 +70,7 @@ typedef struct pl_train_ft {
     int64_t *rows;             /* mbs rows of the micro-batch being filled (-1: padding) */
     pl_head_spec base_head;    /* the flags' heads before the task's (the pretrained model's) */
     const char *dir;           /* --results-dir, else --save */
+    const char *load_dir;      /* --load (plait evaluate: the default label map's home) */
     pl_ft_best *best;          /* --save-top-k: the kept checkpoints, best first */
     int64_t n_best;
     int maximize;              /* --monitor-mode max */

@@ -103,11 +103,12 @@ pl_status pl_ft_topk_init(pl_trainer *t)
     return PL_OK;
 }
 
-/* Rank 0's file work after the collective save; its status reaches every rank. */
-static pl_status publish(pl_trainer *t, const char *tmp, const char *final, const char *evict)
+/* Rank 0's file work after the collective save (st: rank 0's status so far); its
+ * status reaches every rank. */
+static pl_status publish(pl_trainer *t, const char *tmp, const char *final, const char *evict,
+                         pl_status st)
 {
-    pl_status st = PL_OK;
-    if (pl_train_is_root(t)) {
+    if (pl_train_is_root(t) && !st) {
         if (pl_file_exists(final)) /* the same checkpoint (a resumed run): keep the first */
             st = pl_rmtree(tmp);
         else if (rename(tmp, final) != 0)
@@ -151,9 +152,14 @@ pl_status pl_ft_topk_update(pl_trainer *t, int64_t epoch, const pl_ft_eval *e)
     if (pl_train_is_root(t) && pl_file_exists(tmp))
         (void)pl_rmtree(tmp); /* a crash's leftover; if it stays, the save below says so */
     pl_status st = pl_train_save_to(t, tmp);
-    if (!st)
-        st = publish(t, tmp, final, full ? evict : NULL);
     if (st)
+        return st;
+    if (pl_train_is_root(t) && ft->task != PL_TASK_SPAN) { /* the label map, for plait evaluate */
+        char path[4500];
+        snprintf(path, sizeof path, "%s/labels.txt", tmp);
+        st = pl_ft_labels_write(&ft->labels, path); /* publish tells every rank */
+    }
+    if ((st = publish(t, tmp, final, full ? evict : NULL, st)))
         return st;
     if (full)
         ft->n_best--;

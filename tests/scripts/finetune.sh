@@ -112,6 +112,22 @@ check "resume: losses, kept checkpoints and final parameters equal the uninterru
     diff <(ls '$TMP/one/checkpoints') <(ls '$TMP/res/checkpoints') &&
     $PY '$CK' same '$TMP/res/iter_0000006' '$TMP/one/iter_0000006' 0 0"
 
+# plait evaluate: the fine-tuned checkpoint (model, task, tokenizer from its manifest;
+# labels.txt beside it) under PP 2 gives the validation figures and predictions of the run
+check "plait evaluate: the last checkpoint on the validation file under PP 2" \
+    timeout -k 5 120 mpirun.openmpi -n 2 "$PLAIT" evaluate --load "$TMP/one" \
+    --test-data "$TMP/valid.tsv" --header --pipeline-model-parallel-size 2 --micro-batch-size 4 \
+    --results-dir "$TMP/ev"
+check "plait evaluate: predictions identical, loss and accuracy equal the run's last validation" bash -c "
+    cmp '$TMP/one/validation_predictions.tsv' '$TMP/ev/test_predictions.tsv' && $PY -c \"
+import json
+a = [json.loads(l) for l in open('$(jl one)') if 'val_loss' in l][-1]
+b = [json.loads(l) for l in open('$TMP/ev/metrics.jsonl') if 'test_loss' in l][-1]
+assert a['iteration'] == b['iteration'] == 6 and a['val_acc'] == b['test_acc'], (a, b)
+assert abs(a['val_loss'] - b['test_loss']) <= 1e-5 * a['val_loss'], (a, b)\""
+check_fails "plait evaluate refuses a pretrained model (no task head)" "without a task head" \
+    "$PLAIT" evaluate --load "$TMP/pre" --test-data "$TMP/valid.tsv" --results-dir "$TMP/x"
+
 same_ft() { # A B: losses within 2e-5 relative, validation loss within 1e-5, accuracies equal
     paste <(losses "$(jl "$1")") <(losses "$(jl "$2")") | awk '
         { c++; d = $1 - $2; if (d < 0) d = -d; if (d > 2e-5 * $2) bad++ }
