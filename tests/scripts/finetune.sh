@@ -143,10 +143,11 @@ for x, y in zip(a, b):
     assert abs(x[k + '_loss'] - y[k + '_loss']) <= 1e-5 * abs(y[k + '_loss']), (x, y)
 "
 }
-for lay in "tp2 2 2 1" "pp2 2 1 2" "dp2 2 1 1"; do
-    read -r name np tp pp <<<"$lay"
+# dp2_z3: ZeRO-3 shards the pretrained weights as they load and gathers them to evaluate
+for lay in "tp2 2 2 1" "pp2 2 1 2" "dp2 2 1 1" "dp2_z3 2 1 1 --zero-stage 3"; do
+    read -r name np tp pp extra <<<"$lay"
     dp=$((np / tp / pp))
-    check "$name runs" ft "$name" "$np" "$tp" "$pp"
+    check "$name runs" ft "$name" "$np" "$tp" "$pp" ${extra:-}
     check "$name asserts its layout" grep -q "world $np = tp $tp x dp $dp x pp $pp" "$TMP/$name.log"
     check "$name: losses, validation and test figures equal one process's" same_ft one "$name"
     check "$name: final parameters equal one process's" \
