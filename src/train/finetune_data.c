@@ -262,7 +262,7 @@ int64_t pl_ft_train_row(pl_train_ft *ft, int64_t idx, int64_t gbs, uint64_t seed
 {
     const int64_t per_epoch = ft->iters_per_epoch * gbs, n = ft->split[PL_SPLIT_TRAIN].n;
     const int64_t epoch = idx / per_epoch;
-    if (epoch != ft->perm_epoch) { /* Fisher-Yates keyed by (seed, epoch) */
+    if (epoch != ft->perm_epoch || seed != ft->perm_seed) { /* Fisher-Yates keyed by both */
         for (int64_t i = 0; i < n; i++)
             ft->perm[i] = i;
         for (int64_t i = n - 1; i > 0; i--) {
@@ -274,6 +274,7 @@ int64_t pl_ft_train_row(pl_train_ft *ft, int64_t idx, int64_t gbs, uint64_t seed
             ft->perm[j] = tmp;
         }
         ft->perm_epoch = epoch;
+        ft->perm_seed = seed;
     }
     return ft->perm[idx % per_epoch];
 }

@@ -56,7 +56,8 @@ typedef struct pl_train_ft {
     pl_ft_split split[PL_FT_SPLITS];
     int64_t iters_per_epoch;   /* floor(train rows / global batch) */
     int64_t *perm;             /* the shuffle of epoch perm_epoch (train rows) */
-    int64_t perm_epoch;
+    int64_t perm_epoch;        /* -1: none yet */
+    uint64_t perm_seed;
     int32_t *pred;             /* evaluation: prediction + 1 of each row (token: of each
                                 * row's positions; 0: none) */
     int32_t *pred_ids;         /* evaluation: the predicted class ids of the examples (words) */
