@@ -86,7 +86,7 @@ PL_NORETURN static void report_and_abort(const pl_dist *d, pl_status st)
     _Exit(plait_exit_code(st));
 }
 
-int plait_run_trainer(pl_train_args *args, pl_status parse_st)
+int plait_run_job(pl_train_args *args, pl_status parse_st, plait_job_fn job, void *ctx)
 {
     pl_dist_launcher launcher;
     pl_dist_launcher_detect(&launcher);
@@ -126,7 +126,7 @@ int plait_run_trainer(pl_train_args *args, pl_status parse_st)
         st = pl_watchdog_start(args->distributed_timeout_minutes * 60.0, flag, dist.rank,
                                watchdog_expired, NULL, beating ? &beats : NULL);
     if (!st)
-        st = pl_train_run(args, &dist);
+        st = job ? job(ctx, args, &dist) : pl_train_run(args, &dist);
     pl_watchdog_stop();
     if (beating && !st)
         st = pl_heartbeat_free();
@@ -136,6 +136,11 @@ int plait_run_trainer(pl_train_args *args, pl_status parse_st)
         report_and_abort(&dist, st);
     pl_dist_finalize(&dist);
     return st ? plait_report(st) : 0;
+}
+
+int plait_run_trainer(pl_train_args *args, pl_status parse_st)
+{
+    return plait_run_job(args, parse_st, NULL, NULL);
 }
 
 int plait_cmd_train(int argc, char **argv)

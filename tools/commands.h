@@ -8,6 +8,8 @@
 int plait_cmd_preprocess(int argc, char **argv);  /* cmd_preprocess.c */
 int plait_cmd_data(int argc, char **argv);        /* cmd_data.c: dispatches below */
 int plait_cmd_train(int argc, char **argv);       /* cmd_train.c */
+int plait_cmd_finetune(int argc, char **argv);    /* cmd_finetune.c */
+int plait_cmd_evaluate(int argc, char **argv);    /* cmd_evaluate.c */
 int plait_cmd_generate(int argc, char **argv);    /* cmd_generate.c */
 int plait_cmd_bench(int argc, char **argv);       /* cmd_bench.c */
 int plait_cmd_launch(int argc, char **argv);      /* cmd_launch.c */
@@ -24,6 +26,10 @@ int plait_data_smiles_augment(int argc, char **argv); /* cmd_smiles.c */
  * not freed: a failed parse holds nothing). */
 struct pl_train_args;
 int plait_run_trainer(struct pl_train_args *args, pl_status parse_st); /* cmd_train.c */
+/* The same with job run instead of the trainer (plait finetune). */
+struct pl_dist;
+typedef pl_status (*plait_job_fn)(void *ctx, struct pl_train_args *args, struct pl_dist *dist);
+int plait_run_job(struct pl_train_args *args, pl_status parse_st, plait_job_fn job, void *ctx);
 
 /* Exit codes (docs/reliability.md): a failure of the machine or of plait, bad
  * usage (flags), a bad input file (malformed data, checkpoint, config; a token

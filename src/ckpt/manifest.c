@@ -77,6 +77,9 @@ static int64_t cfg_value(const pl_model_config *c, size_t i)
 
 static const char *const norm_names[] = {"LayerNorm", "RMSNorm"};
 static const char *const pos_names[] = {"learned_absolute", "rope", "none"};
+/* a fine-tuned model's task head (pl_task's order; plait finetune) */
+static const char *const task_names[] = {"none", "text_classification", "token_classification",
+                                         "question_answering"};
 
 static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b)
 {
@@ -94,6 +97,11 @@ static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b
     pl_ckpt_jnum(model, "attention_dropout", c->attention_dropout, b);
     if (c->family == PL_FAMILY_BERT) /* Megatron's --bert-no-binary-head */
         pl_ckpt_jnum(model, "bert_binary_head", c->head.binary_head, b);
+    if (c->head.task != PL_TASK_NONE) { /* instead of the pretraining heads */
+        pl_ckpt_jstr(model, "task", task_names[c->head.task], b);
+        pl_ckpt_jnum(model, "num_classes", (double)c->head.classes, b);
+        pl_ckpt_jnum(model, "num_tokentypes", c->head.tokentypes, b);
+    }
 }
 
 cJSON *pl_ckpt_manifest_build(const pl_model_config *cfg, const pl_ckpt_meta *m,
@@ -293,7 +301,17 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
     c->attention_dropout = (float)v[9];
     c->head.binary_head = v[10] != 0;
     c->head.tokentypes = c->head.binary_head ? c->head.tokentypes : 0;
-    return PL_OK;
+    int task = 0;
+    PL_TRY(str_choice(model, "task", task_names, 4, PL_TASK_NONE, mpath, &task));
+    if (task != PL_TASK_NONE) { /* a fine-tuned model: its head, its token types */
+        double k, tt;
+        PL_TRY(pl_ckpt_jfield(model, "model", "num_classes", 1, 1 << 20, 1, mpath, &k));
+        PL_TRY(pl_ckpt_jfield(model, "model", "num_tokentypes", 0, 2, 1, mpath, &tt));
+        pl_model_set_task(c, (pl_task)task, (int64_t)k);
+        c->head.tokentypes = (int)tt;
+    }
+fail:
+    return st;
 }
 
 /* The model config, each size in its range, then their consistency. */
@@ -342,7 +360,10 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
     snprintf(pre, sizeof pre, "%s.layers.", pl_model_stack(c));
     const pl_head_spec *h = &c->head;
-    const int64_t TT = h->tokentypes, LM = h->lm_transform ? C : 0, PB = h->binary_head ? C : 0;
+    const int64_t TT = h->tokentypes, LM = h->lm_transform ? C : 0;
+    const int64_t PB = h->binary_head || h->task == PL_TASK_SEQUENCE ? C : 0;
+    const int64_t SEQ = h->task == PL_TASK_SEQUENCE ? h->classes : 0;
+    const int64_t TOK = h->task == PL_TASK_TOKEN || h->task == PL_TASK_SPAN ? h->classes : 0;
     const struct {
         const char *name;
         int ndim;
@@ -361,8 +382,13 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
                {"output_layer.bias", 1, h->output_bias ? c->padded_vocab : 0, 0},
                {"pooler.dense.weight", 2, PB, PB},
                {"pooler.dense.bias", 1, PB, 0},
-               {"binary_head.weight", 2, PB ? 2 : 0, PB},
-               {"binary_head.bias", 1, PB ? 2 : 0, 0}},
+               {"binary_head.weight", 2, h->binary_head ? 2 : 0, C},
+               {"binary_head.bias", 1, h->binary_head ? 2 : 0, 0},
+               /* a fine-tuned model's task head (plait finetune) */
+               {"classification_head.weight", 2, SEQ, C},
+               {"classification_head.bias", 1, SEQ, 0},
+               {"classifier.mlp.layer0.weight", 2, TOK, C},
+               {"classifier.mlp.layer0.bias", 1, TOK, 0}},
       layer[] = {{"input_layernorm.weight", 1, C, 0},
                  {"input_layernorm.bias", 1, C, 0},
                  {"self_attention.linear_qkv.weight", 2, QKV, C},
@@ -715,6 +741,8 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "--disable-bias-linear";
     else if (saved->untie != run->untie)
         what = "--untie-embeddings-and-output-weights";
+    else if (saved->head.task != run->head.task || saved->head.classes != run->head.classes)
+        what = "the fine-tuning task or its number of classes";
     else if (saved->head.binary_head != run->head.binary_head)
         what = "--bert-no-binary-head";
     else if (saved->block.pos == PL_POS_ROPE &&

@@ -120,7 +120,7 @@ static pl_status snapshot(pl_train_async *as, const pl_ckpt_buffers *buf, int dp
     return PL_OK;
 }
 
-pl_status pl_train_async_begin(pl_trainer *t, const pl_ckpt_meta *meta,
+pl_status pl_train_async_begin(pl_trainer *t, const char *dir, const pl_ckpt_meta *meta,
                                const pl_ckpt_buffers *buf)
 {
     pl_train_async *as = t->async;
@@ -132,12 +132,12 @@ pl_status pl_train_async_begin(pl_trainer *t, const pl_ckpt_meta *meta,
     PL_ASSERT(as->state == IDLE);
     const double t0 = pl_time_now();
     pl_comm *world = pl_grid_comm(&t->grid, PL_GRID_WORLD);
-    pl_status st = pl_ckpt_save_begin(t->a->save, world, meta->iteration, &as->pending);
+    pl_status st = pl_ckpt_save_begin(dir, world, meta->iteration, &as->pending);
     if (st)
         return st;
     as->meta = *meta;
     as->cfg = &t->cfg;
-    as->dir = t->a->save;
+    as->dir = dir;
     as->keep_last_n = t->a->keep_last_n;
     as->rank0 = world->rank == 0;
     if ((st = snapshot(as, buf, t->grid.dp_rank)) || (st = start(as, writer, "writer")))
@@ -192,7 +192,7 @@ pl_status pl_train_async_poll(pl_trainer *t, int wait)
     if (!st && pl_train_is_root(t))
         pl_log_info(" saved checkpoint at iteration %lld to %s (async: files written in %.2f s, "
                     "published after %.2f s; training stalled %.3f s)",
-                    (long long)as->meta.iteration, t->a->save, as->t_written - as->t_start,
+                    (long long)as->meta.iteration, as->dir, as->t_written - as->t_start,
                     pl_time_now() - as->t_start, as->stall);
     return st;
 out:

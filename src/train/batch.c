@@ -107,6 +107,12 @@ pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *id
 {
     pl_model *m = &t->model;
     const int64_t T = m->T;
+    if (t->ft) { /* plait finetune: a task's rows */
+        pl_status st = pl_train_ft_fill(t, s, idx);
+        if (!st)
+            loss_weights(m, scale, n_loss);
+        return st;
+    }
     if (t->cfg.family == PL_FAMILY_BERT)
         return load_bert(t, s, idx, scale, n_loss);
     for (int64_t b = 0; b < t->mbs; b++) {
@@ -148,6 +154,10 @@ void pl_train_micro_batch_losses(const pl_model *m, double scale, double out[2])
         bin += (double)m->dbin[b] * (double)m->bin_loss[b];
     out[0] = scale ? sum / scale : 0.0;
     out[1] = scale ? bin / scale : 0.0;
+    if (m->cfg.head.task == PL_TASK_SEQUENCE || m->cfg.head.task == PL_TASK_SPAN) {
+        out[0] = out[1]; /* a fine-tuning head's loss is per sample: the loss */
+        out[1] = 0.0;
+    }
 }
 
 void pl_train_copy_batch(const pl_model *from, pl_model *to)

@@ -61,7 +61,9 @@ static pl_status full_params(pl_trainer *t, float **out)
     return PL_OK;
 }
 
-pl_status pl_train_save(pl_trainer *t)
+pl_status pl_train_save(pl_trainer *t) { return pl_train_save_to(t, t->a->save); }
+
+pl_status pl_train_save_to(pl_trainer *t, const char *dir)
 {
     if (t->a->async_save) { /* one pending save at a time: the previous one ends first */
         pl_status st = pl_train_async_poll(t, 1);
@@ -83,23 +85,23 @@ pl_status pl_train_save(pl_trainer *t)
                            t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL, 0};
     double t0 = pl_time_now();
     if (!st && t->a->async_save) {
-        st = pl_train_async_begin(t, &meta, &buf);
+        st = pl_train_async_begin(t, dir, &meta, &buf);
         if (params != t->params)
             pl_free(params);
         return st;
     }
     if (!st)
-        st = pl_ckpt_save(t->a->save, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
+        st = pl_ckpt_save(dir, pl_grid_comm(&t->grid, PL_GRID_WORLD), t->grid.dp_rank,
                           &t->cfg, &meta, &buf);
     if (params != t->params)
         pl_free(params);
     if (!st && pl_train_is_root(t))
         pl_log_info(" saved checkpoint at iteration %lld to %s (%.2f s)", (long long)t->iteration,
-                    t->a->save, pl_time_now() - t0);
+                    dir, pl_time_now() - t0);
     if (!st && t->a->keep_last_n > 0) { /* rank 0 removes; every rank learns the outcome */
         int32_t bad = 0;
         if (pl_train_is_root(t))
-            bad = pl_train_keep_last(t->a->save, t->a->keep_last_n) != PL_OK;
+            bad = pl_train_keep_last(dir, t->a->keep_last_n) != PL_OK;
         char keep[1024];
         snprintf(keep, sizeof keep, "%s", pl_error_msg());
         if ((st = pl_comm_allreduce_i32(pl_grid_comm(&t->grid, PL_GRID_WORLD), &bad, 1,

@@ -315,6 +315,8 @@ static pl_status setup_model(pl_trainer *t)
     }
     pl_model_config *c = &t->cfg;
     PL_TRY(pl_train_model_config(a, c));
+    if (t->ft) /* plait finetune: the task's head instead of the pretraining heads */
+        pl_train_ft_apply_task(t, c);
     c->vocab_size = vocab;
     c->padded_vocab = pl_model_padded_vocab(vocab, c->divisible_by, t->grid.layout.tp);
     c->keep_logits = strcmp(a->lm_head_logits, "keep") == 0;
@@ -990,3 +992,12 @@ pl_status pl_train_run(const pl_train_args *args, pl_dist *dist)
         pl_error_echo(st, echo, "%s", keep);
     return st;
 }
+
+/* plait finetune (train/finetune.c) runs its own loop on these parts of the trainer. */
+pl_status pl_train_setup_model(pl_trainer *t) { return setup_model(t); }
+pl_status pl_train_setup_schedule(pl_trainer *t) { return setup_schedule(t); }
+pl_status pl_train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
+{
+    return train_step(t, sampler, r);
+}
+void pl_train_free(pl_trainer *t) { trainer_free(t); }

@@ -96,6 +96,7 @@ typedef struct pl_trainer {
     pl_lr_schedule sched;
     pl_blend_data data;
     struct pl_train_bert_data *bert; /* --model bert on a --data-path (bert_data.c) */
+    struct pl_train_ft *ft;                  /* plait finetune's task and data (finetune.c) */
     int data_up;
     int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
     int64_t iteration, consumed_train, consumed_valid, opt_steps;
@@ -197,9 +198,23 @@ void pl_train_free_chunks(pl_trainer *t);
 pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale, double ls,
                                 double loss_sum[2]);
 
+/* plait finetune (train/finetune*.c) runs its own loop on the trainer's set-up and step
+ * (trainer.c): the model (with t->ft's task head: pl_train_ft_apply_task), the LR
+ * schedule, one training step over the sampler, the release of everything. The task's
+ * micro-batches come through pl_train_load_micro_batch (pl_train_ft_fill). */
+pl_status pl_train_setup_model(pl_trainer *t);
+pl_status pl_train_setup_schedule(pl_trainer *t);
+pl_status pl_train_step(pl_trainer *t, pl_sampler *sampler, step_result *r);
+void pl_train_free(pl_trainer *t);
+void pl_train_ft_apply_task(const pl_trainer *t, pl_model_config *c);
+/* The current micro-batch's tokens, token types, lengths, labels and targets from the
+ * fine-tuning rows of idx (mbs global sample indices of split s). */
+pl_status pl_train_ft_fill(pl_trainer *t, pl_split s, const int64_t *idx);
+
 /* checkpoints.c: save to --save; resume (or fine-tune) from --load. With --async-save
  * the save returns once its files are being written (async_save.c). */
 pl_status pl_train_save(pl_trainer *t);
+pl_status pl_train_save_to(pl_trainer *t, const char *dir); /* the same into another directory */
 pl_status pl_train_load(pl_trainer *t);
 /* --keep-last-n: on the rank that publishes, after a publication (ckpt/publish.h). */
 pl_status pl_train_keep_last(const char *dir, int64_t keep);
@@ -209,7 +224,7 @@ pl_status pl_train_keep_last(const char *dir, int64_t keep);
  * running by a failed run. */
 struct pl_ckpt_meta;
 struct pl_ckpt_buffers;
-pl_status pl_train_async_begin(pl_trainer *t, const struct pl_ckpt_meta *meta,
+pl_status pl_train_async_begin(pl_trainer *t, const char *dir, const struct pl_ckpt_meta *meta,
                                const struct pl_ckpt_buffers *buf);
 pl_status pl_train_async_poll(pl_trainer *t, int wait);
 void pl_train_async_free(pl_trainer *t);

@@ -1,0 +1,309 @@
+/* plait finetune's evaluation (train/finetune_internal.h): every row of a split
+ * once, forward only, in global batches of mbs x DP rows (the last one padded
+ * with ignored rows); the predictions and the loss summed over DP (each row is
+ * one DP rank's) and from the last pipeline stage to all. Every rank then
+ * holds the same figures (the checkpoint monitor decides alike everywhere);
+ * rank 0 writes what a person reads:
+ *   DIR/evaluations.md            one row per evaluation (iteration, epoch, split,
+ *                                 loss, accuracy, F1)
+ *   DIR/SPLIT_report.md and .tsv  text: accuracy, per-class precision / recall / F1
+ *                                 and support, macro averages, confusion matrix;
+ *                                 token: seqeval's classification report (per entity
+ *                                 type, micro / macro / weighted averages)
+ *   DIR/SPLIT_predictions.tsv     text: line of the file, true label, predicted label
+ *   DIR/SPLIT_predictions.conll   token: word, true tag, predicted tag; a blank line
+ *                                 after each sentence
+ *   the metrics file              {"iteration", "epoch", "val_loss", "val_acc",
+ *                                 "val_f1"} (test_ for the test split)
+ *   DIR/SPLIT_predictions.json    QA: {"question id": "answer text"} (the official
+ *                                 script's input)
+ * F1 is the macro-F1 of the classes (text), seqeval's micro entity F1 (token) or
+ * SQuAD's token F1 (QA, x 100); accuracy is of the examples (text) or of the words
+ * (token); QA has the exact match (x 100, "val_em") instead.
+ * SPLIT is "validation" or "test"; the reports hold the latest evaluation. */
+#include "train/finetune_internal.h"
+
+#include "base/alloc.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "finetune/seqeval.h"
+#include "finetune/squad_eval.h"
+
+#include <string.h>
+
+static const char *const split_name[PL_FT_SPLITS] = {"train", "validation", "test"};
+static const char *const key_prefix[PL_FT_SPLITS] = {"train", "val", "test"};
+
+/* Forward of the current micro-batch through every pipeline stage (tag: its
+ * number in this evaluation). */
+static pl_status forward_pipelined(pl_trainer *t, pl_model *m, int tag)
+{
+    pl_status st = PL_OK;
+    pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+    const int64_t n = m->blk.Nl * m->C;
+    if (!m->stage.first)
+        PL_TRY(pl_comm_recv_f32(pp, m->x0, n, r - 1, tag));
+    PL_TRY(pl_model_forward(m));
+    if (!m->stage.last)
+        PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, (r + 1) % P, tag));
+fail:
+    return st;
+}
+
+static pl_status write_file(pl_bytes *b, pl_status st, const char *path)
+{
+    if (!st)
+        st = pl_file_write_atomic(path, b->data, b->n);
+    pl_bytes_free(b);
+    return st ? pl_error_wrap(st, "writing %s", path) : PL_OK;
+}
+
+/* The file names of the header and the rows of the table and the metrics. */
+static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_eval *e,
+                        const pl_cls_metrics *cm, const pl_seqeval_result *se)
+{
+    pl_train_ft *ft = t->ft;
+    const pl_ft_split *x = &ft->split[s];
+    const char *name = split_name[s], *key = key_prefix[s];
+    char path[4200];
+    pl_status st = PL_OK;
+    const int qa = ft->task == PL_TASK_SPAN;
+    pl_bytes b = {0};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s_report.%s", ft->dir, name, k ? "tsv" : "md");
+        if (qa) { /* evaluate-v1.1.py's two figures */
+            st = pl_bytes_printf(&b, k ? "metric\tvalue\nexact_match\t%.6f\nf1\t%.6f\n"
+                                         "questions\t%lld\n"
+                                       : "| metric | value |\n| --- | --- |\n| exact match | "
+                                         "%.6f |\n| F1 | %.6f |\n| questions | %lld |\n",
+                                 e->accuracy, e->f1, (long long)e->n);
+            PL_TRY(write_file(&b, st, path));
+        } else {
+            PL_TRY(cm ? pl_cls_metrics_write(cm, &ft->labels, path) : pl_seqeval_write(se, path));
+        }
+    }
+    if (qa) {
+        snprintf(path, sizeof path, "%s/%s_predictions.json", ft->dir, name);
+        PL_TRY(pl_squad_predictions_write(&x->sq, (const char *const *)ft->qa_answers, path));
+    } else if (cm) {
+        snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
+        st = pl_bytes_printf(&b, "line\tlabel\tprediction\n");
+        for (int64_t i = 0; !st && i < x->n; i++)
+            st = pl_bytes_printf(&b, "%lld\t%s\t%s\n", (long long)x->text.ex[i].line,
+                                 ft->labels.names[x->labels[i]],
+                                 ft->labels.names[ft->pred_ids[i]]);
+    } else if (!qa) {
+        snprintf(path, sizeof path, "%s/%s_predictions.conll", ft->dir, name);
+        const int64_t W = x->conll.n_words;
+        for (int64_t i = 0; !st && i < x->conll.n_sent; i++) {
+            const pl_conll_sentence *z = &x->conll.sent[i];
+            for (int64_t w = z->first; !st && w < z->first + z->n; w++)
+                st = pl_bytes_printf(&b, "%s\t%s\t%s\n", x->conll.words[w], ft->tags[w],
+                                     ft->tags[W + w]);
+            if (!st)
+                st = pl_bytes_printf(&b, "\n");
+        }
+    }
+    if (!qa)
+        PL_TRY(write_file(&b, st, path));
+    if (ft->table) {
+        fprintf(ft->table, "| %lld | %lld | %s | %.6f | %.4f | %.4f | %lld |\n",
+                (long long)t->iteration, (long long)epoch, name, e->loss, e->accuracy, e->f1,
+                (long long)e->n);
+        if (fflush(ft->table) != 0)
+            return pl_errorf(PL_ERR_IO, "%s/evaluations.md: write failed", ft->dir);
+    }
+    if (t->metrics) {
+        fprintf(t->metrics, "{\"iteration\": %lld, \"epoch\": %lld, \"%s_loss\": %.17g, "
+                "\"%s_%s\": %.17g, \"%s_f1\": %.17g, \"%s_examples\": %lld}\n",
+                (long long)t->iteration, (long long)epoch, key, e->loss, key, qa ? "em" : "acc",
+                e->accuracy, key, e->f1, key, (long long)e->n);
+        if (fflush(t->metrics) != 0)
+            return pl_errorf(PL_ERR_IO, "the metrics file: write failed");
+    }
+    pl_log_info(" %s at iteration %lld (epoch %lld) | loss: %.6E | %s: %.4f | %s: %.4f | %s: "
+                "%lld", name, (long long)t->iteration, (long long)epoch, e->loss,
+                qa ? "exact match" : "accuracy", e->accuracy,
+                qa ? "F1" : cm ? "macro-F1" : "entity F1", e->f1,
+                qa ? "questions" : cm ? "examples" : "words", (long long)e->n);
+fail:
+    return st;
+}
+
+static int32_t argmax(const float *z, int64_t K)
+{
+    int32_t best = 0;
+    for (int32_t c = 1; c < K; c++)
+        best = z[c] > z[best] ? c : best;
+    return best;
+}
+
+/* The last stage's predictions and losses of the current micro-batch (rows ft->rows). */
+static void take(const pl_train_ft *ft, const pl_ft_split *x, const pl_model *m, double sums[2])
+{
+    const int64_t B = m->B, T = m->T, K = ft->classes;
+    const pl_head_acts *h = &m->mb[0].head;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t r = ft->rows[b];
+        if (r < 0)
+            continue;
+        if (ft->task == PL_TASK_SPAN) { /* (T, 2) start and end logits */
+            memcpy(ft->qa_logits + r * T * 2, h->tlogits + b * T * 2,
+                   (size_t)(T * 2) * sizeof(float));
+            sums[0] += m->bin_loss[b];
+            sums[1] += 1;
+            continue;
+        }
+        if (ft->task == PL_TASK_SEQUENCE) {
+            ft->pred[r] = argmax(h->logits + b * K, K) + 1;
+            sums[0] += m->bin_loss[b];
+            sums[1] += 1;
+            continue;
+        }
+        for (int64_t k = 0; k < T; k++) {
+            if (x->tok.word_pos[r * T + k] >= 0)
+                ft->pred[r * T + k] = argmax(h->tlogits + (b * T + k) * K, K) + 1;
+            if (x->labels[r * T + k] >= 0) {
+                sums[0] += m->loss[b * T + k];
+                sums[1] += 1;
+            }
+        }
+    }
+}
+
+/* Token classification's figures from the per-position predictions: each word's
+ * tag, word accuracy, seqeval's entity scores. */
+static pl_status score_tokens(pl_train_ft *ft, const pl_ft_split *x, pl_seqeval_result *se,
+                              pl_ft_eval *out)
+{
+    const int64_t W = x->conll.n_words;
+    pl_tokcls_word_preds(&x->tok, ft->pred, W, ft->pred_ids);
+    int64_t right = 0;
+    for (int64_t w = 0; w < W; w++) {
+        if (ft->pred_ids[w] < 1 || ft->pred_ids[w] > ft->classes)
+            return pl_errorf(PL_ERR_INTERNAL, "evaluation of %s: word %lld has no prediction",
+                             x->path, (long long)w);
+        ft->tags[w] = x->conll.tags[w];
+        ft->tags[W + w] = ft->labels.names[ft->pred_ids[w] - 1];
+        right += strcmp(ft->tags[w], ft->tags[W + w]) == 0;
+    }
+    for (int64_t i = 0; i < x->conll.n_sent; i++)
+        ft->sent_len[i] = x->conll.sent[i].n;
+    pl_status st = pl_seqeval_score(se, ft->tags, ft->tags + W, ft->sent_len, x->conll.n_sent);
+    if (st)
+        return st;
+    out->accuracy = W ? (double)right / (double)W : 0.0;
+    out->f1 = se->f1;
+    out->n = W;
+    return PL_OK;
+}
+
+/* Question answering's figures: each question's windows decoded (n-best, as
+ * run_squad.py's write_predictions) into its answer text, then the official exact
+ * match and F1 over every question (unanswered ones count 0). */
+static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_result *res,
+                          pl_ft_eval *out)
+{
+    pl_train_ft *ft = t->ft;
+    const pl_squad_features *fs = &x->fs;
+    const int64_t T = fs->seq_len, n = fs->n;
+    const pl_squad_decode_config dc = {ft->fa->n_best_size, ft->fa->max_answer_length};
+    pl_status st = PL_OK;
+    for (int64_t i = 0; i < n * T; i++) {
+        ft->qa_start[i] = ft->qa_logits[2 * i];
+        ft->qa_end[i] = ft->qa_logits[2 * i + 1];
+    }
+    for (int64_t q = 0; q < ft->qa_q; q++) {
+        pl_free(ft->qa_answers[q]);
+        ft->qa_answers[q] = NULL;
+    }
+    for (int64_t f = 0, g; f < n && !st; f = g) {
+        const int64_t q = fs->f[f].question;
+        for (g = f; g < n && fs->f[g].question == q; g++)
+            ft->qa_feats[g - f] = g;
+        pl_squad_doc doc;
+        pl_bytes text = {0};
+        st = pl_squad_doc_init(&doc, t->tok, x->sq.contexts[x->sq.q[q].context]);
+        if (st)
+            break;
+        st = pl_squad_decode(t->tok, fs, &doc, ft->qa_feats, g - f, ft->qa_start + f * T,
+                             ft->qa_end + f * T, &dc, &text, NULL);
+        pl_squad_doc_free(&doc);
+        if (st) {
+            pl_bytes_free(&text);
+            break;
+        }
+        ft->qa_answers[q] = text.data; /* taken (NUL-terminated; NULL: no span qualified) */
+    }
+    if (!st)
+        st = pl_squad_evaluate(&x->sq, (const char *const *)ft->qa_answers, res);
+    out->accuracy = res->exact_match;
+    out->f1 = res->f1;
+    out->n = x->sq.n_q;
+    return st;
+}
+
+pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *out)
+{
+    pl_status st = PL_OK;
+    pl_train_ft *ft = t->ft;
+    const pl_ft_split *x = &ft->split[s];
+    const int token = ft->task == PL_TASK_TOKEN, qa = ft->task == PL_TASK_SPAN;
+    const int64_t B = t->mbs, chunk = B * t->dp, steps = (x->n + chunk - 1) / chunk;
+    const int64_t cells = token ? x->n * t->cfg.seq_length : x->n;
+    pl_model *m = &t->model;
+    pl_cls_metrics cm = {0};
+    pl_seqeval_result se = {0};
+    pl_squad_eval_result qr = {0};
+    double sums[2] = {0, 0}; /* loss, examples or labelled tokens */
+    memset(ft->pred, 0, (size_t)cells * sizeof *ft->pred);
+    if (qa)
+        memset(ft->qa_logits, 0, (size_t)(x->n * t->cfg.seq_length * 2) * sizeof(float));
+    if (t->zero_stage >= 2)
+        PL_TRY(pl_train_zero_begin(t));
+    for (int64_t k = 0; k < steps; k++) {
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t row = k * chunk + t->grid.dp_rank * B + b;
+            ft->rows[b] = row < x->n ? row : -1;
+        }
+        pl_model_use(m, 0);
+        pl_ft_data_put(ft, m, s, ft->rows, ft->rows);
+        m->training = 0; /* no dropout */
+        PL_TRY(forward_pipelined(t, m, (int)k));
+        if (m->stage.last)
+            take(ft, x, m, sums);
+    }
+    pl_comm *dp = pl_grid_comm(&t->grid, PL_GRID_DP), *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
+    const int64_t nqa = qa ? x->n * t->cfg.seq_length * 2 : 0; /* each value from one rank */
+    for (int k = 0; k < (t->grid.layout.pp > 1 ? 2 : 1); k++) { /* then the last stage's to all */
+        pl_comm *c = k ? pp : dp;
+        PL_TRY(pl_comm_allreduce_i32(c, ft->pred, cells, PL_COMM_SUM));
+        PL_TRY(pl_comm_allreduce_f64(c, sums, 2, PL_COMM_SUM));
+        if (qa)
+            PL_TRY(pl_comm_allreduce_f32(c, ft->qa_logits, nqa, PL_COMM_SUM));
+    }
+    out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+    if (qa) {
+        PL_TRY(score_qa(t, x, &qr, out));
+    } else if (token) {
+        PL_TRY(score_tokens(ft, x, &se, out));
+    } else {
+        for (int64_t i = 0; i < x->n; i++) {
+            if (ft->pred[i] < 1 || ft->pred[i] > ft->classes)
+                return pl_errorf(PL_ERR_INTERNAL, "evaluation of %s: row %lld has no "
+                                 "prediction", x->path, (long long)i);
+            ft->pred_ids[i] = ft->pred[i] - 1;
+        }
+        PL_TRY(pl_cls_metrics_compute(&cm, x->labels, ft->pred_ids, x->n, ft->classes));
+        out->accuracy = cm.accuracy;
+        out->f1 = cm.macro_f1;
+        out->n = x->n;
+    }
+    if (pl_train_is_root(t))
+        PL_TRY(report(t, s, epoch, out, token || qa ? NULL : &cm, token ? &se : NULL));
+fail:
+    pl_cls_metrics_free(&cm);
+    pl_seqeval_result_free(&se);
+    return st;
+}
