@@ -140,7 +140,9 @@ void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_mo
 /* 1 when c is an encoder-decoder family (T5). */
 int pl_model_is_encdec(const pl_model_config *c);
 /* The final norm's weight in r: the first parameter of the last stage's tail
- * (the final norm, the output layer, the heads), which follows the layers. */
+ * (the final norm, the output layer, the heads), which follows the layers. An
+ * encoder-decoder's whole model: the decoder's (the encoder's is registered
+ * right after the embeddings, before the encoder's layers). */
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c);
 
 /* Megatron's vocab padding (megatron/training/tokenizer vocab_utils): the
