@@ -42,10 +42,13 @@ const char *pl_model_stack(const pl_model_config *c)
 
 const char *pl_model_output_bias_name(const pl_model_config *c)
 {
-    return c->family == PL_FAMILY_T5 ? "lm_head.output_layer.bias" : "output_layer.bias";
+    return pl_model_is_encdec(c) ? "lm_head.output_layer.bias" : "output_layer.bias";
 }
 
-int pl_model_is_encdec(const pl_model_config *c) { return c->family == PL_FAMILY_T5; }
+int pl_model_is_encdec(const pl_model_config *c)
+{
+    return c->family == PL_FAMILY_T5 || c->family == PL_FAMILY_BART;
+}
 
 void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_model_config *dec)
 {

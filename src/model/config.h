@@ -52,7 +52,8 @@ typedef enum pl_family {
     PL_FAMILY_GPT = 0,
     PL_FAMILY_LLAMA = 1,
     PL_FAMILY_BERT = 2,
-    PL_FAMILY_T5 = 3
+    PL_FAMILY_T5 = 3,
+    PL_FAMILY_BART = 4 /* NeMo's Megatron BART: T5's model (model/spec.c) */
 } pl_family;
 
 /* Which stack of an encoder-decoder model a configuration describes: the

@@ -22,7 +22,7 @@ static const pl_option train_options[] = {
     {"--model", PL_OPT_CHOICE, "gpt", F(model),
      "model family: its architecture flags as defaults (llama: RMSNorm, rope, SwiGLU, no biases, "
      "untied output layer, no dropout; bert: Megatron's BertModel on --split-sentences data); "
-     "flags given explicitly win", "gpt|llama|bert|t5", 0},
+     "flags given explicitly win", "gpt|llama|bert|t5|bart", 0},
     {"--bert-no-binary-head", PL_OPT_BOOL, NULL, F(bert_no_binary_head),
      "BERT without the pooler and binary (sentence-order) head, and without token types", NULL, 0},
     {"--mask-prob", PL_OPT_FLOAT, "0.15", F(mask_prob),
@@ -841,7 +841,7 @@ static pl_status validate(pl_train_args *a)
         if (!a->data_path.n)
             return pl_errorf(PL_ERR_ARG, "plait train: --data-path is required (or --mock-data)");
         if (!a->tokenizer_type) /* pretrain_gpt.py, pretrain_bert.py: args_defaults={...} */
-            a->tokenizer_type = strcmp(a->model, "bert") == 0 || strcmp(a->model, "t5") == 0
+            a->tokenizer_type = strcmp(a->model, "gpt") && strcmp(a->model, "llama")
                                     ? "BertWordPieceLowerCase" : "GPT2BPETokenizer";
     }
     PL_TRY(validate_precision(a));

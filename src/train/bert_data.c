@@ -1,6 +1,7 @@
 /* Megatron's masked datasets in plait train: BERT's (--model bert --data-path
- * PREFIX) and T5's (--model t5, data/t5_dataset.h, the same mapping and
- * masking): the sentences' indexed dataset (`preprocess --split-sentences`
+ * PREFIX), T5's (--model t5, data/t5_dataset.h) and NeMo's BART's (--model
+ * bart with a WordPiece tokenizer, data/bart_dataset.h), the same mapping and
+ * masking: the sentences' indexed dataset (`preprocess --split-sentences`
  * output) and each split's sample mapping (data/bert_dataset.h), built by
  * rank 0 and cached, then loaded by the others, as pretrain_bert.py's and
  * pretrain_t5.py's BlendedMegatronDatasetBuilder does with one dataset. Part
@@ -8,6 +9,7 @@
 #include "train/trainer_internal.h"
 
 #include "base/alloc.h"
+#include "data/bart_dataset.h"
 #include "data/bert_dataset.h"
 #include "data/indexed.h"
 #include "data/t5_dataset.h"
@@ -29,9 +31,11 @@ static pl_status build(pl_trainer *t, pl_train_bert_data *d, const int64_t *size
     pl_status st = PL_OK;
     const pl_train_args *a = t->a;
     pl_bert_dataset_config c;
-    if (pl_model_is_encdec(&t->cfg)) { /* pretrain_t5.py's configuration */
+    if (t->cfg.family == PL_FAMILY_T5) { /* pretrain_t5.py's configuration */
         pl_t5_dataset_config_defaults(&c);
         c.decoder_seq_length = t->cfg.dec_seq_length;
+    } else if (t->cfg.family == PL_FAMILY_BART) { /* NeMo's BARTDataset */
+        pl_bart_dataset_config_defaults(&c);
     } else {
         pl_bert_dataset_config_defaults(&c);
     }
@@ -132,6 +136,8 @@ pl_status pl_train_bert_data_encdec(pl_trainer *t, pl_split s, int64_t idx, pl_e
 {
     pl_train_bert_data *d = t->bert;
     if (!d || !d->up[s])
-        return pl_errorf(PL_ERR_INTERNAL, "the %s split has no T5 samples", pl_split_name(s));
-    return pl_t5_dataset_get(&d->ds[s], idx, out);
+        return pl_errorf(PL_ERR_INTERNAL, "the %s split has no %s samples", pl_split_name(s),
+                         t->a->model);
+    return t->cfg.family == PL_FAMILY_BART ? pl_bart_dataset_get(&d->ds[s], idx, out)
+                                           : pl_t5_dataset_get(&d->ds[s], idx, out);
 }

@@ -100,6 +100,7 @@ void pl_train_encdec_free(pl_trainer *t)
     pl_train_encdec *ed = t->ed;
     if (!ed)
         return;
+    pl_train_encdec_data_free(t);
     pl_encdec_free(&ed->e);
     if (ed->dec_up)
         pl_model_free(&ed->dec);
@@ -115,7 +116,7 @@ pl_status pl_train_encdec_load(pl_trainer *t, pl_split s, const int64_t *idx, do
     for (int64_t b = 0; b < t->mbs; b++) {
         pl_encdec_sample x = {enc->tokens + b * Te, 0, dec->tokens + b * Td,
                               dec->targets + b * Td, 0};
-        pl_status st = pl_train_bert_data_encdec(t, s, idx[b], &x);
+        pl_status st = pl_train_encdec_sample(t, s, idx[b], &x);
         if (st)
             return st;
         enc->lengths[b] = (int32_t)x.enc_length;

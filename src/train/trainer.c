@@ -481,8 +481,8 @@ static pl_status setup_data(pl_trainer *t)
     pl_status st = pl_gpt_num_samples(&req, sizes);
     if (st)
         return st;
-    if (t->cfg.family == PL_FAMILY_BERT || pl_model_is_encdec(&t->cfg)) {
-        PL_TRY(pl_train_bert_data_setup(t, sizes));
+    if (t->cfg.family == PL_FAMILY_BERT || t->ed) {
+        PL_TRY(t->ed ? pl_train_encdec_data_setup(t, sizes) : pl_train_bert_data_setup(t, sizes));
         goto check_len;
     }
     pl_blend_spec spec;
@@ -527,7 +527,7 @@ fail:
 
 int64_t pl_train_data_len(const pl_trainer *t, pl_split s)
 {
-    return t->bert ? pl_train_bert_data_len(t, s)
+    return t->ed ? pl_train_encdec_data_len(t, s) : t->bert ? pl_train_bert_data_len(t, s)
                                            : pl_blend_data_len(&t->data, s);
 }
 

@@ -96,8 +96,9 @@ typedef struct pl_trainer {
     pl_lr_schedule sched;
     pl_blend_data data;
     struct pl_train_bert_data *bert; /* --model bert or t5 on a --data-path (bert_data.c) */
-    struct pl_train_encdec *ed;      /* --model t5: the decoder beside t->model, the encoder
-                                      * (encdec_train.c) */
+    struct pl_train_encdec *ed;      /* --model t5 | bart: the decoder beside t->model, the
+                                      * encoder (encdec_train.c) */
+    struct pl_train_mmb *mmb;        /* --model bart on SMILES (encdec_data.c) */
     int data_up;
     int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
     int64_t iteration, consumed_train, consumed_valid, opt_steps;
@@ -213,6 +214,13 @@ void pl_train_encdec_free(pl_trainer *t);
 pl_status pl_train_encdec_load(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
                                int64_t *n_loss);
 pl_status pl_train_forward(pl_trainer *t, pl_model *m);
+/* encdec_data.c: the encoder-decoder's dataset (T5's, NeMo's BART's, MegaMolBART's):
+ * each split's samples for sizes[s] requested, their count, sample idx of split s. */
+pl_status pl_train_encdec_data_setup(pl_trainer *t, const int64_t sizes[PL_N_SPLITS]);
+int64_t pl_train_encdec_data_len(const pl_trainer *t, pl_split s);
+pl_status pl_train_encdec_sample(pl_trainer *t, pl_split s, int64_t idx,
+                                 struct pl_encdec_sample *x);
+void pl_train_encdec_data_free(pl_trainer *t);
 pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, void *ctx);
 /* batch.c: the loss weights of m's micro-batch (targets set): d loss[n] =
  * scale / (loss tokens) where a target is; the number of loss tokens. */
