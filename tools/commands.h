@@ -9,6 +9,7 @@ int plait_cmd_preprocess(int argc, char **argv);  /* cmd_preprocess.c */
 int plait_cmd_data(int argc, char **argv);        /* cmd_data.c: dispatches below */
 int plait_cmd_train(int argc, char **argv);       /* cmd_train.c */
 int plait_cmd_generate(int argc, char **argv);    /* cmd_generate.c */
+int plait_cmd_seq2seq(int argc, char **argv);     /* cmd_seq2seq.c */
 int plait_cmd_bench(int argc, char **argv);       /* cmd_bench.c */
 int plait_cmd_launch(int argc, char **argv);      /* cmd_launch.c */
 int plait_cmd_ckpt(int argc, char **argv);        /* cmd_ckpt.c: inspect, reshard, convert */

@@ -61,6 +61,11 @@ check "MegaMolBART: the splits are the molecules' ranges, the decoder seq_length
              grep -q 'decoder 2 layers x 65 tokens' '$TMP/m_single.log'"
 layout_checks MegaMolBART m_single m_tp2_dp2_z1 "4 2 2 1" --use-distributed-optimizer
 
+check "MegaMolBART: plait seq2seq --mmb writes input, corrupted encoder input, decoding" \
+    bash -c "'$PLAIT' seq2seq --load '$TMP/m_single' --input '$TMP/mols.csv' --mmb --limit 3 \
+             > '$TMP/recon.tsv' && [ \$(wc -l < '$TMP/recon.tsv') = 3 ] &&
+             [ \$(awk -F'\t' 'NF == 3' '$TMP/recon.tsv' | wc -l) = 3 ] &&
+             diff <(cut -f1 '$TMP/recon.tsv') <(sed -n 2,4p '$TMP/mols.csv' | cut -d, -f2)"
 sed '5s/.*/w3,C1CC(/' "$TMP/mols.csv" >"$TMP/bad.csv"
 check_fails "MegaMolBART: a SMILES that does not parse is named by file and line" "bad.csv:5" \
     "$PLAIT" train "${COMMON[@]/$TMP\/mols.csv/$TMP/bad.csv}"

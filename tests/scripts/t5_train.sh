@@ -59,6 +59,29 @@ check "t5: losses and validation after resuming equal the uninterrupted run's, b
 check "t5: final parameters after resuming equal, bit for bit" \
     $PY "$CK" same "$dir/iter_0000010" "$TMP/t_dp2_z2/iter_0000010" 0 0
 
+# Decoding (plait seq2seq, model/encdec_generate.h): the KV-cached steps (self-attention
+# and the encoder output's keys and values) give the training forward's logits at every
+# position, teacher-forced, and its greedy tokens, at TP 1 and TP 2 alike.
+DEC="$ROOT/build/testtools/encdec_decode_check"
+check "t5 decoding: cached steps equal the training forward (TP 1)" \
+    bash -c "'$DEC' > '$TMP/dec1.txt'"
+check "t5 decoding: TP 2 equals the forward and TP 1's tokens" \
+    bash -c "timeout -k 5 60 mpirun.openmpi -n 2 '$DEC' > '$TMP/dec2.txt' &&
+             diff <(grep ^source '$TMP/dec1.txt') <(grep ^source '$TMP/dec2.txt')"
+printf 'in the beginning god created the heaven\nand the earth\n' >"$TMP/src.txt"
+check "plait seq2seq decodes a T5 checkpoint, one line per source" \
+    bash -c "'$PLAIT' seq2seq --load '$TMP/t_single' --input '$TMP/src.txt' --max-new-tokens 6 \
+             > '$TMP/s2s.txt' && [ \$(wc -l < '$TMP/s2s.txt') = 2 ]"
+check "plait seq2seq runs a TP 2 checkpoint on 2 ranks" \
+    bash -c "timeout -k 5 60 mpirun.openmpi -n 2 '$PLAIT' seq2seq --load '$TMP/t_tp2' \
+             --input '$TMP/src.txt' --max-new-tokens 6 > '$TMP/s2s_tp2.txt' &&
+             [ \$(wc -l < '$TMP/s2s_tp2.txt') = 2 ]"
+"$PLAIT" train --mock-data --vocab-size 100 --num-layers 1 --hidden-size 16 --num-attention-heads 2 \
+    --seq-length 8 --micro-batch-size 1 --global-batch-size 1 --train-iters 1 --lr 1e-3 \
+    --save "$TMP/gpt1" >/dev/null 2>&1
+check_fails "plait seq2seq refuses a decoder-only checkpoint" "seq2seq decodes an encoder-decoder" \
+    "$PLAIT" seq2seq --load "$TMP/gpt1" --input "$TMP/src.txt"
+
 TINY=(--num-layers 1 --hidden-size 8 --num-attention-heads 2 --seq-length 8
       --micro-batch-size 1 --global-batch-size 1 --train-iters 1 --lr 1e-3)
 DATA=(--data-path "$TMP/kjv_sent" --vocab-file "$PLAIT_DATA/bert/vocab.txt" --vocab-extra-ids 10)
