@@ -10,12 +10,12 @@
 # SMILES tokens (what a model that knows token frequencies and nothing else scores).
 # Writes bench/results/megamolbart.json; keeps the data, vocabulary and final checkpoint
 # in OUT for the decoding evaluation (bench/megamolbart_eval.sh).
-#   bench/megamolbart.sh [ITERS] [OUT]   (defaults 800, /tmp/plait_megamolbart)
+#   bench/megamolbart.sh [ITERS] [OUT]   (defaults 2500, /tmp/plait_megamolbart)
 #   LAYERS, HIDDEN, HEADS, SEQ, MBS, GBS in the environment change the model and batch
 #   (defaults 2, 128, 4, 64, 16, 32); THREADS the OpenMP threads (default 1).
 set -eu
 cd "$(dirname "$0")/.."
-ITERS=${1:-800}
+ITERS=${1:-2500}
 OUT=${2:-/tmp/plait_megamolbart}
 mkdir -p "$OUT"
 make -s all >/dev/null

@@ -76,7 +76,7 @@ void pl_train_print_banner(const pl_trainer *t)
                 (double)pl_model_num_params(c) / 1e6, t->flops_per_token / 1e6);
     if (pl_model_is_encdec(c))
         pl_log_info("encoder-decoder: encoder %lld layers x %lld tokens, decoder %lld layers x "
-                    "%lld tokens (causal, cross-attention); FLOPs per encoder token",
+                    "%lld tokens (causal, cross-attention); FLOPs above per encoder token",
                     (long long)c->num_layers, (long long)c->seq_length, (long long)c->dec_layers,
                     (long long)c->dec_seq_length);
     pl_log_info("layers: %s, %s, %s%s, %s, %s output layer", norms[c->block.norm],
