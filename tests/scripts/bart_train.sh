@@ -6,7 +6,8 @@
 # of the shipped sets with a SMILES vocabulary built from augmented SMILES. Each: one
 # process trains and its loss falls; DP 2 with ZeRO 2 (BART) and TP 2 x DP 2 with ZeRO 1
 # (MegaMolBART, whose samples are a function of (seed, index)) give one process's losses,
-# validation and final parameters (ckpt_tensors.py; train_lib.sh's bounds). Bad SMILES
+# validation and final parameters (ckpt_tensors.py; train_lib.sh's bounds); a MegaMolBART resume
+# at iteration 5 is bit for bit; plait seq2seq --mmb decodes its corruption. Bad SMILES
 # input is named by file and line; flags BART does not take are refused.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
@@ -61,6 +62,18 @@ check "MegaMolBART: the splits are the molecules' ranges, the decoder seq_length
              grep -q 'decoder 2 layers x 65 tokens' '$TMP/m_single.log'"
 layout_checks MegaMolBART m_single m_tp2_dp2_z1 "4 2 2 1" --use-distributed-optimizer
 
+# Resume: the samples are a function of (seed, index), so iteration 5's checkpoint gives the
+# uninterrupted run's losses and parameters bit for bit.
+dir="$TMP/m_resume"
+mkdir -p "$dir" && cp -r "$TMP/m_single/iter_0000005" "$dir/" &&
+    echo 5 > "$dir/latest_checkpointed_iteration.txt"
+check "MegaMolBART: resumed from iteration 5" \
+    "$PLAIT" train "${COMMON[@]}" --make-vocab-size-divisible-by 512 --load "$dir" --save "$dir" \
+    --metrics-file "$dir.jsonl"
+check "MegaMolBART: losses after resuming equal the uninterrupted run's, and the parameters" \
+    bash -c "diff <(grep -o '\"lm_loss\": [^,]*' '$TMP/m_single.jsonl' | tail -n 5) \
+                  <(grep -o '\"lm_loss\": [^,]*' '$dir.jsonl' | head -n 5) &&
+             $PY '$CK' same '$dir/iter_0000010' '$TMP/m_single/iter_0000010' 0 0"
 check "MegaMolBART: plait seq2seq --mmb writes input, corrupted encoder input, decoding" \
     bash -c "'$PLAIT' seq2seq --load '$TMP/m_single' --input '$TMP/mols.csv' --mmb --limit 3 \
              > '$TMP/recon.tsv' && [ \$(wc -l < '$TMP/recon.tsv') = 3 ] &&
