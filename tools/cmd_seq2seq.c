@@ -1,5 +1,6 @@
-/* plait seq2seq: greedy decoding of an encoder-decoder checkpoint (--model t5 or
- * bart) with the self- and cross-attention KV caches (model/encdec_generate.h).
+/* plait seq2seq: decoding of an encoder-decoder checkpoint (--model t5 or bart),
+ * greedy or sampled (--temperature, --top-k, --top-p), with the self- and
+ * cross-attention KV caches (model/encdec_generate.h).
  * Each line of --input is a source (text, tokenized with the checkpoint's
  * tokenizer, cut to the encoder's length), and the decoder's output is written as
  * one line of text. With --mmb (a MegaMolBART checkpoint, SMILES tokenizer),
@@ -28,8 +29,8 @@
 
 typedef struct s2s_opts {
     const char *load, *input, *output;
-    int64_t max_new_tokens, seed, limit;
-    double mask_prob;
+    int64_t max_new_tokens, seed, limit, top_k;
+    double mask_prob, temperature, top_p;
     int mmb;
 } s2s_opts;
 
@@ -46,12 +47,15 @@ static const pl_option s2s_options[] = {
     {"--mmb", PL_OPT_BOOL, NULL, F(mmb),
      "MegaMolBART: the encoder input is the training corruption of each molecule", NULL, 0},
     {"--mask-prob", PL_OPT_FLOAT, "0.1", F(mask_prob), "--mmb: span-masking probability", NULL, 0},
-    {"--seed", PL_OPT_INT, "1234", F(seed), "--mmb: the corruption's seed", NULL, 0},
+    {"--seed", PL_OPT_INT, "1234", F(seed), "sampling's seed, and --mmb's corruption's", NULL, 0},
+    {"--temperature", PL_OPT_FLOAT, "0", F(temperature), "softmax temperature (0: greedy)", NULL, 0},
+    {"--top-k", PL_OPT_INT, "0", F(top_k), "sample among the k most likely (0: all)", NULL, 0},
+    {"--top-p", PL_OPT_FLOAT, "1.0", F(top_p), "nucleus sampling mass (1: off)", NULL, 0},
 };
 #undef F
 static const pl_command_spec s2s_cmd = {
-    "seq2seq", "Greedy decoding of an encoder-decoder checkpoint (KV-cached self- and "
-               "cross-attention; under mpirun with the checkpoint's TP size as ranks).",
+    "seq2seq", "Decoding of an encoder-decoder checkpoint, greedy or sampled (KV-cached self- "
+               "and cross-attention; under mpirun with the checkpoint's TP size as ranks).",
     s2s_options, (int)(sizeof s2s_options / sizeof *s2s_options), 0};
 
 typedef struct s2s {
@@ -154,6 +158,9 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
     const int smiles = !strcmp(s->tok->type, "SmilesTokenizer");
     const int32_t bos = pl_tokenizer_token_id(s->tok, smiles ? "^" : "[BOS]");
     const int32_t eos = pl_tokenizer_token_id(s->tok, smiles ? "&" : "[EOS]");
+    if (o->temperature < 0 || o->top_k < 0 || o->top_p <= 0 || o->top_p > 1)
+        return pl_errorf(PL_ERR_ARG, "plait seq2seq: need --temperature >= 0, --top-k >= 0 and "
+                         "0 < --top-p <= 1");
     if (bos < 0 || eos < 0)
         return pl_errorf(PL_ERR_ARG, "the tokenizer has no %s / %s tokens", smiles ? "^" : "[BOS]",
                          smiles ? "&" : "[EOS]");
@@ -183,7 +190,9 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
         }
         int64_t len = 0, got = 0;
         PL_TRY(source(s, o, i, text, &len));
-        PL_TRY(pl_encdec_greedy(&s->gen, s->src, len, bos, eos, max_new, s->out, &got));
+        const pl_decode_opts how = {o->temperature, o->top_p, o->top_k, (uint64_t)o->seed,
+                                    (uint64_t)i};
+        PL_TRY(pl_encdec_decode(&s->gen, s->src, len, bos, eos, max_new, &how, s->out, &got));
         if (s->tp.rank)
             continue;
         s->line.n = 0;

@@ -1,6 +1,9 @@
 /* Greedy decoding of an encoder-decoder model (model/encdec_generate.h). */
 #include "model/encdec_generate.h"
 
+#include "base/alloc.h"
+#include "base/rng.h"
+
 #include <string.h>
 
 pl_status pl_encdec_generator_init(pl_encdec_generator *g, const pl_model_config *cfg,
@@ -21,6 +24,11 @@ pl_status pl_encdec_generator_init(pl_encdec_generator *g, const pl_model_config
     g->enc.training = 0;
     dec.sequence_parallel = 0;
     PL_TRY(pl_generator_init(&g->dec, &dec, reg, params, tp, gemm));
+    g->scratch = pl_malloc((size_t)(2 * cfg->vocab_size) * sizeof(float));
+    if (!g->scratch) {
+        st = pl_errorf(PL_ERR_NOMEM, "out of memory for the sampler");
+        goto fail;
+    }
     return PL_OK;
 fail:
     pl_encdec_generator_free(g);
@@ -32,12 +40,23 @@ void pl_encdec_generator_free(pl_encdec_generator *g)
     if (g->enc_up)
         pl_model_free(&g->enc);
     pl_generator_free(&g->dec);
+    pl_free(g->scratch);
     memset(g, 0, sizeof *g);
 }
 
 pl_status pl_encdec_greedy(pl_encdec_generator *g, const int32_t *src, int64_t len, int32_t bos,
                            int32_t eos, int64_t max_new, int32_t *out, int64_t *n)
 {
+    return pl_encdec_decode(g, src, len, bos, eos, max_new, NULL, out, n);
+}
+
+pl_status pl_encdec_decode(pl_encdec_generator *g, const int32_t *src, int64_t len, int32_t bos,
+                           int32_t eos, int64_t max_new, const pl_decode_opts *opts, int32_t *out,
+                           int64_t *n)
+{
+    static const pl_decode_opts greedy = {0.0, 1.0, 0, 0, 0};
+    if (!opts)
+        opts = &greedy;
     pl_status st = PL_OK;
     const int64_t Te = g->enc.T, V = g->cfg.vocab_size;
     *n = 0;
@@ -55,10 +74,12 @@ pl_status pl_encdec_greedy(pl_encdec_generator *g, const int32_t *src, int64_t l
     int32_t tok = bos;
     for (int64_t pos = 0; pos < P && *n < max_new; pos++) {
         PL_TRY(pl_generator_step(&g->dec, tok, pos));
-        const int32_t best = pl_sample_logits(g->dec.logits, V, 0.0, 0, 1.0, 0.5, NULL);
-        if (best == eos)
+        const double u = pl_rng_uniform(opts->seed, opts->source, (uint64_t)pos);
+        const int32_t next = pl_sample_logits(g->dec.logits, V, opts->temperature, opts->top_k,
+                                              opts->top_p, u, g->scratch);
+        if (next == eos)
             break;
-        out[(*n)++] = tok = best;
+        out[(*n)++] = tok = next;
     }
 fail:
     return st;

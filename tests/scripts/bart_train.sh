@@ -79,6 +79,12 @@ check "MegaMolBART: plait seq2seq --mmb writes input, corrupted encoder input, d
              > '$TMP/recon.tsv' && [ \$(wc -l < '$TMP/recon.tsv') = 3 ] &&
              [ \$(awk -F'\t' 'NF == 3' '$TMP/recon.tsv' | wc -l) = 3 ] &&
              diff <(cut -f1 '$TMP/recon.tsv') <(sed -n 2,4p '$TMP/mols.csv' | cut -d, -f2)"
+S2S=("$PLAIT" seq2seq --load "$TMP/m_single" --input "$TMP/mols.csv" --mmb --limit 4)
+check "plait seq2seq sampling: the same --seed draws the same, another seed or greedy differ" \
+    bash -c "$(printf '%q ' "${S2S[@]}") --temperature 1 --seed 5 > '$TMP/t1.tsv' &&
+             $(printf '%q ' "${S2S[@]}") --temperature 1 --seed 5 | cmp -s - '$TMP/t1.tsv' &&
+             ! $(printf '%q ' "${S2S[@]}") --temperature 1 --seed 6 | cut -f3 | cmp -s - <(cut -f3 '$TMP/t1.tsv') &&
+             ! $(printf '%q ' "${S2S[@]}") --seed 5 | cut -f3 | cmp -s - <(cut -f3 '$TMP/t1.tsv')"
 sed '5s/.*/w3,C1CC(/' "$TMP/mols.csv" >"$TMP/bad.csv"
 check_fails "MegaMolBART: a SMILES that does not parse is named by file and line" "bad.csv:5" \
     "$PLAIT" train "${COMMON[@]/$TMP\/mols.csv/$TMP/bad.csv}"
