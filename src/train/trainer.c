@@ -132,7 +132,7 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
     const int regions = t->zero_stage >= 2;
     const int v = t->nchunks > 1 ? t->nchunks : 1; /* model chunks: their layers in turn */
     const int64_t L = !regions ? 0 : t->cfg.dec_layers ? t->cfg.num_layers + t->cfg.dec_layers
-                                                       : v * stage->nl; /* t5: both stacks */
+                                                       : v * stage->nl; /* t5, bart: both stacks */
     t->zr_emb = regions && stage->first ? 0 : -1;
     t->zr_l0 = regions && stage->first ? 1 : 0;
     t->zr_tail = regions && lnw->offset >= 0 ? t->zr_l0 + (int)L : -1;
@@ -369,7 +369,7 @@ static pl_status setup_model(pl_trainer *t)
         t->zq_slot_layer[0] = t->zq_slot_layer[1] = -1;
         PL_TRY(pl_commq_init(&t->zq, pl_commq_default_mode()));
     }
-    PL_TRY(pl_train_encdec_setup(t)); /* the decoder (t5) */
+    PL_TRY(pl_train_encdec_setup(t)); /* the decoder (t5, bart) */
     /* DP buckets in backward order: final norm, layers L-1..0, embeddings (each
      * on the stage that holds it). */
     const pl_param *lnw = pl_model_final_norm(&t->reg, &t->cfg);
@@ -527,8 +527,9 @@ fail:
 
 int64_t pl_train_data_len(const pl_trainer *t, pl_split s)
 {
-    return t->ed ? pl_train_encdec_data_len(t, s) : t->bert ? pl_train_bert_data_len(t, s)
-                                           : pl_blend_data_len(&t->data, s);
+    return t->ed     ? pl_train_encdec_data_len(t, s)
+           : t->bert ? pl_train_bert_data_len(t, s)
+                     : pl_blend_data_len(&t->data, s);
 }
 
 /* ---- one iteration (a micro-batch's data: batch.c) ------------------------------ */
