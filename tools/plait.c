@@ -21,7 +21,7 @@ static const subcommand subcommands[] = {
     {"data", plait_cmd_data, "inspect datasets, build sample indices and vocabularies"},
     {"train", plait_cmd_train, "train a GPT with Megatron-LM's flags (pretrain_gpt.py)"},
     {"generate", plait_cmd_generate, "generate text from a checkpoint"},
-    {"seq2seq", plait_cmd_seq2seq, "greedy decoding of an encoder-decoder checkpoint (t5, bart)"},
+    {"seq2seq", plait_cmd_seq2seq, "decode an encoder-decoder checkpoint (t5, bart): greedy or sampled"},
     {"ckpt", plait_cmd_ckpt, "inspect, reshard or convert a checkpoint (offline)"},
     {"bench", plait_cmd_bench, "measure training speed on synthetic tokens: tokens/s, MFU, step breakdown"},
     {"launch", plait_cmd_launch,

@@ -179,15 +179,15 @@ pl_status pl_train_args_legacy(pl_train_args *a);
 /* Megatron's encoder-decoder flags (pretrain_t5.py), rows of the option table:
  * --encoder-num-layers and --encoder-seq-length are --num-layers and
  * --seq-length under their T5 names (Megatron takes one or the other). */
-#define PL_TRAIN_ENCDEC_OPTIONS                                                                   \
-    {"--encoder-num-layers", PL_OPT_INT, NULL, offsetof(pl_train_args, num_layers),              \
-     "t5: the encoder's layers (= --num-layers)", NULL, 0},                                      \
-    {"--decoder-num-layers", PL_OPT_INT, NULL, offsetof(pl_train_args, decoder_num_layers),      \
-     "t5: the decoder's layers (default: the encoder's)", NULL, 0},                              \
-    {"--encoder-seq-length", PL_OPT_INT, NULL, offsetof(pl_train_args, seq_length),              \
-     "t5: the encoder's tokens per sample (= --seq-length)", NULL, 0},                           \
-    {"--decoder-seq-length", PL_OPT_INT, NULL, offsetof(pl_train_args, decoder_seq_length),      \
-     "t5: the decoder's tokens per sample", NULL, 0},
+#define PL_TRAIN_ENCDEC_OPTIONS                                                                    \
+    {"--encoder-num-layers", PL_OPT_INT, NULL, offsetof(pl_train_args, num_layers),                \
+     "t5, bart: the encoder's layers (= --num-layers)", NULL, 0},                                  \
+    {"--decoder-num-layers", PL_OPT_INT, NULL, offsetof(pl_train_args, decoder_num_layers),        \
+     "t5, bart: the decoder's layers (default: the encoder's)", NULL, 0},                          \
+    {"--encoder-seq-length", PL_OPT_INT, NULL, offsetof(pl_train_args, seq_length),                \
+     "t5, bart: the encoder's tokens per sample (= --seq-length)", NULL, 0},                       \
+    {"--decoder-seq-length", PL_OPT_INT, NULL, offsetof(pl_train_args, decoder_seq_length),        \
+     "t5: the decoder's tokens per sample (bart: set by its dataset)", NULL, 0},
 /* Validates and resolves those flags (train/encdec_args.c), first thing in
  * validation: the T5 names mark --num-layers / --seq-length given; one name of
  * each pair only; --decoder-seq-length required for t5, the decoder's flags
