@@ -11,6 +11,7 @@ int plait_cmd_train(int argc, char **argv);       /* cmd_train.c */
 int plait_cmd_finetune(int argc, char **argv);    /* cmd_finetune.c */
 int plait_cmd_evaluate(int argc, char **argv);    /* cmd_evaluate.c */
 int plait_cmd_generate(int argc, char **argv);    /* cmd_generate.c */
+int plait_cmd_seq2seq(int argc, char **argv);     /* cmd_seq2seq.c */
 int plait_cmd_bench(int argc, char **argv);       /* cmd_bench.c */
 int plait_cmd_launch(int argc, char **argv);      /* cmd_launch.c */
 int plait_cmd_ckpt(int argc, char **argv);        /* cmd_ckpt.c: inspect, reshard, convert */

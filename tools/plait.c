@@ -25,6 +25,7 @@ static const subcommand subcommands[] = {
     {"evaluate", plait_cmd_evaluate,
      "evaluate a fine-tuned checkpoint on labelled files: metrics, reports, predictions"},
     {"generate", plait_cmd_generate, "generate text from a checkpoint"},
+    {"seq2seq", plait_cmd_seq2seq, "decode an encoder-decoder checkpoint (t5, bart): greedy or sampled"},
     {"ckpt", plait_cmd_ckpt, "inspect, reshard or convert a checkpoint (offline)"},
     {"bench", plait_cmd_bench, "measure training speed on synthetic tokens: tokens/s, MFU, step breakdown"},
     {"launch", plait_cmd_launch,

@@ -102,6 +102,10 @@ static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b
         pl_ckpt_jnum(model, "num_classes", (double)c->head.classes, b);
         pl_ckpt_jnum(model, "num_tokentypes", c->head.tokentypes, b);
     }
+    if (pl_model_is_encdec(c)) { /* Megatron's T5 flags (num_layers: the encoder's) */
+        pl_ckpt_jnum(model, "decoder_num_layers", (double)c->dec_layers, b);
+        pl_ckpt_jnum(model, "decoder_seq_length", (double)c->dec_seq_length, b);
+    }
 }
 
 cJSON *pl_ckpt_manifest_build(const pl_model_config *cfg, const pl_ckpt_meta *m,
@@ -310,6 +314,14 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
         pl_model_set_task(c, (pl_task)task, (int64_t)k);
         c->head.tokentypes = (int)tt;
     }
+    if (pl_model_is_encdec(c)) {
+        PL_TRY(pl_ckpt_jfield(model, "model", "decoder_num_layers", 1, MAX_LAYERS, 1, mpath,
+                              &v[0]));
+        PL_TRY(pl_ckpt_jfield(model, "model", "decoder_seq_length", 1, 1 << 24, 1, mpath,
+                              &v[1]));
+        c->dec_layers = (int64_t)v[0];
+        c->dec_seq_length = (int64_t)v[1];
+    }
 fail:
     return st;
 }
@@ -349,9 +361,51 @@ static pl_status model_read(const cJSON *model, int tp, const char *mpath, pl_mo
     return arch_read(model, c, mpath);
 }
 
+static int expected_shape(const pl_model_config *c, const char *name, int64_t *l,
+                          int64_t shape[2]);
+
+/* An encoder-decoder stack's layer tensor (suffix after "N."): its block's
+ * parameters, cross-attention included (ndim 0: not one). */
+static int part_layer_shape(const pl_model_config *c, const char *suffix, int64_t shape[2])
+{
+    pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
+    const int np = pl_block_param_names(&c->block, names);
+    for (int k = 0; k < np; k++)
+        if (strcmp(suffix, names[k].suffix) == 0) {
+            const pl_param_spec s = pl_model_layer_param(c, names[k].field, "", 0, 0, 1);
+            shape[0] = s.shape[0], shape[1] = s.ndim == 2 ? s.shape[1] : 0;
+            return s.ndim;
+        }
+    return 0;
+}
+
+/* An encoder-decoder's tensor: the output bias, or one of either stack's
+ * (layer numbers: the encoder's 0..Le-1, the decoder's Le..). */
+static int encdec_shape(const pl_model_config *c, const char *name, int64_t *l, int64_t shape[2])
+{
+    pl_model_config part[2];
+    pl_model_encdec_parts(c, &part[0], &part[1]);
+    *l = -1;
+    if (strcmp(name, pl_model_output_bias_name(c)) == 0) {
+        shape[0] = c->padded_vocab, shape[1] = 0;
+        return 1;
+    }
+    for (int k = 0; k < 2; k++) {
+        part[k].head = (pl_head_spec){0};
+        const int nd = expected_shape(&part[k], name, l, shape);
+        if (nd) {
+            *l += *l >= 0 && k ? c->num_layers : 0;
+            return nd;
+        }
+    }
+    return 0;
+}
+
 /* The expected global shape of a tensor of the model c (ndim 0: not one of c's). */
 static int expected_shape(const pl_model_config *c, const char *name, int64_t *l, int64_t shape[2])
 {
+    if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE)
+        return encdec_shape(c, name, l, shape);
     const int64_t C = c->hidden, HS = C / c->heads, NH = c->heads, G = c->query_groups;
     const int64_t QKV = (NH + 2 * G) * HS, F = c->ffn_hidden;
     const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
@@ -417,6 +471,8 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     if (*end != '.' || v < 0)
         return 0;
     *l = v;
+    if (c->part != PL_PART_WHOLE)
+        return part_layer_shape(c, end + 1, shape);
     for (size_t i = 0; i < sizeof layer / sizeof *layer; i++)
         if (strcmp(end + 1, layer[i].name) == 0) {
             shape[0] = layer[i].r, shape[1] = layer[i].k;
@@ -430,7 +486,8 @@ static pl_status tensors_check(const cJSON *tensors, const pl_model_config *c, c
 {
     if (!cJSON_IsObject(tensors))
         return pl_errorf(PL_ERR_FORMAT, "%s: \"tensors\" is missing or not an object", mpath);
-    unsigned char *seen = pl_calloc((size_t)c->num_layers, 1);
+    const int64_t nl = c->num_layers + (pl_model_is_encdec(c) ? c->dec_layers : 0);
+    unsigned char *seen = pl_calloc((size_t)nl, 1);
     if (!seen)
         return pl_errorf(PL_ERR_NOMEM, "out of memory checking %s", mpath);
     pl_status st = PL_OK;
@@ -447,7 +504,7 @@ static pl_status tensors_check(const cJSON *tensors, const pl_model_config *c, c
             const cJSON *x = cJSON_GetArrayItem(shape, d);
             ok = cJSON_IsNumber(x) && x->valuedouble == (double)want[d];
         }
-        if (l >= c->num_layers) {
+        if (l >= nl) {
             st = pl_errorf(PL_ERR_FORMAT, "%s: tensor %s belongs to layer %lld but \"model."
                            "num_layers\" is %lld", mpath, t->string, (long long)l,
                            (long long)c->num_layers);
@@ -466,7 +523,7 @@ static pl_status tensors_check(const cJSON *tensors, const pl_model_config *c, c
             seen[l] = 1;
         have_wte |= strcmp(t->string, "embedding.word_embeddings.weight") == 0;
     }
-    for (int64_t l = 0; !st && l < c->num_layers; l++)
+    for (int64_t l = 0; !st && l < nl; l++)
         if (!seen[l])
             st = pl_errorf(PL_ERR_FORMAT, "%s: \"model.num_layers\" is %lld but \"tensors\" has "
                            "no tensor of layer %lld", mpath, (long long)c->num_layers, (long long)l);
@@ -745,6 +802,8 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "the fine-tuning task or its number of classes";
     else if (saved->head.binary_head != run->head.binary_head)
         what = "--bert-no-binary-head";
+    else if (saved->dec_layers != run->dec_layers)
+        what = "--decoder-num-layers";
     else if (saved->block.pos == PL_POS_ROPE &&
              ((float)saved->rope.base != (float)run->rope.base ||
               (float)saved->rope.percent != (float)run->rope.percent ||

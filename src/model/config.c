@@ -42,10 +42,13 @@ const char *pl_model_stack(const pl_model_config *c)
 
 const char *pl_model_output_bias_name(const pl_model_config *c)
 {
-    return c->family == PL_FAMILY_T5 ? "lm_head.output_layer.bias" : "output_layer.bias";
+    return pl_model_is_encdec(c) ? "lm_head.output_layer.bias" : "output_layer.bias";
 }
 
-int pl_model_is_encdec(const pl_model_config *c) { return c->family == PL_FAMILY_T5; }
+int pl_model_is_encdec(const pl_model_config *c)
+{
+    return c->family == PL_FAMILY_T5 || c->family == PL_FAMILY_BART;
+}
 
 void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_model_config *dec)
 {
@@ -64,7 +67,9 @@ void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_mo
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c)
 {
     char name[PL_PARAM_NAME_MAX];
-    snprintf(name, sizeof name, "%s.final_layernorm.weight", pl_model_stack(c));
+    const int whole_encdec = pl_model_is_encdec(c) && c->part == PL_PART_WHOLE;
+    snprintf(name, sizeof name, "%s.final_layernorm.weight",
+             whole_encdec ? "decoder" : pl_model_stack(c));
     return pl_registry_find(r, name);
 }
 
@@ -123,12 +128,31 @@ pl_param_spec pl_model_layer_param(const pl_model_config *c, size_t field, const
     return s;
 }
 
-/* A stack's layers and final norm (c: a whole model, or an encoder-decoder's part). */
-static pl_status register_stack(pl_registry *r, const pl_model_config *c, int pp_size)
+/* A stack's final norm (on the last stage). */
+static pl_status register_final_norm(pl_registry *r, const pl_model_config *c, int pp_size)
 {
     pl_status st = PL_OK;
     const int64_t C = c->hidden;
     const int last = pp_size - 1;
+    const char *stack = pl_model_stack(c);
+    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
+    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", stack);
+    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", stack);
+    pl_param_spec fin[] = {
+        {lnf_w, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
+        {lnf_b, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
+    };
+    PL_TRY(pl_registry_add(r, &fin[0]));
+    if (c->block.norm_bias)
+        PL_TRY(pl_registry_add(r, &fin[1]));
+fail:
+    return st;
+}
+
+/* A stack's layers (c: a whole model, or an encoder-decoder's part). */
+static pl_status register_layers(pl_registry *r, const pl_model_config *c, int pp_size)
+{
+    pl_status st = PL_OK;
     const char *stack = pl_model_stack(c);
     pl_block_param_name names[PL_BLOCK_MAX_PARAMS];
     const int np = pl_block_param_names(&c->block, names);
@@ -146,16 +170,6 @@ static pl_status register_stack(pl_registry *r, const pl_model_config *c, int pp
             PL_TRY(pl_registry_add(r, &s));
         }
     }
-    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
-    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", stack);
-    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", stack);
-    pl_param_spec fin[] = {
-        {lnf_w, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
-        {lnf_b, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
-    };
-    PL_TRY(pl_registry_add(r, &fin[0]));
-    if (c->block.norm_bias)
-        PL_TRY(pl_registry_add(r, &fin[1]));
 fail:
     return st;
 }
@@ -280,17 +294,26 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
                             PL_TP_REPLICATED, 0, -1, 1, PL_INIT_NORMAL, std, 0, 0};
         PL_TRY(pl_registry_add(r, &tt));
     }
-    if (pl_model_is_encdec(c)) { /* the encoder's stack, then the decoder's */
+    if (pl_model_is_encdec(c)) {
+        /* the encoder's final norm with the embeddings (what the whole model's
+         * flat buffer holds before its first layer, the embeddings' region and
+         * DP bucket: its gradient is final when the encoder's backward ends, as
+         * theirs), the encoder's layers, then the decoder's stack */
         if (pp_size > 1)
             return pl_errorf(PL_ERR_UNSUPPORTED, "--model %s with --pipeline-model-parallel-size "
-                             "%d: encoder-decoder models are not pipelined yet",
-                             pl_family_get(c->family)->name, pp_size);
+                             "%d: encoder-decoder models are not pipelined yet (Megatron's "
+                             "--pipeline-model-parallel-split-rank, the encoder's stages before "
+                             "the decoder's, is not implemented); use tensor and data "
+                             "parallelism", pl_family_get(c->family)->name, pp_size);
         pl_model_config enc, dec;
         pl_model_encdec_parts(c, &enc, &dec);
-        PL_TRY(register_stack(r, &enc, pp_size));
-        PL_TRY(register_stack(r, &dec, pp_size));
+        PL_TRY(register_final_norm(r, &enc, pp_size));
+        PL_TRY(register_layers(r, &enc, pp_size));
+        PL_TRY(register_layers(r, &dec, pp_size));
+        PL_TRY(register_final_norm(r, &dec, pp_size));
     } else {
-        PL_TRY(register_stack(r, c, pp_size));
+        PL_TRY(register_layers(r, c, pp_size));
+        PL_TRY(register_final_norm(r, c, pp_size));
     }
     pl_param_spec out = {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1,
                          PL_INIT_NORMAL, std, 0, 0};
@@ -437,6 +460,9 @@ int64_t pl_model_num_params(const pl_model_config *c)
          (h->task == PL_TASK_SEQUENCE ? C * C + C : 0) + (h->task ? h->classes * (C + 1) : 0);
     if (!h->lm_head && c->untie)
         n -= c->vocab_size * C; /* no output layer at all */
+    if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE) /* the decoder's stack */
+        n += c->dec_layers * (per_layer + C * (1 + nb) + 4 * A * C + (b ? 3 * A + C : 0)) +
+             C * (1 + nb);
     return n;
 }
 
@@ -452,6 +478,18 @@ double pl_model_flops_per_token(const pl_model_config *c)
         matmul_params += C * C;
     /* attention: QK^T and PV, 2 T A multiply-adds each per token, forward and
      * backward (x3): 12 L A T, Megatron's 12 L C T when A = C */
+    if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE) {
+        /* per encoder token: the encoder's layers and every decoder layer's cross-attention
+         * keys and values; per decoder token (Td / Te of them): the decoder's layers with
+         * the cross-attention's query and output projections, its attention over Td and
+         * Te keys, and the LM head */
+        const double Te = (double)c->seq_length, Td = (double)c->dec_seq_length;
+        const double Ld = (double)c->dec_layers, layer = QKV * C + A * C + F1 * C + F * C;
+        const double enc = 6.0 * (L * layer + Ld * 2 * A * C) + 12.0 * L * A * Te;
+        const double dec = 6.0 * (Ld * (layer + 2 * A * C) + (double)c->padded_vocab * C) +
+                           12.0 * Ld * A * (Td + Te);
+        return enc + dec * Td / Te;
+    }
     return 6.0 * matmul_params + 12.0 * L * A * (double)c->seq_length;
 }
 

@@ -52,7 +52,8 @@ typedef enum pl_family {
     PL_FAMILY_GPT = 0,
     PL_FAMILY_LLAMA = 1,
     PL_FAMILY_BERT = 2,
-    PL_FAMILY_T5 = 3
+    PL_FAMILY_T5 = 3,
+    PL_FAMILY_BART = 4 /* NeMo's Megatron BART: T5's model (model/spec.c) */
 } pl_family;
 
 /* Which stack of an encoder-decoder model a configuration describes: the
@@ -140,7 +141,9 @@ void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_mo
 /* 1 when c is an encoder-decoder family (T5). */
 int pl_model_is_encdec(const pl_model_config *c);
 /* The final norm's weight in r: the first parameter of the last stage's tail
- * (the final norm, the output layer, the heads), which follows the layers. */
+ * (the final norm, the output layer, the heads), which follows the layers. An
+ * encoder-decoder's whole model: the decoder's (the encoder's is registered
+ * right after the embeddings, before the encoder's layers). */
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c);
 
 /* Megatron's vocab padding (megatron/training/tokenizer vocab_utils): the

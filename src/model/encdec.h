@@ -16,8 +16,10 @@
  * The caller fills enc.tokens, enc.lengths, dec.tokens, dec.targets, dec.dloss
  * (and the samples' dropout keys in both) of micro-batch slot 0. Dropout masks
  * are keyed by layer numbers 0..Le-1 for the encoder and Le.. for the decoder.
- * Not here yet: pipelining (one stage holds both stacks), several micro-batch
- * slots, recomputation across the two stacks, ZeRO's parameter fetch. */
+ * Either the pl_encdec owns both stacks (pl_encdec_init) or the caller does
+ * (pl_encdec_link: the trainer, whose model is the encoder and whose ZeRO
+ * hooks are set on both). Not here yet: pipelining (one stage holds both
+ * stacks), several micro-batch slots, recomputation across the two stacks. */
 #ifndef PL_MODEL_ENCDEC_H
 #define PL_MODEL_ENCDEC_H
 
@@ -25,7 +27,9 @@
 
 typedef struct pl_encdec {
     pl_model_config cfg;   /* the whole model */
-    pl_model enc, dec;
+    pl_model *enc, *dec;   /* the stacks: own_enc and own_dec, or the caller's */
+    pl_model own_enc, own_dec;
+    int owns;
     float *denc;           /* (B Te, C) the decoder's partial gradient of the encoder output */
     float *dlnf;           /* (B Te, C) its sum over TP (this rank's rows under sp) */
 } pl_encdec;
@@ -34,10 +38,18 @@ typedef struct pl_encdec {
  * of the whole cfg). */
 pl_status pl_encdec_init(pl_encdec *e, const pl_model_config *cfg, const pl_registry *reg,
                          float *params, float *grads, int64_t B, pl_comm *tp, pl_gemm *gemm);
+/* Wires the caller's enc and dec, initialised with pl_model_init on the two
+ * parts of cfg (pl_model_encdec_parts) and the same micro-batch size, which
+ * stay the caller's (pl_encdec_free leaves them). */
+pl_status pl_encdec_link(pl_encdec *e, const pl_model_config *cfg, pl_model *enc, pl_model *dec);
 void pl_encdec_free(pl_encdec *e);
 /* Training mode, iteration and seed (dropout) for both stacks. */
 void pl_encdec_set_pass(pl_encdec *e, int training, int64_t iteration, uint64_t seed);
 pl_status pl_encdec_forward(pl_encdec *e);
-pl_status pl_encdec_backward(pl_encdec *e);
+/* ready (may be NULL) is told each layer's flat range as it is final, as
+ * pl_model_backward does, the decoder's layers first; the ranges outside the
+ * layers (embeddings, both final norms, the output bias) are the caller's to
+ * mark after this returns. */
+pl_status pl_encdec_backward(pl_encdec *e, pl_grad_ready_fn ready, void *ctx);
 
 #endif

@@ -20,6 +20,8 @@ static void plan(pl_generator *g, pl_plan *p)
     const int64_t cache = P * g->blk.Gl * g->blk.dims.HS;
     g->k_cache = pl_plan_take(p, L * cache);
     g->v_cache = pl_plan_take(p, L * cache);
+    if (c->block.cross_attention)
+        g->xkv_cache = pl_plan_take(p, L * g->blk.Nk * 2 * g->blk.Al);
     memset(&g->acts, 0, sizeof g->acts);
     pl_block_take_acts(&g->blk, p, &g->acts, 1, 1);
     g->blk.norm_out = pl_plan_take(p, C);
@@ -34,15 +36,20 @@ static void plan(pl_generator *g, pl_plan *p)
 }
 
 /* Creates the GEMM primitives of a step's shapes (one row): the four linear
- * layers of a block on this rank's slices and the LM head's vocabulary slice. */
+ * layers of a block on this rank's slices and the LM head's vocabulary slice;
+ * with cross-attention its query and output projections, and the projection of
+ * the encoder output (Tk rows) into keys and values. */
 static pl_status prepare(const pl_generator *g, int64_t head_cols)
 {
     const pl_block_ctx *b = &g->blk;
     const int64_t C = b->dims.C;
-    const int64_t in[5] = {C, b->Al, C, b->Fl, C}, out[5] = {b->QKVl, C, b->F1l, C, head_cols};
+    const int64_t in[8] = {C, b->Al, C, b->Fl, C, C, b->Al, C};
+    const int64_t out[8] = {b->QKVl, C, b->F1l, C, head_cols, b->Al, C, 2 * b->Al};
+    const int64_t rows[8] = {1, 1, 1, 1, 1, 1, 1, b->Nk};
+    const int n = g->cfg.block.cross_attention ? 8 : 5;
     pl_status st = PL_OK;
-    for (int k = 0; k < 5 && !st; k++) /* y (1, out) = x (1, in) . W^T */
-        st = pl_gemm_prepare(g->gemm, 0, 1, 1, out[k], in[k], in[k], in[k], out[k], 0.0f);
+    for (int k = 0; k < n && !st; k++) /* y (rows, out) = x (rows, in) . W^T */
+        st = pl_gemm_prepare(g->gemm, 0, 1, rows[k], out[k], in[k], in[k], in[k], out[k], 0.0f);
     return st;
 }
 
@@ -83,8 +90,10 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
     g->Vl = cfg->padded_vocab / tps;
     g->v0 = g->Vl * tpr;
     const pl_block_dims dims = pl_model_block_dims(cfg);
-    PL_TRY(pl_block_ctx_init(&g->blk, &cfg->block, &dims, cfg->ln_eps, 1, 1, 0, g->tp, tpr, 0, gemm,
+    const int64_t Tk = cfg->block.cross_attention ? cfg->cross_length : 0;
+    PL_TRY(pl_block_ctx_init(&g->blk, &cfg->block, &dims, cfg->ln_eps, 1, 1, Tk, g->tp, tpr, 0, gemm,
                              &g->prof));
+    g->blk.enc_len = &g->enc_len;
     g->blk.rope_rows = cfg->max_positions;
     const int64_t L = cfg->num_layers;
     g->w = pl_calloc((size_t)L, sizeof *g->w);
@@ -112,6 +121,7 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
     PL_TRY(pl_model_top_bind(reg, cfg, params, NULL, NULL, 0, &top));
     g->wte = top.wte, g->wpe = top.wpe, g->lnf_w = top.lnf_w, g->lnf_b = top.lnf_b;
     g->out_w = top.out_w;
+    g->out_b = top.out_b;
     if (!g->wte || !g->lnf_w || !g->out_w || (cfg->block.pos == PL_POS_LEARNED && !g->wpe)) {
         st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing");
         goto fail;
@@ -120,6 +130,24 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
     return PL_OK;
 fail:
     pl_generator_free(g);
+    return st;
+}
+
+pl_status pl_generator_set_source(pl_generator *g, const float *enc, int64_t len)
+{
+    pl_status st = PL_OK;
+    const int64_t L = g->cfg.num_layers, n = g->blk.Nk * 2 * g->blk.Al;
+    if (!g->xkv_cache)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_generator_set_source: not a decoder with "
+                         "cross-attention");
+    if (len < 1 || len > g->blk.Nk)
+        return pl_errorf(PL_ERR_ARG, "a source of %lld tokens: the encoder holds 1 to %lld",
+                         (long long)len, (long long)g->blk.Nk);
+    g->blk.enc = enc;
+    g->enc_len = (int32_t)len;
+    for (int64_t l = 0; l < L; l++)
+        PL_TRY(pl_block_cross_kv(&g->blk, &g->w[l], g->xkv_cache + l * n));
+fail:
     return st;
 }
 
@@ -154,8 +182,9 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
             memcpy(g->x, g->acts.res2, (size_t)C * sizeof(float));
             x = g->x;
         }
+        const float *xkv = g->xkv_cache ? g->xkv_cache + l * g->blk.Nk * 2 * g->blk.Al : NULL;
         PL_TRY(pl_block_decode(&g->blk, &g->w[l], &g->acts, x, g->k_cache + l * cache,
-                               g->v_cache + l * cache, pos, g->scores, l));
+                               g->v_cache + l * cache, xkv, pos, g->scores, l));
     }
     pl_nn_norm_fwd(c->block.norm, g->lnf, g->lnf_mean, g->lnf_rstd, L ? g->acts.res2 : g->x,
                    g->lnf_w, g->lnf_b, 1, C, c->ln_eps);
@@ -163,6 +192,8 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
     const int64_t n = head_cols(g);
     double t0 = pl_time_now();
     PL_TRY(pl_gemm_run(g->gemm, 0, 1, 1, n, C, g->lnf, C, g->out_w, C, 0.0f, g->logits + g->v0, n));
+    if (g->out_b)
+        pl_cpu_add(g->logits + g->v0, g->logits + g->v0, g->out_b, n);
     if (g->tp)
         PL_TRY(pl_comm_allgather_f32(g->tp, g->logits + g->v0, g->logits, g->Vl));
     g->prof.lmhead += pl_time_now() - t0;

@@ -2,7 +2,10 @@
  * same transformer blocks as training (pl_block_decode): each new token costs
  * one pass over the weights plus attention over the cached keys and values, not
  * a forward over the whole prefix. Any family of model/spec.c (grouped-query
- * attention caches G key/value heads).
+ * attention caches G key/value heads), and the decoder of an encoder-decoder
+ * (pl_model_encdec_parts' decoder part: cross-attention to an encoder output
+ * given by pl_generator_set_source, whose keys and values every layer computes
+ * once and caches; the LM head's output bias added).
  *
  * Tensor parallelism (Megatron's layout, no sequence parallelism): on a TP
  * group of T ranks each rank holds its registry slice (model/registry.h) and
@@ -33,9 +36,12 @@ typedef struct pl_generator {
     pl_comm *tp;               /* NULL when the whole model is on this rank */
     int64_t v0, Vl;            /* this rank's padded-vocabulary rows [v0, v0 + Vl) */
     const float *wte, *wpe, *lnf_w, *lnf_b, *out_w; /* wte, out_w: rows [v0, v0 + Vl) */
+    const float *out_b;        /* the output layer's bias (rows [v0, v0 + Vl)), or NULL */
     pl_block_weights *w;       /* [L] views into the parameters */
     float *mem;                /* caches, activations and scratch, one block */
     float *k_cache, *v_cache;  /* (L, max_positions, G/T or 1 when shared, HS) */
+    float *xkv_cache;          /* cross-attention: (L, Tk, 2 A/T) the encoder output's */
+    int32_t enc_len;           /* cross-attention: the source's tokens (its padding masked) */
     pl_block_acts acts;        /* one layer's, reused by every layer */
     float *x, *lnf, *lnf_mean, *lnf_rstd, *logits, *scores;
     pl_gemm *gemm;
@@ -56,6 +62,11 @@ void pl_generator_free(pl_generator *g);
  * vocabulary's (cfg.vocab_size) entries are valid, on every TP rank.
  * Collective over tp: every rank feeds the same token and position. */
 pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos);
+
+/* Cross-attention (a decoder part): the encoder output enc (Tk, C) of a source of
+ * len tokens (the rest padding), kept by pointer, and every layer's keys and values
+ * of it computed now. Collective over tp. Then pl_generator_step from position 0. */
+pl_status pl_generator_set_source(pl_generator *g, const float *enc, int64_t len);
 
 /* Samples from logits (V): temperature 0 is greedy; top_k 0 and top_p 1 are
  * off. u is a uniform draw in (0, 1). scratch holds 2 V floats. A pure

@@ -34,9 +34,20 @@ static const pl_family_spec families[] = {
      {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0},
      {1, PL_TASK_NONE, 0, 0, 0, 1, 0},
      "encoder", 0, 0.1f, 0.1f, "T5ForConditionalGeneration"},
+    /* NeMo's MegatronBARTModel (megatron_bart_config.yaml; MegaMolBART v0.2 is one):
+     * NeMo's token-level encoder-decoder with its defaults, which is the T5 row's
+     * model: pre-LN (transformer_block_type pre_ln), GELU, learned positions, biases,
+     * one embedding module for both stacks at PP 1 (share_token_embeddings), the
+     * tokens head tied to the word embeddings with a bias. What differs from t5 is
+     * the data: NeMo's BART denoising or MegaMolBART's SMILES (train/encdec_data.c).
+     * Not Hugging Face's BART (post-LN, positions offset by 2, layernorm_embedding). */
+    {"bart", PL_FAMILY_BART,
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0},
+     {1, PL_TASK_NONE, 0, 0, 0, 1, 0},
+     "encoder", 0, 0.1f, 0.1f, NULL},
 };
 
-const char pl_family_names[] = "gpt|llama|bert|t5";
+const char pl_family_names[] = "gpt|llama|bert|t5|bart";
 
 const pl_family_spec *pl_family_find(const char *name)
 {

@@ -463,9 +463,10 @@ static pl_status branch_grad(pl_block_ctx *c, const float *dres, int64_t layer, 
 /* Generation's attention step: where the new token's key and value go, and
  * the attention over the cached positions 0..pos. */
 typedef struct decode_step {
-    float *kc, *vc; /* (P, G/tp, HS) */
+    float *kc, *vc;   /* (P, G/tp, HS) */
     int64_t pos;
-    float *scores;  /* NH/tp * (pos + 1) floats */
+    float *scores;    /* NH/tp * (pos + 1) floats */
+    const float *xkv; /* cross-attention: (Nk, 2 A/tp) the encoder output's keys and values */
 } decode_step;
 
 /* The core attention of qkv (N, QKV) into out (N, A): the fused kernel over
@@ -570,9 +571,10 @@ static pl_status norm_weight_bwd(pl_block_ctx *c, float *dw, float *db, const fl
     return pl_block_norm_bwd(c, c->dnorm, dw, db, dy, x, n.w, n.mean, n.rstd);
 }
 
-/* Cross-attention's forward: resx from res1 and the encoder output. */
+/* Cross-attention's forward: resx from res1 and the encoder output (decoding:
+ * its keys and values, computed once, from xkv). */
 static pl_status cross_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
-                           int64_t layer)
+                           int64_t layer, const float *xkv)
 {
     pl_status st = PL_OK;
     const int64_t C = c->dims.C;
@@ -583,12 +585,15 @@ static pl_status cross_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(branch_input(c, &in, a->res1, nx));
     PL_TRY(column_fwd(c, a->xq, in, w->xq_w, w->xq_b, C, c->Al));
     double t0 = pl_time_now();
-    PL_TRY(pl_tp_column_linear_fwd(c->tp, c->gemm, a->xkv, c->enc, w->xkv_w, w->xkv_b, c->Nk, C,
-                                   2 * c->Al));
+    if (!xkv) {
+        PL_TRY(pl_tp_column_linear_fwd(c->tp, c->gemm, a->xkv, c->enc, w->xkv_w, w->xkv_b, c->Nk,
+                                       C, 2 * c->Al));
+        xkv = a->xkv;
+    }
     prof_add(&c->prof->linear, t0);
     const pl_attn_shape s = cross_shape(c, layer);
     t0 = pl_time_now();
-    pl_cpu_attention_cross_fwd(a->xattn, a->xlse, a->xq, a->xkv, &s, c->attn_ws);
+    pl_cpu_attention_cross_fwd(a->xattn, a->xlse, a->xq, xkv, &s, c->attn_ws);
     prof_add(&c->prof->attention, t0);
     PL_TRY(row_fwd(c, a->resx, a->xattn, w->xproj_w, w->xproj_b, c->Al, C));
     branch_output(c, a->resx, a->prex, a->res1, nx, layer, 5);
@@ -646,6 +651,15 @@ fail:
     return st;
 }
 
+pl_status pl_block_cross_kv(pl_block_ctx *c, const pl_block_weights *w, float *xkv)
+{
+    if (!c->spec.cross_attention || !c->enc)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_cross_kv: no cross-attention or no encoder "
+                         "output");
+    return pl_tp_column_linear_fwd(c->tp, c->gemm, xkv, c->enc, w->xkv_w, w->xkv_b, c->Nk,
+                                   c->dims.C, 2 * c->Al);
+}
+
 pl_status pl_block_enc_grad(pl_block_ctx *c, float *out, float *denc)
 {
     const int64_t C = c->dims.C;
@@ -682,7 +696,7 @@ static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(row_fwd(c, a->res1, attn, w->proj_w, w->proj_b, c->Al, C));
     branch_output(c, a->res1, a->pre1, x, n1, layer, 1);
     if (c->spec.cross_attention)
-        PL_TRY(cross_fwd(c, w, a, layer));
+        PL_TRY(cross_fwd(c, w, a, layer, dec ? dec->xkv : NULL));
     PL_TRY(branch_input(c, &in, h, n2));
     PL_TRY(column_fwd(c, fc1, in, w->fc1_w, w->fc1_b, C, c->F1l));
     if (c->act_bf16)
@@ -701,14 +715,14 @@ pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
 }
 
 pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
-                          const float *x, float *kc, float *vc, int64_t pos, float *scores,
-                          int64_t layer)
+                          const float *x, float *kc, float *vc, const float *xkv, int64_t pos,
+                          float *scores, int64_t layer)
 {
-    if (c->N != 1 || c->act_bf16 || c->sp || c->spec.cross_attention ||
+    if (c->N != 1 || c->act_bf16 || c->sp || c->spec.cross_attention != (xkv != NULL) ||
         c->spec.mask != PL_MASK_CAUSAL)
         return pl_errorf(PL_ERR_INTERNAL, "pl_block_decode needs a one-row fp32 context of a "
-                         "causal self-attention block");
-    decode_step dec = {kc, vc, pos, scores};
+                         "causal block (with cross-attention: its keys and values)");
+    decode_step dec = {kc, vc, pos, scores, xkv};
     return block_fwd(c, w, a, x, layer, &dec);
 }
 

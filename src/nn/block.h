@@ -54,9 +54,9 @@
  *
  * Not here: embeddings, the final norm and heads (nn/embedding.h, nn/head.h),
  * which layers a rank holds and which it recomputes (model/model.h).
- * Generation (pl_block_decode) runs self-attention blocks; cross-attention's
- * decoding (a cache of the encoder's keys and values) comes with the
- * encoder-decoder families. */
+ * Generation (pl_block_decode) runs a block one token at a time, with a cache
+ * of its keys and values and, cross-attention, of the encoder output's
+ * (pl_block_cross_kv). */
 #ifndef PL_NN_BLOCK_H
 #define PL_NN_BLOCK_H
 
@@ -243,11 +243,17 @@ pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
 /* Generation (a context of B = T = 1, fp32): layer `layer`'s forward of the
  * token at position pos from x (1, C) into a; its key and value are written to
  * row pos of the layer's cache kc, vc (positions, G/tp, HS) and it attends to
- * rows 0..pos. scores: NH/tp * (pos + 1) floats of scratch. The same layer as
- * pl_block_fwd, step for step, with the cache in place of the fused kernel. */
+ * rows 0..pos. scores: NH/tp * (pos + 1) floats of scratch. With
+ * cross-attention, xkv is the layer's cache of the encoder output's keys and
+ * values (pl_block_cross_kv; NULL without cross-attention), its padding masked
+ * by c->enc_len. The same layer as pl_block_fwd, step for step, with the caches
+ * in place of the fused kernel and of the encoder output's projection. */
 pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
-                          const float *x, float *kc, float *vc, int64_t pos, float *scores,
-                          int64_t layer);
+                          const float *x, float *kc, float *vc, const float *xkv, int64_t pos,
+                          float *scores, int64_t layer);
+/* Cross-attention's keys and values of the encoder output c->enc (Nk, C) for
+ * layer w: xkv (Nk, 2 A/tp), this rank's heads, as pl_block_fwd computes them. */
+pl_status pl_block_cross_kv(pl_block_ctx *c, const pl_block_weights *w, float *xkv);
 /* Layer `layer`'s backward: dres (Nl, C) holds d res2 on entry and d x on exit;
  * parameter gradients are added into g (cross-attention: the encoder output's
  * into c->denc). selective: the attention output and lse are rebuilt from qkv

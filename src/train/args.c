@@ -22,7 +22,7 @@ static const pl_option train_options[] = {
     {"--model", PL_OPT_CHOICE, "gpt", F(model),
      "model family: its architecture flags as defaults (llama: RMSNorm, rope, SwiGLU, no biases, "
      "untied output layer, no dropout; bert: Megatron's BertModel on --split-sentences data); "
-     "flags given explicitly win", "gpt|llama|bert", 0},
+     "flags given explicitly win", "gpt|llama|bert|t5|bart", 0},
     {"--bert-no-binary-head", PL_OPT_BOOL, NULL, F(bert_no_binary_head),
      "BERT without the pooler and binary (sentence-order) head, and without token types", NULL, 0},
     {"--mask-prob", PL_OPT_FLOAT, "0.15", F(mask_prob),
@@ -34,6 +34,7 @@ static const pl_option train_options[] = {
     {"--num-attention-heads", PL_OPT_INT, NULL, F(num_attention_heads), "attention heads", NULL, 0},
     {"--ffn-hidden-size", PL_OPT_INT, NULL, F(ffn_hidden_size), "MLP hidden size (default 4 x hidden)", NULL, 0},
     {"--seq-length", PL_OPT_INT, NULL, F(seq_length), "tokens per sample", NULL, 0},
+    PL_TRAIN_ENCDEC_OPTIONS /* --encoder-num-layers, --decoder-seq-length, ... (encdec_args.c) */
     {"--max-position-embeddings", PL_OPT_INT, NULL, F(max_position_embeddings),
      "position embedding rows (default --seq-length)", NULL, 0},
     {"--make-vocab-size-divisible-by", PL_OPT_INT, "128", F(make_vocab_size_divisible_by),
@@ -725,6 +726,7 @@ static pl_status validate(pl_train_args *a)
 {
     pl_status st = PL_OK;
     PL_TRY(resolve_zero_stage(a));
+    PL_TRY(pl_train_encdec_args(a));
     PL_TRY(require_positive(a, "--num-layers", a->num_layers));
     PL_TRY(require_positive(a, "--hidden-size", a->hidden_size));
     PL_TRY(require_positive(a, "--num-attention-heads", a->num_attention_heads));
@@ -758,8 +760,9 @@ static pl_status validate(pl_train_args *a)
                                      "> 0 and --rope-scaling-factor >= 1");
     if (a->layernorm_epsilon <= 0)
         return pl_errorf(PL_ERR_ARG, "plait train: --norm-epsilon must be positive");
-    if (!pl_train_args_given(a, "--max-position-embeddings"))
-        a->max_position_embeddings = a->seq_length;
+    if (!pl_train_args_given(a, "--max-position-embeddings")) /* t5: both lengths */
+        a->max_position_embeddings = a->seq_length > a->decoder_seq_length
+                                     ? a->seq_length : a->decoder_seq_length;
     if (a->max_position_embeddings < a->seq_length)
         return pl_errorf(PL_ERR_ARG,
                          "plait train: --max-position-embeddings %lld is smaller than "
@@ -844,8 +847,8 @@ static pl_status validate(pl_train_args *a)
         if (!a->data_path.n)
             return pl_errorf(PL_ERR_ARG, "plait train: --data-path is required (or --mock-data)");
         if (!a->tokenizer_type) /* pretrain_gpt.py, pretrain_bert.py: args_defaults={...} */
-            a->tokenizer_type = strcmp(a->model, "bert") == 0 ? "BertWordPieceLowerCase"
-                                                               : "GPT2BPETokenizer";
+            a->tokenizer_type = strcmp(a->model, "gpt") && strcmp(a->model, "llama")
+                                    ? "BertWordPieceLowerCase" : "GPT2BPETokenizer";
     }
     PL_TRY(validate_precision(a));
     if (pl_train_args_given(a, "--vocab-size") && a->vocab_size <= 0)

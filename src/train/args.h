@@ -40,6 +40,7 @@ typedef struct pl_train_args {
     const char *model;
     int64_t num_layers, hidden_size, num_attention_heads, ffn_hidden_size;
     int64_t seq_length, max_position_embeddings, make_vocab_size_divisible_by, vocab_size;
+    int64_t decoder_num_layers, decoder_seq_length; /* t5: 0 when not given (train/encdec_args.c) */
     double init_method_std, hidden_dropout, attention_dropout, layernorm_epsilon;
     const char *lm_head_logits; /* recompute|keep */
     /* architecture flags (NULL / 0 when not given: the --model family's default) */
@@ -177,5 +178,23 @@ void pl_train_yaml_free(void *yaml);
 /* Maps the legacy flags onto plait's (train/args_legacy.c); called by
  * pl_train_args_parse after the preset and before the DeepSpeed config. */
 pl_status pl_train_args_legacy(pl_train_args *a);
+
+/* Megatron's encoder-decoder flags (pretrain_t5.py), rows of the option table:
+ * --encoder-num-layers and --encoder-seq-length are --num-layers and
+ * --seq-length under their T5 names (Megatron takes one or the other). */
+#define PL_TRAIN_ENCDEC_OPTIONS                                                                    \
+    {"--encoder-num-layers", PL_OPT_INT, NULL, offsetof(pl_train_args, num_layers),                \
+     "t5, bart: the encoder's layers (= --num-layers)", NULL, 0},                                  \
+    {"--decoder-num-layers", PL_OPT_INT, NULL, offsetof(pl_train_args, decoder_num_layers),        \
+     "t5, bart: the decoder's layers (default: the encoder's)", NULL, 0},                          \
+    {"--encoder-seq-length", PL_OPT_INT, NULL, offsetof(pl_train_args, seq_length),                \
+     "t5, bart: the encoder's tokens per sample (= --seq-length)", NULL, 0},                       \
+    {"--decoder-seq-length", PL_OPT_INT, NULL, offsetof(pl_train_args, decoder_seq_length),        \
+     "t5: the decoder's tokens per sample (bart: set by its dataset)", NULL, 0},
+/* Validates and resolves those flags (train/encdec_args.c), first thing in
+ * validation: the T5 names mark --num-layers / --seq-length given; one name of
+ * each pair only; --decoder-seq-length required for t5, the decoder's flags
+ * refused for the other families; pipelining refused for t5. */
+pl_status pl_train_encdec_args(pl_train_args *a);
 
 #endif

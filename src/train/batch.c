@@ -36,7 +36,7 @@ static pl_status bad_token(const pl_trainer *t, pl_split s, int64_t idx, int ds,
  * loss[n] = scale / (loss tokens) where a target is (the mean over this
  * micro-batch's loss tokens), and with the binary head scale / B on each
  * labelled sample (pretrain_bert.py: lm loss + sop loss, both means). */
-static void loss_weights(pl_model *m, double scale, int64_t *n_loss)
+void pl_train_loss_weights(pl_model *m, double scale, int64_t *n_loss)
 {
     int64_t count = 0, nbin = 0;
     for (int64_t n = 0; n < m->N; n++)
@@ -96,7 +96,7 @@ static pl_status load_bert(pl_trainer *t, pl_split s, const int64_t *idx, double
         if (m->labels)
             m->labels[b] = pl_rng_uniform(seed, base + 4, i) < 0.5;
     }
-    loss_weights(m, scale, n_loss);
+    pl_train_loss_weights(m, scale, n_loss);
     return PL_OK;
 }
 
@@ -110,9 +110,11 @@ pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *id
     if (t->ft) { /* plait finetune: a task's rows */
         pl_status st = pl_train_ft_fill(t, s, idx);
         if (!st)
-            loss_weights(m, scale, n_loss);
+            pl_train_loss_weights(m, scale, n_loss);
         return st;
     }
+    if (t->ed)
+        return pl_train_encdec_load(t, s, idx, scale, n_loss);
     if (t->cfg.family == PL_FAMILY_BERT)
         return load_bert(t, s, idx, scale, n_loss);
     for (int64_t b = 0; b < t->mbs; b++) {
@@ -141,7 +143,7 @@ pl_status pl_train_load_micro_batch(pl_trainer *t, pl_split s, const int64_t *id
             m->targets[b * T + k] = mask ? tgt : -1;
         }
     }
-    loss_weights(m, scale, n_loss);
+    pl_train_loss_weights(m, scale, n_loss);
     return PL_OK;
 }
 

@@ -1,14 +1,18 @@
-/* Megatron's BERT dataset in plait train (--model bert --data-path PREFIX): the
- * sentences' indexed dataset (`preprocess --split-sentences` output) and each
- * split's sample mapping (data/bert_dataset.h), built by rank 0 and cached,
- * then loaded by the others, as pretrain_bert.py's
- * BlendedMegatronDatasetBuilder does with one dataset. Part of the trainer
- * (trainer_internal.h). */
+/* Megatron's masked datasets in plait train: BERT's (--model bert --data-path
+ * PREFIX), T5's (--model t5, data/t5_dataset.h) and NeMo's BART's (--model
+ * bart with a WordPiece tokenizer, data/bart_dataset.h), the same mapping and
+ * masking: the sentences' indexed dataset (`preprocess --split-sentences`
+ * output) and each split's sample mapping (data/bert_dataset.h), built by
+ * rank 0 and cached, then loaded by the others, as pretrain_bert.py's and
+ * pretrain_t5.py's BlendedMegatronDatasetBuilder does with one dataset. Part
+ * of the trainer (trainer_internal.h). */
 #include "train/trainer_internal.h"
 
 #include "base/alloc.h"
+#include "data/bart_dataset.h"
 #include "data/bert_dataset.h"
 #include "data/indexed.h"
+#include "data/t5_dataset.h"
 
 #include <string.h>
 
@@ -27,14 +31,21 @@ static pl_status build(pl_trainer *t, pl_train_bert_data *d, const int64_t *size
     pl_status st = PL_OK;
     const pl_train_args *a = t->a;
     pl_bert_dataset_config c;
-    pl_bert_dataset_config_defaults(&c);
+    if (t->cfg.family == PL_FAMILY_T5) { /* pretrain_t5.py's configuration */
+        pl_t5_dataset_config_defaults(&c);
+        c.decoder_seq_length = t->cfg.dec_seq_length;
+    } else if (t->cfg.family == PL_FAMILY_BART) { /* NeMo's BARTDataset */
+        pl_bart_dataset_config_defaults(&c);
+    } else {
+        pl_bert_dataset_config_defaults(&c);
+    }
     c.seq_length = t->cfg.seq_length;
     c.seed = (uint32_t)a->seed;
     c.split = a->split;
     c.cache_dir = a->data_cache_path;
     c.mask_prob = a->mask_prob;
     c.short_seq_prob = a->short_seq_prob;
-    c.binary_head = t->cfg.head.binary_head;
+    c.binary_head = t->cfg.head.binary_head; /* t5: none */
     /* the description's tokenizer: null, as the GPT datasets' (setup_data) */
     PL_TRY(pl_split_parse(a->split, &c.split_matrix));
     for (int s = 0; s < PL_N_SPLITS; s++) {
@@ -53,13 +64,13 @@ pl_status pl_train_bert_data_setup(pl_trainer *t, const int64_t sizes[PL_N_SPLIT
     pl_status st = PL_OK;
     const pl_train_args *a = t->a;
     if (a->data_path.n != 1)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--model bert: one --data-path prefix (the "
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--model %s: one --data-path prefix (the "
                          "sentences `plait preprocess --split-sentences` writes); blends of "
-                         "BERT datasets are not supported yet");
+                         "masked datasets are not supported yet", a->model);
     if (!t->tok || strncmp(t->tok->type, "BertWordPiece", 13) != 0)
-        return pl_errorf(PL_ERR_ARG, "--model bert: masking needs a WordPiece vocabulary: "
+        return pl_errorf(PL_ERR_ARG, "--model %s: masking needs a WordPiece vocabulary: "
                          "--tokenizer-type BertWordPieceLowerCase or BertWordPieceCase with "
-                         "--vocab-file");
+                         "--vocab-file", a->model);
     pl_train_bert_data *d = pl_calloc(1, sizeof *d);
     if (!d)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
@@ -79,7 +90,8 @@ pl_status pl_train_bert_data_setup(pl_trainer *t, const int64_t sizes[PL_N_SPLIT
         if (!st && cst)
             st = cst;
         if (!st && bad)
-            st = pl_errorf(PL_ERR_IO, "building the BERT sample mappings failed on rank 0");
+            st = pl_errorf(PL_ERR_IO, "building the %s sample mappings failed on rank 0",
+                           a->model);
     }
 fail:
     return st;
@@ -118,4 +130,14 @@ pl_status pl_train_bert_data_get(pl_trainer *t, pl_split s, int64_t idx, int32_t
     *length = out.length;
     *is_random = out.is_random;
     return st;
+}
+
+pl_status pl_train_bert_data_encdec(pl_trainer *t, pl_split s, int64_t idx, pl_encdec_sample *out)
+{
+    pl_train_bert_data *d = t->bert;
+    if (!d || !d->up[s])
+        return pl_errorf(PL_ERR_INTERNAL, "the %s split has no %s samples", pl_split_name(s),
+                         t->a->model);
+    return t->cfg.family == PL_FAMILY_BART ? pl_bart_dataset_get(&d->ds[s], idx, out)
+                                           : pl_t5_dataset_get(&d->ds[s], idx, out);
 }

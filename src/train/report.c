@@ -23,6 +23,10 @@ size_t pl_train_act_bytes(const pl_trainer *t, int kept)
         const pl_model *m = k ? &t->chunk_more[k - 1] : &t->model;
         n += kept ? pl_model_activation_bytes_kept(m) : pl_model_activation_bytes(m);
     }
+    if (t->ed) { /* an encoder-decoder's decoder */
+        const pl_model *m = pl_train_head((pl_trainer *)t);
+        n += kept ? pl_model_activation_bytes_kept(m) : pl_model_activation_bytes(m);
+    }
     return n;
 }
 
@@ -70,6 +74,11 @@ void pl_train_print_banner(const pl_trainer *t)
                 (long long)c->heads, (long long)c->query_groups, (long long)c->ffn_hidden,
                 (long long)c->seq_length, (long long)c->vocab_size, (long long)c->padded_vocab,
                 (double)pl_model_num_params(c) / 1e6, t->flops_per_token / 1e6);
+    if (pl_model_is_encdec(c))
+        pl_log_info("encoder-decoder: encoder %lld layers x %lld tokens, decoder %lld layers x "
+                    "%lld tokens (causal, cross-attention); FLOPs above per encoder token",
+                    (long long)c->num_layers, (long long)c->seq_length, (long long)c->dec_layers,
+                    (long long)c->dec_seq_length);
     pl_log_info("layers: %s, %s, %s%s, %s, %s output layer", norms[c->block.norm],
                 acts[c->block.act], pos[c->block.pos],
                 c->block.pos == PL_POS_ROPE && c->rope.scaling ? " (Llama 3.1 scaling)" : "",

@@ -131,7 +131,8 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
     const pl_param *lnw = pl_model_final_norm(&t->reg, &t->cfg);
     const int regions = t->zero_stage >= 2;
     const int v = t->nchunks > 1 ? t->nchunks : 1; /* model chunks: their layers in turn */
-    const int64_t L = regions ? v * stage->nl : 0;
+    const int64_t L = !regions ? 0 : t->cfg.dec_layers ? t->cfg.num_layers + t->cfg.dec_layers
+                                                       : v * stage->nl; /* t5, bart: both stacks */
     t->zr_emb = regions && stage->first ? 0 : -1;
     t->zr_l0 = regions && stage->first ? 1 : 0;
     t->zr_tail = regions && lnw->offset >= 0 ? t->zr_l0 + (int)L : -1;
@@ -149,7 +150,9 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
             pl_free(starts);
             return st;
         }
-        st = pl_model_layer_bind(&t->reg, &t->cfg, NULL, c0 + l % stage->nl, &tmp, &lo, &hi);
+        st = t->cfg.dec_layers ? pl_train_encdec_layer_lo(t, l, &lo)
+                               : pl_model_layer_bind(&t->reg, &t->cfg, NULL, c0 + l % stage->nl,
+                                                     &tmp, &lo, &hi);
         if (st) {
             pl_free(starts);
             return st;
@@ -296,7 +299,7 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
     c->ln_eps = (float)a->layernorm_epsilon;
     c->rope = (pl_rope_config){a->rotary_base, a->rotary_percent, a->use_rope_scaling,
                                a->rope_scaling_factor, 1.0, 4.0, 8192};
-    return PL_OK;
+    return pl_train_encdec_config(a, c);
 }
 
 static pl_status setup_model(pl_trainer *t)
@@ -339,8 +342,10 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(setup_state(t, &stage));
     PL_TRY(pl_gemm_init(&t->gemm));
     setup_precision(t);
-    PL_TRY(pl_model_init(&t->model, c, &t->reg, t->params, t->grads, t->mbs, &stage,
-                         pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
+    pl_model_config parts[2]; /* an encoder-decoder: t->model is the encoder */
+    pl_model_encdec_parts(c, &parts[0], &parts[1]);
+    PL_TRY(pl_model_init(&t->model, pl_model_is_encdec(c) ? &parts[0] : c, &t->reg, t->params,
+                         t->grads, t->mbs, &stage, pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
     t->model.seed = (uint64_t)a->seed;
     if (a->tp_comm_overlap && t->grid.layout.tp > 1) {
@@ -366,6 +371,7 @@ static pl_status setup_model(pl_trainer *t)
         t->zq_slot_layer[0] = t->zq_slot_layer[1] = -1;
         PL_TRY(pl_commq_init(&t->zq, pl_commq_default_mode()));
     }
+    PL_TRY(pl_train_encdec_setup(t)); /* the decoder (t5, bart) */
     /* DP buckets in backward order: final norm, layers L-1..0, embeddings (each
      * on the stage that holds it). */
     const pl_param *lnw = pl_model_final_norm(&t->reg, &t->cfg);
@@ -479,8 +485,8 @@ static pl_status setup_data(pl_trainer *t)
     pl_status st = pl_gpt_num_samples(&req, sizes);
     if (st)
         return st;
-    if (t->cfg.family == PL_FAMILY_BERT) {
-        PL_TRY(pl_train_bert_data_setup(t, sizes));
+    if (t->cfg.family == PL_FAMILY_BERT || t->ed) {
+        PL_TRY(t->ed ? pl_train_encdec_data_setup(t, sizes) : pl_train_bert_data_setup(t, sizes));
         goto check_len;
     }
     pl_blend_spec spec;
@@ -525,8 +531,9 @@ fail:
 
 int64_t pl_train_data_len(const pl_trainer *t, pl_split s)
 {
-    return t->cfg.family == PL_FAMILY_BERT ? pl_train_bert_data_len(t, s)
-                                           : pl_blend_data_len(&t->data, s);
+    return t->ed     ? pl_train_encdec_data_len(t, s)
+           : t->bert ? pl_train_bert_data_len(t, s)
+                     : pl_blend_data_len(&t->data, s);
 }
 
 /* ---- one iteration (a micro-batch's data: batch.c) ------------------------------ */
@@ -593,18 +600,18 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         double t1 = pl_time_now();
         m->training = 1;
         m->iteration = t->iteration;
-        PL_TRY(pl_model_forward(m));
+        PL_TRY(pl_train_forward(t, m));
         double mb_loss[2];
-        pl_train_micro_batch_losses(m, scale * ls, mb_loss);
+        pl_train_micro_batch_losses(pl_train_head(t), scale * ls, mb_loss);
         loss_sum[0] += mb_loss[0] * scale, loss_sum[1] += mb_loss[1] * scale;
         int last = k == t->num_micro - 1;
         if (t->zero_stage >= 2) {
             /* every micro-batch's gradients go to their owners as backward makes them */
             PL_TRY(pl_train_zero_backward(t, last));
         } else if (t->zero_stage == 1) {
-            PL_TRY(pl_model_backward(m, NULL, NULL));
+            PL_TRY(pl_train_backward(t, m, NULL, NULL));
         } else {
-            PL_TRY(pl_model_backward(m, last ? pl_train_grad_ready : NULL, t));
+            PL_TRY(pl_train_backward(t, m, last ? pl_train_grad_ready : NULL, t));
             if (last) { /* the embeddings are final now (and, with no layers, the norm) */
                 if (t->cfg.num_layers == 0)
                     PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
@@ -763,13 +770,13 @@ static pl_status evaluate(pl_trainer *t, pl_split split, int64_t *consumed, doub
                 m->training = 0; /* Megatron evaluates in eval mode: no dropout */
                 if (!m->stage.first)
                     PL_TRY(pl_comm_recv_f32(pp, m->x0, n, (r + P - 1) % P, tag));
-                PL_TRY(pl_model_forward(m));
+                PL_TRY(pl_train_forward(t, m));
                 if (!m->stage.last)
                     PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, (r + 1) % P,
                                             r == P - 1 ? tag + 1 : tag));
                 if (m->stage.last) {
                     double mb_loss[2];
-                    pl_train_micro_batch_losses(m, 1.0, mb_loss);
+                    pl_train_micro_batch_losses(pl_train_head(t), 1.0, mb_loss);
                     sum += mb_loss[0];
                     batches++;
                 }
@@ -828,6 +835,7 @@ static void trainer_free(pl_trainer *t)
     pl_zero_free(&t->zero);
     pl_train_optimizer_free(t);
     pl_train_free_chunks(t);
+    pl_train_encdec_free(t);
     pl_free(t->zchunk);
     if (t->model_up)
         pl_model_free(&t->model);

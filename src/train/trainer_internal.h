@@ -95,8 +95,11 @@ typedef struct pl_trainer {
     int64_t lnf_offset, lnf_count, emb_count; /* flat ranges outside the layers */
     pl_lr_schedule sched;
     pl_blend_data data;
-    struct pl_train_bert_data *bert; /* --model bert on a --data-path (bert_data.c) */
-    struct pl_train_ft *ft;                  /* plait finetune's task and data (finetune.c) */
+    struct pl_train_bert_data *bert; /* --model bert or t5 on a --data-path (bert_data.c) */
+    struct pl_train_encdec *ed;      /* --model t5 | bart: the decoder beside t->model, the
+                                      * encoder (encdec_train.c) */
+    struct pl_train_mmb *mmb;        /* --model bart on SMILES (encdec_data.c) */
+    struct pl_train_ft *ft;          /* plait finetune's task and data (finetune.c) */
     int data_up;
     int64_t mbs, gbs, dp, num_micro, train_iters, train_samples;
     int64_t iteration, consumed_train, consumed_valid, opt_steps;
@@ -152,8 +155,14 @@ static inline pl_model *pl_train_chunk(pl_trainer *t, int k)
 {
     return k ? &t->chunk_more[k - 1] : &t->model;
 }
-/* The chunk that holds the final norm and LM head on the last stage: the last one. */
-static inline pl_model *pl_train_head(pl_trainer *t) { return pl_train_chunk(t, t->nchunks - 1); }
+/* An encoder-decoder's decoder (encdec_train.c). */
+pl_model *pl_train_encdec_decoder(pl_trainer *t);
+/* The chunk that holds the final norm and LM head on the last stage: the last one
+ * (an encoder-decoder: the decoder). */
+static inline pl_model *pl_train_head(pl_trainer *t)
+{
+    return t->ed ? pl_train_encdec_decoder(t) : pl_train_chunk(t, t->nchunks - 1);
+}
 
 /* The model configuration of the flags: the --model family's row, then the
  * architecture flags given (sizes, norms, positions, MLP, biases, tying,
@@ -186,8 +195,38 @@ int64_t pl_train_bert_data_len(const pl_trainer *t, pl_split s);
 pl_status pl_train_bert_data_get(pl_trainer *t, pl_split s, int64_t idx, int32_t *tokens,
                                  int32_t *types, int32_t *labels, int64_t *length,
                                  int32_t *is_random);
+/* T5: sample idx of split s (data/t5_dataset.h) into out's arrays. */
+struct pl_encdec_sample;
+pl_status pl_train_bert_data_encdec(pl_trainer *t, pl_split s, int64_t idx,
+                                    struct pl_encdec_sample *out);
 /* The samples split s holds (GPT's blend or BERT's dataset). */
 int64_t pl_train_data_len(const pl_trainer *t, pl_split s);
+
+/* encdec_train.c, --model t5 (t->model is the encoder, t->ed holds the decoder):
+ * _config sets the decoder's sizes from the flags (nothing for other families);
+ * _layer_lo is the flat offset of the whole model's layer l (the encoder's, then
+ * the decoder's: ZeRO's regions); _setup, after t->model and ZeRO's hooks, builds
+ * the decoder on the same buffers and wires the two; _load is a micro-batch of
+ * T5 samples. pl_train_forward / pl_train_backward run model chunk m (t->model:
+ * with an encoder-decoder, both stacks), backward telling ready each layer. */
+pl_status pl_train_encdec_config(const pl_train_args *a, pl_model_config *c);
+pl_status pl_train_encdec_layer_lo(const pl_trainer *t, int64_t l, int64_t *lo);
+pl_status pl_train_encdec_setup(pl_trainer *t);
+void pl_train_encdec_free(pl_trainer *t);
+pl_status pl_train_encdec_load(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
+                               int64_t *n_loss);
+pl_status pl_train_forward(pl_trainer *t, pl_model *m);
+/* encdec_data.c: the encoder-decoder's dataset (T5's, NeMo's BART's, MegaMolBART's):
+ * each split's samples for sizes[s] requested, their count, sample idx of split s. */
+pl_status pl_train_encdec_data_setup(pl_trainer *t, const int64_t sizes[PL_N_SPLITS]);
+int64_t pl_train_encdec_data_len(const pl_trainer *t, pl_split s);
+pl_status pl_train_encdec_sample(pl_trainer *t, pl_split s, int64_t idx,
+                                 struct pl_encdec_sample *x);
+void pl_train_encdec_data_free(pl_trainer *t);
+pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, void *ctx);
+/* batch.c: the loss weights of m's micro-batch (targets set): d loss[n] =
+ * scale / (loss tokens) where a target is; the number of loss tokens. */
+void pl_train_loss_weights(pl_model *m, double scale, int64_t *n_loss);
 
 /* pipeline.c: this rank's stage (its layers and, pipelined, the schedule and the
  * slots it keeps in flight), and one pipelined step's forwards and backwards. */

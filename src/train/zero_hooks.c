@@ -228,7 +228,7 @@ pl_status pl_train_zero_backward(pl_trainer *t, int last)
     PL_TRY(zero_rs_wait(t, 2)); /* the last micro-batch's, still in flight */
     PL_TRY(zero_rs_wait(t, 3));
     memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
-    PL_TRY(pl_model_backward(&t->model, zero_grad_ready, t));
+    PL_TRY(pl_train_backward(t, &t->model, zero_grad_ready, t)); /* t5: both stacks */
     t->zq_compute_end = pl_time_now();
     if (t->cfg.num_layers == 0)
         PL_TRY(zero_reduce_region(t, t->zr_tail, t->gnl + t->nl_emb, 2, 0));

@@ -172,20 +172,20 @@ static int run(int bf16, int sp, const char *out)
     for (int s = 0; s < STEPS; s++) {
         const int32_t *src = batch + (int64_t)s * (Ne + 2 * Nd + B), *dec = src + Ne;
         const int32_t *tgt = dec + Nd, *len = tgt + Nd;
-        memcpy(e.enc.tokens, src, (size_t)Ne * sizeof(int32_t));
-        memcpy(e.enc.lengths, len, B * sizeof(int32_t));
-        memcpy(e.dec.tokens, dec, (size_t)Nd * sizeof(int32_t));
-        memcpy(e.dec.targets, tgt, (size_t)Nd * sizeof(int32_t));
+        memcpy(e.enc->tokens, src, (size_t)Ne * sizeof(int32_t));
+        memcpy(e.enc->lengths, len, B * sizeof(int32_t));
+        memcpy(e.dec->tokens, dec, (size_t)Nd * sizeof(int32_t));
+        memcpy(e.dec->targets, tgt, (size_t)Nd * sizeof(int32_t));
         int64_t count = 0;
         for (int64_t i = 0; i < Nd; i++)
             count += tgt[i] >= 0;
         for (int64_t i = 0; i < Nd; i++)
-            e.dec.dloss[i] = tgt[i] >= 0 ? (float)(1.0 / (double)count) : 0.0f;
+            e.dec->dloss[i] = tgt[i] >= 0 ? (float)(1.0 / (double)count) : 0.0f;
         for (int b = 0; b < B; b++)
-            e.enc.sample[b] = e.dec.sample[b] = (int64_t)s * B + b;
+            e.enc->sample[b] = e.dec->sample[b] = (int64_t)s * B + b;
         pl_encdec_set_pass(&e, 1, s, SEED);
         memset(grads, 0, (size_t)n * sizeof(float));
-        if ((st = pl_encdec_forward(&e)) || (st = pl_encdec_backward(&e)))
+        if ((st = pl_encdec_forward(&e)) || (st = pl_encdec_backward(&e, NULL, NULL)))
             return fail(st);
         double sumsq;
         if ((st = grad_sumsq(&reg, grads, &sumsq)))
@@ -193,7 +193,7 @@ static int run(int bf16, int sp, const char *out)
         if (s == 0) {
             double sum = 0;
             for (int64_t i = 0; i < Nd; i++)
-                sum += (double)e.dec.dloss[i] * e.dec.loss[i];
+                sum += (double)e.dec->dloss[i] * e.dec->loss[i];
             loss0 = (float)sum;
             memcpy(grads0, grads, (size_t)n * sizeof(float));
             /* this rank's vocabulary slice of the logits, then every slice side by side */
@@ -201,14 +201,14 @@ static int run(int bf16, int sp, const char *out)
             if (!mine)
                 return fail(pl_errorf(PL_ERR_NOMEM, "out of memory"));
             if (bf16)
-                st = pl_gemm_run(gemm, 0, 1, Nd, Vl, C, e.dec.lnf, C, e.dec.p.out_w, C, 0.0f, mine,
+                st = pl_gemm_run(gemm, 0, 1, Nd, Vl, C, e.dec->lnf, C, e.dec->p.out_w, C, 0.0f, mine,
                                  Vl);
             else
-                pl_ref_gemm(0, 1, Nd, Vl, C, e.dec.lnf, C, e.dec.p.out_w, C, 0.0f, mine, Vl);
+                pl_ref_gemm(0, 1, Nd, Vl, C, e.dec->lnf, C, e.dec->p.out_w, C, 0.0f, mine, Vl);
             if (st)
                 return fail(st);
             for (int64_t i = 0; i < Nd; i++)
-                pl_cpu_add(mine + i * Vl, mine + i * Vl, e.dec.p.out_b, Vl);
+                pl_cpu_add(mine + i * Vl, mine + i * Vl, e.dec->p.out_b, Vl);
             float *all = tp.size > 1 ? pl_calloc((size_t)(Nd * Vp), sizeof(float)) : mine;
             if (tp.size > 1 && MPI_Gather(mine, (int)(Nd * Vl), MPI_FLOAT, all, (int)(Nd * Vl),
                                           MPI_FLOAT, 0, tp.mpi) != MPI_SUCCESS)

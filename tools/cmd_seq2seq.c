@@ -1,0 +1,270 @@
+/* plait seq2seq: decoding of an encoder-decoder checkpoint (--model t5 or bart),
+ * greedy or sampled (--temperature, --top-k, --top-p), with the self- and
+ * cross-attention KV caches (model/encdec_generate.h).
+ * Each line of --input is a source (text, tokenized with the checkpoint's
+ * tokenizer, cut to the encoder's length), and the decoder's output is written as
+ * one line of text. With --mmb (a MegaMolBART checkpoint, SMILES tokenizer),
+ * --input is a file of SMILES read as training reads them (.csv: MegaMolBART's
+ * "zinc_id,SMILES"; else the SMILES first on each line) and the encoder input of
+ * molecule i is MegaMolBART's training corruption of it (data/mmb_dataset.h: a
+ * random atom order, span-masked with --mask-prob, keyed by --seed and i); each
+ * output line is "input SMILES <TAB> encoder input <TAB> generated SMILES", what
+ * tests/scripts and bench/megamolbart_eval.sh score with RDKit.
+ * Under mpirun with the checkpoint's TP size as ranks (rank 0 writes). */
+#include "commands.h"
+
+#include "base/alloc.h"
+#include "base/fileio.h"
+#include "base/vec.h"
+#include "ckpt/checkpoint.h"
+#include "data/mmb_dataset.h"
+#include "data/tokenizer/tokenizer.h"
+#include "model/encdec_generate.h"
+#include "model/spec.h"
+#include "parallel/dist.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct s2s_opts {
+    const char *load, *input, *output;
+    int64_t max_new_tokens, seed, limit, top_k;
+    double mask_prob, temperature, top_p;
+    int mmb;
+} s2s_opts;
+
+#define F(x) offsetof(s2s_opts, x)
+static const pl_option s2s_options[] = {
+    {"--load", PL_OPT_STRING, NULL, F(load), "checkpoint directory (t5 or bart)", NULL,
+     PL_OPT_REQUIRED},
+    {"--input", PL_OPT_STRING, NULL, F(input), "sources, one per line (--mmb: SMILES file)",
+     NULL, PL_OPT_REQUIRED},
+    {"--output", PL_OPT_STRING, "-", F(output), "where to write ('-': standard output)", NULL, 0},
+    {"--max-new-tokens", PL_OPT_INT, "0", F(max_new_tokens),
+     "tokens to generate at most (0: the decoder's length)", NULL, 0},
+    {"--limit", PL_OPT_INT, "0", F(limit), "the first N sources only (0: all)", NULL, 0},
+    {"--mmb", PL_OPT_BOOL, NULL, F(mmb),
+     "MegaMolBART: the encoder input is the training corruption of each molecule", NULL, 0},
+    {"--mask-prob", PL_OPT_FLOAT, "0.1", F(mask_prob), "--mmb: span-masking probability", NULL, 0},
+    {"--seed", PL_OPT_INT, "1234", F(seed), "sampling's seed, and --mmb's corruption's", NULL, 0},
+    {"--temperature", PL_OPT_FLOAT, "0", F(temperature), "softmax temperature (0: greedy)", NULL, 0},
+    {"--top-k", PL_OPT_INT, "0", F(top_k), "sample among the k most likely (0: all)", NULL, 0},
+    {"--top-p", PL_OPT_FLOAT, "1.0", F(top_p), "nucleus sampling mass (1: off)", NULL, 0},
+};
+#undef F
+static const pl_command_spec s2s_cmd = {
+    "seq2seq", "Decoding of an encoder-decoder checkpoint, greedy or sampled (KV-cached self- "
+               "and cross-attention; under mpirun with the checkpoint's TP size as ranks).",
+    s2s_options, (int)(sizeof s2s_options / sizeof *s2s_options), 0};
+
+typedef struct s2s {
+    pl_comm tp;
+    int tp_up;
+    pl_registry reg;
+    float *params;
+    pl_gemm *gemm;
+    pl_encdec_generator gen;
+    int gen_up;
+    pl_tokenizer *tok;
+    pl_model_config cfg;
+    pl_mmb_molecules mols;
+    pl_mmb_dataset *mmb;
+    int32_t *src, *out, *dec, *lab;
+    pl_ids ids;
+    pl_bytes text, line;
+    char *strings;
+    FILE *fp;
+} s2s;
+
+static pl_status setup(s2s *s, const s2s_opts *o)
+{
+    pl_status st = PL_OK;
+    int64_t it = -1;
+    PL_TRY(pl_ckpt_latest(o->load, &it));
+    if (it == -1)
+        return pl_errorf(PL_ERR_ARG, "--load %s: no latest_checkpointed_iteration.txt", o->load);
+    pl_ckpt_meta meta;
+    PL_TRY(pl_ckpt_read_config(o->load, it, &s->cfg, &meta, &s->strings));
+    if (!pl_model_is_encdec(&s->cfg))
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--load %s: a %s checkpoint; seq2seq decodes an "
+                         "encoder-decoder (t5, bart); `plait generate` continues a causal model",
+                         o->load, pl_family_get(s->cfg.family)->name);
+    if (meta.tp != s->tp.size)
+        return pl_errorf(PL_ERR_ARG, "--load %s: saved with --tensor-model-parallel-size %d: run "
+                         "seq2seq on %d ranks, not %d", o->load, meta.tp, meta.tp, s->tp.size);
+    if (!meta.tokenizer_type)
+        return pl_errorf(PL_ERR_ARG, "--load %s: the checkpoint names no tokenizer", o->load);
+    PL_TRY(pl_tokenizer_open(&s->tok, &(pl_tokenizer_spec){meta.tokenizer_type, meta.vocab_file,
+                                                           meta.merge_file, meta.tokenizer_model,
+                                                           meta.vocab_extra_ids,
+                                                           meta.legacy_tokenizer}));
+    pl_registry_init(&s->reg, s->tp.size, s->tp.rank, 0);
+    PL_TRY(pl_model_register(&s->reg, &s->cfg, 1));
+    s->params = pl_calloc((size_t)s->reg.numel, sizeof(float));
+    const int64_t Te = s->cfg.seq_length, Td = s->cfg.dec_seq_length;
+    s->src = pl_calloc((size_t)(Te + 3 * Td), sizeof(int32_t));
+    if (!s->params || !s->src)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory for the model");
+    s->out = s->src + Te, s->dec = s->out + Td, s->lab = s->dec + Td;
+    pl_ckpt_buffers buf = {&s->reg, s->params, NULL, NULL, NULL, 0};
+    char *more = NULL;
+    st = pl_ckpt_load(o->load, it, &s->cfg, &buf, &meta, &more);
+    pl_free(more);
+    PL_TRY(st);
+    PL_TRY(pl_gemm_init(&s->gemm));
+    PL_TRY(pl_encdec_generator_init(&s->gen, &s->cfg, &s->reg, s->params,
+                                    s->tp.size > 1 ? &s->tp : NULL, s->gemm));
+    s->gen_up = 1;
+    if (o->mmb) {
+        const size_t n = strlen(o->input);
+        const int csv = n >= 4 && strcmp(o->input + n - 4, ".csv") == 0;
+        pl_mmb_config c;
+        pl_mmb_config_default(&c);
+        c.seq_length = Te;
+        c.mask_prob = o->mask_prob;
+        c.seed = (uint32_t)o->seed;
+        PL_TRY(pl_mmb_molecules_load(&s->mols, &o->input, 1, csv ? 1 : 0, csv ? 1 : 0));
+        PL_TRY(pl_mmb_dataset_init(&s->mmb, &c, s->tok, &s->mols));
+    }
+fail:
+    return st;
+}
+
+/* The source of line or molecule i into s->src; its length. */
+static pl_status source(s2s *s, const s2s_opts *o, int64_t i, const char *text, int64_t *len)
+{
+    const int64_t Te = s->cfg.seq_length;
+    if (o->mmb) {
+        pl_encdec_sample x = {s->src, 0, s->dec, s->lab, 0};
+        pl_status st = pl_mmb_dataset_sample(s->mmb, i, &x, NULL);
+        *len = x.enc_length;
+        return st;
+    }
+    s->ids.n = 0;
+    pl_status st = pl_tokenizer_encode(s->tok, text, strlen(text), &s->ids);
+    if (st)
+        return st;
+    if (s->ids.n == 0)
+        return pl_errorf(PL_ERR_FORMAT, "%s:%lld: an empty source", o->input, (long long)i + 1);
+    *len = s->ids.n < Te ? s->ids.n : Te;
+    memcpy(s->src, s->ids.data, (size_t)*len * sizeof(int32_t));
+    return PL_OK;
+}
+
+static pl_status decode_all(s2s *s, const s2s_opts *o)
+{
+    pl_status st = PL_OK;
+    const int smiles = !strcmp(s->tok->type, "SmilesTokenizer");
+    const int32_t bos = pl_tokenizer_token_id(s->tok, smiles ? "^" : "[BOS]");
+    const int32_t eos = pl_tokenizer_token_id(s->tok, smiles ? "&" : "[EOS]");
+    if (o->temperature < 0 || o->top_k < 0 || o->top_p <= 0 || o->top_p > 1)
+        return pl_errorf(PL_ERR_ARG, "plait seq2seq: need --temperature >= 0, --top-k >= 0 and "
+                         "0 < --top-p <= 1");
+    if (bos < 0 || eos < 0)
+        return pl_errorf(PL_ERR_ARG, "the tokenizer has no %s / %s tokens", smiles ? "^" : "[BOS]",
+                         smiles ? "&" : "[EOS]");
+    const int64_t Td = s->cfg.dec_seq_length;
+    const int64_t max_new = o->max_new_tokens > 0 && o->max_new_tokens < Td ? o->max_new_tokens
+                                                                             : Td;
+    char *all = NULL;
+    size_t size = 0;
+    int64_t n_src = s->mols.n;
+    if (!o->mmb) {
+        PL_TRY(pl_file_read_all(o->input, &all, &size));
+        n_src = 0;
+        for (size_t k = 0; k < size; k++)
+            n_src += all[k] == '\n' || (k + 1 == size && all[k] != '\n');
+    }
+    if (o->limit > 0 && o->limit < n_src)
+        n_src = o->limit;
+    char *cursor = all;
+    for (int64_t i = 0; i < n_src; i++) {
+        const char *text = NULL;
+        if (!o->mmb) {
+            char *nl = strchr(cursor, '\n');
+            if (nl)
+                *nl = 0;
+            text = cursor;
+            cursor = nl ? nl + 1 : cursor + strlen(cursor);
+        }
+        int64_t len = 0, got = 0;
+        PL_TRY(source(s, o, i, text, &len));
+        const pl_decode_opts how = {o->temperature, o->top_p, o->top_k, (uint64_t)o->seed,
+                                    (uint64_t)i};
+        PL_TRY(pl_encdec_decode(&s->gen, s->src, len, bos, eos, max_new, &how, s->out, &got));
+        if (s->tp.rank)
+            continue;
+        s->line.n = 0;
+        if (o->mmb) {
+            const char *in = s->mols.text + s->mols.offset[i];
+            PL_TRY(pl_bytes_append(&s->line, in, strlen(in)));
+            PL_TRY(pl_bytes_append(&s->line, "\t", 1));
+            s->text.n = 0;
+            PL_TRY(pl_tokenizer_decode(s->tok, s->src, len, &s->text));
+            PL_TRY(pl_bytes_append(&s->line, s->text.data, s->text.n));
+            PL_TRY(pl_bytes_append(&s->line, "\t", 1));
+        }
+        s->text.n = 0;
+        PL_TRY(pl_tokenizer_decode(s->tok, s->out, got, &s->text));
+        PL_TRY(pl_bytes_append(&s->line, s->text.data, s->text.n));
+        fprintf(s->fp, "%.*s\n", (int)s->line.n, s->line.data);
+    }
+    if (s->tp.rank == 0 && fflush(s->fp))
+        st = pl_errorf(PL_ERR_IO, "--output %s: write failed", o->output);
+fail:
+    pl_free(all);
+    return st;
+}
+
+static void s2s_free(s2s *s)
+{
+    if (s->fp && s->fp != stdout)
+        fclose(s->fp);
+    if (s->gen_up)
+        pl_encdec_generator_free(&s->gen);
+    pl_mmb_dataset_free(s->mmb);
+    pl_mmb_molecules_free(&s->mols);
+    pl_gemm_free(s->gemm);
+    pl_free(s->params);
+    pl_free(s->src);
+    pl_registry_free(&s->reg);
+    pl_tokenizer_free(s->tok);
+    pl_ids_free(&s->ids);
+    pl_bytes_free(&s->text);
+    pl_bytes_free(&s->line);
+    pl_free(s->strings);
+    if (s->tp_up)
+        pl_comm_free(&s->tp);
+}
+
+int plait_cmd_seq2seq(int argc, char **argv)
+{
+    s2s_opts o;
+    int rc = plait_parse(&s2s_cmd, &o, argc, argv, NULL);
+    if (rc >= 0)
+        return rc;
+    s2s s;
+    memset(&s, 0, sizeof s);
+    pl_dist dist;
+    pl_status st = pl_dist_init(&dist, NULL, NULL);
+    if (st)
+        return plait_report(st);
+    if (!(st = pl_comm_init(&s.tp, MPI_COMM_WORLD, "tp", 0)))
+        s.tp_up = 1;
+    if (!st)
+        st = pl_comm_agree(&s.tp, setup(&s, &o));
+    if (!st && s.tp.rank == 0) {
+        s.fp = strcmp(o.output, "-") ? fopen(o.output, "w") : stdout;
+        if (!s.fp)
+            st = pl_errorf(PL_ERR_IO, "--output %s: cannot open for writing", o.output);
+    }
+    if (!st)
+        st = pl_comm_agree(&s.tp, st);
+    if (!st)
+        st = pl_comm_agree(&s.tp, decode_all(&s, &o));
+    rc = st ? (s.tp.rank == 0 ? plait_report(st) : plait_exit_code(st)) : 0;
+    s2s_free(&s);
+    pl_dist_finalize(&dist);
+    return rc;
+}
