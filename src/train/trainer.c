@@ -20,29 +20,9 @@
 
 #include <math.h>
 #include <omp.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Set by SIGTERM / SIGUSR1 with --exit-signal-handler (Megatron's
- * DistributedSignalHandler): the loop finishes the iteration, agrees with the
- * other ranks, saves and stops. */
-static volatile sig_atomic_t exit_signal;
-
-static void on_exit_signal(int sig) { exit_signal = sig; }
-
-static void install_exit_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_exit_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
-}
-
-
 
 /* ---- set-up ----------------------------------------------------------------- */
 
@@ -850,32 +830,6 @@ static void trainer_free(pl_trainer *t)
         pl_grid_free(&t->grid);
 }
 
-/* Megatron's exit conditions other than --exit-interval, agreed by every
- * rank (one rank may get the signal, or cross the time limit, first). */
-static pl_status should_stop(pl_trainer *t, int *stop)
-{
-    const pl_train_args *a = t->a;
-    *stop = 0;
-    if (!a->exit_signal_handler && !pl_train_args_given(a, "--exit-duration-in-mins"))
-        return PL_OK;
-    int32_t why[2] = {exit_signal, 0};
-    if (pl_train_args_given(a, "--exit-duration-in-mins") &&
-        (pl_time_now() - t->start_time) / 60.0 > a->exit_duration_in_mins)
-        why[1] = 1;
-    pl_status st = pl_comm_allreduce_i32(pl_grid_comm(&t->grid, PL_GRID_WORLD), why, 2, PL_COMM_MAX);
-    if (st)
-        return st;
-    if (why[0] || why[1]) {
-        *stop = 1;
-        if (pl_train_is_root(t))
-            pl_log_info(" %s at iteration %lld: saving and exiting",
-                        why[0] ? (why[0] == SIGTERM ? "received SIGTERM" : "received SIGUSR1")
-                               : "--exit-duration-in-mins reached",
-                        (long long)t->iteration);
-    }
-    return PL_OK;
-}
-
 static pl_status run(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
@@ -918,7 +872,7 @@ static pl_status run(pl_trainer *t)
     int64_t last_saved = -1, window = 0;
     double t_window = pl_time_now();
     if (a->exit_signal_handler)
-        install_exit_signals();
+        pl_train_exit_signals_install();
     const char *fault = getenv("PLAIT_FAULT_NAN_ITER");
     t->fault_nan_iter = fault ? atoll(fault) : -1;
     fault = getenv("PLAIT_FAULT_NAN_RANK");
@@ -966,7 +920,7 @@ static pl_status run(pl_trainer *t)
             exited = 1;
             break;
         }
-        PL_TRY(should_stop(t, &exited));
+        PL_TRY(pl_train_should_stop(t, &exited));
         if (exited)
             break;
     }

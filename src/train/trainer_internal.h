@@ -250,6 +250,11 @@ void pl_train_ft_apply_task(const pl_trainer *t, pl_model_config *c);
  * fine-tuning rows of idx (mbs global sample indices of split s). */
 pl_status pl_train_ft_fill(pl_trainer *t, pl_split s, const int64_t *idx);
 
+/* exit.c: --exit-signal-handler's handlers (SIGTERM, SIGUSR1), and whether to stop
+ * after this iteration (a signal on any rank, --exit-duration-in-mins; collective). */
+void pl_train_exit_signals_install(void);
+pl_status pl_train_should_stop(pl_trainer *t, int *stop);
+
 /* checkpoints.c: save to --save; resume (or fine-tune) from --load. With --async-save
  * the save returns once its files are being written (async_save.c). */
 pl_status pl_train_save(pl_trainer *t);
