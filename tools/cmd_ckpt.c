@@ -1,10 +1,12 @@
-/* plait ckpt SUBCOMMAND DIR: inspect, reshard, convert a checkpoint, in one
- * process without MPI (the library is ckpt/tools.h). DIR is a save directory
- * (its latest iteration, or --ckpt-step N) or an iter_NNNNNNN / release
- * directory itself. */
+/* plait ckpt SUBCOMMAND DIR: inspect, reshard, convert, export a checkpoint, or
+ * import one, in one process without MPI (the libraries are ckpt/tools.h and
+ * ckpt/hf.h). DIR is a save directory (its latest iteration, or --ckpt-step N)
+ * or an iter_NNNNNNN / release directory itself; import reads a Hugging Face
+ * directory. */
 #include "commands.h"
 
 #include "base/alloc.h"
+#include "ckpt/hf.h"
 #include "ckpt/tools.h"
 
 #include <cjson/cJSON.h>
@@ -18,6 +20,8 @@ typedef struct ckpt_opts {
     const char *out;
     int64_t tp, pp;
     int weights_only, bf16, fp32;
+    const char *format, *max_shard_size;
+    int64_t divisible_by;
 } ckpt_opts;
 
 #define F(field) offsetof(ckpt_opts, field)
@@ -47,6 +51,27 @@ static const pl_option convert_table[] = {
     {"--ckpt-step", PL_OPT_INT, "-1", F(ckpt_step), "iteration to read (default: the latest)", NULL,
      0},
 };
+static const pl_option export_table[] = {
+    {"--out", PL_OPT_STRING, NULL, F(out), "directory to write (must not exist, or be empty)",
+     NULL, PL_OPT_REQUIRED},
+    {"--format", PL_OPT_STRING, "hf", F(format), "hf: Hugging Face (config.json, model.safetensors)",
+     NULL, 0},
+    {"--bf16", PL_OPT_BOOL, NULL, F(bf16), "write the weights as bfloat16", NULL, 0},
+    {"--fp32", PL_OPT_BOOL, NULL, F(fp32), "write the weights as float32 (the default)", NULL, 0},
+    {"--max-shard-size", PL_OPT_STRING, "5GB", F(max_shard_size),
+     "split model.safetensors into shards of at most this size (with an index)", NULL, 0},
+    {"--ckpt-step", PL_OPT_INT, "-1", F(ckpt_step), "iteration to read (default: the latest)", NULL,
+     0},
+};
+static const pl_option import_table[] = {
+    {"--out", PL_OPT_STRING, NULL, F(out), "save directory to write (DIR/release)", NULL,
+     PL_OPT_REQUIRED},
+    {"--format", PL_OPT_STRING, "hf", F(format), "hf: a Hugging Face directory", NULL, 0},
+    {"--tensor-model-parallel-size", PL_OPT_INT, "1", F(tp), "TP size to write", NULL, 0},
+    {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pp), "PP size to write", NULL, 0},
+    {"--make-vocab-size-divisible-by", PL_OPT_INT, "128", F(divisible_by),
+     "pad the vocabulary to a multiple of this times TP (Megatron's)", NULL, 0},
+};
 #undef F
 #define SPEC(name, summary, table) {name, summary, table, (int)(sizeof table / sizeof *table), 0}
 static const pl_command_spec inspect_cmd =
@@ -58,6 +83,13 @@ static const pl_command_spec reshard_cmd =
 static const pl_command_spec convert_cmd =
     SPEC("ckpt convert DIR", "Write a weights-only release checkpoint (Megatron's release/), fp32 or bf16",
          convert_table);
+
+static const pl_command_spec export_cmd =
+    SPEC("ckpt export DIR", "Write a checkpoint as a Hugging Face model directory (GPT2LMHeadModel, "
+         "LlamaForCausalLM)", export_table);
+static const pl_command_spec import_cmd =
+    SPEC("ckpt import HF_DIR", "Write a Hugging Face GPT-2 or Llama directory as a plait release "
+         "checkpoint in any TP x PP layout", import_table);
 
 static void print_text(const cJSON *d)
 {
@@ -202,6 +234,60 @@ static int rewrite(const pl_command_spec *cmd, int argc, char **argv, int conver
 static int run_reshard(int argc, char **argv) { return rewrite(&reshard_cmd, argc, argv, 0); }
 static int run_convert(int argc, char **argv) { return rewrite(&convert_cmd, argc, argv, 1); }
 
+static pl_status check_format(const ckpt_opts *o)
+{
+    if (strcmp(o->format, "hf") != 0)
+        return pl_errorf(PL_ERR_ARG, "--format %s: expected hf (Hugging Face)", o->format);
+    return PL_OK;
+}
+
+static int run_export(int argc, char **argv)
+{
+    ckpt_opts o;
+    const char *path;
+    int rc = parse(&export_cmd, &o, argc, argv, &path);
+    if (rc >= 0)
+        return rc;
+    if (o.bf16 && o.fp32)
+        return plait_report(pl_errorf(PL_ERR_ARG, "--bf16 and --fp32 are exclusive"));
+    char dir[4096];
+    int64_t it;
+    pl_hf_export_opts e = {o.bf16, 0};
+    pl_status st = check_format(&o);
+    if (!st)
+        st = pl_hf_parse_size(o.max_shard_size, &e.max_shard_bytes);
+    if (!st)
+        st = resolve(path, o.ckpt_step, dir, sizeof dir, &it);
+    if (!st)
+        st = pl_hf_export(dir, it, o.out, &e);
+    if (st)
+        return plait_report(st);
+    printf("wrote %s\n", o.out);
+    return 0;
+}
+
+static int run_import(int argc, char **argv)
+{
+    ckpt_opts o;
+    const char *path;
+    int rc = parse(&import_cmd, &o, argc, argv, &path);
+    if (rc >= 0)
+        return rc;
+    if (o.tp < 1 || o.pp < 1 || o.divisible_by < 1)
+        return plait_report(pl_errorf(PL_ERR_ARG, "--tensor-model-parallel-size %lld, "
+                                      "--pipeline-model-parallel-size %lld, "
+                                      "--make-vocab-size-divisible-by %lld: expected >= 1",
+                                      (long long)o.tp, (long long)o.pp, (long long)o.divisible_by));
+    pl_hf_import_opts im = {(int)o.tp, (int)o.pp, o.divisible_by};
+    pl_status st = check_format(&o);
+    if (!st)
+        st = pl_hf_import(path, o.out, &im);
+    if (st)
+        return plait_report(st);
+    printf("wrote %s/release\n", o.out);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -210,6 +296,8 @@ static const struct {
     {"inspect", run_inspect, "describe a checkpoint (text or --json), verifying its checksums"},
     {"reshard", run_reshard, "write it in another TP x PP layout, offline"},
     {"convert", run_convert, "write a weights-only release checkpoint (fp32 or bf16)"},
+    {"export", run_export, "write it as a Hugging Face model directory (--format hf)"},
+    {"import", run_import, "write a Hugging Face directory as a release checkpoint (--format hf)"},
 };
 
 static void usage(FILE *fp)

@@ -33,7 +33,7 @@ static const hf_row gpt2[] = {
     {"mlp.linear_fc2.bias", 1, {{"transformer.h.%d.mlp.c_proj.bias", PL_HF_COPY}}},
     {"decoder.final_layernorm.weight", 0, {{"transformer.ln_f.weight", PL_HF_COPY}}},
     {"decoder.final_layernorm.bias", 0, {{"transformer.ln_f.bias", PL_HF_COPY}}},
-    {"output_layer.weight", 0, {{NULL, PL_HF_COPY}}}, /* tied to wte: lm_head.weight */
+    {"output_layer.weight", 0, {{"lm_head.weight", PL_HF_COPY}}}, /* untied only (tie_word_embeddings false) */
     {NULL, 0, {{NULL, PL_HF_COPY}}},
 };
 

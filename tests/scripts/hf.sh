@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Hugging Face export (plait ckpt export --format hf, src/ckpt/hf_export.c): checkpoints
+# trained at TP 2 x PP 2 (GPT; Llama with 2 key/value groups, rope base 500000 and
+# Llama 3.1's rope scaling) and PP 2 (GPT with an untied output layer) are exported, and
+# an independent PyTorch GPT-2 / Llama written from transformers' modeling files
+# (hf_models.py), reading the directory by Hugging Face names and config.json only, gives
+# plait's logits (ckpt_logits: plait's forward of the same checkpoint) within fp32
+# rounding. BF16 exports are the fp32 tensors rounded to nearest even; a sharded export
+# (index + shards) holds the same tensors as the single file. The run's tokenizer files
+# (GPT-2 BPE, Llama 2 SentencePiece) are exported byte for byte with their bos/eos ids.
+# A model GPT2LMHeadModel cannot express, and a non-empty --out, are refused.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/train_lib.sh"
+export OMP_NUM_THREADS=1
+HF=$ROOT/tests/scripts/hf_models.py
+LOGITS=$ROOT/build/testtools/ckpt_logits
+SMALL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
+       --max-position-embeddings 64 --micro-batch-size 1 --global-batch-size 4 --lr 1e-3
+       --mock-data --vocab-size 100 --train-iters 2 --log-interval 1 --save-interval 2
+       --eval-iters 0)
+
+# go NAME NP TP PP FLAGS...: trains into $TMP/NAME
+go() {
+    local name=$1 np=$2 tp=$3 pp=$4; shift 4
+    timeout -k 5 120 mpirun.openmpi -n "$np" "$PLAIT" train "$@" --tensor-model-parallel-size "$tp" \
+        --pipeline-model-parallel-size "$pp" --save "$TMP/$name" >"$TMP/$name.log" 2>&1 &&
+        layout_is "$name" "$np" "$tp" $((np / (tp * pp))) "$pp"
+}
+export_hf() { local name=$1; shift; "$PLAIT" ckpt export "$TMP/$name" --format hf "$@"; }
+
+check "gpt: TP 2 x PP 2, 2 iterations" go g 4 2 2 "${SMALL[@]}"
+check "llama (2 groups, rope scaling): TP 2 x PP 2, 2 iterations" \
+    go l 4 2 2 --model llama --group-query-attention --num-query-groups 2 --use-rope-scaling \
+    --rotary-base 500000 "${SMALL[@]}"
+check "gpt, untied output layer: PP 2, 2 iterations" \
+    go gu 2 1 2 --untie-embeddings-and-output-weights "${SMALL[@]}"
+for n in g l gu; do
+    check "$n: exported (fp32) and plait's logits written" \
+        bash -c "'$PLAIT' ckpt export '$TMP/$n' --out '$TMP/${n}_hf' >/dev/null &&
+                 '$LOGITS' '$TMP/$n' '$TMP/${n}_logits.safetensors' 64"
+done
+check "gpt: exported as bf16" export_hf g --out "$TMP/g_bf16" --bf16
+check "gpt: exported in shards of at most 20KB" export_hf g --out "$TMP/g_sh" --max-shard-size 20KB
+check "gpt: ... an index and 2+ shards" bash -c "test -f '$TMP/g_sh/model.safetensors.index.json' &&
+    test -f '$TMP/g_sh/model-00002-of-'*.safetensors && ! test -e '$TMP/g_sh/model.safetensors'"
+# keys FILE KEY...: the values of the JSON file's keys, space-separated
+keys() { /usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))
+print(" ".join(json.dumps(c.get(k)) for k in sys.argv[2:]))' "$@"; }
+# keys_are FILE "VALUES" KEY...
+keys_are() { local f=$1 want=$2; shift 2; [ "$(keys "$f" "$@")" = "$want" ]; }
+check "gpt: config.json: GPT2LMHeadModel, tied, 100 tokens (no padding rows), 64 positions" \
+    keys_are "$TMP/g_hf/config.json" '["GPT2LMHeadModel"] true 100 64' architectures \
+    tie_word_embeddings vocab_size n_positions
+check_fails "an existing non-empty --out is refused" "exists and is not an empty directory" \
+    export_hf g --out "$TMP/g_hf"
+check_fails "--format megatron is refused naming the format" "--format megatron: expected hf" \
+    export_hf g --out "$TMP/g_x" --format megatron
+
+# ---- the tokenizer's files and ids (one process, one iteration)
+ONE=(--num-layers 1 --hidden-size 32 --num-attention-heads 2 --seq-length 16
+     --max-position-embeddings 16 --micro-batch-size 1 --global-batch-size 1 --lr 1e-3
+     --mock-data --train-iters 1 --log-interval 1 --save-interval 1 --eval-iters 0)
+check "gpt with GPT2BPETokenizer: trained and exported" bash -c "
+    '$PLAIT' train ${ONE[*]} --tokenizer-type GPT2BPETokenizer --vocab-file '$PLAIT_DATA/gpt2/encoder.json' \
+        --merge-file '$PLAIT_DATA/gpt2/vocab.bpe' --save '$TMP/gt' >'$TMP/gt.log' 2>&1 &&
+    '$PLAIT' ckpt export '$TMP/gt' --out '$TMP/gt_hf' --bf16"
+check "gpt: vocab.json and merges.txt are the run's files" bash -c "
+    cmp '$TMP/gt_hf/vocab.json' '$PLAIT_DATA/gpt2/encoder.json' &&
+    cmp '$TMP/gt_hf/merges.txt' '$PLAIT_DATA/gpt2/vocab.bpe' &&
+    grep -q '\"GPT2Tokenizer\"' '$TMP/gt_hf/tokenizer_config.json'"
+check "gpt: bos = eos = <|endoftext|> 50256, vocab 50257 (config and generation config)" \
+    keys_are "$TMP/gt_hf/config.json" '50256 50256 50257' bos_token_id eos_token_id vocab_size
+check "gpt: ... generation_config.json" \
+    keys_are "$TMP/gt_hf/generation_config.json" '50256 50256' bos_token_id eos_token_id
+check "llama with Llama2Tokenizer: trained and exported" bash -c "
+    '$PLAIT' train --model llama ${ONE[*]} --tokenizer-type Llama2Tokenizer \
+        --tokenizer-model '$PLAIT_DATA/llama2/tokenizer.model' --save '$TMP/lt' >'$TMP/lt.log' 2>&1 &&
+    '$PLAIT' ckpt export '$TMP/lt' --out '$TMP/lt_hf' --bf16"
+check "llama: tokenizer.model is the run's" \
+    cmp "$TMP/lt_hf/tokenizer.model" "$PLAIT_DATA/llama2/tokenizer.model"
+check "llama: bos <s> 1, eos </s> 2, untied, 32000 tokens" keys_are "$TMP/lt_hf/config.json" \
+    '1 2 false 32000 ["LlamaForCausalLM"]' bos_token_id eos_token_id tie_word_embeddings \
+    vocab_size architectures
+
+# ---- what GPT2LMHeadModel cannot express
+check "gpt with --swiglu: trained" bash -c "'$PLAIT' train ${ONE[*]} --vocab-size 100 --swiglu \
+    --save '$TMP/gs' >'$TMP/gs.log' 2>&1"
+check_fails "gpt with --swiglu: the export is refused naming the setting" \
+    "--swiglu .*GPT2LMHeadModel cannot express" export_hf gs --out "$TMP/gs_hf"
+check "... and nothing is left behind" bash -c "! test -e '$TMP/gs_hf' && ! test -e '$TMP/gs_hf.tmp'"
+
+# ---- the oracle
+OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
+    logits "$TMP/g_hf" "$TMP/g_logits.safetensors" :: \
+    logits "$TMP/l_hf" "$TMP/l_logits.safetensors" :: \
+    logits "$TMP/gu_hf" "$TMP/gu_logits.safetensors" :: \
+    bf16 "$TMP/g_hf" "$TMP/g_bf16" :: \
+    same "$TMP/g_hf" "$TMP/g_sh" :: shards "$TMP/g_sh" 20000 | tee "$TMP/py.out"
+read -r p f < <(sed -nE 's/^hf_models: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
+_pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
+summary hf
