@@ -1,9 +1,371 @@
-/* Hugging Face directory -> plait release checkpoint (ckpt/hf.h). */
+/* Hugging Face directory -> plait release checkpoint (ckpt/hf.h).
+ *
+ * The model is assembled globally in one TP 1 registry (its vocabulary padded
+ * for the target TP size, padding rows zero): every plait element is written
+ * from the Hugging Face element that model/hf_names.h says it came from, so
+ * import is the exact inverse of export. Then each (TP, PP) rank of the target
+ * layout copies its slices out of it (pl_param_global_index) and the ranks'
+ * files, the manifest and the tokenizer's files are published as a save is
+ * (Megatron's release directory: weights only, iteration 0).
+ *
+ * What is read: config.json, then model.safetensors or the shards that
+ * model.safetensors.index.json names (plain file names in the directory),
+ * mapped read-only; F32, BF16 and F16 tensors (converted to fp32 exactly). A
+ * tensor is refused when its shape is not the config's, when it is missing,
+ * or when plait has no place for it (buffers transformers used to save, GPT-2's
+ * attn.bias / attn.masked_bias and Llama's rotary_emb.inv_freq, are skipped).
+ * pytorch_model.bin (a pickle) is not read. */
 #include "ckpt/hf.h"
+
+#include "base/alloc.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "ckpt/safetensors.h"
+#include "data/tokenizer/tokenizer.h"
+#include "kernels/kernels.h"
+#include "model/hf_names.h"
+#include "model/spec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { HF_PATH_MAX = 4096, HF_MAX_FILES = 4096 };
+
+typedef struct hf_files {
+    pl_safetensors *st;
+    char (*names)[256];
+    int n;
+} hf_files;
+
+static void files_close(hf_files *f)
+{
+    for (int i = 0; i < f->n; i++)
+        pl_safetensors_close(&f->st[i]);
+    pl_free(f->st);
+    pl_free(f->names);
+    memset(f, 0, sizeof *f);
+}
+
+static pl_status files_add(hf_files *f, const char *dir, const char *name, const char *where)
+{
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->names[i], name) == 0)
+            return PL_OK;
+    if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        strlen(name) >= sizeof f->names[0])
+        return pl_errorf(PL_ERR_FORMAT, "%s: shard \"%s\": expected a file name in the directory",
+                         where, name);
+    if (f->n == HF_MAX_FILES)
+        return pl_errorf(PL_ERR_FORMAT, "%s: more than %d shards", where, HF_MAX_FILES);
+    char path[HF_PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    pl_status st = pl_safetensors_open(&f->st[f->n], path);
+    if (st)
+        return st;
+    snprintf(f->names[f->n], sizeof f->names[0], "%s", name);
+    f->n++;
+    return PL_OK;
+}
+
+static pl_status files_open(hf_files *f, const char *dir)
+{
+    char path[HF_PATH_MAX + 64];
+    memset(f, 0, sizeof *f);
+    f->st = pl_calloc(HF_MAX_FILES, sizeof *f->st);
+    f->names = pl_calloc(HF_MAX_FILES, sizeof *f->names);
+    if (!f->st || !f->names)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    if (!pl_file_exists(path)) {
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        if (!pl_file_exists(path)) {
+            snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
+            return pl_errorf(PL_ERR_ARG, "%s: no model.safetensors nor model.safetensors.index.json%s",
+                             dir, pl_file_exists(path) ? " (pytorch_model.bin is a pickle, which "
+                                                         "plait does not read: convert it to "
+                                                         "safetensors)" : "");
+        }
+        return files_add(f, dir, "model.safetensors", dir);
+    }
+    char *text = NULL;
+    size_t n;
+    pl_status st = pl_file_read_all(path, &text, &n);
+    if (st)
+        return st;
+    cJSON *idx = cJSON_ParseWithLength(text, n);
+    pl_free(text);
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(idx, "weight_map"), *e;
+    if (!cJSON_IsObject(map))
+        st = pl_errorf(PL_ERR_FORMAT, "%s: no \"weight_map\" object", path);
+    cJSON_ArrayForEach(e, map)
+    {
+        if (st)
+            break;
+        st = cJSON_IsString(e) ? files_add(f, dir, e->valuestring, path)
+                               : pl_errorf(PL_ERR_FORMAT, "%s: \"weight_map\".\"%s\" is not a "
+                                           "file name", path, e->string);
+    }
+    cJSON_Delete(idx);
+    return st;
+}
+
+/* The tensor named name in any file (*which: its file), or NULL. */
+static const pl_st_tensor *files_find(const hf_files *f, const char *name, int *which)
+{
+    for (int i = 0; i < f->n; i++) {
+        const pl_st_tensor *t = pl_safetensors_find(&f->st[i], name);
+        if (t) {
+            *which = i;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* IEEE half -> float, exactly (every half is a float). */
+static float half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0x1f)
+        bits = sign | 0x7f800000u | (man << 13);
+    else if (exp != 0)
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    else if (man == 0)
+        bits = sign;
+    else { /* subnormal: man 2^-24 */
+        float v = (float)man * 5.9604644775390625e-8f;
+        memcpy(&bits, &v, 4);
+        bits |= sign;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static float element(const char *dtype, const uint8_t *p, int64_t i)
+{
+    if (dtype[0] == 'F' && dtype[1] == '3') {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
+    uint16_t h;
+    memcpy(&h, p + 2 * i, 2);
+    if (strcmp(dtype, "BF16") == 0)
+        return pl_ref_bf16_to_f32(h);
+    return half_to_float(h);
+}
+
+/* Writes the Hugging Face tensor t of parameter p into the global buffer. */
+static pl_status place(const hf_files *f, const pl_model_config *c, const pl_param *p,
+                       const pl_hf_tensor *t, float *global, const char *dir)
+{
+    int which = 0;
+    const pl_st_tensor *s = files_find(f, t->name, &which);
+    if (!s)
+        return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s is missing (plait's %s)", dir, t->name,
+                         p->name);
+    const int64_t cols = t->ndim == 2 ? t->shape[1] : 0;
+    if (s->ndim != t->ndim || s->shape[0] != t->shape[0] || (t->ndim == 2 && s->shape[1] != cols))
+        return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has %d dimensions [%lld, %lld], "
+                         "config.json gives [%lld, %lld]", dir, f->names[which], t->name, s->ndim,
+                         (long long)s->shape[0], (long long)(s->ndim > 1 ? s->shape[1] : 0),
+                         (long long)t->shape[0], (long long)cols);
+    if (strcmp(s->dtype, "F32") != 0 && strcmp(s->dtype, "BF16") != 0 &&
+        strcmp(s->dtype, "F16") != 0)
+        return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s is %s: expected F32, BF16 or F16", dir,
+                         f->names[which], t->name, s->dtype);
+    const uint8_t *data = f->st[which].data + s->begin;
+    const int64_t numel = t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
+    for (int64_t i = 0; i < numel; i++)
+        global[p->offset + pl_hf_source_index(c, p, t, i)] = element(s->dtype, data, i);
+    return PL_OK;
+}
+
+/* A tensor of the directory that nothing took: a skipped buffer, or an error. */
+static int skipped_buffer(const char *name)
+{
+    static const char *const suffixes[] = {".attn.bias", ".attn.masked_bias",
+                                           ".rotary_emb.inv_freq"};
+    const size_t n = strlen(name);
+    for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++) {
+        const size_t m = strlen(suffixes[k]);
+        if (n > m && strcmp(name + n - m, suffixes[k]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static pl_status assemble(const hf_files *f, const pl_model_config *c, const pl_registry *reg,
+                          float *global, const char *dir)
+{
+    for (int i = 0; i < reg->n; i++) {
+        pl_hf_tensor t[PL_HF_MAX_PER_PARAM];
+        const int n = pl_hf_map(c, &reg->params[i], t);
+        if (n < 0)
+            return pl_errorf(PL_ERR_ARG, "plait's %s has no Hugging Face name", reg->params[i].name);
+        for (int k = 0; k < n; k++) {
+            pl_status st = place(f, c, &reg->params[i], &t[k], global, dir);
+            if (st)
+                return st;
+        }
+    }
+    /* every tensor of the directory taken, or a known buffer, or a tied lm_head */
+    for (int i = 0; i < f->n; i++)
+        for (int k = 0; k < f->st[i].n; k++) {
+            const char *name = f->st[i].tensors[k].name;
+            if (skipped_buffer(name) || (!c->untie && strcmp(name, "lm_head.weight") == 0))
+                continue;
+            int found = 0;
+            for (int p = 0; p < reg->n && !found; p++) {
+                pl_hf_tensor t[PL_HF_MAX_PER_PARAM];
+                const int n = pl_hf_map(c, &reg->params[p], t);
+                for (int j = 0; j < n; j++)
+                    found |= strcmp(t[j].name, name) == 0;
+            }
+            if (!found)
+                return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has no place in plait's %s",
+                                 dir, f->names[i], name,
+                                 pl_family_get(c->family)->hf_architecture);
+        }
+    return PL_OK;
+}
+
+/* reg's rank's slices of the global model g into local (reg's layout). A
+ * tied output layer's last-stage copy is the word embeddings. */
+static pl_status slice(const pl_registry *reg, const pl_registry *g, const float *global,
+                       float *local)
+{
+    for (int i = 0; i < reg->n; i++) {
+        const pl_param *p = &reg->params[i];
+        if (p->offset < 0)
+            continue;
+        const pl_param *gp = pl_registry_find(g, p->tied_copy ? "embedding.word_embeddings.weight"
+                                                              : p->name);
+        if (!gp)
+            return pl_errorf(PL_ERR_ARG, "plait's %s is not in the one-rank model", p->name);
+        const int64_t rows = p->local_shape[0], cols = p->local_shape[1];
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t col = 0; col < cols; col++)
+                local[p->offset + r * cols + col] =
+                    global[gp->offset + pl_param_global_index(p, r, col)];
+    }
+    return PL_OK;
+}
+
+/* The tokenizer the directory holds, as Megatron's flags name it. */
+static void find_tokenizer(const char *in, const pl_model_config *c, pl_ckpt_meta *m, char *a,
+                           char *b, size_t n)
+{
+    snprintf(a, n, "%s/vocab.json", in);
+    snprintf(b, n, "%s/merges.txt", in);
+    if (pl_file_exists(a) && pl_file_exists(b)) {
+        m->tokenizer_type = "GPT2BPETokenizer";
+        m->vocab_file = a;
+        m->merge_file = b;
+        return;
+    }
+    snprintf(a, n, "%s/tokenizer.model", in);
+    if (c->family == PL_FAMILY_LLAMA && pl_file_exists(a)) {
+        m->tokenizer_type = "Llama2Tokenizer";
+        m->tokenizer_model = a;
+        return;
+    }
+    snprintf(a, n, "%s/tokenizer.json", in);
+    if (pl_file_exists(a)) {
+        m->tokenizer_type = "HuggingFaceTokenizer";
+        snprintf(a, n, "%s", in);
+        m->tokenizer_model = a;
+    }
+}
+
+static pl_status check_tokenizer(const pl_ckpt_meta *m, const pl_model_config *c)
+{
+    if (!m->tokenizer_type) {
+        pl_log_warn("no tokenizer files recognised (vocab.json + merges.txt, tokenizer.model, "
+                    "tokenizer.json): the checkpoint names none");
+        return PL_OK;
+    }
+    pl_tokenizer *tok = NULL;
+    pl_status st = pl_tokenizer_open(&tok, &(pl_tokenizer_spec){m->tokenizer_type, m->vocab_file,
+                                                                m->merge_file, m->tokenizer_model,
+                                                                0, 0});
+    if (st)
+        return st;
+    if (tok->vocab_size != c->vocab_size)
+        pl_log_warn("the tokenizer (%s) has %lld tokens but config.json's vocab_size is %lld: "
+                    "plait train with this tokenizer will refuse the checkpoint's vocabulary "
+                    "(train with --vocab-size %lld and pretokenized data instead)",
+                    m->tokenizer_type, (long long)tok->vocab_size, (long long)c->vocab_size,
+                    (long long)c->vocab_size);
+    pl_tokenizer_free(tok);
+    return PL_OK;
+}
 
 pl_status pl_hf_import(const char *in, const char *out, const pl_hf_import_opts *o)
 {
-    (void)out;
-    (void)o;
-    return pl_errorf(PL_ERR_ARG, "%s: the Hugging Face import is not written yet", in);
+    char path[HF_PATH_MAX + 64], tmp[HF_PATH_MAX + 64];
+    char tok_a[HF_PATH_MAX + 64], tok_b[HF_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/config.json", in);
+    char *text = NULL;
+    size_t n;
+    cJSON *config = NULL;
+    hf_files files;
+    memset(&files, 0, sizeof files);
+    pl_registry g, reg;
+    pl_registry_init(&g, 1, 0, 0);
+    pl_registry_init(&reg, 1, 0, 0);
+    float *global = NULL, *local = NULL;
+    pl_model_config cfg;
+    pl_status st = pl_file_read_all(path, &text, &n);
+    if (st)
+        goto fail;
+    if (!(config = cJSON_ParseWithLength(text, n))) {
+        st = pl_errorf(PL_ERR_FORMAT, "%s: not valid JSON", path);
+        goto fail;
+    }
+    PL_TRY(pl_hf_config_parse(config, path, o->divisible_by, o->tp, &cfg));
+    pl_ckpt_meta meta = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .seed = 1234,
+                         .tp = o->tp, .pp = o->pp, .dp = 1};
+    find_tokenizer(in, &cfg, &meta, tok_a, tok_b, sizeof tok_a);
+    PL_TRY(check_tokenizer(&meta, &cfg));
+    PL_TRY(files_open(&files, in));
+    PL_TRY(pl_model_register(&g, &cfg, 1));
+    global = pl_calloc((size_t)(g.numel > 0 ? g.numel : 1), sizeof(float));
+    if (!global) {
+        st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's %lld parameters",
+                       (long long)g.numel);
+        goto fail;
+    }
+    PL_TRY(assemble(&files, &cfg, &g, global, in));
+    PL_TRY(pl_ckpt_write_begin(out, PL_CKPT_RELEASE, tmp, sizeof tmp));
+    for (int t = 0; t < o->tp; t++)
+        for (int p = 0; p < o->pp; p++) {
+            pl_registry_free(&reg);
+            pl_registry_init(&reg, o->tp, t, p);
+            PL_TRY(pl_model_register(&reg, &cfg, o->pp));
+            pl_free(local);
+            local = pl_calloc((size_t)(reg.numel > 0 ? reg.numel : 1), sizeof(float));
+            if (!local) {
+                st = pl_errorf(PL_ERR_NOMEM, "out of memory for TP rank %d, stage %d", t, p);
+                goto fail;
+            }
+            PL_TRY(slice(&reg, &g, global, local));
+            pl_ckpt_buffers b = {&reg, local, NULL, NULL, NULL, 0};
+            PL_TRY(pl_ckpt_write_rank(tmp, o->pp, &b));
+        }
+    PL_TRY(pl_ckpt_write_finish(out, tmp, &cfg, &meta, &reg, PL_CKPT_RELEASE));
+    pl_log_info("wrote %s/release: %s %s as TP %d x PP %d (vocabulary %lld padded to %lld)", out,
+                pl_family_get(cfg.family)->name, in, o->tp, o->pp, (long long)cfg.vocab_size,
+                (long long)cfg.padded_vocab);
+fail:
+    pl_free(text);
+    cJSON_Delete(config);
+    files_close(&files);
+    pl_free(global);
+    pl_free(local);
+    pl_registry_free(&g);
+    pl_registry_free(&reg);
+    return st;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Hugging Face export (plait ckpt export --format hf, src/ckpt/hf_export.c): checkpoints
+# Hugging Face export and import (plait ckpt export|import --format hf, src/ckpt/hf_*.c).
+# Export: checkpoints
 # trained at TP 2 x PP 2 (GPT; Llama with 2 key/value groups, rope base 500000 and
 # Llama 3.1's rope scaling) and PP 2 (GPT with an untied output layer) are exported, and
 # an independent PyTorch GPT-2 / Llama written from transformers' modeling files
@@ -9,15 +10,22 @@
 # (index + shards) holds the same tensors as the single file. The run's tokenizer files
 # (GPT-2 BPE, Llama 2 SentencePiece) are exported byte for byte with their bos/eos ids.
 # A model GPT2LMHeadModel cannot express, and a non-empty --out, are refused.
+# Import: the exports read back into plait release checkpoints (TP 2 x PP 2; Llama at TP 4,
+# its 2 key/value groups shared) hold the trained checkpoint's model tensors bit for bit
+# (the vocabulary, 128 tokens padded by 64 x TP, has no padding rows for the export to
+# drop), export again to the same bytes, and plait train starts from one at another layout
+# with the losses of --finetune from the original; the tokenizer's files come along; a
+# config.json or tensor plait cannot run is refused naming the key or the tensor.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
 HF=$ROOT/tests/scripts/hf_models.py
 LOGITS=$ROOT/build/testtools/ckpt_logits
-SMALL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
-       --max-position-embeddings 64 --micro-batch-size 1 --global-batch-size 4 --lr 1e-3
-       --mock-data --vocab-size 100 --train-iters 2 --log-interval 1 --save-interval 2
-       --eval-iters 0)
+BASE=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
+      --max-position-embeddings 64 --micro-batch-size 1 --global-batch-size 4 --lr 1e-3
+      --mock-data --vocab-size 128 --make-vocab-size-divisible-by 64 --train-iters 2
+      --log-interval 1 --eval-iters 0)
+SMALL=("${BASE[@]}" --save-interval 2)
 
 # go NAME NP TP PP FLAGS...: trains into $TMP/NAME
 go() {
@@ -48,8 +56,8 @@ keys() { /usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))
 print(" ".join(json.dumps(c.get(k)) for k in sys.argv[2:]))' "$@"; }
 # keys_are FILE "VALUES" KEY...
 keys_are() { local f=$1 want=$2; shift 2; [ "$(keys "$f" "$@")" = "$want" ]; }
-check "gpt: config.json: GPT2LMHeadModel, tied, 100 tokens (no padding rows), 64 positions" \
-    keys_are "$TMP/g_hf/config.json" '["GPT2LMHeadModel"] true 100 64' architectures \
+check "gpt: config.json: GPT2LMHeadModel, tied, 128 tokens, 64 positions" \
+    keys_are "$TMP/g_hf/config.json" '["GPT2LMHeadModel"] true 128 64' architectures \
     tie_word_embeddings vocab_size n_positions
 check_fails "an existing non-empty --out is refused" "exists and is not an empty directory" \
     export_hf g --out "$TMP/g_hf"
@@ -89,13 +97,60 @@ check_fails "gpt with --swiglu: the export is refused naming the setting" \
     "--swiglu .*GPT2LMHeadModel cannot express" export_hf gs --out "$TMP/gs_hf"
 check "... and nothing is left behind" bash -c "! test -e '$TMP/gs_hf' && ! test -e '$TMP/gs_hf.tmp'"
 
+# ---- import
+import_hf() { local from=$1; shift; "$PLAIT" ckpt import "$TMP/$from" --format hf "$@"; }
+check "gpt: imported at TP 2 x PP 2" import_hf g_hf --out "$TMP/gi" --tensor-model-parallel-size 2 \
+    --pipeline-model-parallel-size 2 --make-vocab-size-divisible-by 64
+check "gpt: ... a release checkpoint" grep -qx release "$TMP/gi/latest_checkpointed_iteration.txt"
+check "gpt: ... exported again: the same model.safetensors, byte for byte" bash -c "
+    '$PLAIT' ckpt export '$TMP/gi' --out '$TMP/gi_hf' && cmp '$TMP/gi_hf/model.safetensors' '$TMP/g_hf/model.safetensors'"
+check "llama: imported at TP 4 (2 key/value groups shared)" import_hf l_hf --out "$TMP/li" \
+    --tensor-model-parallel-size 4 --make-vocab-size-divisible-by 32
+check "llama: ... exported again: the same bytes" bash -c "
+    '$PLAIT' ckpt export '$TMP/li' --out '$TMP/li_hf' && cmp '$TMP/li_hf/model.safetensors' '$TMP/l_hf/model.safetensors' &&
+    cmp '$TMP/li_hf/config.json' '$TMP/l_hf/config.json'"
+check "gpt (untied): imported and exported again: the same bytes" bash -c "
+    '$PLAIT' ckpt import '$TMP/gu_hf' --out '$TMP/gui' && '$PLAIT' ckpt export '$TMP/gui' --out '$TMP/gui_hf' &&
+    cmp '$TMP/gui_hf/model.safetensors' '$TMP/gu_hf/model.safetensors'"
+FT=("${BASE[@]}" --pipeline-model-parallel-size 2)
+check "gpt: plait train --load of the import at TP 1 x PP 2" bash -c "timeout -k 5 120 mpirun.openmpi -n 2 \
+    '$PLAIT' train ${FT[*]} --load '$TMP/gi' --metrics-file '$TMP/ft_hf.jsonl' >'$TMP/ft_hf.log' 2>&1"
+check "gpt: plait train --finetune --load of the original at TP 1 x PP 2" bash -c "timeout -k 5 120 mpirun.openmpi -n 2 \
+    '$PLAIT' train ${FT[*]} --load '$TMP/g' --finetune --metrics-file '$TMP/ft_pl.jsonl' >'$TMP/ft_pl.log' 2>&1"
+same_2_losses() { [ "$(losses "$1" | wc -l)" = 2 ] && diff <(losses "$1") <(losses "$2"); }
+check "gpt: ... the same 2 losses, bit for bit" same_2_losses "$TMP/ft_hf.jsonl" "$TMP/ft_pl.jsonl"
+check "gpt with GPT2BPETokenizer: imported with its tokenizer" bash -c "
+    '$PLAIT' ckpt import '$TMP/gt_hf' --out '$TMP/gti' &&
+    cmp '$TMP/gti/release/tokenizer/vocab/vocab.json' '$PLAIT_DATA/gpt2/encoder.json' &&
+    grep -q GPT2BPETokenizer '$TMP/gti/release/manifest.json'"
+# bad NAME PYTHON: a copy of g_hf with config.json changed by PYTHON (c is the dict)
+bad() {
+    rm -rf "$TMP/$1" && cp -r "$TMP/${3:-g_hf}" "$TMP/$1" && /usr/bin/python3 -c "import json, sys
+c = json.load(open(sys.argv[1])); $2; json.dump(c, open(sys.argv[1], 'w'))" "$TMP/$1/config.json"
+}
+bad b_act 'c["activation_function"] = "gelu"'
+check_fails "import refuses GPT-2's erf GELU naming the key" '"activation_function": "gelu" is not supported' \
+    import_hf b_act --out "$TMP/b_act_out"
+bad b_bert 'c["model_type"] = "bert"; c["architectures"] = ["BertForMaskedLM"]'
+check_fails "import refuses BertForMaskedLM naming it" '"architectures": BertForMaskedLM is not supported' \
+    import_hf b_bert --out "$TMP/b_bert_out"
+bad b_bias 'c["attention_bias"] = True' l_hf
+check_fails "import refuses a Llama with attention biases naming the key" '"attention_bias": true is not supported' \
+    import_hf b_bias --out "$TMP/b_bias_out"
+bad b_inner 'c["n_inner"] = 128'
+check_fails "import refuses a tensor whose shape is not config.json's, naming it" \
+    'tensor transformer.h.0.mlp.c_fc.weight has 2 dimensions \[64, 256\], config.json gives \[64, 128\]' \
+    import_hf b_inner --out "$TMP/b_inner_out"
+check "... and no checkpoint is written" bash -c "! test -e '$TMP/b_inner_out/release'"
+
 # ---- the oracle
 OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
     logits "$TMP/g_hf" "$TMP/g_logits.safetensors" :: \
     logits "$TMP/l_hf" "$TMP/l_logits.safetensors" :: \
     logits "$TMP/gu_hf" "$TMP/gu_logits.safetensors" :: \
     bf16 "$TMP/g_hf" "$TMP/g_bf16" :: \
-    same "$TMP/g_hf" "$TMP/g_sh" :: shards "$TMP/g_sh" 20000 | tee "$TMP/py.out"
+    same "$TMP/g_hf" "$TMP/g_sh" :: shards "$TMP/g_sh" 20000 :: \
+    plait_same "$TMP/g/iter_0000002" "$TMP/gi/release" | tee "$TMP/py.out"
 read -r p f < <(sed -nE 's/^hf_models: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
 _pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
 summary hf

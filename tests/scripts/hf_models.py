@@ -17,6 +17,8 @@ plait's layout is known here.
   hf_models.py same HF_DIR_A HF_DIR_B
       the two directories hold the same tensors (names, shapes, dtypes, bytes),
       whether sharded with an index or not; shards respect the index
+  hf_models.py plait_same ITER_DIR_A ITER_DIR_B
+      two plait checkpoints of the same layout hold the same model tensors, bit for bit
   hf_models.py shards HF_DIR MAX_BYTES
       every shard is at most MAX_BYTES unless it holds a single tensor, the index's
       total_size is the sum of the tensors' bytes, every name maps to its file
@@ -206,6 +208,26 @@ def cmd_same(da, db):
            f"tensors{' but ' + str(sorted(bad)[:3]) if bad else ''}")
 
 
+def plait_tensors(idir):
+    """The model tensors of a plait iteration directory, by (rank directory, name)."""
+    out = {}
+    for sub in sorted(os.listdir(idir)):
+        f = os.path.join(idir, sub, "model_optim.safetensors")
+        if sub.startswith("mp_rank_") and os.path.exists(f):
+            t, _ = read_safetensors(f)
+            out.update({(sub, k): v for k, v in t.items() if not k.startswith("optimizer.")})
+    return out
+
+
+def cmd_plait_same(ia, ib):
+    a, b = plait_tensors(ia), plait_tensors(ib)
+    bad = [k for k in set(a) | set(b) if k not in a or k not in b or a[k][0] != b[k][0]
+           or a[k][1].shape != b[k][1].shape or a[k][1].tobytes() != b[k][1].tobytes()]
+    report(a and not bad, f"plait -> HF -> plait: the {len(a)} model tensors of "
+           f"{os.path.basename(ia)} and {os.path.basename(ib)} are bit-identical"
+           f"{' but ' + str(sorted(bad)[:3]) if bad else ''}")
+
+
 def cmd_shards(d, max_bytes):
     index = json.load(open(os.path.join(d, "model.safetensors.index.json")))
     total, ok = 0, True
@@ -223,7 +245,7 @@ def cmd_shards(d, max_bytes):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    cmds = {"logits": cmd_logits, "bf16": cmd_bf16, "same": cmd_same,
+    cmds = {"logits": cmd_logits, "bf16": cmd_bf16, "same": cmd_same, "plait_same": cmd_plait_same,
             "shards": lambda d, m: cmd_shards(d, int(m))}
     # several commands in one start (torch's import is the slow part): CMD ARGS... :: CMD ARGS...
     argv, group = sys.argv[1:] + ["::"], []
