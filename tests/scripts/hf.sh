@@ -14,8 +14,10 @@
 # its 2 key/value groups shared) hold the trained checkpoint's model tensors bit for bit
 # (the vocabulary, 128 tokens padded by 64 x TP, has no padding rows for the export to
 # drop), export again to the same bytes, and plait train starts from one at another layout
-# with the losses of --finetune from the original; the tokenizer's files come along; a
+# (its model flags from the import: --use-checkpoint-args) with the losses of --finetune
+# from the original; the tokenizer's files come along; a
 # config.json or tensor plait cannot run is refused naming the key or the tensor.
+# --use-checkpoint-args: sizes fill the flags not given, the architecture overrides them.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -112,17 +114,37 @@ check "llama: ... exported again: the same bytes" bash -c "
 check "gpt (untied): imported and exported again: the same bytes" bash -c "
     '$PLAIT' ckpt import '$TMP/gu_hf' --out '$TMP/gui' && '$PLAIT' ckpt export '$TMP/gui' --out '$TMP/gui_hf' &&
     cmp '$TMP/gui_hf/model.safetensors' '$TMP/gu_hf/model.safetensors'"
-FT=("${BASE[@]}" --pipeline-model-parallel-size 2)
-check "gpt: plait train --load of the import at TP 1 x PP 2" bash -c "timeout -k 5 120 mpirun.openmpi -n 2 \
-    '$PLAIT' train ${FT[*]} --load '$TMP/gi' --metrics-file '$TMP/ft_hf.jsonl' >'$TMP/ft_hf.log' 2>&1"
-check "gpt: plait train --finetune --load of the original at TP 1 x PP 2" bash -c "timeout -k 5 120 mpirun.openmpi -n 2 \
-    '$PLAIT' train ${FT[*]} --load '$TMP/g' --finetune --metrics-file '$TMP/ft_pl.jsonl' >'$TMP/ft_pl.log' 2>&1"
+# the run's flags only: the model's come from the import with --use-checkpoint-args
+RUN=(--micro-batch-size 1 --global-batch-size 4 --lr 1e-3 --mock-data --train-iters 2
+     --log-interval 1 --eval-iters 0 --pipeline-model-parallel-size 2)
+check "gpt: plait train --load of the import --use-checkpoint-args at TP 1 x PP 2" bash -c "
+    timeout -k 5 120 mpirun.openmpi -n 2 '$PLAIT' train ${RUN[*]} --load '$TMP/gi' --use-checkpoint-args \
+    --metrics-file '$TMP/ft_hf.jsonl' >'$TMP/ft_hf.log' 2>&1"
+check "gpt: ... the model's flags noted as the checkpoint's" grep -q \
+    "use-checkpoint-args: --num-layers 2 from the checkpoint" "$TMP/ft_hf.log"
+check "gpt: plait train --finetune --load of the original at TP 1 x PP 2 (the model's flags)" bash -c "
+    timeout -k 5 120 mpirun.openmpi -n 2 '$PLAIT' train ${BASE[*]} --pipeline-model-parallel-size 2 \
+    --load '$TMP/g' --finetune --metrics-file '$TMP/ft_pl.jsonl' >'$TMP/ft_pl.log' 2>&1"
 same_2_losses() { [ "$(losses "$1" | wc -l)" = 2 ] && diff <(losses "$1") <(losses "$2"); }
 check "gpt: ... the same 2 losses, bit for bit" same_2_losses "$TMP/ft_hf.jsonl" "$TMP/ft_pl.jsonl"
 check "gpt with GPT2BPETokenizer: imported with its tokenizer" bash -c "
     '$PLAIT' ckpt import '$TMP/gt_hf' --out '$TMP/gti' &&
     cmp '$TMP/gti/release/tokenizer/vocab/vocab.json' '$PLAIT_DATA/gpt2/encoder.json' &&
     grep -q GPT2BPETokenizer '$TMP/gti/release/manifest.json'"
+# --use-checkpoint-args as Megatron's: sizes given on the command line win (then the
+# checkpoint is refused naming the flag); the architecture is the checkpoint's
+ONE_RUN=(--micro-batch-size 1 --global-batch-size 1 --lr 1e-3 --mock-data --train-iters 1
+         --log-interval 1 --eval-iters 0 --finetune)
+check "llama: --use-checkpoint-args over --model gpt --normalization LayerNorm: the checkpoint's" \
+    bash -c "'$PLAIT' train ${ONE_RUN[*]} --load '$TMP/l' --use-checkpoint-args --model gpt \
+        --normalization LayerNorm >'$TMP/ua.log' 2>&1 &&
+    grep -q 'layers: RMSNorm, SwiGLU, rope (Llama 3.1 scaling), no biases, untied output layer' '$TMP/ua.log' &&
+    grep -q 'model: llama, 2 layers, hidden 64, 4 heads (2 query groups), ffn 128, seq 64' '$TMP/ua.log' &&
+    grep -q -- '--rotary-base 500000 (the checkpoint.s) instead of 10000' '$TMP/ua.log'"
+check_fails "llama: --use-checkpoint-args with --num-layers 3 given: refused naming the flag" \
+    "--num-layers is 2 in the checkpoint but 3 in this run" \
+    "$PLAIT" train "${ONE_RUN[@]}" --load "$TMP/l" --use-checkpoint-args --num-layers 3
+
 # bad NAME PYTHON: a copy of g_hf with config.json changed by PYTHON (c is the dict)
 bad() {
     rm -rf "$TMP/$1" && cp -r "$TMP/${3:-g_hf}" "$TMP/$1" && /usr/bin/python3 -c "import json, sys
