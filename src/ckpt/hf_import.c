@@ -17,6 +17,8 @@
  * pytorch_model.bin (a pickle) is not read. */
 #include "ckpt/hf.h"
 
+#include "ckpt/import.h"
+
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/log.h"
@@ -232,28 +234,6 @@ static pl_status assemble(const hf_files *f, const pl_model_config *c, const pl_
     return PL_OK;
 }
 
-/* reg's rank's slices of the global model g into local (reg's layout). A
- * tied output layer's last-stage copy is the word embeddings. */
-static pl_status slice(const pl_registry *reg, const pl_registry *g, const float *global,
-                       float *local)
-{
-    for (int i = 0; i < reg->n; i++) {
-        const pl_param *p = &reg->params[i];
-        if (p->offset < 0)
-            continue;
-        const pl_param *gp = pl_registry_find(g, p->tied_copy ? "embedding.word_embeddings.weight"
-                                                              : p->name);
-        if (!gp)
-            return pl_errorf(PL_ERR_ARG, "plait's %s is not in the one-rank model", p->name);
-        const int64_t rows = p->local_shape[0], cols = p->local_shape[1];
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t col = 0; col < cols; col++)
-                local[p->offset + r * cols + col] =
-                    global[gp->offset + pl_param_global_index(p, r, col)];
-    }
-    return PL_OK;
-}
-
 /* The tokenizer the directory holds, as Megatron's flags name it. */
 static void find_tokenizer(const char *in, const pl_model_config *c, pl_ckpt_meta *m, char *a,
                            char *b, size_t n)
@@ -305,7 +285,7 @@ static pl_status check_tokenizer(const pl_ckpt_meta *m, const pl_model_config *c
 
 pl_status pl_hf_import(const char *in, const char *out, const pl_hf_import_opts *o)
 {
-    char path[HF_PATH_MAX + 64], tmp[HF_PATH_MAX + 64];
+    char path[HF_PATH_MAX + 64];
     char tok_a[HF_PATH_MAX + 64], tok_b[HF_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/config.json", in);
     char *text = NULL;
@@ -313,10 +293,9 @@ pl_status pl_hf_import(const char *in, const char *out, const pl_hf_import_opts 
     cJSON *config = NULL;
     hf_files files;
     memset(&files, 0, sizeof files);
-    pl_registry g, reg;
+    pl_registry g;
     pl_registry_init(&g, 1, 0, 0);
-    pl_registry_init(&reg, 1, 0, 0);
-    float *global = NULL, *local = NULL;
+    float *global = NULL;
     pl_model_config cfg;
     pl_status st = pl_file_read_all(path, &text, &n);
     if (st)
@@ -339,23 +318,7 @@ pl_status pl_hf_import(const char *in, const char *out, const pl_hf_import_opts 
         goto fail;
     }
     PL_TRY(assemble(&files, &cfg, &g, global, in));
-    PL_TRY(pl_ckpt_write_begin(out, PL_CKPT_RELEASE, tmp, sizeof tmp));
-    for (int t = 0; t < o->tp; t++)
-        for (int p = 0; p < o->pp; p++) {
-            pl_registry_free(&reg);
-            pl_registry_init(&reg, o->tp, t, p);
-            PL_TRY(pl_model_register(&reg, &cfg, o->pp));
-            pl_free(local);
-            local = pl_calloc((size_t)(reg.numel > 0 ? reg.numel : 1), sizeof(float));
-            if (!local) {
-                st = pl_errorf(PL_ERR_NOMEM, "out of memory for TP rank %d, stage %d", t, p);
-                goto fail;
-            }
-            PL_TRY(slice(&reg, &g, global, local));
-            pl_ckpt_buffers b = {&reg, local, NULL, NULL, NULL, 0};
-            PL_TRY(pl_ckpt_write_rank(tmp, o->pp, &b));
-        }
-    PL_TRY(pl_ckpt_write_finish(out, tmp, &cfg, &meta, &reg, PL_CKPT_RELEASE));
+    PL_TRY(pl_ckpt_import_write(out, &cfg, &meta, &g, global, o->tp, o->pp));
     pl_log_info("wrote %s/release: %s %s as TP %d x PP %d (vocabulary %lld padded to %lld)", out,
                 pl_family_get(cfg.family)->name, in, o->tp, o->pp, (long long)cfg.vocab_size,
                 (long long)cfg.padded_vocab);
@@ -364,8 +327,6 @@ fail:
     cJSON_Delete(config);
     files_close(&files);
     pl_free(global);
-    pl_free(local);
     pl_registry_free(&g);
-    pl_registry_free(&reg);
     return st;
 }
