@@ -7,6 +7,7 @@
 
 #include "base/alloc.h"
 #include "ckpt/hf.h"
+#include "ckpt/megatron.h"
 #include "ckpt/tools.h"
 
 #include <cjson/cJSON.h>
@@ -21,7 +22,7 @@ typedef struct ckpt_opts {
     int64_t tp, pp;
     int weights_only, bf16, fp32;
     const char *format, *max_shard_size;
-    int64_t divisible_by;
+    int64_t divisible_by, vocab_size;
 } ckpt_opts;
 
 #define F(field) offsetof(ckpt_opts, field)
@@ -66,11 +67,16 @@ static const pl_option export_table[] = {
 static const pl_option import_table[] = {
     {"--out", PL_OPT_STRING, NULL, F(out), "save directory to write (DIR/release)", NULL,
      PL_OPT_REQUIRED},
-    {"--format", PL_OPT_STRING, "hf", F(format), "hf: a Hugging Face directory", NULL, 0},
-    {"--tensor-model-parallel-size", PL_OPT_INT, "1", F(tp), "TP size to write", NULL, 0},
-    {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pp), "PP size to write", NULL, 0},
+    {"--format", PL_OPT_STRING, "hf", F(format),
+     "hf: a Hugging Face directory; megatron: a Megatron-LM torch checkpoint", NULL, 0},
+    {"--tensor-model-parallel-size", PL_OPT_INT, "0", F(tp),
+     "TP size to write (default: hf 1, megatron the checkpoint's)", NULL, 0},
+    {"--pipeline-model-parallel-size", PL_OPT_INT, "0", F(pp),
+     "PP size to write (default: hf 1, megatron the checkpoint's)", NULL, 0},
     {"--make-vocab-size-divisible-by", PL_OPT_INT, "128", F(divisible_by),
-     "pad the vocabulary to a multiple of this times TP (Megatron's)", NULL, 0},
+     "hf: pad the vocabulary to a multiple of this times TP (Megatron's)", NULL, 0},
+    {"--vocab-size", PL_OPT_INT, "0", F(vocab_size),
+     "megatron: the tokenizer's vocabulary (default: every padded row)", NULL, 0},
 };
 #undef F
 #define SPEC(name, summary, table) {name, summary, table, (int)(sizeof table / sizeof *table), 0}
@@ -88,8 +94,9 @@ static const pl_command_spec export_cmd =
     SPEC("ckpt export DIR", "Write a checkpoint as a Hugging Face model directory (GPT2LMHeadModel, "
          "LlamaForCausalLM)", export_table);
 static const pl_command_spec import_cmd =
-    SPEC("ckpt import HF_DIR", "Write a Hugging Face GPT-2 or Llama directory as a plait release "
-         "checkpoint in any TP x PP layout", import_table);
+    SPEC("ckpt import DIR", "Write a Hugging Face GPT-2 / Llama directory (--format hf) or a "
+         "Megatron-LM torch checkpoint (--format megatron) as a plait release checkpoint in any "
+         "TP x PP layout", import_table);
 
 static void print_text(const cJSON *d)
 {
@@ -234,10 +241,11 @@ static int rewrite(const pl_command_spec *cmd, int argc, char **argv, int conver
 static int run_reshard(int argc, char **argv) { return rewrite(&reshard_cmd, argc, argv, 0); }
 static int run_convert(int argc, char **argv) { return rewrite(&convert_cmd, argc, argv, 1); }
 
-static pl_status check_format(const ckpt_opts *o)
+static pl_status check_format(const ckpt_opts *o, int megatron_ok)
 {
-    if (strcmp(o->format, "hf") != 0)
-        return pl_errorf(PL_ERR_ARG, "--format %s: expected hf (Hugging Face)", o->format);
+    if (strcmp(o->format, "hf") != 0 && !(megatron_ok && strcmp(o->format, "megatron") == 0))
+        return pl_errorf(PL_ERR_ARG, "--format %s: expected hf (Hugging Face)%s", o->format,
+                         megatron_ok ? " or megatron (Megatron-LM's torch checkpoints)" : "");
     return PL_OK;
 }
 
@@ -253,7 +261,7 @@ static int run_export(int argc, char **argv)
     char dir[4096];
     int64_t it;
     pl_hf_export_opts e = {o.bf16, 0};
-    pl_status st = check_format(&o);
+    pl_status st = check_format(&o, 0);
     if (!st)
         st = pl_hf_parse_size(o.max_shard_size, &e.max_shard_bytes);
     if (!st)
@@ -273,15 +281,20 @@ static int run_import(int argc, char **argv)
     int rc = parse(&import_cmd, &o, argc, argv, &path);
     if (rc >= 0)
         return rc;
-    if (o.tp < 1 || o.pp < 1 || o.divisible_by < 1)
+    if (o.tp < 0 || o.pp < 0 || o.divisible_by < 1 || o.vocab_size < 0)
         return plait_report(pl_errorf(PL_ERR_ARG, "--tensor-model-parallel-size %lld, "
                                       "--pipeline-model-parallel-size %lld, "
-                                      "--make-vocab-size-divisible-by %lld: expected >= 1",
-                                      (long long)o.tp, (long long)o.pp, (long long)o.divisible_by));
-    pl_hf_import_opts im = {(int)o.tp, (int)o.pp, o.divisible_by};
-    pl_status st = check_format(&o);
-    if (!st)
+                                      "--make-vocab-size-divisible-by %lld, --vocab-size %lld: "
+                                      "expected sizes >= 1", (long long)o.tp, (long long)o.pp,
+                                      (long long)o.divisible_by, (long long)o.vocab_size));
+    pl_status st = check_format(&o, 1);
+    if (!st && strcmp(o.format, "megatron") == 0) {
+        pl_megatron_import_opts mo = {(int)o.tp, (int)o.pp, o.vocab_size};
+        st = pl_megatron_import(path, o.out, &mo);
+    } else if (!st) {
+        pl_hf_import_opts im = {o.tp ? (int)o.tp : 1, o.pp ? (int)o.pp : 1, o.divisible_by};
         st = pl_hf_import(path, o.out, &im);
+    }
     if (st)
         return plait_report(st);
     printf("wrote %s/release\n", o.out);
@@ -297,7 +310,8 @@ static const struct {
     {"reshard", run_reshard, "write it in another TP x PP layout, offline"},
     {"convert", run_convert, "write a weights-only release checkpoint (fp32 or bf16)"},
     {"export", run_export, "write it as a Hugging Face model directory (--format hf)"},
-    {"import", run_import, "write a Hugging Face directory as a release checkpoint (--format hf)"},
+    {"import", run_import, "write a Hugging Face directory (--format hf) or a Megatron-LM "
+                           "checkpoint (--format megatron) as a release checkpoint"},
 };
 
 static void usage(FILE *fp)

@@ -10,7 +10,7 @@ plait's layout is known here.
   hf_models.py logits HF_DIR PLAIT_LOGITS.safetensors
       the model's logits (float64) for plait's tokens equal plait's fp32 logits:
       normwise relative error <= 2e-6, fp32 rounding (u = 6e-8) of sums of C..F terms
-      through L layers; measured 2-4e-7, printed. A wrong layout gives errors of order
+      through L layers; measured 2e-7 to 9e-7, printed. A wrong layout gives errors of order
       1; leaving out Llama 3.1's rope scaling at 64 positions gives 4e-5.
   hf_models.py bf16 HF_FP32_DIR HF_BF16_DIR
       every BF16 tensor is the F32 tensor rounded to nearest even (torch's), bit for bit
@@ -68,6 +68,65 @@ def read_dir(d):
         assert meta.get("format") == "pt", f"{f}: metadata {meta}, transformers wants format pt"
         tensors.update(t)
     return tensors
+
+
+def write_safetensors(path, tensors):
+    """tensors {name: float32 numpy array} as a safetensors file with {"format": "pt"}."""
+    header, off, blobs = {"__metadata__": {"format": "pt"}}, 0, []
+    for name, a in tensors.items():
+        b = np.ascontiguousarray(a, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        off += len(b)
+        blobs.append(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def make_random(arch, d, seed):
+    """A small Hugging Face directory with random weights: gpt2 (tied, 128 tokens) or llama
+    (2 key/value groups of 4 heads, untied, 100 tokens, rope base 500000 with llama3 scaling)."""
+    rng = np.random.default_rng(seed)
+    r = lambda *shape: (rng.standard_normal(shape) * 0.1).astype(np.float32)
+    ln = lambda n: (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+    os.makedirs(d, exist_ok=True)
+    C, H, L, T = 64, 4, 2, 64
+    W = {}
+    if arch == "gpt2":
+        V, F = 128, 256
+        cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": V, "n_positions": T,
+               "n_embd": C, "n_layer": L, "n_head": H, "n_inner": F, "activation_function": "gelu_new",
+               "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True}
+        W["transformer.wte.weight"], W["transformer.wpe.weight"] = r(V, C), r(T, C)
+        for l in range(L):
+            p = f"transformer.h.{l}."
+            for n in ["ln_1", "ln_2"]:
+                W[p + n + ".weight"], W[p + n + ".bias"] = ln(C), r(C)
+            W[p + "attn.c_attn.weight"], W[p + "attn.c_attn.bias"] = r(C, 3 * C), r(3 * C)
+            W[p + "attn.c_proj.weight"], W[p + "attn.c_proj.bias"] = r(C, C), r(C)
+            W[p + "mlp.c_fc.weight"], W[p + "mlp.c_fc.bias"] = r(C, F), r(F)
+            W[p + "mlp.c_proj.weight"], W[p + "mlp.c_proj.bias"] = r(F, C), r(C)
+        W["transformer.ln_f.weight"], W["transformer.ln_f.bias"] = ln(C), r(C)
+    else:
+        V, F, G, D = 100, 128, 2, C // H
+        cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": V, "hidden_size": C,
+               "intermediate_size": F, "num_hidden_layers": L, "num_attention_heads": H, "num_key_value_heads": G,
+               "max_position_embeddings": T, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+               "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+               "tie_word_embeddings": False, "hidden_act": "silu"}
+        W["model.embed_tokens.weight"], W["lm_head.weight"] = r(V, C), r(V, C)
+        for l in range(L):
+            p = f"model.layers.{l}."
+            W[p + "input_layernorm.weight"], W[p + "post_attention_layernorm.weight"] = ln(C), ln(C)
+            W[p + "self_attn.q_proj.weight"], W[p + "self_attn.o_proj.weight"] = r(H * D, C), r(C, H * D)
+            W[p + "self_attn.k_proj.weight"], W[p + "self_attn.v_proj.weight"] = r(G * D, C), r(G * D, C)
+            W[p + "mlp.gate_proj.weight"], W[p + "mlp.up_proj.weight"] = r(F, C), r(F, C)
+            W[p + "mlp.down_proj.weight"] = r(C, F)
+        W["model.norm.weight"] = ln(C)
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
+    write_safetensors(os.path.join(d, "model.safetensors"), W)
 
 
 def as_f64(dtype, arr):
