@@ -322,6 +322,8 @@ static pl_status read_rank(const char *file, const pl_model_config *cfg, int tp,
                 !(r.seen = pl_calloc((size_t)reg.n, 1))))
         st = pl_errorf(PL_ERR_NOMEM, "out of memory reading %s", file);
     const pl_pk *model = st ? NULL : pl_pk_get(pl_pt_root(&f), "model");
+    if (!st && !model) /* DeepSpeed's engine: the module's state dict */
+        model = pl_pk_get(pl_pt_root(&f), "module");
     if (!st && (!model || model->kind != PL_PK_DICT))
         st = pl_errorf(PL_ERR_FORMAT, "%s: no \"model\" dict (%s)", file,
                        pl_pk_get(pl_pt_root(&f), "model0") ? "model0, model1, ...: virtual "
@@ -341,14 +343,67 @@ static pl_status read_rank(const char *file, const pl_model_config *cfg, int tp,
     return st;
 }
 
-static void rank_file(const char *idir, int t, int p, int pp, char *out, size_t n)
+static void rank_file(const char *idir, int ds, int t, int p, int pp, char *out, size_t n)
 {
     if (strlen(idir) + 48 > n)
         snprintf(out, n, "(path too long)");
+    else if (ds) /* DeepSpeed's engine: one file per model-parallel rank */
+        snprintf(out, n, "%.4000s/mp_rank_%02d_model_states.pt", idir, t);
     else if (pp > 1)
-        snprintf(out, n, "%s/mp_rank_%02d_%03d/model_optim_rng.pt", idir, t, p);
+        snprintf(out, n, "%.4000s/mp_rank_%02d_%03d/model_optim_rng.pt", idir, t, p);
     else
-        snprintf(out, n, "%s/mp_rank_%02d/model_optim_rng.pt", idir, t);
+        snprintf(out, n, "%.4000s/mp_rank_%02d/model_optim_rng.pt", idir, t);
+}
+
+/* The directory of the rank files: DeepSpeed's tag directory (path is one,
+ * global_stepN, or path/latest names it: Megatron-DeepSpeed writes both
+ * files) or Megatron's iteration directory. */
+static pl_status locate(const char *path, char *idir, size_t n, int *ds)
+{
+    char latest[MG_FILE], dir[MG_PATH], name[32];
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    const char *base = path + len;
+    while (base > path && base[-1] != '/')
+        base--;
+    *ds = strncmp(base, "global_step", 11) == 0;
+    if (*ds) {
+        snprintf(idir, n, "%.*s", (int)len, path);
+        return PL_OK;
+    }
+    snprintf(latest, sizeof latest, "%.*s/latest", (int)len, path);
+    if (pl_file_exists(latest)) {
+        char *text = NULL;
+        size_t size;
+        pl_status st = pl_file_read_all(latest, &text, &size);
+        if (st)
+            return st;
+        size_t k = 0;
+        while (k < size && text[k] != '\n' && text[k] != '\r' && text[k] != ' ')
+            k++;
+        text[k] = 0;
+        const int ok = k > 0 && k < 200 && !strchr(text, '/') && strcmp(text, ".") && strcmp(text, "..");
+        if (ok)
+            snprintf(idir, n, "%.*s/%s", (int)len, path, text);
+        pl_free(text);
+        if (!ok)
+            return pl_errorf(PL_ERR_FORMAT, "%s: expected the name of a checkpoint directory (a "
+                             "DeepSpeed tag such as global_step100)", latest);
+        *ds = 1;
+        return PL_OK;
+    }
+    int64_t it;
+    pl_status st = pl_ckpt_resolve(path, -1, dir, sizeof dir, &it);
+    if (st)
+        return st;
+    if (it == -1)
+        return pl_errorf(PL_ERR_ARG, "%s: neither Megatron's latest_checkpointed_iteration.txt nor "
+                         "DeepSpeed's latest (name an iter_NNNNNNN, release or global_stepN "
+                         "directory)", path);
+    pl_ckpt_iter_name(it, name, sizeof name);
+    snprintf(idir, n, "%s/%s", dir, name);
+    return PL_OK;
 }
 
 /* The run's tokenizer, when args names one whose files are here. */
@@ -374,19 +429,14 @@ static void tokenizer(const mg_args *a, pl_ckpt_meta *m)
 
 pl_status pl_megatron_import(const char *path, const char *out, const pl_megatron_import_opts *o)
 {
-    char dir[MG_PATH], idir[MG_PATH + 32], file[MG_FILE], name[32];
-    int64_t it;
-    pl_status st = pl_ckpt_resolve(path, -1, dir, sizeof dir, &it);
+    char idir[MG_PATH + 32], file[MG_FILE];
+    int ds = 0;
+    pl_status st = locate(path, idir, sizeof idir, &ds);
     if (st)
         return st;
-    if (it == -1)
-        return pl_errorf(PL_ERR_ARG, "%s: no latest_checkpointed_iteration.txt (name an "
-                         "iter_NNNNNNN or release directory)", path);
-    pl_ckpt_iter_name(it, name, sizeof name);
-    snprintf(idir, sizeof idir, "%s/%s", dir, name);
-    rank_file(idir, 0, 0, 1, file, sizeof file);
-    if (!pl_file_exists(file))
-        rank_file(idir, 0, 0, 2, file, sizeof file);
+    rank_file(idir, ds, 0, 0, 1, file, sizeof file);
+    if (!ds && !pl_file_exists(file))
+        rank_file(idir, ds, 0, 0, 2, file, sizeof file);
     pl_pt first;
     pl_registry g;
     pl_registry_init(&g, 1, 0, 0);
@@ -405,6 +455,10 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
                        "unknown", file);
     if (!st)
         st = read_config(&a, pl_pt_root(&first), &cfg, &tp, &pp);
+    if (!st && ds && pp > 1)
+        st = pl_errorf(PL_ERR_ARG, "%s: args.pipeline_model_parallel_size %d: DeepSpeed's pipeline "
+                       "engine saves layer_NN-model_TT-model_states.pt files, which the import "
+                       "does not read", file, pp);
     if (!st)
         tokenizer(&a, &meta);
     if (!st)
@@ -414,7 +468,7 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
                        (long long)g.numel);
     for (int t = 0; t < tp && !st; t++)
         for (int p = 0; p < pp && !st; p++) {
-            rank_file(idir, t, p, pp, file, sizeof file);
+            rank_file(idir, ds, t, p, pp, file, sizeof file);
             st = read_rank(file, &cfg, tp, pp, t, p, &g, global);
         }
     pl_model_config target = cfg;

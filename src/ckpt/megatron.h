@@ -4,6 +4,11 @@
  *   DIR/latest_checkpointed_iteration.txt             N or "release"
  *   DIR/iter_000000N/mp_rank_TT[_PPP]/model_optim_rng.pt   (or DIR/release/...)
  *
+ * and Megatron-DeepSpeed's, saved through DeepSpeed's engine (no pipeline engine):
+ *
+ *   DIR/latest                                        "global_stepN"
+ *   DIR/global_stepN/mp_rank_TT_model_states.pt       "module" instead of "model"
+ *
  * Every rank file is read by the restricted torch.save reader
  * (ckpt/torch_file.h). The model comes from the first file's `args`
  * (argparse.Namespace): sizes, padded_vocab_size, make_vocab_size_divisible_by,
@@ -38,7 +43,8 @@ typedef struct pl_megatron_import_opts {
     int64_t vocab_size; /* the tokenizer's vocabulary (0: padded_vocab_size, every row kept) */
 } pl_megatron_import_opts;
 
-/* path: a save directory (its latest iteration) or an iter_NNNNNNN / release directory. */
+/* path: a save directory (its latest iteration, DeepSpeed's latest tag first) or an
+ * iter_NNNNNNN / release / global_stepN directory. */
 pl_status pl_megatron_import(const char *path, const char *out, const pl_megatron_import_opts *o);
 
 #endif

@@ -3,7 +3,7 @@
 layout megatron/training/checkpointing.py saves (reference: megatron-facts.md section 10.1),
 from the weights of a Hugging Face GPT-2 or Llama directory (read by hf_models.py):
 
-  megatron_write.py HF_DIR SAVE_DIR TP PP legacy|core [ARG=VALUE ...]
+  megatron_write.py HF_DIR SAVE_DIR TP PP legacy|core|deepspeed [ARG=VALUE ...]
 
 SAVE_DIR/latest_checkpointed_iteration.txt holds 7; SAVE_DIR/iter_0000007/mp_rank_TT[_PPP]/
 model_optim_rng.pt holds, per (TP, PP) rank: args (argparse.Namespace, ARG=VALUE overriding,
@@ -14,7 +14,9 @@ torch's states, as Megatron saves them) and num_floating_point_operations_so_far
 model: `legacy` names (language_model.embedding.word_embeddings.weight, language_model.encoder
 .layers.N.self_attention.query_key_value..., word_embeddings_for_head on the last stage of a
 tied model) or Megatron core's local ones (embedding..., decoder.layers.N..., output_layer);
-N is the stage's local layer. The tensors are Megatron's TP slices: QKV rows per key/value
+N is the stage's local layer. `deepspeed`: Megatron-DeepSpeed through DeepSpeed's engine (PP 1):
+SAVE_DIR/latest names global_step7, whose mp_rank_TT_model_states.pt hold the legacy state
+dict as "module" beside DeepSpeed's keys and Megatron's client state (args, iteration). The tensors are Megatron's TP slices: QKV rows per key/value
 group [its query heads; k; v] (per head [q; k; v] without groups) split by rows, SwiGLU's
 fc1 per rank [gate_r; up_r], the vocabulary padded to make_vocab_size_divisible_by x TP and
 split by rows, row-parallel weights split by columns with their biases whole."""
@@ -163,13 +165,21 @@ def write(hf_dir, save, tp, pp, style, extra):
     args.update(pipeline_model_parallel_size=pp, iteration=7)
     args.update(extra)
     ns = argparse.Namespace(**args)
-    it = os.path.join(save, "iter_0000007")
+    ds = style == "deepspeed"  # Megatron-DeepSpeed through DeepSpeed's engine (legacy names, PP 1)
+    it = os.path.join(save, "global_step7" if ds else "iter_0000007")
     rng = np.random.RandomState(1234)
     for t in range(tp):
         for p in range(pp):
-            d = os.path.join(it, f"mp_rank_{t:02d}" + (f"_{p:03d}" if pp > 1 else ""))
+            d = it if ds else os.path.join(it, f"mp_rank_{t:02d}" + (f"_{p:03d}" if pp > 1 else ""))
             os.makedirs(d, exist_ok=True)
-            model = rank_model(g, L, tp, pp, t, p, style)
+            model = rank_model(g, L, tp, pp, t, p, "legacy" if ds else style)
+            if ds:
+                torch.save({"module": model, "buffer_names": [], "optimizer": None, "lr_scheduler": {"num_steps": 56},
+                            "global_steps": 7, "global_samples": 56, "dp_world_size": 1, "mp_world_size": tp,
+                            "ds_config": {"train_batch_size": 8, "zero_optimization": {"stage": 1}},
+                            "ds_version": "0.9.5", "args": ns, "iteration": 7, "checkpoint_version": 3.0},
+                           os.path.join(d, f"mp_rank_{t:02d}_model_states.pt"))
+                continue
             state = {"args": ns, "checkpoint_version": 3.0, "iteration": 7, "model": model,
                      "optimizer": {"optimizer": {"state": {i: {"exp_avg": torch.zeros(3), "exp_avg_sq": torch.ones(3)}
                                                            for i in range(2)},
@@ -183,6 +193,9 @@ def write(hf_dir, save, tp, pp, style, extra):
             torch.save(state, os.path.join(d, "model_optim_rng.pt"))
     with open(os.path.join(save, "latest_checkpointed_iteration.txt"), "w") as f:
         f.write("7")
+    if ds:
+        with open(os.path.join(save, "latest"), "w") as f:
+            f.write("global_step7")
 
 
 if __name__ == "__main__":

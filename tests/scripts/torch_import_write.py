@@ -7,6 +7,7 @@ TMP/hf_gpt, TMP/hf_llama   random Hugging Face GPT-2 and Llama directories (hf_m
 TMP/mg_gpt                 Megatron legacy names, TP 2 x PP 2, from hf_gpt (megatron_write.py)
 TMP/mg_llama               Megatron core names, TP 2 x PP 1, from hf_llama (vocabulary 100 padded
                            to 128)
+TMP/ds_gpt                 Megatron-DeepSpeed through DeepSpeed's engine, TP 2, from hf_gpt
 TMP/mg_one                 legacy, one rank; TMP/mg_one.listing: its file as torch.load reads it,
                            listed as pt_dump lists what plait reads
 TMP/mg_post, TMP/mg_erf    one rank with args apply_residual_connection_post_layernorm=True,
@@ -85,6 +86,7 @@ def main():
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_gpt", 2, 2, "legacy", {})
     megatron_write.write(f"{tmp}/hf_llama", f"{tmp}/mg_llama", 2, 1, "core", {"make_vocab_size_divisible_by": 32})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_one", 1, 1, "legacy", {})
+    megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/ds_gpt", 2, 1, "deepspeed", {})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_post", 1, 1, "legacy",
                          {"apply_residual_connection_post_layernorm": True})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_erf", 1, 1, "legacy", {"openai_gelu": False})
