@@ -24,6 +24,8 @@ ONE=$TMP/mg_one/iter_0000007/mp_rank_00/model_optim_rng.pt
 check "plait's reader lists a Megatron file (args, model, optimizer, scheduler, RNG) as torch.load reads it" \
     bash -c "'$DUMP' '$ONE' >'$TMP/one.dump' && diff '$TMP/one.dump' '$TMP/mg_one.listing'"
 check "... including the argparse.Namespace" grep -qx ".args.num_layers = 2" "$TMP/one.dump"
+check "... and the same object saved with pickle protocol 4" \
+    bash -c "'$DUMP' '$TMP/proto4.pt' >'$TMP/p4.dump' && diff '$TMP/p4.dump' '$TMP/mg_one.listing'"
 
 imp() { local from=$1; shift; "$PLAIT" ckpt import "$TMP/$from" --format megatron "$@"; }
 exp() { "$PLAIT" ckpt export "$TMP/$1" --out "$TMP/$2"; }

@@ -10,6 +10,7 @@ TMP/mg_llama               Megatron core names, TP 2 x PP 1, from hf_llama (voca
 TMP/ds_gpt                 Megatron-DeepSpeed through DeepSpeed's engine, TP 2, from hf_gpt
 TMP/mg_one                 legacy, one rank; TMP/mg_one.listing: its file as torch.load reads it,
                            listed as pt_dump lists what plait reads
+TMP/proto4.pt             the same object saved with pickle protocol 4
 TMP/mg_post, TMP/mg_erf    one rank with args apply_residual_connection_post_layernorm=True,
                            openai_gelu=False
 TMP/bad_*.pt               files plait must refuse: a pickle calling os.system, a truncated file, a
@@ -92,8 +93,10 @@ def main():
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_erf", 1, 1, "legacy", {"openai_gelu": False})
     one = f"{tmp}/mg_one/iter_0000007/mp_rank_00/model_optim_rng.pt"
     out = []
-    listing(torch.load(one), "", out)
+    obj = torch.load(one)
+    listing(obj, "", out)
     open(f"{tmp}/mg_one.listing", "w").write("\n".join(out) + "\n")
+    torch.save(obj, f"{tmp}/proto4.pt", pickle_protocol=4)  # FRAME, MEMOIZE, SHORT_BINUNICODE, STACK_GLOBAL
     torch.save({"model": System(f"{tmp}/os_system_ran")}, f"{tmp}/bad_system.pt")
     raw = open(one, "rb").read()
     open(f"{tmp}/bad_trunc.pt", "wb").write(raw[: len(raw) // 2])
