@@ -68,15 +68,16 @@ static const pl_option import_table[] = {
     {"--out", PL_OPT_STRING, NULL, F(out), "save directory to write (DIR/release)", NULL,
      PL_OPT_REQUIRED},
     {"--format", PL_OPT_STRING, "hf", F(format),
-     "hf: a Hugging Face directory; megatron: a Megatron-LM torch checkpoint", NULL, 0},
+     "hf: a Hugging Face directory; megatron: a Megatron-LM (or Megatron-DeepSpeed) torch "
+     "checkpoint; nemo: a NeMo .nemo archive", NULL, 0},
     {"--tensor-model-parallel-size", PL_OPT_INT, "0", F(tp),
-     "TP size to write (default: hf 1, megatron the checkpoint's)", NULL, 0},
+     "TP size to write (default: hf 1, megatron and nemo the checkpoint's)", NULL, 0},
     {"--pipeline-model-parallel-size", PL_OPT_INT, "0", F(pp),
-     "PP size to write (default: hf 1, megatron the checkpoint's)", NULL, 0},
+     "PP size to write (default: hf 1, megatron and nemo the checkpoint's)", NULL, 0},
     {"--make-vocab-size-divisible-by", PL_OPT_INT, "128", F(divisible_by),
      "hf: pad the vocabulary to a multiple of this times TP (Megatron's)", NULL, 0},
     {"--vocab-size", PL_OPT_INT, "0", F(vocab_size),
-     "megatron: the tokenizer's vocabulary (default: every padded row)", NULL, 0},
+     "megatron, nemo: the tokenizer's vocabulary (default: every padded row)", NULL, 0},
 };
 #undef F
 #define SPEC(name, summary, table) {name, summary, table, (int)(sizeof table / sizeof *table), 0}
@@ -243,9 +244,11 @@ static int run_convert(int argc, char **argv) { return rewrite(&convert_cmd, arg
 
 static pl_status check_format(const ckpt_opts *o, int megatron_ok)
 {
-    if (strcmp(o->format, "hf") != 0 && !(megatron_ok && strcmp(o->format, "megatron") == 0))
+    if (strcmp(o->format, "hf") != 0 &&
+        !(megatron_ok && (strcmp(o->format, "megatron") == 0 || strcmp(o->format, "nemo") == 0)))
         return pl_errorf(PL_ERR_ARG, "--format %s: expected hf (Hugging Face)%s", o->format,
-                         megatron_ok ? " or megatron (Megatron-LM's torch checkpoints)" : "");
+                         megatron_ok ? ", megatron (Megatron-LM's or Megatron-DeepSpeed's torch "
+                                       "checkpoints) or nemo (a .nemo archive)" : "");
     return PL_OK;
 }
 
@@ -288,9 +291,11 @@ static int run_import(int argc, char **argv)
                                       "expected sizes >= 1", (long long)o.tp, (long long)o.pp,
                                       (long long)o.divisible_by, (long long)o.vocab_size));
     pl_status st = check_format(&o, 1);
+    pl_megatron_import_opts mo = {(int)o.tp, (int)o.pp, o.vocab_size};
     if (!st && strcmp(o.format, "megatron") == 0) {
-        pl_megatron_import_opts mo = {(int)o.tp, (int)o.pp, o.vocab_size};
         st = pl_megatron_import(path, o.out, &mo);
+    } else if (!st && strcmp(o.format, "nemo") == 0) {
+        st = pl_nemo_import(path, o.out, &mo);
     } else if (!st) {
         pl_hf_import_opts im = {o.tp ? (int)o.tp : 1, o.pp ? (int)o.pp : 1, o.divisible_by};
         st = pl_hf_import(path, o.out, &im);

@@ -47,4 +47,13 @@ typedef struct pl_megatron_import_opts {
  * iter_NNNNNNN / release / global_stepN directory. */
 pl_status pl_megatron_import(const char *path, const char *out, const pl_megatron_import_opts *o);
 
+/* A NeMo .nemo archive of a Megatron GPT (ckpt/nemo.c): a tar (plain or gzip) of
+ * model_config.yaml, whose keys are translated to Megatron's args (encoder_seq_length,
+ * activation gelu / swiglu / fast-swiglu, normalization layernorm / rmsnorm, bias,
+ * share_embeddings_and_output_weights, rotary_percentage, ...; transformer_block_type
+ * other than pre_ln and other activations refused by name), and model_weights.ckpt or
+ * mp_rank_TT[_PPP]/model_weights.ckpt (flat state dicts, "model." prefixed). The padded
+ * vocabulary is the word embeddings' rows x TP. NeMo's tokenizer is not recorded. */
+pl_status pl_nemo_import(const char *path, const char *out, const pl_megatron_import_opts *o);
+
 #endif

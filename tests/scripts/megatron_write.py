@@ -23,6 +23,7 @@ split by rows, row-parallel weights split by columns with their biases whole."""
 import argparse
 import ast
 import collections
+import io
 import os
 import random
 import sys
@@ -196,6 +197,54 @@ def write(hf_dir, save, tp, pp, style, extra):
     if ds:
         with open(os.path.join(save, "latest"), "w") as f:
             f.write("global_step7")
+
+
+def flat(d, prefix, out):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            flat(v, prefix + k + ".", out)
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def write_nemo(hf_dir, path, tp, pp, compress, extra):
+    """A NeMo .nemo archive (tar, gzip when compress) of the model in Megatron's legacy layout:
+    model_config.yaml (NeMo's keys) and model_weights.ckpt or mp_rank_TT[_PPP]/model_weights.ckpt,
+    flat state dicts prefixed "model.", as NeMo's MegatronGPTModel saves them."""
+    import tarfile
+    cfg = hf_models.json.load(open(os.path.join(hf_dir, "config.json")))
+    W = {k: torch.from_numpy(hf_models.as_f64(dt, a).numpy().astype(np.float32)) for k, (dt, a) in hf_models.read_dir(hf_dir).items()}
+    g, args, L = global_tensors(cfg, W, 64, tp)
+    gpt = cfg["architectures"][0] == "GPT2LMHeadModel"
+    yaml = {"num_layers": L, "hidden_size": args["hidden_size"], "ffn_hidden_size": args["ffn_hidden_size"],
+            "num_attention_heads": args["num_attention_heads"], "encoder_seq_length": args["seq_length"],
+            "max_position_embeddings": args["max_position_embeddings"], "make_vocab_size_divisible_by": 64,
+            "tensor_model_parallel_size": tp, "pipeline_model_parallel_size": pp,
+            "normalization": "layernorm" if gpt else "rmsnorm", "activation": "gelu" if gpt else "fast-swiglu",
+            "bias": "true" if gpt else "false", "position_embedding_type": args["position_embedding_type"],
+            "share_embeddings_and_output_weights": "false" if args["untie_embeddings_and_output_weights"] else "true",
+            "layernorm_epsilon": args["norm_epsilon"], "openai_gelu": "true" if gpt else "false",
+            "num_query_groups": args["num_query_groups"] if args["group_query_attention"] else "null",
+            "rotary_base": args["rotary_base"], "rotary_percentage": 1.0, "transformer_block_type": "pre_ln",
+            "precision": 32, "megatron_amp_O2": "false"}
+    yaml.update(extra)
+    text = "".join(f"{k}: {v}\n" for k, v in yaml.items())
+    text += "tokenizer:\n  library: megatron\n  type: GPT2BPETokenizer\n  model: null\n" \
+            "optim:\n  name: fused_adam\n  lr: 0.0001\n  sched: {name: CosineAnnealing, warmup_steps: 10}\n"
+    mode = "w:gz" if compress else "w"
+    with tarfile.open(path, mode) as tar:
+        def add(name, data):
+            info = tarfile.TarInfo("./" + name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        add("model_config.yaml", text.encode())
+        for t in range(tp):
+            for p in range(pp):
+                buf = io.BytesIO()
+                torch.save(flat(rank_model(g, L, tp, pp, t, p, "legacy"), "model.", collections.OrderedDict()), buf)
+                sub = "" if tp == 1 and pp == 1 else f"mp_rank_{t:02d}" + (f"_{p:03d}" if pp > 1 else "") + "/"
+                add(sub + "model_weights.ckpt", buf.getvalue())
 
 
 if __name__ == "__main__":

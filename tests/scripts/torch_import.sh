@@ -3,7 +3,8 @@
 # src/ckpt/{zip,pickle,torch_file,megatron}.c). torch_import_write.py writes, with
 # python3-torch's torch.save, Megatron checkpoints in its layouts (legacy names at TP 2 x
 # PP 2, Megatron core names at TP 2 with a padded vocabulary, Megatron-DeepSpeed's
-# global_stepN/mp_rank_TT_model_states.pt at TP 2, with args, optimizer, scheduler
+# global_stepN/mp_rank_TT_model_states.pt at TP 2, NeMo .nemo archives (tar and tar.gz), with
+# args, optimizer, scheduler
 # and RNG states) from random Hugging Face GPT-2 and Llama directories, plus files plait must
 # refuse. Checked: plait's reader lists one file exactly as torch.load reads it; the imports,
 # exported again as Hugging Face directories, hold the original tensors bit for bit (also
@@ -38,6 +39,15 @@ check "gpt: imported into TP 1 x PP 2 and exported" bash -c "
 check "gpt, Megatron-DeepSpeed (DIR/latest -> global_step7/mp_rank_TT_model_states.pt, TP 2): imported" \
     bash -c "'$PLAIT' ckpt import '$TMP/ds_gpt' --format megatron --out '$TMP/dsi' &&
              '$PLAIT' ckpt export '$TMP/dsi' --out '$TMP/dsi_hf'"
+check "gpt, NeMo .nemo (tar, TP 2 x PP 2, model. prefixed flat state dicts): imported" \
+    bash -c "'$PLAIT' ckpt import '$TMP/gpt.nemo' --format nemo --out '$TMP/ngi' &&
+             '$PLAIT' ckpt export '$TMP/ngi' --out '$TMP/ngi_hf'"
+check "llama, NeMo .nemo (gzip, one rank, fast-swiglu, rmsnorm): imported with --vocab-size 100" \
+    bash -c "'$PLAIT' ckpt import '$TMP/llama.nemo' --format nemo --out '$TMP/nli' --vocab-size 100 &&
+             '$PLAIT' ckpt export '$TMP/nli' --out '$TMP/nli_hf'"
+check_fails "NeMo's transformer_block_type post_ln is refused by name" \
+    "transformer_block_type: post_ln is not supported" \
+    "$PLAIT" ckpt import "$TMP/post.nemo" --format nemo --out "$TMP/npost"
 check "llama, core names, TP 2, vocabulary 100 padded to 128: imported with --vocab-size 100" \
     imp mg_llama --out "$TMP/li" --vocab-size 100
 check "llama: ... exported as Hugging Face" exp li li_hf
@@ -69,7 +79,7 @@ check "... and os.system never ran (its witness file does not exist)" test ! -e 
 
 OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
     same "$TMP/hf_gpt" "$TMP/gi_hf" :: same "$TMP/hf_gpt" "$TMP/gi12_hf" :: same "$TMP/hf_llama" "$TMP/li_hf" :: \
-    same "$TMP/hf_gpt" "$TMP/dsi_hf" :: \
+    same "$TMP/hf_gpt" "$TMP/dsi_hf" :: same "$TMP/hf_gpt" "$TMP/ngi_hf" :: same "$TMP/hf_llama" "$TMP/nli_hf" :: \
     logits "$TMP/hf_gpt" "$TMP/gi_logits.safetensors" :: logits "$TMP/hf_llama" "$TMP/li_logits.safetensors" \
     | tee "$TMP/py.out"
 read -r p f < <(sed -nE 's/^hf_models: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")

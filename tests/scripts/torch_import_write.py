@@ -8,6 +8,8 @@ TMP/mg_gpt                 Megatron legacy names, TP 2 x PP 2, from hf_gpt (mega
 TMP/mg_llama               Megatron core names, TP 2 x PP 1, from hf_llama (vocabulary 100 padded
                            to 128)
 TMP/ds_gpt                 Megatron-DeepSpeed through DeepSpeed's engine, TP 2, from hf_gpt
+TMP/gpt.nemo, llama.nemo   NeMo archives: GPT at TP 2 x PP 2 (tar), Llama in one rank (tar.gz);
+                           post.nemo with transformer_block_type post_ln
 TMP/mg_one                 legacy, one rank; TMP/mg_one.listing: its file as torch.load reads it,
                            listed as pt_dump lists what plait reads
 TMP/proto4.pt             the same object saved with pickle protocol 4
@@ -88,6 +90,9 @@ def main():
     megatron_write.write(f"{tmp}/hf_llama", f"{tmp}/mg_llama", 2, 1, "core", {"make_vocab_size_divisible_by": 32})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_one", 1, 1, "legacy", {})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/ds_gpt", 2, 1, "deepspeed", {})
+    megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/gpt.nemo", 2, 2, False, {})
+    megatron_write.write_nemo(f"{tmp}/hf_llama", f"{tmp}/llama.nemo", 1, 1, True, {})
+    megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/post.nemo", 1, 1, False, {"transformer_block_type": "post_ln"})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_post", 1, 1, "legacy",
                          {"apply_residual_connection_post_layernorm": True})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_erf", 1, 1, "legacy", {"openai_gelu": False})
