@@ -76,6 +76,12 @@ pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, in
 {
     *out = NULL;
     const char *cls = pl_family_get(c->family)->hf_architecture;
+    if (c->family == PL_FAMILY_BERT)
+        return pl_errorf(PL_ERR_ARG, "a bert checkpoint: plait's BERT is Megatron core's, "
+                         "pre-LayerNorm with a final LayerNorm; transformers' BertForMaskedLM and "
+                         "BertForPreTraining are post-LayerNorm (a LayerNorm after each residual, "
+                         "none at the end), so its weights under their names would compute another "
+                         "function: not exported");
     if (c->family != PL_FAMILY_GPT && c->family != PL_FAMILY_LLAMA)
         return pl_errorf(PL_ERR_ARG, "a %s checkpoint: the Hugging Face export writes "
                          "GPT2LMHeadModel (--model gpt) and LlamaForCausalLM (--model llama) only",

@@ -317,6 +317,7 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
     e.cfg.pp_first_layers = e.cfg.pp_last_layers = 0;
     const pl_ckpt_meta *m = pl_ckpt_source_meta(s);
     char tmp[HF_PATH_MAX];
+    int published = 1; /* nothing to remove until OUT.tmp exists */
     cJSON *config = NULL;
     pl_registry_init(&e.reg, 1, 0, 0);
     int64_t bos = -1, eos = -1;
@@ -339,6 +340,7 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
         goto done;
     if ((st = out_begin(out, tmp, sizeof tmp)))
         goto done;
+    published = 0;
     for (int k = 0; k < e.n_shards && !st; k++)
         st = write_shard(&e, k, tmp);
     if (!st && e.n_shards > 1)
@@ -351,13 +353,15 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
         st = write_json(tmp, "config.json", config);
     if (!st)
         st = write_generation_config(tmp, bos, eos);
-    if (!st)
-        st = out_publish(out, tmp);
+    if (!st && !(st = out_publish(out, tmp)))
+        published = 1;
     if (!st)
         pl_log_info("wrote %s: %s, %d tensors in %d file%s, %lld bytes (%s)", out,
                     pl_family_get(e.cfg.family)->hf_architecture, e.n_outs, e.n_shards,
                     e.n_shards > 1 ? "s" : "", (long long)e.total_bytes, e.bf16 ? "bf16" : "fp32");
 done:
+    if (!published)
+        pl_rmtree(tmp); /* a failed export leaves nothing behind */
     cJSON_Delete(config);
     pl_free(e.params);
     pl_free(e.outs);

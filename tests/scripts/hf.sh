@@ -9,7 +9,8 @@
 # rounding. BF16 exports are the fp32 tensors rounded to nearest even; a sharded export
 # (index + shards) holds the same tensors as the single file. The run's tokenizer files
 # (GPT-2 BPE, Llama 2 SentencePiece) are exported byte for byte with their bos/eos ids.
-# A model GPT2LMHeadModel cannot express, and a non-empty --out, are refused.
+# A model GPT2LMHeadModel cannot express, a BERT (pre-LN, unlike transformers' post-LN
+# BERT) and a non-empty --out are refused.
 # Import: the exports read back into plait release checkpoints (TP 2 x PP 2; Llama at TP 4,
 # its 2 key/value groups shared) hold the trained checkpoint's model tensors bit for bit
 # (the vocabulary, 128 tokens padded by 64 x TP, has no padding rows for the export to
@@ -98,6 +99,10 @@ check "gpt with --swiglu: trained" bash -c "'$PLAIT' train ${ONE[*]} --vocab-siz
 check_fails "gpt with --swiglu: the export is refused naming the setting" \
     "--swiglu .*GPT2LMHeadModel cannot express" export_hf gs --out "$TMP/gs_hf"
 check "... and nothing is left behind" bash -c "! test -e '$TMP/gs_hf' && ! test -e '$TMP/gs_hf.tmp'"
+check "bert: trained" bash -c "'$PLAIT' train --model bert ${ONE[*]} --vocab-size 100 \
+    --save '$TMP/bt' >'$TMP/bt.log' 2>&1"
+check_fails "bert: the export is refused: Megatron core's pre-LN BERT is not transformers' post-LN BERT" \
+    "BertForPreTraining are post-LayerNorm" export_hf bt --out "$TMP/bt_hf"
 
 # ---- import
 import_hf() { local from=$1; shift; "$PLAIT" ckpt import "$TMP/$from" --format hf "$@"; }
