@@ -1,11 +1,14 @@
 /* libFuzzer target: the restricted torch.save reader (ckpt/torch_file.h: ZIP,
- * pickle, storages) on arbitrary bytes. Input starting "PK" is read as a whole
- * .pt file (pl_pt_parse), anything else as a bare pickle (pl_pickle_parse).
+ * pickle, storages) and the tar reader of .nemo archives (ckpt/tar.h) on
+ * arbitrary bytes. Input starting "PK" is read as a whole .pt file
+ * (pl_pt_parse), input with "ustar" at byte 257 as a tar archive whose entries
+ * are then read as .pt files, anything else as a bare pickle (pl_pickle_parse).
  * Whatever is accepted is walked (depth bounded, as the importers walk it) and
  * every tensor of at most 2^16 elements is read as floats: ASan checks that
  * each view stays inside its storage's entry. Seeds: fuzz/seeds/fuzz_torch_file/
  * (written by torch.save: fuzz/make_pt_seeds.py). */
 #include "base/alloc.h"
+#include "ckpt/tar.h"
 #include "ckpt/torch_file.h"
 
 #include <stdint.h>
@@ -44,7 +47,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!image)
         return 0;
     memcpy(image, data, size);
-    if (size >= 2 && image[0] == 'P' && image[1] == 'K') {
+    if (size >= 512 && memcmp(image + 257, "ustar", 5) == 0) {
+        pl_tar t;
+        if (pl_tar_parse(&t, image, size, "fuzz.nemo") == PL_OK)
+            for (int k = 0; k < t.n; k++) {
+                if (t.e[k].data < image || t.e[k].data + t.e[k].size > image + size)
+                    abort(); /* an entry outside the archive */
+                pl_pt f;
+                memset(&f, 0, sizeof f);
+                if (pl_pt_parse(&f, t.e[k].data, t.e[k].size, t.e[k].name) == PL_OK)
+                    walk(&f, pl_pt_root(&f), 0);
+                pl_pt_close(&f);
+            }
+        pl_tar_free(&t);
+    } else if (size >= 2 && image[0] == 'P' && image[1] == 'K') {
         pl_pt f;
         memset(&f, 0, sizeof f);
         if (pl_pt_parse(&f, image, size, "fuzz.pt") == PL_OK)

@@ -124,27 +124,6 @@ static const pl_st_tensor *files_find(const hf_files *f, const char *name, int *
     return NULL;
 }
 
-/* IEEE half -> float, exactly (every half is a float). */
-static float half_to_float(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    uint32_t bits;
-    if (exp == 0x1f)
-        bits = sign | 0x7f800000u | (man << 13);
-    else if (exp != 0)
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    else if (man == 0)
-        bits = sign;
-    else { /* subnormal: man 2^-24 */
-        float v = (float)man * 5.9604644775390625e-8f;
-        memcpy(&bits, &v, 4);
-        bits |= sign;
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 static float element(const char *dtype, const uint8_t *p, int64_t i)
 {
     if (dtype[0] == 'F' && dtype[1] == '3') {
@@ -156,7 +135,7 @@ static float element(const char *dtype, const uint8_t *p, int64_t i)
     memcpy(&h, p + 2 * i, 2);
     if (strcmp(dtype, "BF16") == 0)
         return pl_ref_bf16_to_f32(h);
-    return half_to_float(h);
+    return pl_ref_fp16_to_f32(h);
 }
 
 /* Writes the Hugging Face tensor t of parameter p into the global buffer. */

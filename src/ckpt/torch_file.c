@@ -101,23 +101,6 @@ int64_t pl_pk_numel(const pl_pk *t)
     return n;
 }
 
-static float half_to_float(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    uint32_t bits;
-    float v;
-    if (exp == 0x1f)
-        bits = sign | 0x7f800000u | (man << 13);
-    else if (exp != 0)
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    else {
-        v = (float)man * 5.9604644775390625e-8f; /* 2^-24: subnormals and zero */
-        return sign ? -v : v;
-    }
-    memcpy(&v, &bits, 4);
-    return v;
-}
-
 pl_status pl_pt_tensor_floats(const pl_pt *f, const pl_pk *t, float *out, int64_t n)
 {
     if (t->kind != PL_PK_TENSOR || !t->storage->data)
@@ -144,7 +127,7 @@ pl_status pl_pt_tensor_floats(const pl_pt *f, const pl_pk *t, float *out, int64_
         } else {
             uint16_t h;
             memcpy(&h, p, 2);
-            out[e] = dt[0] == 'B' ? pl_ref_bf16_to_f32(h) : half_to_float(h);
+            out[e] = dt[0] == 'B' ? pl_ref_bf16_to_f32(h) : pl_ref_fp16_to_f32(h);
         }
         for (int k = t->ndim - 1; k >= 0; k--) {
             if (++idx[k] < t->shape[k])
