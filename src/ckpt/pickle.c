@@ -243,6 +243,9 @@ static pl_status rebuild_tensor(vm *m, const pl_pk *args)
     t->storage = args->v[0];
     t->dtype = t->storage->dtype;
     t->ndim = (int)args->v[2]->n;
+    if (t->ndim && !(t->shape = pl_malloc(2 * (size_t)t->ndim * sizeof *t->shape)))
+        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+    t->stride = t->shape ? t->shape + t->ndim : NULL;
     int64_t last = 0, any_empty = 0;
     if (!as_int(args->v[1], &t->i) || t->i < 0)
         return err(m, "a tensor's storage offset is not an integer >= 0");
@@ -544,6 +547,7 @@ void pl_pickle_free(pl_pickle *p)
     for (int64_t k = 0; k < p->n_nodes; k++) {
         pl_free(p->nodes[k]->s);
         pl_free(p->nodes[k]->v);
+        pl_free(p->nodes[k]->shape);
         pl_free(p->nodes[k]);
     }
     pl_free(p->nodes);

@@ -29,8 +29,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Limits: every opcode makes at most one node (about 100 bytes), so a pickle
+ * of N bytes takes at most ~100 N bytes, and never more than PL_PICKLE_MAX_NODES
+ * nodes (a state dict's pickle holds a few per tensor; the tensors' data is in
+ * the archive's other entries). */
 enum { PL_PICKLE_MAX_STACK = 1 << 20, PL_PICKLE_MAX_MEMO = 1 << 22,
-       PL_PICKLE_MAX_NODES = 1 << 24, PL_PK_MAX_DIMS = 8 };
+       PL_PICKLE_MAX_NODES = 1 << 22, PL_PK_MAX_DIMS = 8 };
 
 typedef enum pl_pk_kind {
     PL_PK_NONE,
@@ -60,7 +64,7 @@ struct pl_pk {
     pl_pk *storage;    /* TENSOR */
     const uint8_t *data; /* STORAGE: its bytes, set by the archive's reader (ckpt/torch_file.h) */
     int ndim;
-    int64_t shape[PL_PK_MAX_DIMS], stride[PL_PK_MAX_DIMS];
+    int64_t *shape, *stride; /* TENSOR: ndim each (one allocation owned by the node) */
 };
 
 typedef struct pl_pickle pl_pickle;
