@@ -95,9 +95,9 @@ static const pl_command_spec export_cmd =
     SPEC("ckpt export DIR", "Write a checkpoint as a Hugging Face model directory (GPT2LMHeadModel, "
          "LlamaForCausalLM)", export_table);
 static const pl_command_spec import_cmd =
-    SPEC("ckpt import DIR", "Write a Hugging Face GPT-2 / Llama directory (--format hf) or a "
-         "Megatron-LM torch checkpoint (--format megatron) as a plait release checkpoint in any "
-         "TP x PP layout", import_table);
+    SPEC("ckpt import DIR", "Write a Hugging Face GPT-2 / Llama directory (--format hf), a "
+         "Megatron-LM torch checkpoint (--format megatron) or a NeMo .nemo archive (--format nemo) "
+         "as a plait release checkpoint in any TP x PP layout", import_table);
 
 static void print_text(const cJSON *d)
 {
@@ -315,8 +315,8 @@ static const struct {
     {"reshard", run_reshard, "write it in another TP x PP layout, offline"},
     {"convert", run_convert, "write a weights-only release checkpoint (fp32 or bf16)"},
     {"export", run_export, "write it as a Hugging Face model directory (--format hf)"},
-    {"import", run_import, "write a Hugging Face directory (--format hf) or a Megatron-LM "
-                           "checkpoint (--format megatron) as a release checkpoint"},
+    {"import", run_import, "write a Hugging Face directory, a Megatron-LM checkpoint or a .nemo "
+                           "as a release checkpoint (--format hf|megatron|nemo)"},
 };
 
 static void usage(FILE *fp)
