@@ -136,6 +136,9 @@ check "gpt with GPT2BPETokenizer: imported with its tokenizer" bash -c "
     '$PLAIT' ckpt import '$TMP/gt_hf' --out '$TMP/gti' &&
     cmp '$TMP/gti/release/tokenizer/vocab/vocab.json' '$PLAIT_DATA/gpt2/encoder.json' &&
     grep -q GPT2BPETokenizer '$TMP/gti/release/manifest.json'"
+check "gpt with GPT2BPETokenizer: plait generate from the import (its tokenizer, greedy)" bash -c "
+    '$PLAIT' generate --load '$TMP/gti' --prompt 'In the beginning' --max-new-tokens 4 \
+        --temperature 0 >'$TMP/gen.out' 2>&1 && grep -q '^In the beginning' '$TMP/gen.out'"
 # --use-checkpoint-args as Megatron's: sizes given on the command line win (then the
 # checkpoint is refused naming the flag); the architecture is the checkpoint's
 ONE_RUN=(--micro-batch-size 1 --global-batch-size 1 --lr 1e-3 --mock-data --train-iters 1
