@@ -75,7 +75,9 @@ pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, in
                              cJSON **out)
 {
     *out = NULL;
-    const char *cls = pl_family_get(c->family)->hf_architecture;
+    /* a GPT with Llama's layer (SwiGLU) is a tied Llama, as model/hf_names.h maps it */
+    const char *cls = c->family == PL_FAMILY_GPT && c->block.act == PL_ACT_SWIGLU
+                          ? "LlamaForCausalLM" : pl_family_get(c->family)->hf_architecture;
     if (c->family == PL_FAMILY_BERT)
         return pl_errorf(PL_ERR_ARG, "a bert checkpoint: plait's BERT is Megatron core's, "
                          "pre-LayerNorm with a final LayerNorm; transformers' BertForMaskedLM and "
@@ -99,7 +101,7 @@ pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, in
 #define NUM(k, v) (ok = ok && cJSON_AddNumberToObject(j, k, (double)(v)) != NULL)
 #define STR(k, v) (ok = ok && cJSON_AddStringToObject(j, k, v) != NULL)
 #define BOOL(k, v) (ok = ok && cJSON_AddBoolToObject(j, k, v) != NULL)
-    if (c->family == PL_FAMILY_GPT) {
+    if (strcmp(cls, "GPT2LMHeadModel") == 0) {
         STR("model_type", "gpt2");
         NUM("vocab_size", c->vocab_size);
         NUM("n_positions", c->max_positions);
@@ -364,6 +366,14 @@ static pl_status parse_llama(const hf_reader *r, pl_model_config *c)
     c->attention_dropout = (float)attn;
     c->hidden_dropout = 0;
     c->untie = !tie;
+    if (tie) { /* --model llama's output layer is untied: Megatron's GPT with Llama's flags */
+        const pl_block_spec b = c->block;
+        pl_family_apply(c, PL_FAMILY_GPT);
+        c->block = b;
+        c->untie = 0;
+        c->attention_dropout = (float)attn;
+        c->hidden_dropout = 0;
+    }
     c->rope = (pl_rope_config){theta, 1.0, 0, 8.0, 1.0, 4.0, 8192};
     return parse_rope_scaling(r, c);
 fail:

@@ -357,7 +357,8 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
         published = 1;
     if (!st)
         pl_log_info("wrote %s: %s, %d tensors in %d file%s, %lld bytes (%s)", out,
-                    pl_family_get(e.cfg.family)->hf_architecture, e.n_outs, e.n_shards,
+                    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(config, "architectures"),
+                                       0)->valuestring, e.n_outs, e.n_shards,
                     e.n_shards > 1 ? "s" : "", (long long)e.total_bytes, e.bf16 ? "bf16" : "fp32");
 done:
     if (!published)

@@ -96,8 +96,8 @@ check "llama: bos <s> 1, eos </s> 2, untied, 32000 tokens" keys_are "$TMP/lt_hf/
 # ---- what GPT2LMHeadModel cannot express
 check "gpt with --swiglu: trained" bash -c "'$PLAIT' train ${ONE[*]} --vocab-size 100 --swiglu \
     --save '$TMP/gs' >'$TMP/gs.log' 2>&1"
-check_fails "gpt with --swiglu: the export is refused naming the setting" \
-    "--swiglu .*GPT2LMHeadModel cannot express" export_hf gs --out "$TMP/gs_hf"
+check_fails "gpt with --swiglu (LayerNorm, learned positions): refused naming the setting" \
+    "--normalization LayerNorm .*which LlamaForCausalLM cannot express" export_hf gs --out "$TMP/gs_hf"
 check "... and nothing is left behind" bash -c "! test -e '$TMP/gs_hf' && ! test -e '$TMP/gs_hf.tmp'"
 check "bert: trained" bash -c "'$PLAIT' train --model bert ${ONE[*]} --vocab-size 100 \
     --save '$TMP/bt' >'$TMP/bt.log' 2>&1"
@@ -153,6 +153,18 @@ check_fails "llama: --use-checkpoint-args with --num-layers 3 given: refused nam
     "--num-layers is 2 in the checkpoint but 3 in this run" \
     "$PLAIT" train "${ONE_RUN[@]}" --load "$TMP/l" --use-checkpoint-args --num-layers 3
 
+# a Llama with a tied output layer (Llama 3.2's): plait's --model llama is untied, so it
+# becomes Megatron's GPT with Llama's flags, and exports as LlamaForCausalLM again
+check "llama, tied output layer (random): imported, exported, plait's logits written" bash -c "
+    /usr/bin/python3 '$HF' random llama_tied '$TMP/lt2_hf' 3 >/dev/null &&
+    '$PLAIT' ckpt import '$TMP/lt2_hf' --out '$TMP/lt2i' --make-vocab-size-divisible-by 64 &&
+    '$PLAIT' ckpt export '$TMP/lt2i' --out '$TMP/lt2i_hf' &&
+    '$LOGITS' '$TMP/lt2i' '$TMP/lt2_logits.safetensors' 64"
+check "llama, tied: ... exported as LlamaForCausalLM, tied, without lm_head.weight" bash -c "
+    grep -q '\"LlamaForCausalLM\"' '$TMP/lt2i_hf/config.json' &&
+    grep -q '\"tie_word_embeddings\":.*true' '$TMP/lt2i_hf/config.json' &&
+    ! grep -q lm_head '$TMP/lt2i_hf/model.safetensors'"
+
 # bad NAME PYTHON: a copy of g_hf with config.json changed by PYTHON (c is the dict)
 bad() {
     rm -rf "$TMP/$1" && cp -r "$TMP/${3:-g_hf}" "$TMP/$1" && /usr/bin/python3 -c "import json, sys
@@ -180,7 +192,8 @@ OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
     logits "$TMP/gu_hf" "$TMP/gu_logits.safetensors" :: \
     bf16 "$TMP/g_hf" "$TMP/g_bf16" :: \
     same "$TMP/g_hf" "$TMP/g_sh" :: shards "$TMP/g_sh" 20000 :: \
-    plait_same "$TMP/g/iter_0000002" "$TMP/gi/release" | tee "$TMP/py.out"
+    plait_same "$TMP/g/iter_0000002" "$TMP/gi/release" :: same "$TMP/lt2_hf" "$TMP/lt2i_hf" :: \
+    logits "$TMP/lt2_hf" "$TMP/lt2_logits.safetensors" | tee "$TMP/py.out"
 read -r p f < <(sed -nE 's/^hf_models: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
 _pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
 summary hf

@@ -19,6 +19,8 @@ plait's layout is known here.
       whether sharded with an index or not; shards respect the index
   hf_models.py plait_same ITER_DIR_A ITER_DIR_B
       two plait checkpoints of the same layout hold the same model tensors, bit for bit
+  hf_models.py random gpt2|llama|llama_tied HF_DIR SEED
+      writes a small Hugging Face directory with random weights (make_random)
   hf_models.py shards HF_DIR MAX_BYTES
       every shard is at most MAX_BYTES unless it holds a single tensor, the index's
       total_size is the sum of the tensors' bytes, every name maps to its file
@@ -86,7 +88,8 @@ def write_safetensors(path, tensors):
 
 def make_random(arch, d, seed):
     """A small Hugging Face directory with random weights: gpt2 (tied, 128 tokens) or llama
-    (2 key/value groups of 4 heads, untied, 100 tokens, rope base 500000 with llama3 scaling)."""
+    (2 key/value groups of 4 heads, untied, 100 tokens, rope base 500000 with llama3 scaling);
+    llama_tied: the same Llama with its output layer tied (as Llama 3.2 1B), no lm_head."""
     rng = np.random.default_rng(seed)
     r = lambda *shape: (rng.standard_normal(shape) * 0.1).astype(np.float32)
     ln = lambda n: (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
@@ -125,6 +128,9 @@ def make_random(arch, d, seed):
             W[p + "mlp.gate_proj.weight"], W[p + "mlp.up_proj.weight"] = r(F, C), r(F, C)
             W[p + "mlp.down_proj.weight"] = r(C, F)
         W["model.norm.weight"] = ln(C)
+        if arch == "llama_tied":
+            cfg["tie_word_embeddings"] = True
+            del W["lm_head.weight"]
     json.dump(cfg, open(os.path.join(d, "config.json"), "w"))
     write_safetensors(os.path.join(d, "model.safetensors"), W)
 
@@ -305,6 +311,7 @@ def cmd_shards(d, max_bytes):
 if __name__ == "__main__":
     torch.set_num_threads(1)
     cmds = {"logits": cmd_logits, "bf16": cmd_bf16, "same": cmd_same, "plait_same": cmd_plait_same,
+            "random": lambda arch, d, seed: make_random(arch, d, int(seed)),
             "shards": lambda d, m: cmd_shards(d, int(m))}
     # several commands in one start (torch's import is the slow part): CMD ARGS... :: CMD ARGS...
     argv, group = sys.argv[1:] + ["::"], []
