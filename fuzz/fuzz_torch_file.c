@@ -17,14 +17,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void walk(const pl_pt *f, const pl_pk *o, int depth)
+static void walk(const pl_pt *f, const pl_pk *o, int depth, uint64_t stamp)
 {
-    if (!o || depth > 64)
-        return;
+    if (!o || depth > 64 || pl_pk_enter(o, stamp) != 1)
+        return; /* each node once: shared nodes would make the walk exponential */
     if (o->kind == PL_PK_TENSOR) {
         const int64_t n = pl_pk_numel(o);
-        if (!f || n > (1 << 16))
+        if (!f || n > (1 << 16)) {
+            pl_pk_leave(o, stamp);
             return;
+        }
         float *x = pl_malloc((size_t)(n ? n : 1) * sizeof *x);
         if (x && pl_pt_tensor_floats(f, o, x, n) == PL_OK) {
             volatile float s = 0;
@@ -32,13 +34,15 @@ static void walk(const pl_pt *f, const pl_pk *o, int depth)
                 s += x[k];
         }
         pl_free(x);
+        pl_pk_leave(o, stamp);
         return;
     }
     if (o->kind == PL_PK_LIST || o->kind == PL_PK_TUPLE || o->kind == PL_PK_DICT ||
         o->kind == PL_PK_OBJECT)
         for (int64_t k = 0; k < o->n; k++)
-            walk(f, o->v[k], depth + 1);
+            walk(f, o->v[k], depth + 1, stamp);
     (void)pl_pk_get(o, "model");
+    pl_pk_leave(o, stamp);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -56,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 pl_pt f;
                 memset(&f, 0, sizeof f);
                 if (pl_pt_parse(&f, t.e[k].data, t.e[k].size, t.e[k].name) == PL_OK)
-                    walk(&f, pl_pt_root(&f), 0);
+                    walk(&f, pl_pt_root(&f), 0, pl_pickle_stamp(f.pk));
                 pl_pt_close(&f);
             }
         pl_tar_free(&t);
@@ -64,12 +68,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pl_pt f;
         memset(&f, 0, sizeof f);
         if (pl_pt_parse(&f, image, size, "fuzz.pt") == PL_OK)
-            walk(&f, pl_pt_root(&f), 0);
+            walk(&f, pl_pt_root(&f), 0, pl_pickle_stamp(f.pk));
         pl_pt_close(&f);
     } else {
         pl_pickle *p = NULL;
         if (pl_pickle_parse(image, size, "fuzz.pkl", &p) == PL_OK)
-            walk(NULL, pl_pickle_root(p), 0);
+            walk(NULL, pl_pickle_root(p), 0, pl_pickle_stamp(p));
         pl_pickle_free(p);
     }
     free(image);

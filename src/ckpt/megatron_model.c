@@ -311,10 +311,14 @@ static pl_status take_tensor(mg_rank *r, const char *key, const pl_pk *t)
 }
 
 /* The tensors of a (nested) dict, keys joined by '.'. */
-static pl_status walk(mg_rank *r, const pl_pk *d, char *prefix, size_t len, int depth)
+static pl_status walk(mg_rank *r, const pl_pk *d, char *prefix, size_t len, int depth,
+                      uint64_t stamp)
 {
     if (depth > 16)
         return pl_errorf(PL_ERR_FORMAT, "%s: the model dict nests deeper than 16", r->f->what);
+    if (pl_pk_enter(d, stamp) != 1) /* shared with another key: its tensors are placed once */
+        return pl_errorf(PL_ERR_FORMAT, "%s: model.%s is a dict seen under another key (a "
+                         "shared or cyclic structure)", r->f->what, prefix);
     for (int64_t k = 0; k + 1 < d->n; k += 2) {
         const pl_pk *key = d->v[k], *val = d->v[k + 1];
         if (key->kind != PL_PK_STR)
@@ -327,7 +331,7 @@ static pl_status walk(mg_rank *r, const pl_pk *d, char *prefix, size_t len, int 
         if (val->kind == PL_PK_NONE || (end >= 12 && !strcmp(prefix + end - 12, "_extra_state")))
             st = PL_OK; /* Transformer Engine's _extra_state (None, a tensor or opaque bytes) */
         else if (val->kind == PL_PK_DICT)
-            st = walk(r, val, prefix, end, depth + 1);
+            st = walk(r, val, prefix, end, depth + 1, stamp);
         else if (val->kind == PL_PK_TENSOR)
             st = take_tensor(r, prefix, val);
         else
@@ -337,6 +341,7 @@ static pl_status walk(mg_rank *r, const pl_pk *d, char *prefix, size_t len, int 
             return st;
         prefix[len] = 0;
     }
+    pl_pk_leave(d, stamp);
     return PL_OK;
 }
 
@@ -358,7 +363,7 @@ pl_status pl_mg_take_rank(const pl_pt *f, const pl_pk *model, const pl_model_con
         st = pl_errorf(PL_ERR_NOMEM, "out of memory reading %s", f->what);
     char prefix[512] = "";
     if (!st)
-        st = walk(&r, model, prefix, 0, 0);
+        st = walk(&r, model, prefix, 0, 0, pl_pickle_stamp(f->pk));
     for (int i = 0; !st && i < reg.n; i++)
         if (reg.params[i].offset >= 0 && !r.seen[i])
             st = pl_errorf(PL_ERR_FORMAT, "%s: no tensor for plait's %s (TP rank %d, stage %d)",

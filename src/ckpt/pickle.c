@@ -14,6 +14,7 @@ struct pl_pickle {
     pl_pk **nodes;
     int64_t n_nodes, cap_nodes;
     pl_pk *root;
+    uint64_t stamp;
 };
 
 typedef struct vm {
@@ -585,6 +586,21 @@ pl_status pl_pickle_parse(const uint8_t *data, size_t size, const char *what, pl
 }
 
 const pl_pk *pl_pickle_root(const pl_pickle *p) { return p->root; }
+
+uint64_t pl_pickle_stamp(pl_pickle *p) { return p->stamp += 2; } /* s: on the path, s + 1: done */
+
+/* The marks are the walkers' scratch, not part of the value: written through const. */
+int pl_pk_enter(const pl_pk *o, uint64_t stamp)
+{
+    if (o->stamp == stamp)
+        return -1;
+    if (o->stamp == stamp + 1)
+        return 0;
+    ((pl_pk *)o)->stamp = stamp;
+    return 1;
+}
+
+void pl_pk_leave(const pl_pk *o, uint64_t stamp) { ((pl_pk *)o)->stamp = stamp + 1; }
 
 const pl_pk *pl_pk_get(const pl_pk *o, const char *key)
 {

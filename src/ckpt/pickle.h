@@ -20,7 +20,8 @@
  * outside the subset (named by its byte), a truncated stream, a memo index
  * never stored, a stack or memo beyond PL_PICKLE_MAX_*, and a tensor whose
  * view reaches past its storage's elements. Cycles (a list appended to
- * itself through the memo) are possible: walkers bound their depth. */
+ * itself through the memo) and shared nodes are possible: walkers bound their
+ * depth and visit each node once (pl_pk_enter). */
 #ifndef PL_CKPT_PICKLE_H
 #define PL_CKPT_PICKLE_H
 
@@ -65,6 +66,7 @@ struct pl_pk {
     const uint8_t *data; /* STORAGE: its bytes, set by the archive's reader (ckpt/torch_file.h) */
     int ndim;
     int64_t *shape, *stride; /* TENSOR: ndim each (one allocation owned by the node) */
+    uint64_t stamp;          /* walkers' visit mark (pl_pk_enter) */
 };
 
 typedef struct pl_pickle pl_pickle;
@@ -73,6 +75,15 @@ typedef struct pl_pickle pl_pickle;
 pl_status pl_pickle_parse(const uint8_t *data, size_t size, const char *what, pl_pickle **out);
 void pl_pickle_free(pl_pickle *p);
 const pl_pk *pl_pickle_root(const pl_pickle *p);
+
+/* The memo lets one node appear many times (a list of the same list, 64 deep,
+ * is 2^64 paths in a few hundred bytes) or hold itself: a depth-first walker
+ * takes a fresh stamp and brackets each node with enter and leave. enter
+ * returns 1 the first time (o is then on the path), 0 when o was walked before
+ * (skip it), -1 when o is on the current path (a cycle). */
+uint64_t pl_pickle_stamp(pl_pickle *p);
+int pl_pk_enter(const pl_pk *o, uint64_t stamp);
+void pl_pk_leave(const pl_pk *o, uint64_t stamp);
 
 /* The value of string key in a dict, or an attribute of an object built from a
  * dict (argparse.Namespace); NULL when absent or o is neither. */

@@ -7,16 +7,24 @@
 #include <stdio.h>
 #include <string.h>
 
-static pl_status bind_storages(pl_pt *f, const char *prefix, const pl_pk *o, int depth)
+static pl_status bind_storages(pl_pt *f, const char *prefix, const pl_pk *o, int depth,
+                               uint64_t stamp)
 {
     if (!o)
         return PL_OK;
+    const int enter = pl_pk_enter(o, stamp);
+    if (enter < 0)
+        return pl_errorf(PL_ERR_FORMAT, "%s: the pickle holds a cycle (an object inside itself)",
+                         f->what);
+    if (enter == 0)
+        return PL_OK; /* walked already (the memo shares it) */
     if (depth > 64)
-        return pl_errorf(PL_ERR_FORMAT, "%s: the pickle nests deeper than 64 levels (or holds a "
-                         "cycle)", f->what);
+        return pl_errorf(PL_ERR_FORMAT, "%s: the pickle nests deeper than 64 levels", f->what);
+    const pl_pk *node = o;
     if (o->kind == PL_PK_TENSOR)
         o = o->storage;
     if (o->kind == PL_PK_STORAGE) {
+        pl_pk_leave(node, stamp);
         if (o->data)
             return PL_OK;
         char name[512];
@@ -34,10 +42,11 @@ static pl_status bind_storages(pl_pt *f, const char *prefix, const pl_pk *o, int
     }
     for (int64_t k = 0; k < o->n && (o->kind == PL_PK_LIST || o->kind == PL_PK_TUPLE ||
                                      o->kind == PL_PK_DICT || o->kind == PL_PK_OBJECT); k++) {
-        pl_status st = bind_storages(f, prefix, o->v[k], depth + 1);
+        pl_status st = bind_storages(f, prefix, o->v[k], depth + 1, stamp);
         if (st)
             return st;
     }
+    pl_pk_leave(node, stamp);
     return PL_OK;
 }
 
@@ -71,7 +80,7 @@ pl_status pl_pt_parse(pl_pt *f, const uint8_t *image, size_t size, const char *w
         return pl_errorf(PL_ERR_FORMAT, "%s: %s is not \"little\"", what, name);
     if ((st = pl_pickle_parse(pkl->data, pkl->size, what, &f->pk)))
         return st;
-    return bind_storages(f, prefix, pl_pickle_root(f->pk), 0);
+    return bind_storages(f, prefix, pl_pickle_root(f->pk), 0, pl_pickle_stamp(f->pk));
 }
 
 pl_status pl_pt_open(pl_pt *f, const char *path)
