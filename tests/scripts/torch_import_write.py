@@ -15,7 +15,7 @@ TMP/mg_one                 legacy, one rank; TMP/mg_one.listing: its file as tor
 TMP/proto4.pt             the same object saved with pickle protocol 4
 TMP/mg_post, TMP/mg_erf    one rank with args apply_residual_connection_post_layernorm=True,
                            openai_gelu=False
-TMP/shared.pt              a list of the same list, 64 deep (2^64 paths): read in linear time
+TMP/shared.pt              a list of the same list, 60 deep (2^60 paths): read in linear time
 TMP/bad_*.pt               files plait must refuse: a pickle calling os.system, a truncated file, a
                            compressed entry, a storage larger than its entry, a list holding itself"""
 import io
@@ -112,7 +112,7 @@ def main():
     loop.append(loop)
     torch.save({"model": loop}, f"{tmp}/bad_recursive.pt")
     shared = []
-    for _ in range(64):  # 2^64 paths through 64 memo-shared lists
+    for _ in range(60):  # 2^60 paths through 60 memo-shared lists
         shared = [shared, shared]
     torch.save({"model": {"x": shared}}, f"{tmp}/shared.pt")
 
