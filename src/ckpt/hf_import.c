@@ -10,11 +10,13 @@
  *
  * What is read: config.json, then model.safetensors or the shards that
  * model.safetensors.index.json names (plain file names in the directory),
- * mapped read-only; F32, BF16 and F16 tensors (converted to fp32 exactly). A
+ * mapped read-only; failing those, pytorch_model.bin or the shards of
+ * pytorch_model.bin.index.json, torch.save files read by plait's restricted
+ * reader (ckpt/torch_file.h: nothing in them runs; torch's older non-zip
+ * format is refused). F32, BF16 and F16 tensors (converted to fp32 exactly). A
  * tensor is refused when its shape is not the config's, when it is missing,
  * or when plait has no place for it (buffers transformers used to save, GPT-2's
- * attn.bias / attn.masked_bias and Llama's rotary_emb.inv_freq, are skipped).
- * pytorch_model.bin (a pickle) is not read. */
+ * attn.bias / attn.masked_bias and Llama's rotary_emb.inv_freq, are skipped). */
 #include "ckpt/hf.h"
 
 #include "ckpt/import.h"
@@ -23,6 +25,7 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "ckpt/safetensors.h"
+#include "ckpt/torch_file.h"
 #include "data/tokenizer/tokenizer.h"
 #include "kernels/kernels.h"
 #include "model/hf_names.h"
@@ -33,8 +36,12 @@
 
 enum { HF_PATH_MAX = 4096, HF_MAX_FILES = 4096 };
 
+/* The directory's weight files: safetensors, or (is_pt) torch.save files
+ * (pytorch_model.bin, read by the restricted reader of ckpt/torch_file.h). */
 typedef struct hf_files {
     pl_safetensors *st;
+    pl_pt *pt;
+    int is_pt;
     char (*names)[256];
     int n;
 } hf_files;
@@ -42,8 +49,12 @@ typedef struct hf_files {
 static void files_close(hf_files *f)
 {
     for (int i = 0; i < f->n; i++)
-        pl_safetensors_close(&f->st[i]);
+        if (f->is_pt)
+            pl_pt_close(&f->pt[i]);
+        else
+            pl_safetensors_close(&f->st[i]);
     pl_free(f->st);
+    pl_free(f->pt);
     pl_free(f->names);
     memset(f, 0, sizeof *f);
 }
@@ -61,9 +72,14 @@ static pl_status files_add(hf_files *f, const char *dir, const char *name, const
         return pl_errorf(PL_ERR_FORMAT, "%s: more than %d shards", where, HF_MAX_FILES);
     char path[HF_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    pl_status st = pl_safetensors_open(&f->st[f->n], path);
-    if (st)
+    pl_status st = f->is_pt ? pl_pt_open(&f->pt[f->n], path) : pl_safetensors_open(&f->st[f->n], path);
+    if (f->is_pt && !st && pl_pt_root(&f->pt[f->n])->kind != PL_PK_DICT)
+        st = pl_errorf(PL_ERR_FORMAT, "%s: not a state dict", path);
+    if (st) {
+        if (f->is_pt)
+            pl_pt_close(&f->pt[f->n]);
         return st;
+    }
     snprintf(f->names[f->n], sizeof f->names[0], "%s", name);
     f->n++;
     return PL_OK;
@@ -74,21 +90,26 @@ static pl_status files_open(hf_files *f, const char *dir)
     char path[HF_PATH_MAX + 64];
     memset(f, 0, sizeof *f);
     f->st = pl_calloc(HF_MAX_FILES, sizeof *f->st);
+    f->pt = pl_calloc(HF_MAX_FILES, sizeof *f->pt);
     f->names = pl_calloc(HF_MAX_FILES, sizeof *f->names);
-    if (!f->st || !f->names)
+    if (!f->st || !f->pt || !f->names)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    if (!pl_file_exists(path)) {
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        if (!pl_file_exists(path)) {
-            snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
-            return pl_errorf(PL_ERR_ARG, "%s: no model.safetensors nor model.safetensors.index.json%s",
-                             dir, pl_file_exists(path) ? " (pytorch_model.bin is a pickle, which "
-                                                         "plait does not read: convert it to "
-                                                         "safetensors)" : "");
+    /* safetensors first, as transformers prefers them; else PyTorch's files */
+    static const char *const kinds[2][2] = {{"model.safetensors.index.json", "model.safetensors"},
+                                            {"pytorch_model.bin.index.json", "pytorch_model.bin"}};
+    int kind = -1, indexed = 0;
+    for (int k = 0; k < 2 && kind < 0; k++)
+        for (int j = 0; j < 2 && kind < 0; j++) {
+            snprintf(path, sizeof path, "%s/%s", dir, kinds[k][j]);
+            if (pl_file_exists(path))
+                kind = k, indexed = j == 0;
         }
-        return files_add(f, dir, "model.safetensors", dir);
-    }
+    if (kind < 0)
+        return pl_errorf(PL_ERR_ARG, "%s: no model.safetensors, pytorch_model.bin, nor their "
+                         "index", dir);
+    f->is_pt = kind == 1;
+    if (!indexed)
+        return files_add(f, dir, kinds[kind][1], dir);
     char *text = NULL;
     size_t n;
     pl_status st = pl_file_read_all(path, &text, &n);
@@ -111,17 +132,48 @@ static pl_status files_open(hf_files *f, const char *dir)
     return st;
 }
 
-/* The tensor named name in any file (*which: its file), or NULL. */
-static const pl_st_tensor *files_find(const hf_files *f, const char *name, int *which)
+/* A tensor of one of the files. */
+typedef struct hf_src {
+    int file;
+    const pl_st_tensor *st; /* safetensors */
+    const pl_pk *pk;        /* torch.save */
+    int ndim;
+    int64_t shape[2];
+    const char *dtype;
+} hf_src;
+
+/* The tensor named name in any file, or 0. */
+static int files_find(const hf_files *f, const char *name, hf_src *out)
 {
     for (int i = 0; i < f->n; i++) {
+        memset(out, 0, sizeof *out);
+        out->file = i;
+        if (f->is_pt) {
+            const pl_pk *t = pl_pk_get(pl_pt_root(&f->pt[i]), name);
+            if (!t)
+                continue;
+            if (t->kind != PL_PK_TENSOR) {
+                out->ndim = -1; /* present, not a tensor */
+                return 1;
+            }
+            out->pk = t;
+            out->ndim = t->ndim;
+            out->dtype = t->storage->dtype;
+            for (int k = 0; k < t->ndim && k < 2; k++)
+                out->shape[k] = t->shape[k];
+            return 1;
+        }
         const pl_st_tensor *t = pl_safetensors_find(&f->st[i], name);
         if (t) {
-            *which = i;
-            return t;
+            out->st = t;
+            out->ndim = t->ndim;
+            out->dtype = t->dtype;
+            for (int k = 0; k < t->ndim && k < 2; k++)
+                out->shape[k] = t->shape[k];
+            return 1;
         }
     }
-    return NULL;
+    return 0;
 }
 
 static float element(const char *dtype, const uint8_t *p, int64_t i)
@@ -142,26 +194,33 @@ static float element(const char *dtype, const uint8_t *p, int64_t i)
 static pl_status place(const hf_files *f, const pl_model_config *c, const pl_param *p,
                        const pl_hf_tensor *t, float *global, const char *dir)
 {
-    int which = 0;
-    const pl_st_tensor *s = files_find(f, t->name, &which);
-    if (!s)
+    hf_src s;
+    if (!files_find(f, t->name, &s))
         return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s is missing (plait's %s)", dir, t->name,
                          p->name);
     const int64_t cols = t->ndim == 2 ? t->shape[1] : 0;
-    if (s->ndim != t->ndim || s->shape[0] != t->shape[0] || (t->ndim == 2 && s->shape[1] != cols))
+    if (s.ndim != t->ndim || s.shape[0] != t->shape[0] || (t->ndim == 2 && s.shape[1] != cols))
         return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has %d dimensions [%lld, %lld], "
-                         "config.json gives [%lld, %lld]", dir, f->names[which], t->name, s->ndim,
-                         (long long)s->shape[0], (long long)(s->ndim > 1 ? s->shape[1] : 0),
+                         "config.json gives [%lld, %lld]", dir, f->names[s.file], t->name, s.ndim,
+                         (long long)s.shape[0], (long long)(s.ndim > 1 ? s.shape[1] : 0),
                          (long long)t->shape[0], (long long)cols);
-    if (strcmp(s->dtype, "F32") != 0 && strcmp(s->dtype, "BF16") != 0 &&
-        strcmp(s->dtype, "F16") != 0)
+    if (strcmp(s.dtype, "F32") != 0 && strcmp(s.dtype, "BF16") != 0 && strcmp(s.dtype, "F16") != 0)
         return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s is %s: expected F32, BF16 or F16", dir,
-                         f->names[which], t->name, s->dtype);
-    const uint8_t *data = f->st[which].data + s->begin;
+                         f->names[s.file], t->name, s.dtype);
     const int64_t numel = t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
-    for (int64_t i = 0; i < numel; i++)
-        global[p->offset + pl_hf_source_index(c, p, t, i)] = element(s->dtype, data, i);
-    return PL_OK;
+    if (s.st) {
+        const uint8_t *data = f->st[s.file].data + s.st->begin;
+        for (int64_t i = 0; i < numel; i++)
+            global[p->offset + pl_hf_source_index(c, p, t, i)] = element(s.dtype, data, i);
+        return PL_OK;
+    }
+    float *x = pl_malloc((size_t)(numel ? numel : 1) * sizeof *x);
+    pl_status st = x ? pl_pt_tensor_floats(&f->pt[s.file], s.pk, x, numel)
+                     : pl_errorf(PL_ERR_NOMEM, "out of memory for %s", t->name);
+    for (int64_t i = 0; !st && i < numel; i++)
+        global[p->offset + pl_hf_source_index(c, p, t, i)] = x[i];
+    pl_free(x);
+    return st;
 }
 
 /* A tensor of the directory that nothing took: a skipped buffer, or an error. */
@@ -194,8 +253,12 @@ static pl_status assemble(const hf_files *f, const pl_model_config *c, const pl_
     }
     /* every tensor of the directory taken, or a known buffer, or a tied lm_head */
     for (int i = 0; i < f->n; i++)
-        for (int k = 0; k < f->st[i].n; k++) {
-            const char *name = f->st[i].tensors[k].name;
+        for (int64_t k = 0; k < (f->is_pt ? pl_pt_root(&f->pt[i])->n / 2 : f->st[i].n); k++) {
+            const pl_pk *key = f->is_pt ? pl_pt_root(&f->pt[i])->v[2 * k] : NULL;
+            if (key && key->kind != PL_PK_STR)
+                return pl_errorf(PL_ERR_FORMAT, "%s/%s: a key that is not a string", dir,
+                                 f->names[i]);
+            const char *name = key ? key->s : f->st[i].tensors[k].name;
             if (skipped_buffer(name) || (!c->untie && strcmp(name, "lm_head.weight") == 0))
                 continue;
             int found = 0;

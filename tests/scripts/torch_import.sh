@@ -4,7 +4,7 @@
 # python3-torch's torch.save, Megatron checkpoints in its layouts (legacy names at TP 2 x
 # PP 2, Megatron core names at TP 2 with a padded vocabulary, Megatron-DeepSpeed's
 # global_stepN/mp_rank_TT_model_states.pt at TP 2, NeMo .nemo archives (tar and tar.gz), with
-# args, optimizer, scheduler
+# args, optimizer, scheduler (and Hugging Face's pytorch_model.bin, fp32 and bf16)
 # and RNG states) from random Hugging Face GPT-2 and Llama directories, plus files plait must
 # refuse. Checked: plait's reader lists one file exactly as torch.load reads it; the imports,
 # exported again as Hugging Face directories, hold the original tensors bit for bit (also
@@ -28,6 +28,13 @@ check "plait's reader lists a Megatron file (args, model, optimizer, scheduler, 
 check "... including the argparse.Namespace" grep -qx ".args.num_layers = 2" "$TMP/one.dump"
 check "... and the same object saved with pickle protocol 4" \
     bash -c "'$DUMP' '$TMP/proto4.pt' >'$TMP/p4.dump' && diff '$TMP/p4.dump' '$TMP/mg_one.listing'"
+
+check "gpt, pytorch_model.bin (fp32, shared lm_head, attn.bias buffers): imported as Hugging Face" \
+    bash -c "'$PLAIT' ckpt import '$TMP/bin_gpt' --format hf --out '$TMP/bgi' --make-vocab-size-divisible-by 64 &&
+             '$PLAIT' ckpt export '$TMP/bgi' --out '$TMP/bgi_hf'"
+check "llama, pytorch_model.bin in bf16: imported, exported as bf16" \
+    bash -c "'$PLAIT' ckpt import '$TMP/bin_llama' --format hf --out '$TMP/bli' &&
+             '$PLAIT' ckpt export '$TMP/bli' --out '$TMP/bli_hf' --bf16"
 
 imp() { local from=$1; shift; "$PLAIT" ckpt import "$TMP/$from" --format megatron "$@"; }
 exp() { "$PLAIT" ckpt export "$TMP/$1" --out "$TMP/$2"; }
@@ -85,6 +92,7 @@ check_fails "a file of 2^60 memo-shared paths is read in linear time (then refus
 OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
     same "$TMP/hf_gpt" "$TMP/gi_hf" :: same "$TMP/hf_gpt" "$TMP/gi12_hf" :: same "$TMP/hf_llama" "$TMP/li_hf" :: \
     same "$TMP/hf_gpt" "$TMP/dsi_hf" :: same "$TMP/hf_gpt" "$TMP/ngi_hf" :: same "$TMP/hf_llama" "$TMP/nli_hf" :: \
+    same "$TMP/hf_gpt" "$TMP/bgi_hf" :: bf16 "$TMP/hf_llama" "$TMP/bli_hf" :: \
     logits "$TMP/hf_gpt" "$TMP/gi_logits.safetensors" :: logits "$TMP/hf_llama" "$TMP/li_logits.safetensors" \
     | tee "$TMP/py.out"
 read -r p f < <(sed -nE 's/^hf_models: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")

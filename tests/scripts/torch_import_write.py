@@ -4,6 +4,8 @@
   torch_import_write.py TMP
 
 TMP/hf_gpt, TMP/hf_llama   random Hugging Face GPT-2 and Llama directories (hf_models.make_random)
+TMP/bin_gpt, TMP/bin_llama the same models as pytorch_model.bin (GPT-2 in fp32 with a shared
+                           lm_head and the old attn.bias buffers; Llama in bf16)
 TMP/mg_gpt                 Megatron legacy names, TP 2 x PP 2, from hf_gpt (megatron_write.py)
 TMP/mg_llama               Megatron core names, TP 2 x PP 1, from hf_llama (vocabulary 100 padded
                            to 128)
@@ -83,10 +85,30 @@ def rewrite_zip(src, dst, change):
             zo.writestr(info.filename, data, zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED)
 
 
+def write_bin(hf_dir, out, dtype, buffers):
+    """The directory's weights as transformers' older pytorch_model.bin (torch.save of the
+    state dict: a tied GPT-2's lm_head.weight shares wte's storage; buffers: the causal-mask
+    attn.bias / attn.masked_bias buffers older GPT-2 files hold)."""
+    os.makedirs(out, exist_ok=True)
+    cfg = hf_models.json.load(open(os.path.join(hf_dir, "config.json")))
+    hf_models.json.dump(cfg, open(os.path.join(out, "config.json"), "w"))
+    sd = {k: torch.from_numpy(hf_models.as_f64(dt, a).numpy()).to(dtype) for k, (dt, a) in hf_models.read_dir(hf_dir).items()}
+    if "transformer.wte.weight" in sd:
+        sd["lm_head.weight"] = sd["transformer.wte.weight"]
+    if buffers:
+        T = cfg["n_positions"]
+        for l in range(cfg["n_layer"]):
+            sd[f"transformer.h.{l}.attn.bias"] = torch.tril(torch.ones(T, T, dtype=torch.uint8)).view(1, 1, T, T)
+            sd[f"transformer.h.{l}.attn.masked_bias"] = torch.tensor(-1e4)
+    torch.save(sd, os.path.join(out, "pytorch_model.bin"))
+
+
 def main():
     tmp = sys.argv[1]
     hf_models.make_random("gpt2", f"{tmp}/hf_gpt", 1)
     hf_models.make_random("llama", f"{tmp}/hf_llama", 2)
+    write_bin(f"{tmp}/hf_gpt", f"{tmp}/bin_gpt", torch.float32, True)
+    write_bin(f"{tmp}/hf_llama", f"{tmp}/bin_llama", torch.bfloat16, False)
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_gpt", 2, 2, "legacy", {})
     megatron_write.write(f"{tmp}/hf_llama", f"{tmp}/mg_llama", 2, 1, "core", {"make_vocab_size_divisible_by": 32})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_one", 1, 1, "legacy", {})
