@@ -1,10 +1,13 @@
-/* plait ckpt SUBCOMMAND DIR: inspect, reshard, convert a checkpoint, in one
- * process without MPI (the library is ckpt/tools.h). DIR is a save directory
- * (its latest iteration, or --ckpt-step N) or an iter_NNNNNNN / release
- * directory itself. */
+/* plait ckpt SUBCOMMAND DIR: inspect, reshard, convert, export a checkpoint, or
+ * import one, in one process without MPI (the libraries are ckpt/tools.h and
+ * ckpt/hf.h). DIR is a save directory (its latest iteration, or --ckpt-step N)
+ * or an iter_NNNNNNN / release directory itself; import reads a Hugging Face
+ * directory. */
 #include "commands.h"
 
 #include "base/alloc.h"
+#include "ckpt/hf.h"
+#include "ckpt/megatron.h"
 #include "ckpt/tools.h"
 
 #include <cjson/cJSON.h>
@@ -18,6 +21,8 @@ typedef struct ckpt_opts {
     const char *out;
     int64_t tp, pp;
     int weights_only, bf16, fp32;
+    const char *format, *max_shard_size;
+    int64_t divisible_by, vocab_size;
 } ckpt_opts;
 
 #define F(field) offsetof(ckpt_opts, field)
@@ -47,6 +52,33 @@ static const pl_option convert_table[] = {
     {"--ckpt-step", PL_OPT_INT, "-1", F(ckpt_step), "iteration to read (default: the latest)", NULL,
      0},
 };
+static const pl_option export_table[] = {
+    {"--out", PL_OPT_STRING, NULL, F(out), "directory to write (must not exist, or be empty)",
+     NULL, PL_OPT_REQUIRED},
+    {"--format", PL_OPT_STRING, "hf", F(format), "hf: Hugging Face (config.json, model.safetensors)",
+     NULL, 0},
+    {"--bf16", PL_OPT_BOOL, NULL, F(bf16), "write the weights as bfloat16", NULL, 0},
+    {"--fp32", PL_OPT_BOOL, NULL, F(fp32), "write the weights as float32 (the default)", NULL, 0},
+    {"--max-shard-size", PL_OPT_STRING, "5GB", F(max_shard_size),
+     "split model.safetensors into shards of at most this size (with an index)", NULL, 0},
+    {"--ckpt-step", PL_OPT_INT, "-1", F(ckpt_step), "iteration to read (default: the latest)", NULL,
+     0},
+};
+static const pl_option import_table[] = {
+    {"--out", PL_OPT_STRING, NULL, F(out), "save directory to write (DIR/release)", NULL,
+     PL_OPT_REQUIRED},
+    {"--format", PL_OPT_STRING, "hf", F(format),
+     "hf: a Hugging Face directory; megatron: a Megatron-LM (or Megatron-DeepSpeed) torch "
+     "checkpoint; nemo: a NeMo .nemo archive", NULL, 0},
+    {"--tensor-model-parallel-size", PL_OPT_INT, "0", F(tp),
+     "TP size to write (default: hf 1, megatron and nemo the checkpoint's)", NULL, 0},
+    {"--pipeline-model-parallel-size", PL_OPT_INT, "0", F(pp),
+     "PP size to write (default: hf 1, megatron and nemo the checkpoint's)", NULL, 0},
+    {"--make-vocab-size-divisible-by", PL_OPT_INT, "128", F(divisible_by),
+     "hf: pad the vocabulary to a multiple of this times TP (Megatron's)", NULL, 0},
+    {"--vocab-size", PL_OPT_INT, "0", F(vocab_size),
+     "megatron, nemo: the tokenizer's vocabulary (default: every padded row)", NULL, 0},
+};
 #undef F
 #define SPEC(name, summary, table) {name, summary, table, (int)(sizeof table / sizeof *table), 0}
 static const pl_command_spec inspect_cmd =
@@ -58,6 +90,14 @@ static const pl_command_spec reshard_cmd =
 static const pl_command_spec convert_cmd =
     SPEC("ckpt convert DIR", "Write a weights-only release checkpoint (Megatron's release/), fp32 or bf16",
          convert_table);
+
+static const pl_command_spec export_cmd =
+    SPEC("ckpt export DIR", "Write a checkpoint as a Hugging Face model directory (GPT2LMHeadModel, "
+         "LlamaForCausalLM)", export_table);
+static const pl_command_spec import_cmd =
+    SPEC("ckpt import DIR", "Write a Hugging Face GPT-2 / Llama directory (--format hf), a "
+         "Megatron-LM torch checkpoint (--format megatron) or a NeMo .nemo archive (--format nemo) "
+         "as a plait release checkpoint in any TP x PP layout", import_table);
 
 static void print_text(const cJSON *d)
 {
@@ -202,6 +242,70 @@ static int rewrite(const pl_command_spec *cmd, int argc, char **argv, int conver
 static int run_reshard(int argc, char **argv) { return rewrite(&reshard_cmd, argc, argv, 0); }
 static int run_convert(int argc, char **argv) { return rewrite(&convert_cmd, argc, argv, 1); }
 
+static pl_status check_format(const ckpt_opts *o, int megatron_ok)
+{
+    if (strcmp(o->format, "hf") != 0 &&
+        !(megatron_ok && (strcmp(o->format, "megatron") == 0 || strcmp(o->format, "nemo") == 0)))
+        return pl_errorf(PL_ERR_ARG, "--format %s: expected hf (Hugging Face)%s", o->format,
+                         megatron_ok ? ", megatron (Megatron-LM's or Megatron-DeepSpeed's torch "
+                                       "checkpoints) or nemo (a .nemo archive)" : "");
+    return PL_OK;
+}
+
+static int run_export(int argc, char **argv)
+{
+    ckpt_opts o;
+    const char *path;
+    int rc = parse(&export_cmd, &o, argc, argv, &path);
+    if (rc >= 0)
+        return rc;
+    if (o.bf16 && o.fp32)
+        return plait_report(pl_errorf(PL_ERR_ARG, "--bf16 and --fp32 are exclusive"));
+    char dir[4096];
+    int64_t it;
+    pl_hf_export_opts e = {o.bf16, 0};
+    pl_status st = check_format(&o, 0);
+    if (!st)
+        st = pl_hf_parse_size(o.max_shard_size, &e.max_shard_bytes);
+    if (!st)
+        st = resolve(path, o.ckpt_step, dir, sizeof dir, &it);
+    if (!st)
+        st = pl_hf_export(dir, it, o.out, &e);
+    if (st)
+        return plait_report(st);
+    printf("wrote %s\n", o.out);
+    return 0;
+}
+
+static int run_import(int argc, char **argv)
+{
+    ckpt_opts o;
+    const char *path;
+    int rc = parse(&import_cmd, &o, argc, argv, &path);
+    if (rc >= 0)
+        return rc;
+    if (o.tp < 0 || o.pp < 0 || o.divisible_by < 1 || o.vocab_size < 0)
+        return plait_report(pl_errorf(PL_ERR_ARG, "--tensor-model-parallel-size %lld, "
+                                      "--pipeline-model-parallel-size %lld, "
+                                      "--make-vocab-size-divisible-by %lld, --vocab-size %lld: "
+                                      "expected sizes >= 1", (long long)o.tp, (long long)o.pp,
+                                      (long long)o.divisible_by, (long long)o.vocab_size));
+    pl_status st = check_format(&o, 1);
+    pl_megatron_import_opts mo = {(int)o.tp, (int)o.pp, o.vocab_size};
+    if (!st && strcmp(o.format, "megatron") == 0) {
+        st = pl_megatron_import(path, o.out, &mo);
+    } else if (!st && strcmp(o.format, "nemo") == 0) {
+        st = pl_nemo_import(path, o.out, &mo);
+    } else if (!st) {
+        pl_hf_import_opts im = {o.tp ? (int)o.tp : 1, o.pp ? (int)o.pp : 1, o.divisible_by};
+        st = pl_hf_import(path, o.out, &im);
+    }
+    if (st)
+        return plait_report(st);
+    printf("wrote %s/release\n", o.out);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -210,6 +314,9 @@ static const struct {
     {"inspect", run_inspect, "describe a checkpoint (text or --json), verifying its checksums"},
     {"reshard", run_reshard, "write it in another TP x PP layout, offline"},
     {"convert", run_convert, "write a weights-only release checkpoint (fp32 or bf16)"},
+    {"export", run_export, "write it as a Hugging Face model directory (--format hf)"},
+    {"import", run_import, "write a Hugging Face directory, a Megatron-LM checkpoint or a .nemo "
+                           "as a release checkpoint (--format hf|megatron|nemo)"},
 };
 
 static void usage(FILE *fp)

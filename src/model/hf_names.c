@@ -33,7 +33,7 @@ static const hf_row gpt2[] = {
     {"mlp.linear_fc2.bias", 1, {{"transformer.h.%d.mlp.c_proj.bias", PL_HF_COPY}}},
     {"decoder.final_layernorm.weight", 0, {{"transformer.ln_f.weight", PL_HF_COPY}}},
     {"decoder.final_layernorm.bias", 0, {{"transformer.ln_f.bias", PL_HF_COPY}}},
-    {"output_layer.weight", 0, {{NULL, PL_HF_COPY}}}, /* tied to wte: lm_head.weight */
+    {"output_layer.weight", 0, {{"lm_head.weight", PL_HF_COPY}}}, /* untied only (tie_word_embeddings false) */
     {NULL, 0, {{NULL, PL_HF_COPY}}},
 };
 
@@ -56,7 +56,12 @@ static const hf_row llama[] = {
     {NULL, 0, {{NULL, PL_HF_COPY}}},
 };
 
-static const hf_row *family_rows(pl_family f) { return f == PL_FAMILY_LLAMA ? llama : gpt2; }
+/* Llama's names for --model llama, and for a GPT given Llama's layer (SwiGLU:
+ * how Megatron writes a Llama with a tied output layer); GPT-2's otherwise. */
+static const hf_row *family_rows(const pl_model_config *c)
+{
+    return c->family == PL_FAMILY_LLAMA || c->block.act == PL_ACT_SWIGLU ? llama : gpt2;
+}
 
 /* The tensor's shape in Hugging Face's layout. */
 static void hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t)
@@ -95,7 +100,7 @@ int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_H
     const char *suffix = p->name;
     if (sscanf(p->name, "decoder.layers.%d.%n", &layer, &used) == 1 && used > 0)
         suffix = p->name + used;
-    for (const hf_row *r = family_rows(c->family); r->plait; r++) {
+    for (const hf_row *r = family_rows(c); r->plait; r++) {
         if (r->layer != (layer >= 0) || strcmp(r->plait, suffix) != 0)
             continue;
         if (p->tied_copy || (!c->untie && strcmp(suffix, "output_layer.weight") == 0))

@@ -46,7 +46,9 @@ typedef struct pl_hf_tensor {
 
 /* The Hugging Face tensors of parameter p (its global name and shape) of a
  * model of configuration c, into out: returns how many (0: none of its own, a
- * tied copy), or -1 when the family has no map for p's name. */
+ * tied copy), or -1 when the family has no map for p's name. Llama's names
+ * serve --model llama and a GPT with SwiGLU (a Llama whose output layer is
+ * tied), GPT-2's the other GPTs. */
 int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
 
 /* Where element i (row-major) of Hugging Face tensor t comes from: its

@@ -234,6 +234,8 @@ static const pl_option train_options[] = {
      "Megatron's older name of --override-opt_param-scheduler", NULL, 0},
     {"--use-checkpoint-lr-scheduler", PL_OPT_BOOL, NULL, F(use_ckpt_sched),
      "Megatron's older name of --use-checkpoint-opt_param-scheduler", NULL, 0},
+    {"--use-checkpoint-args", PL_OPT_BOOL, NULL, F(use_checkpoint_args),
+     "the model's shape and architecture from --load's checkpoint (Megatron's rules)", NULL, 0},
     {"--metrics-file", PL_OPT_STRING, NULL, F(metrics_file),
      "JSON-lines metrics (default SAVE/metrics.jsonl)", NULL, 0},
     {"--config", PL_OPT_STRING, NULL, F(config), "JSON preset of flags (command-line flags win)", NULL, 0},
@@ -898,6 +900,9 @@ pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv)
         if (st)
             goto fail;
     }
+    st = pl_train_args_from_checkpoint(a);
+    if (st)
+        goto fail;
     st = validate(a);
     if (st)
         goto fail;
@@ -920,6 +925,8 @@ void pl_train_args_free(pl_train_args *a)
     pl_free(a->notes);
     a->notes = NULL;
     a->notes_len = 0;
+    pl_free(a->ckpt_args_strings);
+    a->ckpt_args_strings = NULL;
 }
 
 /* micro * gas * dp without overflow, or -1. */

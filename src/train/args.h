@@ -129,6 +129,8 @@ typedef struct pl_train_args {
     int64_t ckpt_step;             /* --ckpt-step (given: pl_train_args_given) */
     int override_sched, use_ckpt_sched; /* Megatron's --override-opt_param-scheduler and
                                          * --use-checkpoint-opt_param-scheduler */
+    int use_checkpoint_args;  /* Megatron's --use-checkpoint-args (train/ckpt_args.c) */
+    char *ckpt_args_strings;  /* the checkpoint's strings the flags point into (pl_free) */
     void *preset; /* the parsed --config file (cJSON); owns the preset's strings */
     /* NeMo-style YAML (train/args_yaml.c): --config-file, or --config-path + --config-name */
     const char *config_file, *config_path, *config_name;
@@ -174,6 +176,12 @@ pl_status pl_train_args_yaml(pl_train_args *a, char **overrides, int n_overrides
 pl_status pl_train_yaml_split(int argc, char **argv, char ***args, int *n_args,
                               char ***overrides, int *n_overrides);
 void pl_train_yaml_free(void *yaml);
+
+/* --use-checkpoint-args (train/ckpt_args.c): the model-shape flags read from the
+ * manifest of --load (its latest iteration, or --ckpt-step), applied as Megatron's
+ * load_args_from_checkpoint applies them; called by pl_train_args_parse before
+ * validation. Nothing without --use-checkpoint-args. */
+pl_status pl_train_args_from_checkpoint(pl_train_args *a);
 
 /* Maps the legacy flags onto plait's (train/args_legacy.c); called by
  * pl_train_args_parse after the preset and before the DeepSpeed config. */

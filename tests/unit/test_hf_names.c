@@ -104,6 +104,26 @@ TEST(gpt2_maps_onto_gpt2lmheadmodel_state_dict)
     check_state_dict("gpt", &c, w, n);
 }
 
+TEST(untied_gpt2_has_its_own_lm_head)
+{
+    int n = 0;
+    pl_model_config c = config(PL_FAMILY_GPT, NH, 4 * C);
+    c.untie = 1;
+    pl_registry r;
+    pl_registry_init(&r, 1, 0, 0);
+    CHECK_OK(pl_model_register(&r, &c, 1));
+    const pl_param *p = pl_registry_find(&r, "output_layer.weight");
+    CHECK(p != NULL, "an untied GPT registers output_layer.weight");
+    if (p) {
+        pl_hf_tensor t[PL_HF_MAX_PER_PARAM];
+        n = pl_hf_map(&c, p, t);
+        CHECK(n == 1 && strcmp(t[0].name, "lm_head.weight") == 0 && t[0].shape[0] == V &&
+                  t[0].shape[1] == C,
+              "output_layer.weight -> lm_head.weight (%d tensors)", n);
+    }
+    pl_registry_free(&r);
+}
+
 TEST(llama_maps_onto_llamaforcausallm_state_dict)
 {
     enum { G = 2, HS = C / NH, F = 96 };
@@ -242,6 +262,7 @@ TEST(a_parameter_the_family_does_not_map_is_reported)
 int main(void)
 {
     RUN(gpt2_maps_onto_gpt2lmheadmodel_state_dict);
+    RUN(untied_gpt2_has_its_own_lm_head);
     RUN(llama_maps_onto_llamaforcausallm_state_dict);
     RUN(every_element_comes_from_one_distinct_plait_element);
     RUN(elements_land_where_megatrons_layouts_put_them);

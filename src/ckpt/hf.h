@@ -1,0 +1,74 @@
+/* Hugging Face checkpoints out of and into plait's (plait ckpt export / import
+ * --format hf): transformers' GPT2LMHeadModel and LlamaForCausalLM.
+ *
+ * Export reads any plait checkpoint (any TP x PP layout and ZeRO stage, through
+ * the global-slice reads of ckpt/source.h, gathered into one process) and writes
+ * a directory as transformers' save_pretrained does:
+ *
+ *   OUT/config.json                     the architecture and sizes (hf_config.c)
+ *   OUT/generation_config.json          bos/eos token ids when the tokenizer is known
+ *   OUT/model.safetensors               every tensor under its Hugging Face name
+ *                                       (model/hf_names.h), F32 or BF16, with
+ *                                       {"format": "pt"} metadata
+ *   or OUT/model-00001-of-0000N.safetensors + model.safetensors.index.json
+ *                                       when the tensors exceed the shard size
+ *                                       (HF's rule: a shard is closed before a
+ *                                       tensor that would take it past the size)
+ *   OUT/vocab.json, merges.txt | tokenizer.json | tokenizer.model, and
+ *   tokenizer_config.json               the run's tokenizer, when the checkpoint
+ *                                       names one of these types
+ *
+ * Megatron's vocabulary padding rows are not exported (config.json's vocab_size
+ * is the tokenizer's). The directory is written under OUT.tmp and renamed into
+ * place; an existing non-empty OUT is refused. A model transformers' class
+ * cannot express (a GPT with RMSNorm or without biases, a Llama with biases or
+ * partial rotary, BERT, T5) is refused naming the setting.
+ *
+ * Import reads such a directory (config.json, and model.safetensors or the
+ * index and its shards) into a plait weights-only checkpoint in any TP x PP
+ * layout: Megatron's release directory, which `plait train --load` starts from
+ * as --finetune does (hf_import.c). */
+#ifndef PL_CKPT_HF_H
+#define PL_CKPT_HF_H
+
+#include "ckpt/checkpoint.h"
+
+#include <cjson/cJSON.h>
+
+/* transformers' default max_shard_size, "5GB" */
+#define PL_HF_DEFAULT_SHARD_BYTES 5000000000LL
+
+typedef struct pl_hf_export_opts {
+    int bf16;                /* tensors as BF16 (nearest even), else F32 */
+    int64_t max_shard_bytes; /* 0: PL_HF_DEFAULT_SHARD_BYTES */
+} pl_hf_export_opts;
+
+/* Writes iteration it of the plait checkpoint dir as a Hugging Face directory out. */
+pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf_export_opts *o);
+
+/* The config.json of c (*out, cJSON_Delete): an error naming the first setting
+ * the Hugging Face class cannot express. bos/eos: token ids, -1 unknown. */
+pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, int64_t eos,
+                             cJSON **out);
+
+/* The plait model config of a Hugging Face config.json (path names it in
+ * errors): GPT2LMHeadModel / gpt2 or LlamaForCausalLM / llama; any key whose
+ * value plait cannot run is refused naming the key and its value. seq_length
+ * is set to the maximum positions; padded_vocab to Megatron's padding of
+ * vocab_size by divisible_by x tp. */
+pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divisible_by, int tp,
+                             pl_model_config *c);
+
+/* "5GB", "500MB", "2GiB", "1000": bytes (HF's units: KB = 1e3, KiB = 2^10). */
+pl_status pl_hf_parse_size(const char *s, int64_t *bytes);
+
+typedef struct pl_hf_import_opts {
+    int tp, pp;           /* the layout to write (>= 1) */
+    int64_t divisible_by; /* Megatron's --make-vocab-size-divisible-by (0: 128) */
+} pl_hf_import_opts;
+
+/* Reads the Hugging Face directory in and writes it as the weights-only plait
+ * checkpoint out/release (tokenizer files copied when recognised). */
+pl_status pl_hf_import(const char *in, const char *out, const pl_hf_import_opts *o);
+
+#endif

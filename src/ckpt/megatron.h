@@ -1,0 +1,59 @@
+/* Megatron-LM checkpoints in its torch format, imported without running
+ * Python (plait ckpt import --format megatron):
+ *
+ *   DIR/latest_checkpointed_iteration.txt             N or "release"
+ *   DIR/iter_000000N/mp_rank_TT[_PPP]/model_optim_rng.pt   (or DIR/release/...)
+ *
+ * and Megatron-DeepSpeed's, saved through DeepSpeed's engine (no pipeline engine):
+ *
+ *   DIR/latest                                        "global_stepN"
+ *   DIR/global_stepN/mp_rank_TT_model_states.pt       "module" instead of "model"
+ *
+ * Every rank file is read by the restricted torch.save reader
+ * (ckpt/torch_file.h). The model comes from the first file's `args`
+ * (argparse.Namespace): sizes, padded_vocab_size, make_vocab_size_divisible_by,
+ * tensor/pipeline_model_parallel_size (older: model_parallel_size), swiglu,
+ * normalization, position_embedding_type / use_rotary_position_embeddings,
+ * group_query_attention / num_query_groups, add_bias_linear /
+ * disable_bias_linear, untie_embeddings_and_output_weights, norm_epsilon /
+ * layernorm_epsilon, rotary_base, rotary_percent. Settings plait's GPT/Llama
+ * block cannot run are refused naming the arg (virtual pipeline chunks,
+ * experts, post-layernorm residuals, rotary_interleaved, squared_relu, BERT).
+ *
+ * The weights come from each file's `model`, under Megatron's legacy names
+ * (language_model.embedding.word_embeddings.weight, .position_embeddings,
+ * language_model.encoder|transformer.layers.N.{input_layernorm,
+ * self_attention|attention.{query_key_value,dense}, post_attention_layernorm,
+ * mlp.{dense_h_to_4h,dense_4h_to_h}}, .final_layernorm, language_model.output_layer,
+ * word_embeddings_for_head on the last stage) or Megatron core's local names
+ * (embedding..., decoder.layers.N..., decoder.final_layernorm, output_layer);
+ * N is the stage's local layer. Each rank's tensors are its slices in
+ * Megatron's TP layout, which is plait's: they are assembled into the whole
+ * model and written as a plait release checkpoint (weights only) in the
+ * layout asked for. A tensor of the wrong shape, a missing one, or one plait
+ * has no place for is refused naming it and its file. The optimizer state,
+ * RNG states and scheduler are not imported. */
+#ifndef PL_CKPT_MEGATRON_H
+#define PL_CKPT_MEGATRON_H
+
+#include "ckpt/checkpoint.h"
+
+typedef struct pl_megatron_import_opts {
+    int tp, pp;         /* the layout to write (0: the checkpoint's) */
+    int64_t vocab_size; /* the tokenizer's vocabulary (0: padded_vocab_size, every row kept) */
+} pl_megatron_import_opts;
+
+/* path: a save directory (its latest iteration, DeepSpeed's latest tag first) or an
+ * iter_NNNNNNN / release / global_stepN directory. */
+pl_status pl_megatron_import(const char *path, const char *out, const pl_megatron_import_opts *o);
+
+/* A NeMo .nemo archive of a Megatron GPT (ckpt/nemo.c): a tar (plain or gzip) of
+ * model_config.yaml, whose keys are translated to Megatron's args (encoder_seq_length,
+ * activation gelu / swiglu / fast-swiglu, normalization layernorm / rmsnorm, bias,
+ * share_embeddings_and_output_weights, rotary_percentage, ...; transformer_block_type
+ * other than pre_ln and other activations refused by name), and model_weights.ckpt or
+ * mp_rank_TT[_PPP]/model_weights.ckpt (flat state dicts, "model." prefixed). The padded
+ * vocabulary is the word embeddings' rows x TP. NeMo's tokenizer is not recorded. */
+pl_status pl_nemo_import(const char *path, const char *out, const pl_megatron_import_opts *o);
+
+#endif
