@@ -69,6 +69,13 @@ open(d + "/ex.smi", "w").write("F[C@@H](Cl)Br\nF/C=C/C=C/C=C\\Cl\n")
 json.dump({"train_batch_size": 4, "train_micro_batch_size_per_gpu": 1,
            "bf16": {"enabled": True}}, open(d + "/ds.json", "w"))
 open(d + "/hosts", "w").write("node1 slots=2\nnode2 slots=2\n")
+# docs/finetune.md's text classification files: SST-2's layout (sentence, label; a header),
+# labelled by a rule (does the verse name God?), train / dev / test in turn
+for name, part in (("train", 0), ("dev", 1), ("test", 2)):
+    with open("%s/%s.tsv" % (d, name), "w") as f:
+        f.write("sentence\tlabel\n")
+        for v in verses[part::3]:
+            f.write("%s\t%d\n" % (v.replace("\t", " "), int("God" in v)))
 EOF
 zstd -q "$F/corpus.jsonl" -o "$F/corpus.jsonl.zst"
 gpt2_prep() { plait preprocess --input "$F/$1" "${GPT2[@]}" --append-eod --output-prefix "$2" >/dev/null 2>&1; }

@@ -75,7 +75,7 @@ TEST(inconsistent_flags_are_errors_naming_them)
          "--use-rotary-position-embeddings contradicts --position-embedding-type learned_absolute"},
         {"--rotary-percent 0", "0 < --rotary-percent <= 1"},
         {"--norm-epsilon 0", "--norm-epsilon must be positive"},
-        {"--model bart", "--model must be one of"},
+        {"--model gpt3", "--model must be one of"},
         {"--train-samples 100", "exactly one of --train-iters and --train-samples"},
         {"--min-lr 1", "--min-lr (1) <= --lr"},
         {"--lr-warmup-iters 2 --lr-warmup-fraction 0.1", "only one of --lr-warmup-fraction"},
