@@ -93,36 +93,63 @@ static pl_status clean_entry(const char *dir, const char *name, int *changed)
     return PL_OK;
 }
 
+/* The names in dir that `want` accepts, collected before anything is changed: renaming
+ * and removing while reading a directory may skip entries. Free *names with pl_free. */
+typedef char entry_name[256];
+static pl_status list_names(const char *dir, int (*want)(const char *name), entry_name **names,
+                            size_t *count)
+{
+    *names = NULL;
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return pl_errorf(PL_ERR_IO, "%s: cannot list the checkpoint directory: %s", dir,
+                         strerror(errno));
+    pl_status st = PL_OK;
+    size_t n = 0, cap = 0;
+    entry_name *out = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!want(e->d_name))
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 8;
+            void *p = pl_realloc(out, nc * sizeof *out);
+            if (!p) {
+                st = pl_errorf(PL_ERR_NOMEM, "out of memory listing %s", dir);
+                break;
+            }
+            out = p;
+            cap = nc;
+        }
+        snprintf(out[n++], sizeof *out, "%s", e->d_name);
+    }
+    closedir(d);
+    if (st) {
+        pl_free(out);
+        return st;
+    }
+    *names = out;
+    *count = n;
+    return PL_OK;
+}
+
+/* What a killed save or removal leaves (clean_entry's cases). */
+static int leftover(const char *name)
+{
+    return iter_stem(name, ".tmp") || iter_stem(name, ".old") || iter_stem(name, ".del") ||
+           strncmp(name, LATEST, sizeof LATEST - 1) == 0;
+}
+
 pl_status pl_ckpt_prepare_dir(const char *dir)
 {
     pl_status st = pl_mkdirs(dir);
     if (st)
         return st;
-    DIR *d = opendir(dir);
-    if (!d)
-        return pl_errorf(PL_ERR_IO, "%s: cannot list the checkpoint directory: %s", dir,
-                         strerror(errno));
-    /* collect first: renaming and removing while reading a directory may skip entries */
-    char (*names)[256] = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    while (!st && (e = readdir(d)) != NULL) {
-        if (!iter_stem(e->d_name, ".tmp") && !iter_stem(e->d_name, ".old") &&
-            !iter_stem(e->d_name, ".del") && strncmp(e->d_name, LATEST, sizeof LATEST - 1) != 0)
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? 2 * cap : 8;
-            void *p = pl_realloc(names, nc * sizeof *names);
-            if (!p) {
-                st = pl_errorf(PL_ERR_NOMEM, "out of memory listing %s", dir);
-                break;
-            }
-            names = p;
-            cap = nc;
-        }
-        snprintf(names[n++], sizeof *names, "%s", e->d_name);
-    }
-    closedir(d);
+    entry_name *names;
+    size_t n;
+    if ((st = list_names(dir, leftover, &names, &n)))
+        return st;
     int changed = 0;
     for (size_t i = 0; i < n && !st; i++)
         st = clean_entry(dir, names[i], &changed);
@@ -179,6 +206,17 @@ static int by_iteration_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* A published iteration under the name plait writes (iter_ and 7 or more digits). */
+static int published(const char *name)
+{
+    size_t k = iter_stem(name, "");
+    if (!k || k > 5 + 18) /* a number that fits */
+        return 0;
+    char canon[64];
+    pl_ckpt_iter_name(strtoll(name + 5, NULL, 10), canon, sizeof canon);
+    return strcmp(canon, name) == 0;
+}
+
 pl_status pl_ckpt_keep_last(const char *dir, int64_t keep, int64_t *removed)
 {
     *removed = 0;
@@ -188,36 +226,19 @@ pl_status pl_ckpt_keep_last(const char *dir, int64_t keep, int64_t *removed)
     pl_status st = pl_ckpt_latest(dir, &latest);
     if (st)
         return st;
-    DIR *d = opendir(dir);
-    if (!d)
-        return pl_errorf(PL_ERR_IO, "%s: cannot list the checkpoint directory: %s", dir,
-                         strerror(errno));
-    int64_t *its = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    while (!st && (e = readdir(d)) != NULL) {
-        size_t k = iter_stem(e->d_name, "");
-        char canon[64];
-        if (!k || k > 5 + 18) /* iter_<digits> only, and a number that fits */
-            continue;
-        pl_ckpt_iter_name(strtoll(e->d_name + 5, NULL, 10), canon, sizeof canon);
-        if (strcmp(canon, e->d_name) != 0) /* not a name plait writes: not touched */
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? 2 * cap : 16;
-            void *p = pl_realloc(its, nc * sizeof *its);
-            if (!p) {
-                st = pl_errorf(PL_ERR_NOMEM, "out of memory listing %s", dir);
-                break;
-            }
-            its = p;
-            cap = nc;
-        }
-        its[n++] = strtoll(e->d_name + 5, NULL, 10);
+    entry_name *names;
+    size_t n;
+    if ((st = list_names(dir, published, &names, &n)))
+        return st;
+    int64_t *its = pl_malloc((n ? n : 1) * sizeof *its);
+    if (!its) {
+        pl_free(names);
+        return pl_errorf(PL_ERR_NOMEM, "out of memory listing %s", dir);
     }
-    closedir(d);
-    if (n)
-        qsort(its, n, sizeof *its, by_iteration_desc);
+    for (size_t i = 0; i < n; i++)
+        its[i] = strtoll(names[i] + 5, NULL, 10);
+    pl_free(names);
+    qsort(its, n, sizeof *its, by_iteration_desc);
     char name[64], path[PATH_MAX_ + 64], del[PATH_MAX_ + 72];
     for (size_t i = (size_t)keep; i < n && !st; i++) {
         if (its[i] == latest)

@@ -74,14 +74,7 @@ static pl_status starting_weights(pl_trainer *t)
 static pl_status setup(pl_trainer *t, pl_train_ft *ft, pl_train_args *a)
 {
     pl_status st = PL_OK;
-    t->start_time = pl_time_now();
-    PL_TRY(pl_grid_init(&t->grid, MPI_COMM_WORLD, (int)a->tensor_model_parallel_size,
-                        (int)a->pipeline_model_parallel_size));
-    t->grid_up = 1;
-    t->dp = t->grid.layout.dp;
-    t->zero_stage = (int)a->zero_stage;
-    PL_TRY(pl_train_args_batch(a, t->dp, &t->mbs, &t->gbs));
-    t->num_micro = t->gbs / (t->mbs * t->dp);
+    PL_TRY(pl_train_setup_grid(t));
     PL_TRY(pl_ft_data_read(ft, pl_train_is_root(t)));
     const int64_t n_train = ft->split[PL_SPLIT_TRAIN].n;
     ft->iters_per_epoch = ft->fa->evaluate_only ? 1 : n_train / t->gbs;

@@ -830,7 +830,7 @@ static void trainer_free(pl_trainer *t)
         pl_grid_free(&t->grid);
 }
 
-static pl_status run(pl_trainer *t)
+pl_status pl_train_setup_grid(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
     pl_status st = PL_OK;
@@ -842,6 +842,15 @@ static pl_status run(pl_trainer *t)
     t->zero_stage = (int)a->zero_stage;
     PL_TRY(pl_train_args_batch(a, t->dp, &t->mbs, &t->gbs));
     t->num_micro = t->gbs / (t->mbs * t->dp);
+fail:
+    return st;
+}
+
+static pl_status run(pl_trainer *t)
+{
+    const pl_train_args *a = t->a;
+    pl_status st = PL_OK;
+    PL_TRY(pl_train_setup_grid(t));
     t->train_iters = pl_train_args_given(a, "--train-iters") ? a->train_iters
                                                              : a->train_samples / t->gbs;
     t->train_samples = pl_train_args_given(a, "--train-iters") ? a->train_iters * t->gbs

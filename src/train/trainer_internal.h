@@ -241,6 +241,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
  * (trainer.c): the model (with t->ft's task head: pl_train_ft_apply_task), the LR
  * schedule, one training step over the sampler, the release of everything. The task's
  * micro-batches come through pl_train_load_micro_batch (pl_train_ft_fill). */
+pl_status pl_train_setup_grid(pl_trainer *t); /* the TP x PP x DP grid, ZeRO, batch sizes */
 pl_status pl_train_setup_model(pl_trainer *t);
 pl_status pl_train_setup_schedule(pl_trainer *t);
 pl_status pl_train_step(pl_trainer *t, pl_sampler *sampler, step_result *r);
