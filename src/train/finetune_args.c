@@ -104,6 +104,24 @@ static int present(char **argv, int argc, const char *flag)
 static pl_status parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int *n_rest,
                        int evaluate);
 
+static int present(char **argv, int argc, const char *flag);
+
+/* --results-dir without --save or --metrics-file: the metrics file goes beside the
+ * reports (RESULTS/metrics.jsonl), appended to other[*n]. */
+static pl_status results_metrics(pl_ft_args *fa, char **other, int *n)
+{
+    if (!fa->results_dir || present(other, *n, "--metrics-file") || present(other, *n, "--save"))
+        return PL_OK;
+    const size_t len = strlen(fa->results_dir) + 16;
+    fa->metrics_path = pl_malloc(len);
+    if (!fa->metrics_path)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory");
+    snprintf(fa->metrics_path, len, "%s/metrics.jsonl", fa->results_dir);
+    other[(*n)++] = "--metrics-file";
+    other[(*n)++] = fa->metrics_path;
+    return PL_OK;
+}
+
 pl_status pl_ft_args_parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int *n_rest)
 {
     return parse(fa, argc, argv, rest, n_rest, 0);
@@ -164,16 +182,9 @@ static pl_status parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int 
             other[no++] = implied_eval[4];
         }
         other[no++] = implied_eval[5]; /* the weights only; no schedule to match */
-        if (fa->results_dir && !present(other, no, "--metrics-file")) {
-            const size_t n = strlen(fa->results_dir) + 16;
-            fa->metrics_path = pl_malloc(n);
-            if (!fa->metrics_path) {
-                pl_free(other);
-                return pl_errorf(PL_ERR_NOMEM, "out of memory");
-            }
-            snprintf(fa->metrics_path, n, "%s/metrics.jsonl", fa->results_dir);
-            other[no++] = "--metrics-file";
-            other[no++] = fa->metrics_path;
+        if ((st = results_metrics(fa, other, &no))) {
+            pl_free(other);
+            return st;
         }
         if (!present(other, no, "--model")) {
             other[no++] = implied_eval[6];
@@ -194,6 +205,10 @@ static pl_status parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int 
         pl_free(other);
         return pl_errorf(PL_ERR_ARG, "plait finetune: give exactly one of --epochs (positive) "
                                      "and --train-iters");
+    }
+    if ((st = results_metrics(fa, other, &no))) {
+        pl_free(other);
+        return st;
     }
     static char *implied[] = {"--mock-data", "--train-iters", "1000000000", "--model", "bert",
                               "--tokenizer-type", "BertWordPieceLowerCase"};

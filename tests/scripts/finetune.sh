@@ -6,7 +6,7 @@
 # files a person reads are checked against a Python reading of the predictions
 # (independent of plait); the pretrained weights land unchanged in a PP 2 run from the
 # TP 2 checkpoint (lr 0); the task head starts from --seed. Token classification (PP 2) and
-# QA (TP 2) equal one process too; their entity F1 and EM/F1 equal seqeval's and the official
+# QA (DP 2) equal one process too; their entity F1 and EM/F1 equal seqeval's and the official
 # SQuAD script's (Python transcriptions, tests/scripts/) on the predictions files. Errors
 # name their flag.
 source "$(dirname "$0")/lib.sh"
@@ -252,16 +252,16 @@ last = [json.loads(l) for l in open('$TMP/qa_one/metrics.jsonl') if 'val_em' in 
 assert len(pred) == 12 and last['val_examples'] == 12, (len(pred), last)
 assert abs(last['val_em'] - ref['exact_match']) < 1e-9 and abs(last['val_f1'] - ref['f1']) < 1e-9, (last, ref)
 print(ref)"
-check "question answering: TP 2 runs" qa qa_tp2 2 2 1
-check "question answering: TP 2's losses, answers and parameters equal one process's" bash -c "
+check "question answering: DP 2 runs" qa qa_dp2 2 1 1
+check "question answering: DP 2's losses, answers and parameters equal one process's" bash -c "
     paste <(grep -o '\"lm_loss\": [^,]*' '$TMP/qa_one/metrics.jsonl' | cut -d' ' -f2) \
-          <(grep -o '\"lm_loss\": [^,]*' '$TMP/qa_tp2/metrics.jsonl' | cut -d' ' -f2) |
+          <(grep -o '\"lm_loss\": [^,]*' '$TMP/qa_dp2/metrics.jsonl' | cut -d' ' -f2) |
         awk '{ c++; d = \$1 - \$2; if (d < 0) d = -d; if (d > 2e-5 * \$2) bad++ } END { exit !(c == 6 && !bad) }' &&
-    cmp '$TMP/qa_one/validation_predictions.json' '$TMP/qa_tp2/validation_predictions.json' &&
+    cmp '$TMP/qa_one/validation_predictions.json' '$TMP/qa_dp2/validation_predictions.json' &&
     $PY -c \"
 import sys; sys.path.insert(0, '$ROOT/tests/scripts')
 import numpy as np, ckpt_tensors as ck
-a, _ = ck.whole('$TMP/qa_tp2/iter_0000006'); b, _ = ck.whole('$TMP/qa_one/iter_0000006')
+a, _ = ck.whole('$TMP/qa_dp2/iter_0000006'); b, _ = ck.whole('$TMP/qa_one/iter_0000006')
 # left out: the span head's bias and the final norm's bias. The start (end) softmax runs
 # over the positions, so what adds the same to every position's start (end) logit changes
 # no loss: these two tensors' gradients are 0 but for rounding, which Adam scales up to
