@@ -98,7 +98,7 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
 FUZZ_SECONDS ?= 300
 fuzz-build:
 	$(MAKE) -j2 BUILD=build-fuzz CC=clang OPENMP= XCFLAGS=-Wno-unknown-pragmas OPT="-O1 -g -fsanitize=address,undefined,fuzzer-no-link" build-fuzz/libplait.a
-	$(if $(FUZZ_BIN),$(MAKE) $(FUZZ_BIN))
+	$(if $(FUZZ_BIN),$(MAKE) -j2 $(FUZZ_BIN))
 
 build-fuzz/fuzz_%: fuzz/fuzz_%.c build-fuzz/libplait.a
 	clang $(CPPFLAGS) -std=c11 -O1 -g -Wno-unknown-pragmas -fsanitize=address,undefined,fuzzer -o $@ $< build-fuzz/libplait.a $(LDLIBS)

@@ -394,7 +394,8 @@ skip_buckets:
     if (t->grads)
         memset(t->grads, 0, (size_t)(t->zero_stage ? t->zero.padded : t->reg.numel) * sizeof(float));
     double measured = 0;
-    PL_TRY(measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &measured));
+    if (!pl_train_peak_preset(&measured))
+        PL_TRY(measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &measured));
     PL_TRY(pl_train_peak_init(t, measured));
 fail:
     return st;

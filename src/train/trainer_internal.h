@@ -316,6 +316,9 @@ pl_status pl_train_grad_sumsq(pl_trainer *t, const float *g, int64_t lo, int64_t
  * cache; _mfu is flops_per_rank / peak, raising the peak (warned, cached) when
  * the rate exceeds it, so never above 1. */
 pl_status pl_train_peak_init(pl_trainer *t, double measured);
+/* Test hook: 1 and *measured set when PLAIT_TEST_GEMM_PEAK (FLOP/s) stands in for
+ * this start's measurement, else 0. */
+int pl_train_peak_preset(double *measured);
 double pl_train_peak_mfu(pl_trainer *t, double flops_per_rank);
 
 /* The progress line (train/progress.c): _step adds an iteration (of `seconds`) to the window;

@@ -17,6 +17,7 @@
 #   ALLOC_FAULT_LSAN    0 = skip LeakSanitizer (the live-block count still checks the hook)
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1
+unset PLAIT_TEST_GEMM_PEAK # (lib.sh's) each run measures the peak: the same allocations swept
 AP=${ALLOC_FAULT_PLAIT:-$ROOT/build-asan/plait}
 LEAKS="$ROOT/tests/scripts/lsan_plait_leaks.py"
 if [ ! -x "$AP" ]; then

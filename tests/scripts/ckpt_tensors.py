@@ -9,6 +9,9 @@ split) and each mp_rank_XX[_YYY]/model_optim.safetensors file, parsed here.
     python3 ckpt_tensors.py replicas ITER_DIR
         exit 0 when every tensor replicated over TP is bit-identical on every
         TP rank (ranks that drift apart would silently train different models)
+    python3 ckpt_tensors.py same+replicas A_ITER_DIR B_ITER_DIR
+        both (default tolerances), reading A once; the last line is
+        "status: same ok|bad, replicas ok|bad"
 
 Splits (src/model/registry.h): rows and vocab concatenate along dim 0, cols along
 dim 1, rows_halves holds [gate_r; up_r] per rank (whole: [gate_0..; up_0..]),
@@ -98,27 +101,43 @@ def whole(idir, prefix='', trim=True):
     return out, replicas
 
 
+def same(a, b, abs_tol=1e-5, rel_tol=1e-4):
+    if set(a) != set(b):
+        print('tensor names differ:', sorted(set(a) ^ set(b)))
+        return 1
+    worst, where = -np.inf, None
+    for k in a:
+        excess = float(np.max(np.abs(a[k] - b[k]) - rel_tol * np.abs(b[k]))) - abs_tol
+        if excess > worst:
+            worst, where = excess, k
+    print(f'{len(a)} tensors; worst excess over {abs_tol:g} + {rel_tol:g}|p|: {worst:.3g} ({where})')
+    return 0 if worst <= 0 else 1
+
+
+def replicas_equal(reps):
+    bad = [k for k, parts in reps.items() if any(not np.array_equal(parts[0], p) for p in parts)]
+    print(f'{len(reps)} replicated tensors; differing across TP ranks: {bad}')
+    return 0 if not bad else 1
+
+
 def main():
     if sys.argv[1] == 'same':
         a, _ = whole(sys.argv[2])
         b, _ = whole(sys.argv[3])
-        abs_tol = float(sys.argv[4]) if len(sys.argv) > 4 else 1e-5
-        rel_tol = float(sys.argv[5]) if len(sys.argv) > 5 else 1e-4
-        if set(a) != set(b):
-            print('tensor names differ:', sorted(set(a) ^ set(b)))
-            return 1
-        worst, where = -np.inf, None
-        for k in a:
-            excess = float(np.max(np.abs(a[k] - b[k]) - rel_tol * np.abs(b[k]))) - abs_tol
-            if excess > worst:
-                worst, where = excess, k
-        print(f'{len(a)} tensors; worst excess over {abs_tol:g} + {rel_tol:g}|p|: {worst:.3g} ({where})')
-        return 0 if worst <= 0 else 1
+        return same(a, b, *map(float, sys.argv[4:6]))
     if sys.argv[1] == 'replicas':
         _, reps = whole(sys.argv[2])
-        bad = [k for k, parts in reps.items() if any(not np.array_equal(parts[0], p) for p in parts)]
-        print(f'{len(reps)} replicated tensors; differing across TP ranks: {bad}')
-        return 0 if not bad else 1
+        return replicas_equal(reps)
+    if sys.argv[1] == 'same+replicas':
+        # A's files read once for both checks; the last line says which passed
+        a, reps = whole(sys.argv[2])
+        b, _ = whole(sys.argv[3])
+        print('same:', end=' ')
+        s = same(a, b)
+        print('replicas:', end=' ')
+        r = replicas_equal(reps)
+        print(f'status: same {"ok" if s == 0 else "bad"}, replicas {"ok" if r == 0 else "bad"}')
+        return s | r
     raise SystemExit(__doc__)
 
 

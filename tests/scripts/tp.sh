@@ -105,8 +105,9 @@ layout_checks() {
     check "$what runs" run "$name" mpirun.openmpi "$np" "$tp" "$@" "${flags[@]}"
     check "$what asserts its layout" layout_is "$name" "$np" "$tp" "$dp" "$label"
     check "$what: losses equal one process's" same_losses "$single" "$name"
-    check "$what: final parameters equal one process's" same_params "$name" "$single"
-    check "$what: replicated tensors identical on every TP rank" replicas_equal "$name"
+    ckpt_both "$name" "$single"
+    check "$what: final parameters equal one process's" ckpt_passed "$name" same
+    check "$what: replicated tensors identical on every TP rank" ckpt_passed "$name" replicas
 }
 layout_checks gpt g_single g_tp2 "2 2 1 0" "${GPT[@]}"
 layout_checks gpt g_single g_tp2_sp "2 2 1 0 sp" "${GPT[@]}"
@@ -177,9 +178,10 @@ check "llama, 2 groups: one process runs" run l2_single mpirun.openmpi 1 1 "${LG
 check "llama, 2 groups at tp 4, sp runs" run l2_tp4_sp mpirun.openmpi 4 4 "${LG2[@]}" --sequence-parallel
 check "llama, 2 groups at tp 4, sp asserts its layout" layout_is l2_tp4_sp 4 4 1 " (sequence parallel)"
 check "llama, 2 groups at tp 4, sp: losses equal one process's" same_losses l2_single l2_tp4_sp
-check "llama, 2 groups at tp 4, sp: final parameters equal one process's" same_params l2_tp4_sp l2_single
+ckpt_both l2_tp4_sp l2_single
+check "llama, 2 groups at tp 4, sp: final parameters equal one process's" ckpt_passed l2_tp4_sp same
 check "llama, 2 groups at tp 4: the shared k, v copies and replicated tensors stay identical" \
-    replicas_equal l2_tp4_sp
+    ckpt_passed l2_tp4_sp replicas
 check "llama, 2 groups at tp 4, ZeRO 3 runs" run l2_tp4_z3 mpirun.openmpi 4 4 \
     "${LG2[@]}" --zero-stage 3
 check "llama, 2 groups at tp 4, ZeRO 3: final parameters equal one process's" \
@@ -190,9 +192,10 @@ check "llama, multi-query (1 group): one process runs" run l1_single mpirun.open
 check "llama, multi-query at tp 2 x dp 2, ZeRO 1 runs" run l1_tp2_dp2 mpirun.openmpi 4 2 \
     "${LG1[@]}" --zero-stage 1
 check "llama, multi-query at tp 2 x dp 2: losses equal one process's" same_losses l1_single l1_tp2_dp2
+ckpt_both l1_tp2_dp2 l1_single
 check "llama, multi-query at tp 2 x dp 2: final parameters equal one process's" \
-    same_params l1_tp2_dp2 l1_single
-check "llama, multi-query at tp 2: the k, v copies stay identical" replicas_equal l1_tp2_dp2
+    ckpt_passed l1_tp2_dp2 same
+check "llama, multi-query at tp 2: the k, v copies stay identical" ckpt_passed l1_tp2_dp2 replicas
 check_fails "3 query groups at tp 2 (neither divides the other) are refused, naming both flags" \
     "--num-query-groups 3 and --tensor-model-parallel-size 2: one must divide the other" \
     timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train --model llama --num-layers 1 \

@@ -16,6 +16,10 @@ run() { # NAME LAUNCH...: trains with metrics in $TMP/NAME.jsonl
     timeout -k 5 300 "$@" "${MODEL[@]}" --metrics-file "$TMP/$name.jsonl" >"$TMP/$name.log" 2>&1
 }
 world_is() { grep -q "world $2 = tp 1 x dp $2 x pp 1" "$TMP/$1.log"; }
+# Ranks run single-threaded (OMP_NUM_THREADS=1, as pp.sh and tp.sh): 4 ranks of 2 OpenMP
+# threads each on the 2 cores spun against each other (a 10-iteration run took 150 s on
+# a busy machine instead of 5 s). One process keeps the default threads.
+R1=(env OMP_NUM_THREADS=1)
 
 # Losses agree to 2e-5 relative: the runs sum the same gradients in a different
 # order (fp32, ~1e-7 per addition), and Adam carries the difference for 10 steps.
@@ -28,7 +32,7 @@ same_losses() { # A B [TOL]
 check "single process trains 10 iterations" run single "$PLAIT" train
 check "single process reports world 1" world_is single 1
 for n in 1 2 4; do
-    check "mpirun -n $n (OpenMPI) runs" run ompi$n mpirun.openmpi -n "$n" "$PLAIT" train
+    check "mpirun -n $n (OpenMPI) runs" run ompi$n "${R1[@]}" mpirun.openmpi -n "$n" "$PLAIT" train
     check "mpirun -n $n asserts world $n" world_is ompi$n "$n"
     check "mpirun -n $n losses equal one process's" same_losses single ompi$n
 done
@@ -39,15 +43,15 @@ done
 # of them, each off by 2^-8 in its products), and Adam carries that on: 5e-5
 # relative over 10 iterations (measured ~2e-6).
 check "bf16: single process trains 10 iterations" run single_bf16 "$PLAIT" train --bf16
-check "bf16: mpirun -n 2 runs" run ompi2_bf16 mpirun.openmpi -n 2 "$PLAIT" train --bf16
+check "bf16: mpirun -n 2 runs" run ompi2_bf16 "${R1[@]}" mpirun.openmpi -n 2 "$PLAIT" train --bf16
 check "bf16: mpirun -n 2 asserts world 2" world_is ompi2_bf16 2
 check "bf16: mpirun -n 2 losses within 5e-5 of one process's" same_losses single_bf16 ompi2_bf16 5e-5
 if [ -x "$ROOT/build-mpich/plait" ]; then
-    check "mpirun.mpich -n 2 runs" run mpich2 mpirun.mpich -n 2 "$ROOT/build-mpich/plait" train
+    check "mpirun.mpich -n 2 runs" run mpich2 "${R1[@]}" mpirun.mpich -n 2 "$ROOT/build-mpich/plait" train
     check "mpirun.mpich -n 2 asserts world 2" world_is mpich2 2
     check "MPICH losses equal one process's" same_losses single mpich2
 fi
 check_fails "global batch not divisible by micro-batch x dp is an error naming the flag" \
     "--global-batch-size 8 is not a multiple of --micro-batch-size 1 x data-parallel size 3" \
-    timeout 60 mpirun.openmpi -n 3 "$PLAIT" train "${MODEL[@]}"
+    timeout 60 "${R1[@]}" mpirun.openmpi -n 3 "$PLAIT" train "${MODEL[@]}"
 summary train_dp

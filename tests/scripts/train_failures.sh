@@ -5,6 +5,7 @@
 # that dies ends the whole job within 10 s with a message naming it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
+export OMP_NUM_THREADS=1 # 2 ranks of 2 OpenMP threads on 2 cores spin against each other
 kjv_dataset 2000 "$TMP/kjv"
 MODEL=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
        --micro-batch-size 1 --global-batch-size 4 --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine
