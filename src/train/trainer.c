@@ -913,19 +913,21 @@ static pl_status run(pl_trainer *t)
             window = 0;
             t_window = now;
         }
+        /* evaluations and saves are left out of the window's time (its iterations stay
+         * counted: the window goes on past them when --log-interval does not divide) */
+        const double t_aside = pl_time_now();
         if (do_valid && t->iteration % a->eval_interval == 0) {
             double vl;
             PL_TRY(evaluate(t, PL_SPLIT_VALID, &t->consumed_valid, &vl));
             PL_TRY(pl_train_log_eval(t, vl));
             PL_TRY(pl_train_tb_eval(t, vl));
-            t_window = pl_time_now();
         }
         if (a->save && pl_train_args_given(a, "--save-interval") &&
             t->iteration % a->save_interval == 0) {
             PL_TRY(pl_train_save(t));
             last_saved = t->iteration;
-            t_window = pl_time_now();
         }
+        t_window += pl_time_now() - t_aside;
         if (pl_train_args_given(a, "--exit-interval") && t->iteration % a->exit_interval == 0) {
             exited = 1;
             break;
