@@ -66,7 +66,7 @@ static int parse_name(const char *monitor, const char *name, pl_ft_best *out)
         return 0;
     out->value = v;
     out->iteration = step;
-    snprintf(out->name, sizeof out->name, "%s", name);
+    memcpy(out->name, name, strlen(name) + 1); /* shorter than out->name: checked above */
     return 1;
 }
 
