@@ -31,8 +31,12 @@ static pl_status layer_bind(const pl_registry *reg, const pl_model_config *c, co
             return pl_errorf(PL_ERR_INTERNAL, "parameter %s missing on this rank", name);
         float **slot = (float **)((char *)out + names[k].field);
         *slot = locate ? locate(ctx, p->offset, grad) : flat ? (float *)flat + p->offset : NULL;
+        /* the range covers each tensor's alignment padding (registry.c): layers tile the
+         * flat buffer, so a gradient bucket's elements are all marked ready */
+        const int64_t end = p->offset + (p->numel + PL_PARAM_ALIGN - 1) / PL_PARAM_ALIGN *
+                                            PL_PARAM_ALIGN;
         *lo = p->offset < *lo ? p->offset : *lo;
-        *hi = p->offset + p->numel > *hi ? p->offset + p->numel : *hi;
+        *hi = end > *hi ? end : *hi;
     }
     return PL_OK;
 }
