@@ -62,7 +62,7 @@ test = [json.loads(l) for l in open(f"{out}/ft/metrics.jsonl") if '"test_rmse"' 
 assert abs(test["test_rmse"] - rmse) <= 1e-9 * rmse, (test, rmse)
 res = {"pretraining_iterations": int(sys.argv[2]), "epochs": int(sys.argv[3]),
        "model": "bert, 2 layers, hidden 64, 4 heads, seq 64, BERT WordPiece lowercased",
-       "pretraining_molecules": sum(1 for _ in open(f"{out}/pre.txt")),
+       "pretraining_molecules": sum(1 for _ in open(f"{out}/pre.txt")) if int(sys.argv[2]) else 0,
        "train_molecules": len(train), "dev_molecules": len(rows),
        "mean_predictor_rmse": base, "test_rmse": rmse, "test_mae": test["test_mae"],
        "test_r2": test["test_r2"], "test_pearson": test["test_pearson"],
