@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # plait finetune --task regression: a tiny BERT (from --seed; the BERT vocabulary) regresses
 # RDKit's TPSA of real molecules (data/smiles/first_5K.smi, the rule of
-# scripts/derive_smiles_tpsa.py): one process, then TP 2 and DP 2 give its training losses,
+# scripts/derive_smiles_tpsa.py): one process, then TP 2, PP 2 and DP 2 give its training losses,
 # validation and test figures and final parameters (dropout on). RMSE, MAE, Pearson and
 # Spearman equal numpy's and scipy's on the predictions file; the top-k checkpoints by
 # val_rmse are the lowest; plait evaluate reproduces the predictions under PP 2 from the
@@ -94,7 +94,7 @@ for x, y in zip(a, b):
         assert abs(x[k + '_' + f] - y[k + '_' + f]) <= 1e-5 * abs(y[k + '_' + f]), (f, x, y)
 "
 }
-for lay in "tp2 2 2 1" "dp2 2 1 1"; do
+for lay in "tp2 2 2 1" "pp2 2 1 2" "dp2 2 1 1"; do
     read -r name np tp pp <<<"$lay"
     dp=$((np / tp / pp))
     check "$name runs" ft "$name" "$np" "$tp" "$pp"
