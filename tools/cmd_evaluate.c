@@ -38,7 +38,7 @@ static pl_status from_checkpoint(pl_ft_args *fa, char **in, int n_in, char ***ou
                                  char nums[8][32], char **strings)
 {
     static const char *const tasks[] = {NULL, "text_classification", "token_classification",
-                                        "question_answering"};
+                                        "question_answering", "regression"};
     const char *load = value_of(in, n_in, "--load");
     char dir[4096];
     int64_t it;

@@ -79,7 +79,7 @@ static const char *const norm_names[] = {"LayerNorm", "RMSNorm"};
 static const char *const pos_names[] = {"learned_absolute", "rope", "none"};
 /* a fine-tuned model's task head (pl_task's order; plait finetune) */
 static const char *const task_names[] = {"none", "text_classification", "token_classification",
-                                         "question_answering"};
+                                         "question_answering", "regression"};
 
 static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b)
 {
@@ -306,7 +306,7 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
     c->head.binary_head = v[10] != 0;
     c->head.tokentypes = c->head.binary_head ? c->head.tokentypes : 0;
     int task = 0;
-    PL_TRY(str_choice(model, "task", task_names, 4, PL_TASK_NONE, mpath, &task));
+    PL_TRY(str_choice(model, "task", task_names, 5, PL_TASK_NONE, mpath, &task));
     if (task != PL_TASK_NONE) { /* a fine-tuned model: its head, its token types */
         double k, tt;
         PL_TRY(pl_ckpt_jfield(model, "model", "num_classes", 1, 1 << 20, 1, mpath, &k));
@@ -415,8 +415,8 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     snprintf(pre, sizeof pre, "%s.layers.", pl_model_stack(c));
     const pl_head_spec *h = &c->head;
     const int64_t TT = h->tokentypes, LM = h->lm_transform ? C : 0;
-    const int64_t PB = h->binary_head || h->task == PL_TASK_SEQUENCE ? C : 0;
-    const int64_t SEQ = h->task == PL_TASK_SEQUENCE ? h->classes : 0;
+    const int64_t PB = h->binary_head || PL_TASK_POOLED(h->task) ? C : 0;
+    const int64_t SEQ = PL_TASK_POOLED(h->task) ? h->classes : 0;
     const int64_t TOK = h->task == PL_TASK_TOKEN || h->task == PL_TASK_SPAN ? h->classes : 0;
     const struct {
         const char *name;

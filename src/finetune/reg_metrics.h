@@ -5,7 +5,9 @@
  *  - R² = 1 - SS_res / SS_tot; when SS_tot is 0 (constant truth) it is 1 if
  *    the predictions are exact and 0 otherwise (r2_score's force_finite);
  *  - r = cov / (std_truth * std_pred); 0 when either is constant (numpy
- *    gives nan there).
+ *    gives nan there);
+ *  - Spearman's rho = Pearson's r of the ranks, tied values sharing their mean
+ *    rank (scipy.stats.spearmanr; 0 where it gives nan).
  * Sums run in double, in order. tests/scripts/reg_metrics_reference.py is
  * the numpy oracle. */
 #ifndef PL_FINETUNE_REG_METRICS_H
@@ -23,11 +25,12 @@ pl_status pl_reg_targets(const pl_textcls_set *s, double *out);
 
 typedef struct pl_reg_metrics {
     int64_t n;
-    double mse, rmse, mae, r2, pearson;
+    double mse, rmse, mae, r2, pearson, spearman;
     double truth_mean, truth_std; /* population std of the truth: the scale the errors compare to */
 } pl_reg_metrics;
 
-/* n >= 1 pairs; PL_ERR_ARG for n < 1 or a non-finite value (naming its index). */
+/* n >= 1 pairs; PL_ERR_ARG for n < 1 or a non-finite value (naming its index);
+ * PL_ERR_NOMEM (the ranks take 4 n doubles, freed before returning). */
 pl_status pl_reg_metrics_compute(pl_reg_metrics *out, const double *truth, const double *pred, int64_t n);
 
 /* A two-column table (metric, value), Markdown or TSV; written to a path as

@@ -19,7 +19,7 @@ void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes)
 {
     pl_head_spec *h = &c->head;
     h->task = task;
-    h->classes = task == PL_TASK_SPAN ? 2 : classes;
+    h->classes = task == PL_TASK_SPAN ? 2 : task == PL_TASK_REGRESSION ? 1 : classes;
     if (task != PL_TASK_NONE)
         h->lm_head = h->lm_transform = h->output_bias = h->binary_head = 0;
 }
@@ -27,8 +27,9 @@ void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes)
 pl_head_set pl_model_head_set(const pl_model_config *c)
 {
     const pl_head_spec *h = &c->head;
-    pl_head_set s = {h->lm_transform, 0, 0, h->task == PL_TASK_SPAN};
-    s.pooled = h->binary_head ? 2 : h->task == PL_TASK_SEQUENCE ? h->classes : 0;
+    pl_head_set s = {h->lm_transform, 0, 0, h->task == PL_TASK_SPAN, 0};
+    s.pooled = h->binary_head ? 2 : PL_TASK_POOLED(h->task) ? h->classes : 0;
+    s.regression = h->task == PL_TASK_REGRESSION;
     s.token = h->task == PL_TASK_TOKEN || h->task == PL_TASK_SPAN ? h->classes : 0;
     return s;
 }
@@ -349,7 +350,7 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         {"classifier.mlp.layer0.bias", 1, {K}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0,
          0},
     };
-    const int seq = h->task == PL_TASK_SEQUENCE, pooler = h->binary_head || seq;
+    const int seq = PL_TASK_POOLED(h->task), pooler = h->binary_head || seq;
     const int tok = h->task == PL_TASK_TOKEN || h->task == PL_TASK_SPAN;
     const int have[] = {h->lm_transform, h->lm_transform, h->lm_transform, h->lm_transform,
                         h->output_bias, pooler, pooler, h->binary_head, h->binary_head,
@@ -457,7 +458,7 @@ int64_t pl_model_num_params(const pl_model_config *c)
     const pl_head_spec *h = &c->head;
     n += h->tokentypes * C + (h->lm_transform ? C * C + 3 * C : 0) +
          (h->output_bias ? c->vocab_size : 0) + (h->binary_head ? C * C + C + 2 * C + 2 : 0) +
-         (h->task == PL_TASK_SEQUENCE ? C * C + C : 0) + (h->task ? h->classes * (C + 1) : 0);
+         (PL_TASK_POOLED(h->task) ? C * C + C : 0) + (h->task ? h->classes * (C + 1) : 0);
     if (!h->lm_head && c->untie)
         n -= c->vocab_size * C; /* no output layer at all */
     if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE) /* the decoder's stack */

@@ -68,8 +68,13 @@ typedef enum pl_task {
     PL_TASK_NONE = 0,
     PL_TASK_SEQUENCE, /* text classification: pooler + classification_head (Megatron's) */
     PL_TASK_TOKEN,    /* token classification: classifier.mlp.layer0 (NeMo's TokenClassifier) */
-    PL_TASK_SPAN      /* extractive QA: start and end logits, classifier.mlp.layer0 (2 rows) */
+    PL_TASK_SPAN,     /* extractive QA: start and end logits, classifier.mlp.layer0 (2 rows) */
+    PL_TASK_REGRESSION /* one value: pooler + classification_head with 1 row, mean squared
+                        * error (Megatron's Classification with num_classes 1; NeMo's STS-B) */
 } pl_task;
+
+/* The tasks whose head is the pooler and classification_head. */
+#define PL_TASK_POOLED(t) ((t) == PL_TASK_SEQUENCE || (t) == PL_TASK_REGRESSION)
 
 typedef struct pl_head_spec {
     int lm_head;      /* the output layer over the vocabulary and its cross-entropy */

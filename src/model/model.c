@@ -306,7 +306,7 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
         m->mb[k].targets = id + m->N;
         m->mb[k].types = cfg->head.tokentypes ? id + 2 * m->N : NULL;
         m->mb[k].lengths = cfg->block.mask == PL_MASK_PADDING ? id + 3 * m->N : NULL;
-        m->mb[k].labels = cfg->head.binary_head || cfg->head.task == PL_TASK_SEQUENCE ||
+        m->mb[k].labels = cfg->head.binary_head || PL_TASK_POOLED(cfg->head.task) ||
                                   cfg->head.task == PL_TASK_SPAN ? id + 3 * m->N + B : NULL;
         for (int64_t b = 0; m->mb[k].lengths && b < B; b++)
             m->mb[k].lengths[b] = (int32_t)m->T;
@@ -320,7 +320,7 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
                                  (cfg->head.output_bias && !m->p.out_b) ||
                                  (cfg->head.lm_transform && !m->p.head.dense_w) ||
                                  (cfg->head.binary_head && !m->p.head.bin_w) ||
-                                 (cfg->head.task == PL_TASK_SEQUENCE && !m->p.head.bin_w) ||
+                                 (PL_TASK_POOLED(cfg->head.task) && !m->p.head.bin_w) ||
                                  (pl_model_head_set(cfg).token && !m->p.head.tok_w))))) {
         st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing on this "
                        "stage");
@@ -467,7 +467,10 @@ static pl_status heads_fwd(pl_model *m)
         PL_TRY(pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, x, m->p.out_w, m->p.out_b,
                                  m->targets, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws,
                                  m->rows));
-    if (hs.pooled)
+    if (hs.pooled && hs.regression)
+        PL_TRY(pl_head_regress_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss,
+                                   m->head_ws, B, T, C));
+    else if (hs.pooled)
         PL_TRY(pl_head_pooled_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss,
                                   m->head_ws, B, T, C, hs.pooled));
     if (hs.token && hs.span)
@@ -548,7 +551,10 @@ static pl_status heads_bwd(pl_model *m, float *dln)
     if (hs.lm)
         PL_TRY(pl_head_lm_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->dhead, dln,
                               m->head_ws, N, C));
-    if (hs.pooled)
+    if (hs.pooled && hs.regression)
+        PL_TRY(pl_head_regress_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
+                                   dln, m->head_ws, m->B, m->T, C));
+    else if (hs.pooled)
         PL_TRY(pl_head_pooled_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
                                   dln, m->head_ws, m->B, m->T, C, hs.pooled));
     if (hs.token && hs.span)

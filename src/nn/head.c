@@ -98,9 +98,9 @@ static void first_positions(float *cls, const float *x, int64_t B, int64_t T, in
         memcpy(cls + b * C, x + b * T * C, (size_t)C * sizeof(float));
 }
 
-pl_status pl_head_pooled_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
-                             const float *x, const int32_t *labels, float *loss, float *scratch,
-                             int64_t B, int64_t T, int64_t C, int64_t K)
+/* The pooler and the pooled head's linear layer: a->pooled, a->logits (B, K). */
+static pl_status pool_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a, const float *x,
+                          float *scratch, int64_t B, int64_t T, int64_t C, int64_t K)
 {
     float *cls = scratch;
     first_positions(cls, x, B, T, C);
@@ -109,29 +109,16 @@ pl_status pl_head_pooled_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts 
         return st;
     for (int64_t i = 0; i < B * C; i++)
         a->pooled[i] = tanhf(a->pooled[i]);
-    if ((st = pl_nn_linear_fwd(g, a->logits, a->pooled, w->bin_w, w->bin_b, B, C, K)))
-        return st;
-    for (int64_t b = 0; b < B; b++) {
-        const float *z = a->logits + K * b;
-        loss[b] = labels[b] >= 0 && labels[b] < K ? lse_of(z, K, 1) - z[labels[b]] : 0.0f;
-    }
-    return PL_OK;
+    return pl_nn_linear_fwd(g, a->logits, a->pooled, w->bin_w, w->bin_b, B, C, K);
 }
 
-pl_status pl_head_pooled_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
-                             const pl_head_acts *a, const float *x, const int32_t *labels,
-                             const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
-                             int64_t C, int64_t K)
+/* pool_fwd's backward from dlogits (B, K) at scratch + 3 B C. */
+static pl_status pool_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                          const pl_head_acts *a, const float *x, float *dx, float *scratch,
+                          int64_t B, int64_t T, int64_t C, int64_t K)
 {
     float *cls = scratch, *dpooled = scratch + B * C, *dcls = scratch + 2 * B * C;
-    float *dlogits = scratch + 3 * B * C;
-    for (int64_t b = 0; b < B; b++) {
-        const float *z = a->logits + K * b;
-        const int ok = labels[b] >= 0 && labels[b] < K;
-        const float lse = lse_of(z, K, 1);
-        for (int64_t k = 0; k < K; k++)
-            dlogits[K * b + k] = ok ? (expf(z[k] - lse) - (labels[b] == k)) * dloss[b] : 0.0f;
-    }
+    const float *dlogits = scratch + 3 * B * C;
     memset(dpooled, 0, (size_t)(B * C) * sizeof(float));
     pl_status st = pl_nn_linear_bwd(g, dpooled, dw->bin_w, dw->bin_b, dlogits, a->pooled,
                                     w->bin_w, B, C, K);
@@ -146,6 +133,75 @@ pl_status pl_head_pooled_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weigh
     for (int64_t b = 0; b < B; b++)
         pl_cpu_add(dx + b * T * C, dx + b * T * C, dcls + b * C, C);
     return PL_OK;
+}
+
+pl_status pl_head_pooled_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+                             const float *x, const int32_t *labels, float *loss, float *scratch,
+                             int64_t B, int64_t T, int64_t C, int64_t K)
+{
+    pl_status st = pool_fwd(g, w, a, x, scratch, B, T, C, K);
+    if (st)
+        return st;
+    for (int64_t b = 0; b < B; b++) {
+        const float *z = a->logits + K * b;
+        loss[b] = labels[b] >= 0 && labels[b] < K ? lse_of(z, K, 1) - z[labels[b]] : 0.0f;
+    }
+    return PL_OK;
+}
+
+pl_status pl_head_pooled_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                             const pl_head_acts *a, const float *x, const int32_t *labels,
+                             const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
+                             int64_t C, int64_t K)
+{
+    float *dlogits = scratch + 3 * B * C;
+    for (int64_t b = 0; b < B; b++) {
+        const float *z = a->logits + K * b;
+        const int ok = labels[b] >= 0 && labels[b] < K;
+        const float lse = lse_of(z, K, 1);
+        for (int64_t k = 0; k < K; k++)
+            dlogits[K * b + k] = ok ? (expf(z[k] - lse) - (labels[b] == k)) * dloss[b] : 0.0f;
+    }
+    return pool_bwd(g, w, dw, a, x, dx, scratch, B, T, C, K);
+}
+
+void pl_head_set_target(int32_t *label, float target)
+{
+    memcpy(label, &target, sizeof target);
+}
+
+float pl_head_target(const int32_t *label)
+{
+    float v;
+    memcpy(&v, label, sizeof v);
+    return v;
+}
+
+pl_status pl_head_regress_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+                              const float *x, const int32_t *labels, float *loss, float *scratch,
+                              int64_t B, int64_t T, int64_t C)
+{
+    pl_status st = pool_fwd(g, w, a, x, scratch, B, T, C, 1);
+    if (st)
+        return st;
+    for (int64_t b = 0; b < B; b++) {
+        const float d = a->logits[b] - pl_head_target(labels + b);
+        loss[b] = isnan(d) ? 0.0f : d * d;
+    }
+    return PL_OK;
+}
+
+pl_status pl_head_regress_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                              const pl_head_acts *a, const float *x, const int32_t *labels,
+                              const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
+                              int64_t C)
+{
+    float *dy = scratch + 3 * B * C;
+    for (int64_t b = 0; b < B; b++) {
+        const float d = a->logits[b] - pl_head_target(labels + b);
+        dy[b] = isnan(d) ? 0.0f : 2.0f * d * dloss[b];
+    }
+    return pool_bwd(g, w, dw, a, x, dx, scratch, B, T, C, 1);
 }
 
 /* The token head is the fused LM head's cross-entropy over K classes, whole on

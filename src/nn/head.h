@@ -8,6 +8,11 @@
  *                  logits = pooled Wc^T + bc                       (B, K)
  *                  loss[b] = cross-entropy(logits[b], label[b]), 0 where label is -1
  *                  K = 2: BERT's binary_head; K classes: Megatron's classification_head
+ *   regression:    the pooled head with K = 1: y = pooled Wc^T + bc (B, 1),
+ *                  loss[b] = (y[b] - target[b])^2, 0 where the target is NaN (the mean
+ *                  over samples is the caller's: NeMo's MSELoss on STS-B; Megatron's
+ *                  classification_head with num_classes 1). The targets are floats
+ *                  carried bit for bit in the int32 labels (pl_head_target).
  *   token head:    logits = x Wt^T + bt                            (N, K)
  *                  token classification: loss[n] = cross-entropy(logits[n], label[n])
  *                  (NeMo's TokenClassifier, one layer: classifier.mlp.layer0)
@@ -54,6 +59,7 @@ typedef struct pl_head_set {
     int64_t pooled;     /* classes of the pooled head (0: none) */
     int64_t token;      /* classes of the token head (0: none) */
     int span;           /* the token head (2 classes) is the span head */
+    int regression;     /* the pooled head (1 class) is the regression head */
 } pl_head_set;
 
 /* Lays out a's buffers on b for the heads h. */
@@ -83,6 +89,20 @@ pl_status pl_head_pooled_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weigh
                              const pl_head_acts *a, const float *x, const int32_t *labels,
                              const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
                              int64_t C, int64_t K);
+
+/* The regression head: labels (B) the targets' float bits (pl_head_set_target),
+ * NaN: ignored (loss 0); loss (B) written. */
+pl_status pl_head_regress_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,
+                              const float *x, const int32_t *labels, float *loss, float *scratch,
+                              int64_t B, int64_t T, int64_t C);
+/* dloss (B); dx (N, C) and dw's pooler and head views added into. */
+pl_status pl_head_regress_bwd(pl_gemm *g, const pl_head_weights *w, pl_head_weights *dw,
+                              const pl_head_acts *a, const float *x, const int32_t *labels,
+                              const float *dloss, float *dx, float *scratch, int64_t B, int64_t T,
+                              int64_t C);
+/* A regression target in and out of an int32 label (its bits). */
+void pl_head_set_target(int32_t *label, float target);
+float pl_head_target(const int32_t *label);
 
 /* The token head with K classes: labels (N) 0..K-1 or -1 (ignored); loss (N). */
 pl_status pl_head_token_fwd(pl_gemm *g, const pl_head_weights *w, pl_head_acts *a,

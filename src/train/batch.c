@@ -156,7 +156,7 @@ void pl_train_micro_batch_losses(const pl_model *m, double scale, double out[2])
         bin += (double)m->dbin[b] * (double)m->bin_loss[b];
     out[0] = scale ? sum / scale : 0.0;
     out[1] = scale ? bin / scale : 0.0;
-    if (m->cfg.head.task == PL_TASK_SEQUENCE || m->cfg.head.task == PL_TASK_SPAN) {
+    if (PL_TASK_POOLED(m->cfg.head.task) || m->cfg.head.task == PL_TASK_SPAN) {
         out[0] = out[1]; /* a fine-tuning head's loss is per sample: the loss */
         out[1] = 0.0;
     }

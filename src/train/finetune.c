@@ -26,7 +26,10 @@ static pl_status open_table(pl_trainer *t, pl_train_ft *ft)
     ft->table = fopen(path, "a");
     if (!ft->table)
         return pl_errorf(PL_ERR_IO, "%s: cannot open for appending: %s", path, strerror(errno));
-    if (ftell(ft->table) == 0)
+    if (ftell(ft->table) == 0 && ft->task == PL_TASK_REGRESSION)
+        fprintf(ft->table, "| iteration | epoch | split | loss | RMSE | MAE | Pearson | Spearman "
+                           "| examples |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    else if (ftell(ft->table) == 0)
         fprintf(ft->table, "| iteration | epoch | split | loss | %s | %s | %s |\n"
                            "|---:|---:|---|---:|---:|---:|---:|\n",
                 ft->task == PL_TASK_SPAN ? "exact match" : "accuracy", ft->task == PL_TASK_TOKEN ? "entity F1" : ft->task == PL_TASK_SPAN ? "F1" : "macro-F1",
@@ -99,15 +102,13 @@ static pl_status setup(pl_trainer *t, pl_train_ft *ft, pl_train_args *a)
     PL_TRY(starting_weights(t));
     PL_TRY(pl_ft_topk_init(t));
     PL_TRY(open_table(t, ft));
-    if (pl_train_is_root(t) && !ft->fa->evaluate_only && ft->task != PL_TASK_SPAN) {
-        char path[4200]; /* the ids of the classes, for plait evaluate */
-        for (int k = 0; k < 2; k++) {
+    if (pl_train_is_root(t) && !ft->fa->evaluate_only) {
+        for (int k = 0; k < 2; k++) { /* the ids of the classes (target scale), for evaluate */
             const char *d = k ? a->save : ft->dir;
             if (!d || (k && ft->dir == a->save))
                 continue;
             PL_TRY(pl_mkdirs(d));
-            snprintf(path, sizeof path, "%s/labels.txt", d);
-            PL_TRY(pl_ft_labels_write(&ft->labels, path));
+            PL_TRY(pl_ft_task_files_write(ft, d));
         }
     }
     PL_TRY(pl_train_open_metrics(t));

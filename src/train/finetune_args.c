@@ -17,8 +17,11 @@ static const pl_option ft_options[] = {
      "columns or NeMo's text/labels files; classifier.mlp.layer0 on every first sub-token; "
      "word accuracy, seqeval's entity F1) or question_answering (SQuAD v1.1 JSON; start and "
      "end logits from classifier.mlp.layer0; n-best span decoding; exact match and F1 of "
-     "the official evaluate-v1.1.py)", "text_classification|token_classification|"
-     "question_answering", 0},
+     "the official evaluate-v1.1.py) or regression (TSV / JSON lines with a numeric label "
+     "column; pooler + classification_head with one row, mean squared error on the targets "
+     "standardised by the training split's mean and std; MSE, RMSE, MAE, Pearson, "
+     "Spearman)", "text_classification|token_classification|question_answering|regression",
+     0},
     {"--train-data", PL_OPT_STRING, NULL, F(train_data),
      "labelled training file (Megatron's --train-data; NeMo's model.train_ds.file_path)", NULL,
      0},
@@ -61,10 +64,12 @@ static const pl_option ft_options[] = {
      "figure (bert--val_loss=0.3500-epoch=0-step=50); SAVE itself keeps the last for resuming "
      "(NeMo's save_top_k and save_last)", NULL, 0},
     {"--monitor", PL_OPT_CHOICE, "val_loss", F(monitor),
-     "the validation figure --save-top-k ranks by (val_em: question_answering's exact match)",
-     "val_loss|val_acc|val_f1|val_em", 0},
+     "the validation figure --save-top-k ranks by (val_em: question_answering's exact match; "
+     "val_rmse, val_mae, val_pearson, val_spearman: regression's)",
+     "val_loss|val_acc|val_f1|val_em|val_rmse|val_mae|val_pearson|val_spearman", 0},
     {"--monitor-mode", PL_OPT_CHOICE, NULL, F(monitor_mode),
-     "min or max of --monitor is best (NeMo's mode; default min for val_loss, else max)",
+     "min or max of --monitor is best (NeMo's mode; default min for val_loss, val_rmse and "
+     "val_mae, else max)",
      "min|max", 0},
     {"--labels-file", PL_OPT_STRING, NULL, F(labels_file),
      "plait evaluate: the label map, one label a line (default LOAD/labels.txt, written by "
@@ -272,7 +277,16 @@ pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
     if (fa->save_top_k < 0 || (fa->save_top_k > 0 && (!a->save || !fa->valid_data)))
         return pl_errorf(PL_ERR_ARG, "plait finetune: --save-top-k %lld needs --save and "
                          "--valid-data (and K >= 0)", (long long)fa->save_top_k);
-    if ((qa && strcmp(fa->monitor, "val_acc") == 0) || (!qa && strcmp(fa->monitor, "val_em") == 0))
+    const int reg = strcmp(fa->task, "regression") == 0;
+    const int reg_monitor = strcmp(fa->monitor, "val_rmse") == 0 ||
+                            strcmp(fa->monitor, "val_mae") == 0 ||
+                            strcmp(fa->monitor, "val_pearson") == 0 ||
+                            strcmp(fa->monitor, "val_spearman") == 0;
+    if (reg && strcmp(fa->monitor, "val_loss") != 0 && !reg_monitor)
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --monitor %s: regression reports val_loss, "
+                         "val_rmse, val_mae, val_pearson and val_spearman", fa->monitor);
+    if (!reg && (reg_monitor || (qa && strcmp(fa->monitor, "val_acc") == 0) ||
+                 (!qa && strcmp(fa->monitor, "val_em") == 0)))
         return pl_errorf(PL_ERR_ARG, "plait finetune: --monitor %s: %s reports val_loss, %s and "
                          "val_f1", fa->monitor, fa->task, qa ? "val_em" : "val_acc");
     if (a->pp_chunks > 1)

@@ -8,9 +8,12 @@
 #include "train/finetune_internal.h"
 
 #include "base/alloc.h"
+#include "base/fileio.h"
 #include "base/log.h"
 #include "base/rng.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +58,81 @@ static pl_status read_conll(pl_ft_split *x)
     return pl_conll_read(&x->conll, x->path, &sp);
 }
 
+/* plait evaluate: the fine-tuned model's target scale, "mean std" in path. */
+static pl_status read_scale(pl_train_ft *ft, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return pl_errorf(PL_ERR_IO, "%s: cannot open the target scale (written by plait "
+                         "finetune --task regression): %s", path, strerror(errno));
+    const int got = fscanf(f, "%lf %lf", &ft->target_mean, &ft->target_std);
+    fclose(f);
+    if (got != 2 || !isfinite(ft->target_mean) || !(ft->target_std > 0) ||
+        !isfinite(ft->target_std))
+        return pl_errorf(PL_ERR_FORMAT, "%s: expected 'MEAN STD' (STD > 0)", path);
+    return PL_OK;
+}
+
+/* Regression: every split's numeric labels; the training split's mean and
+ * population std standardise them (plait evaluate: the saved ones). */
+static pl_status read_targets(pl_train_ft *ft, int root)
+{
+    const pl_ft_args *fa = ft->fa;
+    for (int s = 0; s < PL_FT_SPLITS; s++) {
+        pl_ft_split *x = &ft->split[s];
+        if (!x->path)
+            continue;
+        x->target = pl_malloc((size_t)x->n * sizeof *x->target);
+        if (!x->target)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory for the targets of %s", x->path);
+        pl_status st = pl_reg_targets(&x->text, x->target);
+        if (st)
+            return pl_error_wrap(st, "%s", split_flag[s]);
+    }
+    ft->classes = 1;
+    if (fa->evaluate_only) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/target_scale.txt", ft->load_dir);
+        pl_status st = read_scale(ft, path);
+        if (st)
+            return st;
+    } else {
+        const pl_ft_split *tr = &ft->split[PL_SPLIT_TRAIN];
+        double sum = 0, ss = 0;
+        for (int64_t i = 0; i < tr->n; i++)
+            sum += tr->target[i];
+        ft->target_mean = sum / (double)tr->n;
+        for (int64_t i = 0; i < tr->n; i++)
+            ss += (tr->target[i] - ft->target_mean) * (tr->target[i] - ft->target_mean);
+        ft->target_std = sqrt(ss / (double)tr->n);
+        if (!(ft->target_std > 0))
+            return pl_errorf(PL_ERR_FORMAT, "--train-data %s: every target is %g; a regression "
+                             "needs targets that vary", tr->path, ft->target_mean);
+    }
+    if (root)
+        pl_log_info("%s: targets standardised by mean %.6g, std %.6g; examples: train %lld, "
+                    "validation %lld, test %lld", fa->task, ft->target_mean, ft->target_std,
+                    (long long)ft->split[0].n, (long long)ft->split[1].n,
+                    (long long)ft->split[2].n);
+    return PL_OK;
+}
+
+pl_status pl_ft_task_files_write(const pl_train_ft *ft, const char *dir)
+{
+    char path[4200];
+    if (ft->task == PL_TASK_SPAN)
+        return PL_OK;
+    if (ft->task != PL_TASK_REGRESSION) {
+        snprintf(path, sizeof path, "%s/labels.txt", dir);
+        return pl_ft_labels_write(&ft->labels, path);
+    }
+    char text[64];
+    snprintf(path, sizeof path, "%s/target_scale.txt", dir);
+    const int n = snprintf(text, sizeof text, "%.17g %.17g\n", ft->target_mean, ft->target_std);
+    pl_status st = pl_file_write_atomic(path, text, (size_t)n);
+    return st ? pl_error_wrap(st, "writing %s", path) : PL_OK;
+}
+
 pl_status pl_ft_data_read(pl_train_ft *ft, int root)
 {
     const pl_ft_args *fa = ft->fa;
@@ -63,6 +141,7 @@ pl_status pl_ft_data_read(pl_train_ft *ft, int root)
     pl_status st = PL_OK;
     ft->task = strcmp(fa->task, "token_classification") == 0  ? PL_TASK_TOKEN
                : strcmp(fa->task, "question_answering") == 0 ? PL_TASK_SPAN
+               : strcmp(fa->task, "regression") == 0         ? PL_TASK_REGRESSION
                                                               : PL_TASK_SEQUENCE;
     for (int s = 0; s < PL_FT_SPLITS; s++) {
         pl_ft_split *x = &ft->split[s];
@@ -88,6 +167,8 @@ pl_status pl_ft_data_read(pl_train_ft *ft, int root)
             return pl_errorf(PL_ERR_FORMAT, "%s %s: no examples", split_flag[s], paths[s]);
     }
     pl_ft_split *tr = &ft->split[PL_SPLIT_TRAIN];
+    if (ft->task == PL_TASK_REGRESSION)
+        return read_targets(ft, root);
     if (ft->task == PL_TASK_SPAN) {
         ft->classes = 2; /* start, end */
         if (root)
@@ -132,6 +213,13 @@ static pl_status encode_text(pl_train_ft *ft, pl_ft_split *x, pl_tokenizer *tok,
     x->labels = pl_malloc((size_t)x->n * sizeof *x->labels);
     if (!x->ids || !x->types || !x->mask || !x->labels)
         return pl_errorf(PL_ERR_NOMEM, "out of memory encoding %s", x->path);
+    if (ft->task == PL_TASK_REGRESSION) {
+        for (int64_t i = 0; i < x->n; i++)
+            pl_head_set_target(x->labels + i,
+                               (float)((x->target[i] - ft->target_mean) / ft->target_std));
+        return pl_textcls_encode_set(tok, &x->text, NULL, T, x->ids, x->types, x->mask, NULL,
+                                     &x->n_truncated);
+    }
     return pl_textcls_encode_set(tok, &x->text, &ft->labels, T, x->ids, x->types, x->mask,
                                  x->labels, &x->n_truncated);
 }
@@ -218,7 +306,9 @@ pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64
     ft->tags = pl_calloc((size_t)(2 * words + 1), sizeof *ft->tags);
     ft->sent_len = pl_calloc((size_t)(sents + 1), sizeof *ft->sent_len);
     ft->rows = pl_malloc((size_t)mbs * sizeof *ft->rows);
-    if (!ft->perm || !ft->pred || !ft->pred_ids || !ft->tags || !ft->sent_len || !ft->rows)
+    ft->reg_pred = pl_calloc((size_t)(most > 0 ? most : 1), sizeof *ft->reg_pred);
+    if (!ft->perm || !ft->pred || !ft->pred_ids || !ft->tags || !ft->sent_len || !ft->rows ||
+        !ft->reg_pred)
         return pl_errorf(PL_ERR_NOMEM, "out of memory for the fine-tuning buffers");
     ft->perm_epoch = -1;
     return PL_OK;
@@ -231,6 +321,7 @@ void pl_ft_data_free(pl_train_ft *ft)
         pl_textcls_set_free(&x->text);
         pl_conll_set_free(&x->conll);
         pl_squad_set_free(&x->sq);
+        pl_free(x->target);
         if (x->tok.ids) {
             pl_tokcls_rows_free(&x->tok);
         } else if (x->fs.ids) {
@@ -256,6 +347,7 @@ void pl_ft_data_free(pl_train_ft *ft)
     pl_free(ft->pred);
     pl_free(ft->pred_ids);
     pl_free(ft->rows);
+    pl_free(ft->reg_pred);
 }
 
 int64_t pl_ft_train_row(pl_train_ft *ft, int64_t idx, int64_t gbs, uint64_t seed)
@@ -303,6 +395,8 @@ void pl_ft_data_put(const pl_train_ft *ft, pl_model *m, pl_split s, const int64_
         else if (ft->task == PL_TASK_SPAN) /* starts, then ends */
             for (int e = 0; e < 2; e++)
                 m->labels[e * m->B + b] = rows[b] >= 0 ? x->labels[2 * r + e] : -1;
+        else if (ft->task == PL_TASK_REGRESSION && rows[b] < 0) /* NaN: ignored */
+            pl_head_set_target(m->labels + b, NAN);
         else if (!token)
             m->labels[b] = rows[b] >= 0 ? x->labels[r] : -1;
         m->sample[b] = keys[b];

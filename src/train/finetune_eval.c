@@ -20,6 +20,12 @@
  * F1 is the macro-F1 of the classes (text), seqeval's micro entity F1 (token) or
  * SQuAD's token F1 (QA, x 100); accuracy is of the examples (text) or of the words
  * (token); QA has the exact match (x 100, "val_em") instead.
+ * Regression: the loss is the mean squared error of the standardised targets (what
+ * training minimises); SPLIT_report.md/.tsv hold MSE, RMSE, MAE, R², Pearson and
+ * Spearman in the targets' units (the head's output times the training std plus its
+ * mean), SPLIT_predictions.tsv the line, target and prediction, the metrics file
+ * {"val_loss", "val_mse", "val_rmse", "val_mae", "val_r2", "val_pearson",
+ * "val_spearman"}.
  * SPLIT is "validation" or "test"; the reports hold the latest evaluation. */
 #include "train/finetune_internal.h"
 
@@ -57,6 +63,50 @@ static pl_status write_file(pl_bytes *b, pl_status st, const char *path)
         st = pl_file_write_atomic(path, b->data, b->n);
     pl_bytes_free(b);
     return st ? pl_error_wrap(st, "writing %s", path) : PL_OK;
+}
+
+/* Regression's reports, table row, metrics line and log line. */
+static pl_status report_reg(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_eval *e)
+{
+    pl_train_ft *ft = t->ft;
+    const pl_ft_split *x = &ft->split[s];
+    const char *name = split_name[s], *key = key_prefix[s];
+    const pl_reg_metrics *r = &e->reg;
+    char path[4200];
+    pl_status st = PL_OK;
+    pl_bytes b = {0};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s_report.%s", ft->dir, name, k ? "tsv" : "md");
+        PL_TRY(pl_reg_metrics_write(r, path));
+    }
+    snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
+    st = pl_bytes_printf(&b, "line\ttarget\tprediction\n");
+    for (int64_t i = 0; !st && i < x->n; i++)
+        st = pl_bytes_printf(&b, "%lld\t%s\t%.17g\n", (long long)x->text.ex[i].line,
+                             x->text.ex[i].label, ft->reg_pred[i]);
+    PL_TRY(write_file(&b, st, path));
+    if (ft->table) {
+        fprintf(ft->table, "| %lld | %lld | %s | %.6f | %.4f | %.4f | %.4f | %.4f | %lld |\n",
+                (long long)t->iteration, (long long)epoch, name, e->loss, r->rmse, r->mae,
+                r->pearson, r->spearman, (long long)e->n);
+        if (fflush(ft->table) != 0)
+            return pl_errorf(PL_ERR_IO, "%s/evaluations.md: write failed", ft->dir);
+    }
+    if (t->metrics) {
+        fprintf(t->metrics, "{\"iteration\": %lld, \"epoch\": %lld, \"%s_loss\": %.17g, "
+                "\"%s_mse\": %.17g, \"%s_rmse\": %.17g, \"%s_mae\": %.17g, \"%s_r2\": %.17g, "
+                "\"%s_pearson\": %.17g, \"%s_spearman\": %.17g, \"%s_examples\": %lld}\n",
+                (long long)t->iteration, (long long)epoch, key, e->loss, key, r->mse, key, r->rmse,
+                key, r->mae, key, r->r2, key, r->pearson, key, r->spearman, key, (long long)e->n);
+        if (fflush(t->metrics) != 0)
+            return pl_errorf(PL_ERR_IO, "the metrics file: write failed");
+    }
+    pl_log_info(" %s at iteration %lld (epoch %lld) | loss: %.6E | RMSE: %.4f | MAE: %.4f | "
+                "Pearson: %.4f | Spearman: %.4f | examples: %lld (mean predictor's RMSE: %.4f)",
+                name, (long long)t->iteration, (long long)epoch, e->loss, r->rmse, r->mae,
+                r->pearson, r->spearman, (long long)e->n, r->truth_std);
+fail:
+    return st;
 }
 
 /* The file names of the header and the rows of the table and the metrics. */
@@ -151,6 +201,12 @@ static void take(const pl_train_ft *ft, const pl_ft_split *x, const pl_model *m,
         if (ft->task == PL_TASK_SPAN) { /* (T, 2) start and end logits */
             memcpy(ft->qa_logits + r * T * 2, h->tlogits + b * T * 2,
                    (size_t)(T * 2) * sizeof(float));
+            sums[0] += m->bin_loss[b];
+            sums[1] += 1;
+            continue;
+        }
+        if (ft->task == PL_TASK_REGRESSION) { /* back to the targets' units */
+            ft->reg_pred[r] = (double)h->logits[b] * ft->target_std + ft->target_mean;
             sums[0] += m->bin_loss[b];
             sums[1] += 1;
             continue;
@@ -250,6 +306,7 @@ pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *o
     pl_train_ft *ft = t->ft;
     const pl_ft_split *x = &ft->split[s];
     const int token = ft->task == PL_TASK_TOKEN, qa = ft->task == PL_TASK_SPAN;
+    const int reg = ft->task == PL_TASK_REGRESSION;
     const int64_t B = t->mbs, chunk = B * t->dp, steps = (x->n + chunk - 1) / chunk;
     const int64_t cells = token ? x->n * t->cfg.seq_length : x->n;
     pl_model *m = &t->model;
@@ -258,6 +315,8 @@ pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *o
     pl_squad_eval_result qr = {0};
     double sums[2] = {0, 0}; /* loss, examples or labelled tokens */
     memset(ft->pred, 0, (size_t)cells * sizeof *ft->pred);
+    if (reg)
+        memset(ft->reg_pred, 0, (size_t)x->n * sizeof *ft->reg_pred);
     if (qa)
         memset(ft->qa_logits, 0, (size_t)(x->n * t->cfg.seq_length * 2) * sizeof(float));
     if (t->zero_stage >= 2)
@@ -282,9 +341,16 @@ pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *o
         PL_TRY(pl_comm_allreduce_f64(c, sums, 2, PL_COMM_SUM));
         if (qa)
             PL_TRY(pl_comm_allreduce_f32(c, ft->qa_logits, nqa, PL_COMM_SUM));
+        if (reg)
+            PL_TRY(pl_comm_allreduce_f64(c, ft->reg_pred, x->n, PL_COMM_SUM));
     }
     out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
-    if (qa) {
+    if (reg) {
+        PL_TRY(pl_reg_metrics_compute(&out->reg, x->target, ft->reg_pred, x->n));
+        out->accuracy = out->reg.pearson; /* the classification columns: unused */
+        out->f1 = out->reg.spearman;
+        out->n = x->n;
+    } else if (qa) {
         PL_TRY(score_qa(t, x, &qr, out));
     } else if (token) {
         PL_TRY(score_tokens(ft, x, &se, out));
@@ -301,7 +367,8 @@ pl_status pl_ft_evaluate(pl_trainer *t, pl_split s, int64_t epoch, pl_ft_eval *o
         out->n = x->n;
     }
     if (pl_train_is_root(t))
-        PL_TRY(report(t, s, epoch, out, token || qa ? NULL : &cm, token ? &se : NULL));
+        PL_TRY(reg ? report_reg(t, s, epoch, out)
+                   : report(t, s, epoch, out, token || qa ? NULL : &cm, token ? &se : NULL));
 fail:
     pl_cls_metrics_free(&cm);
     pl_seqeval_result_free(&se);

@@ -8,6 +8,7 @@
 #include "finetune/cls_metrics.h"
 #include "finetune/conll.h"
 #include "finetune/labels.h"
+#include "finetune/reg_metrics.h"
 #include "finetune/squad.h"
 #include "finetune/textcls.h"
 #include "finetune/tokcls.h"
@@ -30,6 +31,8 @@ typedef struct pl_ft_split {
     int32_t *labels;           /* text: n class ids; token: n T (PL_TOKCLS_IGNORE: none);
                                 * QA: 2 n, each window's answer start and end positions */
     int64_t n_truncated;       /* text: examples cut; token: sentences split */
+    double *target;            /* regression: n targets as in the file (labels: their
+                                * standardised values' float bits, pl_head_set_target) */
 } pl_ft_split;
 
 /* What an evaluation found (every rank holds the same figures). */
@@ -39,6 +42,7 @@ typedef struct pl_ft_eval {
     double f1;                 /* macro-F1 of the classes, seqeval's entity F1, or SQuAD's
                                 * F1 (x 100) */
     int64_t n;                 /* examples, words, or questions */
+    pl_reg_metrics reg;        /* regression: in the targets' units (loss: standardised) */
 } pl_ft_eval;
 
 /* One of the best checkpoints kept (--save-top-k). */
@@ -68,6 +72,9 @@ typedef struct pl_train_ft {
     int64_t *qa_feats;         /* QA: window indices */
     char **qa_answers;         /* QA: the decoded answer of each question (NULL: none) */
     int64_t qa_q;              /* QA: entries of qa_answers */
+    double target_mean;        /* regression: the training targets' mean and population */
+    double target_std;         /* std; the head learns (target - mean) / std */
+    double *reg_pred;          /* regression: each row's prediction (targets' units) */
     int64_t *rows;             /* mbs rows of the micro-batch being filled (-1: padding) */
     pl_head_spec base_head;    /* the flags' heads before the task's (the pretrained model's) */
     const char *dir;           /* --results-dir, else --save */
@@ -83,6 +90,9 @@ typedef struct pl_train_ft {
 pl_status pl_ft_data_read(pl_train_ft *ft, int root);
 pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64_t mbs);
 void pl_ft_data_free(pl_train_ft *ft);
+/* What plait evaluate needs besides the weights into dir: labels.txt (classification),
+ * target_scale.txt (regression: "mean std", %.17g), nothing (QA). */
+pl_status pl_ft_task_files_write(const pl_train_ft *ft, const char *dir);
 /* The train row of global sample idx: epoch idx / (iters_per_epoch gbs) shuffled by
  * seed (the same on every rank and in every layout). */
 int64_t pl_ft_train_row(pl_train_ft *ft, int64_t idx, int64_t gbs, uint64_t seed);

@@ -26,6 +26,14 @@ static double pick(const char *monitor, const pl_ft_eval *e)
         return e->loss;
     if (strcmp(monitor, "val_f1") == 0)
         return e->f1;
+    if (strcmp(monitor, "val_rmse") == 0)
+        return e->reg.rmse;
+    if (strcmp(monitor, "val_mae") == 0)
+        return e->reg.mae;
+    if (strcmp(monitor, "val_pearson") == 0)
+        return e->reg.pearson;
+    if (strcmp(monitor, "val_spearman") == 0)
+        return e->reg.spearman;
     return e->accuracy; /* val_acc, val_em */
 }
 
@@ -75,7 +83,9 @@ pl_status pl_ft_topk_init(pl_trainer *t)
     pl_train_ft *ft = t->ft;
     const pl_ft_args *fa = ft->fa;
     ft->maximize = fa->monitor_mode ? strcmp(fa->monitor_mode, "max") == 0
-                                    : strcmp(fa->monitor, "val_loss") != 0;
+                                    : strcmp(fa->monitor, "val_loss") != 0 &&
+                                          strcmp(fa->monitor, "val_rmse") != 0 &&
+                                          strcmp(fa->monitor, "val_mae") != 0;
     if (fa->save_top_k <= 0)
         return PL_OK;
     ft->best = pl_calloc((size_t)fa->save_top_k + 1, sizeof *ft->best);
@@ -154,11 +164,8 @@ pl_status pl_ft_topk_update(pl_trainer *t, int64_t epoch, const pl_ft_eval *e)
     pl_status st = pl_train_save_to(t, tmp);
     if (st)
         return st;
-    if (pl_train_is_root(t) && ft->task != PL_TASK_SPAN) { /* the label map, for plait evaluate */
-        char path[4500];
-        snprintf(path, sizeof path, "%s/labels.txt", tmp);
-        st = pl_ft_labels_write(&ft->labels, path); /* publish tells every rank */
-    }
+    if (pl_train_is_root(t)) /* the label map (target scale), for plait evaluate */
+        st = pl_ft_task_files_write(ft, tmp); /* publish tells every rank */
     if ((st = publish(t, tmp, final, full ? evict : NULL, st)))
         return st;
     if (full)

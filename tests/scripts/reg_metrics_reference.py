@@ -2,7 +2,8 @@
 """Oracle for src/finetune/reg_metrics.c: scikit-learn's mean_squared_error,
 mean_absolute_error and r2_score (force_finite: a constant truth gives 1.0 for
 exact predictions, else 0.0) and numpy's corrcoef (plait: 0 where numpy gives
-nan), in numpy. scikit-learn is not installable here.
+nan), in numpy; Spearman's rho from scipy.stats.spearmanr (0 where it gives nan).
+scikit-learn is not installable here.
 
   reg_metrics_reference.py TOOL
 Seeded random cases (n from 1 to 500; constant truths and predictions
@@ -15,6 +16,7 @@ import sys
 import tempfile
 
 import numpy as np
+from scipy import stats
 
 
 def metrics(t, p):
@@ -26,7 +28,10 @@ def metrics(t, p):
         r = float(np.corrcoef(t, p)[0, 1])
     else:
         r = 0.0
-    return {'mse': mse, 'rmse': float(np.sqrt(mse)), 'mae': float(np.mean(np.abs(t - p))), 'r2': r2, 'pearson': r}
+    rho = float(stats.spearmanr(t, p).correlation) if len(t) > 1 else float('nan')
+    rho = 0.0 if np.isnan(rho) else rho
+    return {'mse': mse, 'rmse': float(np.sqrt(mse)), 'mae': float(np.mean(np.abs(t - p))), 'r2': r2, 'pearson': r,
+            'spearman': rho}
 
 
 def main():
@@ -40,6 +45,10 @@ def main():
         t = rng.normal(50, 20, n)
         p = t * rng.uniform(0.5, 1.5) + rng.normal(0, rng.uniform(0.01, 30), n)
         cases.append((t, p))
+    for _ in range(20):  # ties: Spearman's mean ranks
+        n = int(rng.integers(2, 200))
+        t = rng.integers(0, 6, n).astype(float)
+        cases.append((t, np.round(t + rng.normal(0, 1.5, n))))
     bad = 0
     with tempfile.TemporaryDirectory() as d:
         for i, (t, p) in enumerate(cases):

@@ -373,7 +373,10 @@ def bert_task_loss(P, tokens, types, lengths, labels, cls, cfg, ops=EXACT):
     per position, cross-entropy over the labelled positions (label -1 ignored). span
     (NeMo's QA head, Hugging Face's BertForQuestionAnswering): start and end logits =
     classifier.mlp.layer0(x) split in two, each a softmax over the sample's T positions,
-    loss = (CE(start) + CE(end)) / 2. Returns the logits and the loss."""
+    loss = (CE(start) + CE(end)) / 2. regression (Megatron's Classification with
+    num_classes 1, NeMo's STS-B loss): y = classification_head(tanh(pooler.dense(x[:, 0])))
+    (one value), torch.nn.functional.mse_loss (the mean over samples) with the sample's
+    float target (its bits carried in the int32 label row). Returns the logits and the loss."""
     mm = ops[0]
     x = bert_encoder(P, tokens, types, lengths, cfg, ops)
     CE = torch.nn.functional.cross_entropy
@@ -382,6 +385,12 @@ def bert_task_loss(P, tokens, types, lengths, labels, cls, cfg, ops=EXACT):
         pooled = torch.tanh(mm(x[:, 0], P["pooler.dense.weight"]) + P["pooler.dense.bias"])
         logits = mm(pooled, P["classification_head.weight"]) + P["classification_head.bias"]
         return logits, CE(logits, cls)
+    if task == "regression":
+        pooled = torch.tanh(mm(x[:, 0], P["pooler.dense.weight"]) + P["pooler.dense.bias"])
+        y = mm(pooled, P["classification_head.weight"]) + P["classification_head.bias"]
+        target = torch.tensor(cls.numpy().astype(np.int32).view(np.float32).astype(np.float64),
+                              dtype=y.dtype)
+        return y, torch.nn.functional.mse_loss(y[:, 0], target)
     logits = mm(x, P["classifier.mlp.layer0.weight"]) + P["classifier.mlp.layer0.bias"]
     if task == "token":
         return logits.reshape(-1, logits.shape[-1]), CE(logits.reshape(-1, logits.shape[-1]),

@@ -364,7 +364,8 @@ static int run_reg(const char *path)
     pl_reg_metrics m;
     if (pl_reg_metrics_compute(&m, t, p, n))
         return fail();
-    printf("mse %.17g\nrmse %.17g\nmae %.17g\nr2 %.17g\npearson %.17g\n", m.mse, m.rmse, m.mae, m.r2, m.pearson);
+    printf("mse %.17g\nrmse %.17g\nmae %.17g\nr2 %.17g\npearson %.17g\nspearman %.17g\n", m.mse,
+           m.rmse, m.mae, m.r2, m.pearson, m.spearman);
     free(t), free(p);
     return 0;
 }

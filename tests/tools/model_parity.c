@@ -112,6 +112,7 @@ int main(int argc, char **argv)
             task = strcmp(argv[i], "sequence") == 0 ? PL_TASK_SEQUENCE
                    : strcmp(argv[i], "token") == 0  ? PL_TASK_TOKEN
                    : strcmp(argv[i], "span") == 0   ? PL_TASK_SPAN
+                   : strcmp(argv[i], "regression") == 0 ? PL_TASK_REGRESSION
                                                     : (bad = 1, PL_TASK_NONE);
         } else if (strcmp(argv[i], "--groups") == 0 && i + 1 < argc)
             groups = atoll(argv[++i]);
@@ -124,7 +125,7 @@ int main(int argc, char **argv)
         (bert && dropout > 0) || (task && !bert)) {
         fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama|bert] [--groups G] "
                         "[--rope-scaling] [--dropout P] [--keep-logits] [--bf16 | --fp16] "
-                        "[--task sequence|token|span]\n");
+                        "[--task sequence|token|span|regression]\n");
         return 2;
     }
     const double scale = fp16 ? LOSS_SCALE : 1.0;
@@ -135,7 +136,10 @@ int main(int argc, char **argv)
     pl_family_apply(&cfg, llama ? PL_FAMILY_LLAMA : bert ? PL_FAMILY_BERT : PL_FAMILY_GPT);
     if (llama)
         cfg.ffn_hidden = 3 * C / 2; /* SwiGLU: fc1 has 2 x 96 rows */
-    const int64_t K = task == PL_TASK_SEQUENCE ? 3 : task == PL_TASK_TOKEN ? 5 : 2;
+    const int64_t K = task == PL_TASK_SEQUENCE     ? 3
+                      : task == PL_TASK_TOKEN    ? 5
+                      : task == PL_TASK_REGRESSION ? 1
+                                                   : 2;
     if (task)
         pl_model_set_task(&cfg, task, K);
     cfg.query_groups = groups;
@@ -179,6 +183,9 @@ int main(int argc, char **argv)
             lab[0] = 4;
         if (task == PL_TASK_SEQUENCE)
             bb[(int64_t)STEPS * B * 3 * T + STEPS * B + i] = (i * 5 / 2) % 3;
+        if (task == PL_TASK_REGRESSION) /* a target in [-2, 2), its float bits */
+            pl_head_set_target(bb + (int64_t)STEPS * B * 3 * T + STEPS * B + i,
+                               (float)(next_token() % 64) / 16.0f - 2.0f);
         if (task == PL_TASK_SPAN) { /* start, end: lab[0], lab[1] inside the sample */
             lab[0] = next_token() % len;
             lab[1] = lab[0] + next_token() % (len - lab[0]);
@@ -226,7 +233,7 @@ int main(int argc, char **argv)
                     model.labels[b] = tok[2 * T], model.labels[B + b] = tok[2 * T + 1];
                     memset(model.targets + b * T, 0xff, T * sizeof(int32_t)); /* -1 */
                 }
-                if (task == PL_TASK_SEQUENCE)
+                if (PL_TASK_POOLED(task))
                     memset(model.targets + b * T, 0xff, T * sizeof(int32_t));
                 model.dbin[b] = (float)(scale / B);
             }
@@ -264,7 +271,7 @@ int main(int argc, char **argv)
             memcpy(grads0, grads, (size_t)n * sizeof(float));
             /* the output layer's input: the final norm's, or BERT's lm transform's */
             const float *x = bert ? model.mb[0].head.out : model.lnf;
-            if (task == PL_TASK_SEQUENCE) /* the task's logits instead */
+            if (PL_TASK_POOLED(task)) /* the task's logits instead */
                 memcpy(logits, model.mb[0].head.logits, (size_t)(B * K) * sizeof(float));
             else if (task == PL_TASK_SPAN)
                 memcpy(logits, model.mb[0].head.tlogits, (size_t)(N * K) * sizeof(float));
@@ -305,7 +312,7 @@ int main(int argc, char **argv)
             pl_st_writer_add(w, keys[nk++], "F32", p->ndim, p->shape, bufs[k] + p->offset);
         }
     int64_t sb[2] = {STEPS * B, T + 1}, sl[2] = {N, Vp}, s1[1] = {1}, ss[1] = {STEPS};
-    if (task == PL_TASK_SEQUENCE)
+    if (PL_TASK_POOLED(task))
         sl[0] = B, sl[1] = K;
     else if (task)
         sl[1] = K;
@@ -351,7 +358,9 @@ int main(int argc, char **argv)
              L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : fp16 ? "fp16" : "fp32", scale,
              llama ? "llama" : bert ? (task == PL_TASK_SEQUENCE ? "bert-sequence"
                                        : task == PL_TASK_TOKEN  ? "bert-token"
-                                       : task == PL_TASK_SPAN   ? "bert-span" : "bert") : "gpt",
+                                       : task == PL_TASK_SPAN   ? "bert-span"
+                                       : task == PL_TASK_REGRESSION ? "bert-regression"
+                                                                    : "bert") : "gpt",
              (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
              scaling, (long long)cfg.rope.original_max_positions, dropout);
     pl_st_writer_meta(w, "config", meta);
