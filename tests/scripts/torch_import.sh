@@ -56,6 +56,9 @@ check "llama, NeMo .nemo (gzip, one rank, fast-swiglu, rmsnorm): imported with -
 check_fails "NeMo's transformer_block_type post_ln is refused by name" \
     "transformer_block_type: post_ln is not supported" \
     "$PLAIT" ckpt import "$TMP/post.nemo" --format nemo --out "$TMP/npost"
+check_fails "NeMo's apply_residual_connection_post_layernorm: true is refused by name" \
+    "apply_residual_connection_post_layernorm: true is not imported" \
+    "$PLAIT" ckpt import "$TMP/rpn.nemo" --format nemo --out "$TMP/nrpn"
 check "llama, core names, TP 2, vocabulary 100 padded to 128: imported with --vocab-size 100" \
     imp mg_llama --out "$TMP/li" --vocab-size 100
 check "llama: ... exported as Hugging Face" exp li li_hf

@@ -11,7 +11,8 @@ TMP/mg_llama               Megatron core names, TP 2 x PP 1, from hf_llama (voca
                            to 128)
 TMP/ds_gpt                 Megatron-DeepSpeed through DeepSpeed's engine, TP 2, from hf_gpt
 TMP/gpt.nemo, llama.nemo   NeMo archives: GPT at TP 2 x PP 2 (tar), Llama in one rank (tar.gz);
-                           post.nemo with transformer_block_type post_ln
+                           post.nemo with transformer_block_type post_ln, rpn.nemo with
+                           apply_residual_connection_post_layernorm true
 TMP/mg_one                 legacy, one rank; TMP/mg_one.listing: its file as torch.load reads it,
                            listed as pt_dump lists what plait reads
 TMP/proto4.pt             the same object saved with pickle protocol 4
@@ -117,6 +118,8 @@ def main():
     megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/gpt.nemo", 2, 2, False, {})
     megatron_write.write_nemo(f"{tmp}/hf_llama", f"{tmp}/llama.nemo", 1, 1, True, {})
     megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/post.nemo", 1, 1, False, {"transformer_block_type": "post_ln"})
+    megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/rpn.nemo", 1, 1, False,
+                              {"apply_residual_connection_post_layernorm": True})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_post", 1, 1, "legacy",
                          {"apply_residual_connection_post_layernorm": True})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_post_core", 1, 1, "core",
