@@ -38,6 +38,9 @@ static const char *refuse_export(const pl_model_config *c, const char *cls)
     const int llama = strcmp(cls, "LlamaForCausalLM") == 0;
     if (b->post_norm)
         return "post-layer normalization (Megatron core's layers are pre-norm)";
+    if (b->res_post_norm)
+        return "--apply-residual-connection-post-layernorm (Hugging Face's residuals are the "
+               "layer's input)";
     if (b->cross_attention || pl_model_is_encdec(c))
         return "an encoder-decoder model";
     if (b->mask != PL_MASK_CAUSAL)

@@ -89,6 +89,7 @@ static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b
     pl_ckpt_jnum(model, "num_query_groups", (double)c->query_groups, b);
     pl_ckpt_jnum(model, "add_bias_linear", c->block.bias, b);
     pl_ckpt_jnum(model, "untie_embeddings_and_output_weights", c->untie, b);
+    pl_ckpt_jnum(model, "apply_residual_connection_post_layernorm", c->block.res_post_norm, b);
     pl_ckpt_jnum(model, "rotary_base", c->rope.base, b);
     pl_ckpt_jnum(model, "rotary_percent", c->rope.percent, b);
     pl_ckpt_jnum(model, "use_rope_scaling", c->rope.scaling, b);
@@ -282,9 +283,10 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
              {"rope_scaling_factor", 8, 1e-30, 1e30, 0},
              {"hidden_dropout", 0, 0, BELOW_1, 0},
              {"attention_dropout", 0, 0, BELOW_1, 0},
-             {"bert_binary_head", c->head.binary_head, 0, c->family == PL_FAMILY_BERT, 1}};
-    double v[11];
-    for (int i = 0; i < 11 && !st; i++)
+             {"bert_binary_head", c->head.binary_head, 0, c->family == PL_FAMILY_BERT, 1},
+             {"apply_residual_connection_post_layernorm", 0, 0, 1, 1}};
+    double v[12];
+    for (int i = 0; i < 12 && !st; i++)
         st = opt_field(model, "model", f[i].key, f[i].def, f[i].lo, f[i].hi, f[i].integral, mpath,
                        &v[i]);
     if (st)
@@ -304,6 +306,7 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
     c->hidden_dropout = (float)v[8];
     c->attention_dropout = (float)v[9];
     c->head.binary_head = v[10] != 0;
+    c->block.res_post_norm = v[11] != 0;
     c->head.tokentypes = c->head.binary_head ? c->head.tokentypes : 0;
     int task = 0;
     PL_TRY(str_choice(model, "task", task_names, 5, PL_TASK_NONE, mpath, &task));
@@ -798,6 +801,8 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "--disable-bias-linear";
     else if (saved->untie != run->untie)
         what = "--untie-embeddings-and-output-weights";
+    else if (saved->block.res_post_norm != run->block.res_post_norm)
+        what = "--apply-residual-connection-post-layernorm";
     else if (saved->head.task != run->head.task || saved->head.classes != run->head.classes)
         what = "the fine-tuning task or its number of classes";
     else if (saved->head.binary_head != run->head.binary_head)

@@ -14,11 +14,12 @@
  * (argparse.Namespace): sizes, padded_vocab_size, make_vocab_size_divisible_by,
  * tensor/pipeline_model_parallel_size (older: model_parallel_size), swiglu,
  * normalization, position_embedding_type / use_rotary_position_embeddings,
+ * apply_residual_connection_post_layernorm,
  * group_query_attention / num_query_groups, add_bias_linear /
  * disable_bias_linear, untie_embeddings_and_output_weights, norm_epsilon /
  * layernorm_epsilon, rotary_base, rotary_percent. Settings plait's GPT/Llama
  * block cannot run are refused naming the arg (virtual pipeline chunks,
- * experts, post-layernorm residuals, rotary_interleaved, squared_relu, BERT).
+ * experts, rotary_interleaved, squared_relu, BERT).
  *
  * The weights come from each file's `model`, under Megatron's legacy names
  * (language_model.embedding.word_embeddings.weight, .position_embeddings,

@@ -98,11 +98,42 @@ static int has_arg(const pl_mg_args *a, const char *key)
     return a->ns ? pl_pk_get(a->ns, key) != NULL : kv_get(a, key) != NULL;
 }
 
+/* Whether a rank file's model is Megatron's legacy model (its state dict's keys, one
+ * level: "language_model", or legacy layer names in flat keys), not Megatron core's. */
+static int legacy_model(const pl_pk *root)
+{
+    const pl_pk *m = root ? pl_pk_get(root, "model") : NULL;
+    if (!m)
+        m = root ? pl_pk_get(root, "module") : NULL;
+    for (int64_t k = 0; m && m->kind == PL_PK_DICT && k + 1 < m->n; k += 2) {
+        const pl_pk *key = m->v[k];
+        if (key->kind == PL_PK_STR && (strstr(key->s, "language_model") ||
+                                       strstr(key->s, "query_key_value")))
+            return 1;
+    }
+    return 0;
+}
+
+/* args.apply_residual_connection_post_layernorm: Megatron's legacy
+ * ParallelTransformerLayer reads it; Megatron core's TransformerLayer read it until
+ * its spec-based rewrite (cff83981f1, August 2023) and ignores it since, so which
+ * layer a core checkpoint with it was trained with is unknown: refused. */
+static pl_status residual_post_norm(const pl_mg_args *a, const pl_pk *root, int *out)
+{
+    *out = arg_true(a, "apply_residual_connection_post_layernorm");
+    if (*out && !legacy_model(root))
+        return pl_errorf(PL_ERR_ARG, "%s: args.apply_residual_connection_post_layernorm is set on "
+                         "a Megatron core model, whose TransformerLayer ignores it since August "
+                         "2023 (and read it before): which layer it ran is unknown, so it is not "
+                         "imported (a legacy model's is)", a->file);
+    return PL_OK;
+}
+
 /* Settings plait's block cannot run: refused naming the arg. */
 static pl_status refuse_args(const pl_mg_args *a)
 {
-    static const char *const on[] = {"apply_residual_connection_post_layernorm", "rotary_interleaved",
-                                     "squared_relu", "apply_layernorm_1p", "qk_layernorm", NULL};
+    static const char *const on[] = {"rotary_interleaved", "squared_relu", "apply_layernorm_1p",
+                                     "qk_layernorm", NULL};
     for (int k = 0; on[k]; k++)
         if (arg_true(a, on[k]))
             return pl_errorf(PL_ERR_ARG, "%s: args.%s is set, which plait's GPT/Llama block does not "
@@ -184,6 +215,8 @@ pl_status pl_mg_config(const pl_mg_args *a, const pl_pk *root, pl_model_config *
     c->block.act = swiglu ? PL_ACT_SWIGLU : PL_ACT_GELU;
     c->block.pos = rope ? PL_POS_ROPE : pos && !strcmp(pos, "none") ? PL_POS_NONE : PL_POS_LEARNED;
     c->block.bias = bias;
+    if ((st = residual_post_norm(a, root, &c->block.res_post_norm)))
+        return st;
     c->untie = untie;
     c->num_layers = v[0];
     c->hidden = v[1];

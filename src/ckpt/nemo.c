@@ -134,6 +134,12 @@ static pl_status translate(const nemo_kv *y, const char *what, nemo_kv *a)
                              "fast-swiglu)", what, v);
         put(a, "swiglu", swiglu ? "true" : "false");
     }
+    /* NeMo's legacy layer reads it, its Megatron core layer ignores it (mcore_gpt) */
+    if ((v = get(y, "apply_residual_connection_post_layernorm")) &&
+        (!strcmp(v, "true") || !strcmp(v, "True")))
+        return pl_errorf(PL_ERR_ARG, "%s: apply_residual_connection_post_layernorm: true is not "
+                         "imported from a .nemo (NeMo's legacy layer reads it, its Megatron "
+                         "core layer ignores it: which one ran is unknown)", what);
     if ((v = get(y, "transformer_block_type")) && strcmp(v, "pre_ln"))
         return pl_errorf(PL_ERR_ARG, "%s: transformer_block_type: %s is not supported (pre_ln)",
                          what, v);

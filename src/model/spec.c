@@ -7,7 +7,7 @@ static const pl_family_spec families[] = {
     /* Megatron's GPTModel (GPT-2): LayerNorm with bias, GELU, learned absolute
      * positions, causal, biases, pre-norm, tied output layer. */
     {"gpt", PL_FAMILY_GPT,
-     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_CAUSAL, 0, 1, 1, 0},
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_CAUSAL, 0, 1, 1, 0, 0},
      {1, PL_TASK_NONE, 0, 0, 0, 0, 0},
      "decoder", 0, 0.1f, 0.1f, "GPT2LMHeadModel"},
     /* Llama 2/3 as Megatron trains them (docs/training.md, "The model"): RMSNorm without bias,
@@ -15,7 +15,7 @@ static const pl_family_spec families[] = {
      * pre-norm, untied output layer, no dropout (Megatron's Llama recipes set
      * --attention-dropout 0 --hidden-dropout 0). */
     {"llama", PL_FAMILY_LLAMA,
-     {PL_NORM_RMSNORM, PL_ACT_SWIGLU, PL_POS_ROPE, PL_MASK_CAUSAL, 0, 0, 0, 0},
+     {PL_NORM_RMSNORM, PL_ACT_SWIGLU, PL_POS_ROPE, PL_MASK_CAUSAL, 0, 0, 0, 0, 0},
      {1, PL_TASK_NONE, 0, 0, 0, 0, 0},
      "decoder", 1, 0.0f, 0.0f, "LlamaForCausalLM"},
     /* Megatron core's BertModel as pretrain_bert.py builds it (bert_layer_local_spec):
@@ -23,7 +23,7 @@ static const pl_family_spec families[] = {
      * transform, output bias, pooler and binary head (--bert-no-binary-head drops the
      * last and the token types, as Megatron's num_tokentypes = 0); tied output layer. */
     {"bert", PL_FAMILY_BERT,
-     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0},
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0, 0},
      {1, PL_TASK_NONE, 0, 2, 1, 1, 1},
      "encoder", 0, 0.1f, 0.1f, "BertForPreTraining"},
     /* Megatron core's T5Model as pretrain_t5.py builds it (local spec): the encoder's
@@ -31,7 +31,7 @@ static const pl_family_spec families[] = {
      * cross-attention; shared embeddings, tied output layer with a bias. The row's
      * block is the encoder's (pl_model_encdec_parts derives the decoder's). */
     {"t5", PL_FAMILY_T5,
-     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0},
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0, 0},
      {1, PL_TASK_NONE, 0, 0, 0, 1, 0},
      "encoder", 0, 0.1f, 0.1f, "T5ForConditionalGeneration"},
     /* NeMo's MegatronBARTModel (megatron_bart_config.yaml; MegaMolBART v0.2 is one):
@@ -42,7 +42,7 @@ static const pl_family_spec families[] = {
      * the data: NeMo's BART denoising or MegaMolBART's SMILES (train/encdec_data.c).
      * Not Hugging Face's BART (post-LN, positions offset by 2, layernorm_embedding). */
     {"bart", PL_FAMILY_BART,
-     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0},
+     {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0, 0},
      {1, PL_TASK_NONE, 0, 0, 0, 1, 0},
      "encoder", 0, 0.1f, 0.1f, NULL},
 };

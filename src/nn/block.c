@@ -86,6 +86,9 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
                             int sp, pl_gemm *gemm, pl_step_prof *prof)
 {
     memset(c, 0, sizeof *c);
+    if (spec->res_post_norm && spec->post_norm)
+        return pl_errorf(PL_ERR_ARG, "--apply-residual-connection-post-layernorm is for "
+                         "pre-norm layers (Megatron's): this layer is post-norm");
     if (spec->cross_attention && (d->G != d->NH || Tk < 1))
         return pl_errorf(PL_ERR_ARG, "cross-attention: multi-head only (query groups %lld, heads "
                          "%lld; Megatron core refuses grouped-query cross-attention too) and at "
@@ -514,14 +517,21 @@ static pl_status branch_input(pl_block_ctx *c, const float **in, const float *h,
 }
 
 /* The residual connection around a branch whose output rows (Nl, C) are in
- * out: pre-norm out = h + drop(out); post-norm pre = h + drop(out), out =
- * norm(pre). */
+ * out: pre-norm out = h + drop(out) (res_post_norm: norm(h) + drop(out));
+ * post-norm pre = h + drop(out), out = norm(pre). */
 static void branch_output(pl_block_ctx *c, float *out, float *pre, const float *h, norm_site n,
                           int64_t layer, int site)
 {
     const int64_t Nl = c->Nl, C = c->dims.C;
     if (c->drop.hidden > 0)
         pl_block_hidden_dropout(c, out, out, layer, site);
+    if (c->spec.res_post_norm) { /* the norm's output again, into the free norm_out: the
+                                  * branch's row-parallel GEMM may have used it (sp) */
+        float *hn = c->norm_out + c->n0 * C;
+        pl_nn_norm_fwd(c->spec.norm, hn, n.mean, n.rstd, h, n.w, n.b, Nl, C, c->eps);
+        pl_cpu_add(out, out, hn, Nl * C);
+        return;
+    }
     if (!c->spec.post_norm) {
         pl_cpu_add(out, out, h, Nl * C);
         return;
@@ -548,16 +558,23 @@ static pl_status post_norm_bwd(pl_block_ctx *c, float *dres, float *dw, float *d
 }
 
 /* d h from the branch's input gradient, this rank's rows at dnorm[0, Nl C):
- * pre-norm through the norm, post-norm directly; added into dres. */
+ * pre-norm through the norm, post-norm directly; added into dres.
+ * res_post_norm: the residual reads the norm's output too, so the norm's output
+ * gradient is dnorm + dres, and d h is all it gives (dres replaced). */
 static pl_status branch_input_bwd(pl_block_ctx *c, float *dres, float *dw, float *db,
                                   const float *h, norm_site n, float *keep)
 {
+    const int64_t NlC = c->Nl * c->dims.C;
     if (c->spec.post_norm) {
-        pl_cpu_add(dres, dres, c->dnorm, c->Nl * c->dims.C);
+        pl_cpu_add(dres, dres, c->dnorm, NlC);
         return PL_OK;
     }
+    if (c->spec.res_post_norm) {
+        pl_cpu_add(c->dnorm, c->dnorm, dres, NlC);
+        memset(dres, 0, (size_t)NlC * sizeof(float));
+    }
     if (!dw) /* the input half: the norm's output gradient, for its weights later */
-        memcpy(keep, c->dnorm, (size_t)(c->Nl * c->dims.C) * sizeof(float));
+        memcpy(keep, c->dnorm, (size_t)NlC * sizeof(float));
     return pl_block_norm_bwd(c, dres, dw, db, c->dnorm, h, n.w, n.mean, n.rstd);
 }
 

@@ -5,6 +5,11 @@
  *     res1 = x    + drop(proj(attn(rope(qkv(norm1(x))))))
  *     resx = res1 + drop(xproj(xattn(xq(normx(res1)), xkv(enc))))   cross-attention only
  *     res2 = resx + drop(fc2(act(fc1(norm2(resx)))))                 (resx = res1 without)
+ *   pre-norm with the residual after the norm (Megatron's
+ *   --apply-residual-connection-post-layernorm, the original BERT's ordering):
+ *     res1 = norm1(x)    + drop(proj(attn(rope(qkv(norm1(x))))))
+ *     resx = normx(res1) + drop(xproj(xattn(xq(normx(res1)), xkv(enc))))
+ *     res2 = norm2(resx) + drop(fc2(act(fc1(norm2(resx)))))
  *   post-norm (the original Transformer, Hugging Face's BERT and BART):
  *     res1 = norm1(x    + drop(proj(attn(qkv(x)))))
  *     resx = normx(res1 + drop(xproj(xattn(xq(res1), xkv(enc)))))
@@ -80,6 +85,8 @@ typedef struct pl_block_spec {
     int bias;            /* linear layers have biases (Megatron: not --disable-bias-linear) */
     int norm_bias;       /* norms have a bias (LayerNorm: yes; Megatron's RMSNorm: no) */
     int post_norm;       /* 0: pre-norm */
+    int res_post_norm;   /* pre-norm only: the residual is the norm's output (Megatron's
+                          * --apply-residual-connection-post-layernorm) */
 } pl_block_spec;
 
 /* Sizes of the global layer (before tensor parallelism). */

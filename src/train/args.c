@@ -75,6 +75,8 @@ static const pl_option train_options[] = {
      "a separate output layer instead of the word embeddings (llama: on)", NULL, 0},
     {"--disable-bias-linear", PL_OPT_BOOL, NULL, F(disable_bias_linear),
      "no biases in the linear layers (llama: on)", NULL, 0},
+    {"--apply-residual-connection-post-layernorm", PL_OPT_BOOL, NULL, F(res_post_norm),
+     "each residual is its norm's output, not the layer's input (the original BERT's)", NULL, 0},
     {"--lm-head-logits", PL_OPT_CHOICE, "recompute", F(lm_head_logits),
      "LM head logits in backward: recompute them chunk by chunk, or keep all (micro-batch x "
      "seq x vocab floats) from forward (plait's own flag)", "recompute|keep", 0},

@@ -92,6 +92,8 @@ static const struct yaml_map {
     {"model.apply_query_key_layer_scaling", "--apply-query-key-layer-scaling", K_SWITCH, NULL},
     {"model.position_embedding_type", "--position-embedding-type", K_VALUE, NULL},
     {"model.bias", "--disable-bias-linear", K_UNSET, NULL},
+    {"model.apply_residual_connection_post_layernorm",
+     "--apply-residual-connection-post-layernorm", K_SWITCH, NULL},
     {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights",
      K_UNSET, NULL},
     {"model.normalization", NULL, K_SPECIAL, NULL},

@@ -14,7 +14,8 @@
  *     per family), --normalization, --position-embedding-type, --swiglu,
  *     --group-query-attention / --num-query-groups, --disable-bias-linear,
  *     --untie-embeddings-and-output-weights, --rotary-base, --rotary-percent,
- *     --use-rope-scaling / --rope-scaling-factor, --bert-no-binary-head.
+ *     --use-rope-scaling / --rope-scaling-factor, --bert-no-binary-head,
+ *     --apply-residual-connection-post-layernorm.
  *
  * Each value set is a note (rank 0 prints the notes at start), as Megatron's
  * "Setting num_layers to 2 from checkpoint". Unlike Megatron, the layout
@@ -170,6 +171,9 @@ static pl_status apply(pl_train_args *a, const pl_model_config *c, const pl_ckpt
                         !f->block.bias);
     if (!st)
         st = force_bool(a, "--untie-embeddings-and-output-weights", &a->untie, c->untie, f->untie);
+    if (!st)
+        st = force_bool(a, "--apply-residual-connection-post-layernorm", &a->res_post_norm,
+                        c->block.res_post_norm, 0);
     if (!st)
         st = force_bool(a, "--group-query-attention", &a->group_query_attention, gqa, 0);
     if (!st && gqa)

@@ -79,10 +79,12 @@ void pl_train_print_banner(const pl_trainer *t)
                     "%lld tokens (causal, cross-attention); FLOPs above per encoder token",
                     (long long)c->num_layers, (long long)c->seq_length, (long long)c->dec_layers,
                     (long long)c->dec_seq_length);
-    pl_log_info("layers: %s, %s, %s%s, %s, %s output layer", norms[c->block.norm],
+    pl_log_info("layers: %s, %s, %s%s, %s, %s output layer%s", norms[c->block.norm],
                 acts[c->block.act], pos[c->block.pos],
                 c->block.pos == PL_POS_ROPE && c->rope.scaling ? " (Llama 3.1 scaling)" : "",
-                c->block.bias ? "biases" : "no biases", c->untie ? "untied" : "tied");
+                c->block.bias ? "biases" : "no biases", c->untie ? "untied" : "tied",
+                c->block.res_post_norm ? ", residuals after the norms "
+                                         "(--apply-residual-connection-post-layernorm)" : "");
     pl_log_info("batch: micro %lld x %lld micro-batches x dp %lld = global %lld; %lld iterations; "
                 "dropout hidden %g, attention %g",
                 (long long)t->mbs, (long long)t->num_micro, (long long)t->dp, (long long)t->gbs,

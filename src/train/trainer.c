@@ -256,6 +256,7 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
         c->untie = 1;
     if (a->disable_bias_linear)
         c->block.bias = 0;
+    c->block.res_post_norm = a->res_post_norm;
     if (a->bert_no_binary_head && c->family != PL_FAMILY_BERT)
         return pl_errorf(PL_ERR_ARG, "--bert-no-binary-head is for --model bert");
     if (a->bert_no_binary_head) /* pretrain_bert.py: num_tokentypes = 2 if binary head else 0 */

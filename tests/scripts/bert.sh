@@ -11,6 +11,7 @@
 # compared after assembling the shards with tests/scripts/ckpt_tensors.py (independent
 # of plait); the heads' names are Megatron core's. --bert-no-binary-head drops the
 # pooler, the binary head and the token types, as pretrain_bert.py does.
+# --apply-residual-connection-post-layernorm: one process, TP 2 with sp, PP 2 ZB-H1.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1 # up to 8 ranks share 2 cores
@@ -92,6 +93,22 @@ bad = [k for k in m if k.startswith(('pooler.', 'binary_head.', 'embedding.token
 sys.exit(bool(bad) or 'sop_loss' in open('$TMP/b_nobin.jsonl').read())"
 bert_checks_nobin() { layout_checks bert b_nobin b_nobin_tp2 "2 2 1 1" --bert-no-binary-head; }
 bert_checks_nobin
+# Megatron's --apply-residual-connection-post-layernorm (each residual its norm's output):
+# TP 2 with sequence parallelism gives one process's run; the manifest records it and a
+# run without it refuses the checkpoint naming the flag; PP 2 under ZB-H1 (the backward
+# in its input and weight halves) equals one process too.
+RPN=--apply-residual-connection-post-layernorm
+check "bert $RPN trains" run b_rpn 1 1 1 $RPN
+losses_differ() { ! diff -q <(losses "$TMP/$1.jsonl") <(losses "$TMP/$2.jsonl") >/dev/null; }
+check "bert $RPN: the losses are not the ordinary pre-norm's" losses_differ b_rpn b_single
+layout_checks bert b_rpn b_rpn_tp2_sp "2 2 1 1" --sequence-parallel $RPN
+layout_checks bert b_rpn b_rpn_pp2_zb "2 1 1 2" --pipeline-schedule zb-h1 $RPN # split backward
+check "bert $RPN: the manifest records it" grep -qE \
+    '"apply_residual_connection_post_layernorm":[[:space:]]*1' "$TMP/b_rpn/iter_0000010/manifest.json"
+check_fails "bert: a $RPN checkpoint is refused without the flag, naming it" \
+    "architecture differs from this run's in $RPN" \
+    timeout -k 5 120 "$PLAIT" train "${COMMON[@]}" --make-vocab-size-divisible-by 512 \
+    --load "$TMP/b_rpn" --train-iters 11
 check_fails "--bert-no-binary-head is refused for another family" "for --model bert" \
     "$PLAIT" train --mock-data --vocab-size 100 --num-layers 1 --hidden-size 8 \
     --num-attention-heads 2 --seq-length 8 --micro-batch-size 1 --global-batch-size 1 \

@@ -11,7 +11,10 @@
                                   tensors within fp32 rounding.
 
 The reference is written from the definitions, not from plait's code: pre-norm
-(x + f(norm(x))) or post-norm (norm(x + f(x))) residual branches; LayerNorm with the
+(x + f(norm(x))), pre-norm with the residual taken after the norm (norm(x) + f(norm(x)):
+Megatron's --apply-residual-connection-post-layernorm, ParallelTransformerLayer's
+`residual = layernorm_output`, for the cross-attention residual too) or post-norm
+(norm(x + f(x))) residual branches; LayerNorm with the
 biased variance or RMSNorm (x / sqrt(mean(x^2) + eps), times the gain, plus the bias);
 self-attention from Megatron's QKV rows (per key/value group its query heads, then k, then
 v; per head [q, k, v] for multi-head), causal, padded (keys at or past
@@ -89,10 +92,11 @@ def attend(q, k, v, allowed, drop):
     return p @ v
 
 
-def layer(t, cfg, P, placement=None, masks=True, enc_len=True):
+def layer(t, cfg, P, placement=None, masks=True, enc_len=True, res_post=None):
     """The layer's output for the file's inputs; P: parameter tensors by name suffix.
     The negative controls: placement (0 pre-norm, 1 post-norm) other than the file's,
-    without the dropout masks, without the encoder's padding."""
+    the residual before the norm instead of after it (res_post), without the dropout
+    masks, without the encoder's padding."""
     B = t["pad_len"].shape[0]
     N, C = t["x"].shape
     T = N // B
@@ -100,6 +104,7 @@ def layer(t, cfg, P, placement=None, masks=True, enc_len=True):
     HS = C // NH
     kind, eps, named_post = cfg["norm"], cfg["eps"], cfg["post_norm"]
     post = named_post if placement is None else placement
+    after = cfg.get("res_post_norm", 0) if res_post is None else res_post
     drop = {k[5:]: torch.tensor(v, dtype=DT) for k, v in t.items()
             if k.startswith("mask.") and masks}
     names = {1: ("input_layernorm", "post_self_attn_layernorm"),
@@ -111,10 +116,11 @@ def layer(t, cfg, P, placement=None, masks=True, enc_len=True):
         return norm(h, P[n + ".weight"], P.get(n + ".bias"), kind, eps)
 
     def branch(h, site, f, out_mask):
-        y = f(h if post else nrm(h, site))
+        hn = h if post else nrm(h, site)
+        y = f(hn)
         if out_mask in drop:
             y = y * drop[out_mask]
-        return nrm(h + y, site) if post else h + y
+        return nrm(h + y, site) if post else (hn if after else h) + y
 
     pad = torch.tensor(t["pad_len"].astype(np.int64))
     qpos = torch.arange(T).view(1, 1, T, 1)
@@ -175,7 +181,9 @@ def torch_case(path):
     y = layer(t, cfg, P)
     y.backward(torch.tensor(t["dy"], dtype=DT))
     label = "%s (%s, %s mask%s%s%s)" % (
-        path.split("/")[-1], "post-norm" if cfg["post_norm"] else "pre-norm", cfg["mask"],
+        path.split("/")[-1], "post-norm" if cfg["post_norm"]
+        else "pre-norm, residual after the norm" if cfg.get("res_post_norm") else "pre-norm",
+        cfg["mask"],
         ", cross-attention to %d positions" % cfg["cross"] if cfg["cross"] else "",
         ", " + cfg["norm"], ", dropout %g" % cfg["dropout"] if cfg["dropout"] else "")
     e = rel(t["y"], y.detach().numpy())
@@ -197,6 +205,9 @@ def torch_case(path):
     # the checks can fail: the other norm placement, the layer without its dropout masks
     # or without the encoder's padding, computes something else
     controls = [("the other norm placement", cfg, dict(placement=1 - cfg["post_norm"]))]
+    if cfg.get("res_post_norm"):
+        controls.append(("the residual before the norm (ordinary pre-norm)", cfg,
+                         dict(res_post=0)))
     if cfg["dropout"]:
         controls.append(("no dropout masks", cfg, dict(masks=False)))
     if "enc_len" in t:

@@ -17,7 +17,8 @@ PYBP=(/usr/bin/python3 "$ROOT/tests/scripts/block_parity.py")
 # name::flags: the layers of GPT/Llama (pre, causal), Megatron's BERT and T5 encoder
 # (pre, padding), Hugging Face's BERT and BART encoder (post, padding), the T5 and
 # MegaMolBART decoder (pre, causal, cross) and BART's decoder (post, cross), with
-# dropout and RMSNorm in some.
+# dropout and RMSNorm in some; Megatron's --apply-residual-connection-post-layernorm
+# (pre-norm, each residual the norm's output) on BERT's layer and the T5 decoder's.
 CASES=("pre_causal::--mask causal"
        "post_causal::--post-norm --mask causal"
        "pre_padding_rms::--mask padding --rms"
@@ -26,7 +27,10 @@ CASES=("pre_causal::--mask causal"
        "post_cross_dropout::--post-norm --mask causal --cross 20 --dropout 0.2"
        "none_cross_rms::--mask none --cross 9 --rms"
        "gqa::--groups 2"
-       "mqa_padding::--groups 1 --mask padding")
+       "mqa_padding::--groups 1 --mask padding"
+       "respost_padding_dropout::--res-post-norm --mask padding --dropout 0.1"
+       "respost_cross_dropout::--res-post-norm --mask causal --cross 20 --dropout 0.2"
+       "respost_gqa_rms::--res-post-norm --groups 2 --rms")
 FILES=()
 for c in "${CASES[@]}"; do
     name=${c%%::*}; flags=${c#*::}
@@ -59,10 +63,18 @@ tp_case pre_cross mpirun.openmpi 2 "$BP" --mask causal --cross 20 --sp
 tp_case post_padding_dropout mpirun.openmpi 2 "$BP" --post-norm --mask padding --dropout 0.1 --sp
 tp_case pre_padding_rms mpirun.openmpi 4 "$BP" --mask padding --rms
 tp_case mqa_padding mpirun.openmpi 2 "$BP" --groups 1 --mask padding --sp  # k, v shared by 2 ranks
+tp_case respost_cross_dropout mpirun.openmpi 2 "$BP" --res-post-norm --mask causal --cross 20 \
+    --dropout 0.2 --sp
+tp_case respost_padding_dropout mpirun.openmpi 4 "$BP" --res-post-norm --mask padding --dropout 0.1
 if [ -x "$ROOT/build-mpich/testtools/block_parity" ]; then
     tp_case post_cross_dropout mpirun.mpich 2 "$ROOT/build-mpich/testtools/block_parity" \
         --post-norm --mask causal --cross 20 --dropout 0.2 --sp
+    tp_case respost_padding_dropout mpirun.mpich 2 "$ROOT/build-mpich/testtools/block_parity" \
+        --res-post-norm --mask padding --dropout 0.1 --sp
 fi
+check_fails "--res-post-norm with --post-norm is refused by name" \
+    "apply-residual-connection-post-layernorm is for pre-norm" \
+    "$BP" "$TMP/refused.st" --res-post-norm --post-norm
 
 # The backward in two halves (zero-bubble schedules: pl_block_bwd_input, then
 # pl_block_bwd_weight) writes the bytes of the whole backward.
@@ -82,4 +94,8 @@ check "split backward, bit for bit: tp 4, sp, multi-query (shared k, v)" split_s
     mpirun.openmpi 4 --groups 1 --sp
 check "split backward, bit for bit: tp 4, sp, post-norm, cross-attention, dropout" split_same \
     mpirun.openmpi 4 --post-norm --mask causal --cross 20 --dropout 0.2 --sp
+check "split backward, bit for bit: residual after the norm, cross-attention, dropout" \
+    split_same - 1 --res-post-norm --mask causal --cross 20 --dropout 0.2
+check "split backward, bit for bit: tp 2, sp, residual after the norm, padding, dropout" \
+    split_same mpirun.openmpi 2 --res-post-norm --mask padding --dropout 0.1 --sp
 summary block_parity

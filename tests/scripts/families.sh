@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The model families on the shared blocks (src/nn/block.c, src/model/spec.c):
 #  - KV-cached generation through pl_block_decode equals the training forward,
-#    position by position, for GPT and Llama (tests/tools/generate_check.c);
+#    position by position, for GPT and Llama, also with
+#    --apply-residual-connection-post-layernorm (tests/tools/generate_check.c);
 #  - dropout is layout-independent: with Megatron's 0.1 dropouts, 1 process, DP 2,
 #    DP 2 + ZeRO-2, 2 micro-batches, full and selective recompute give the same losses
 #    (the masks are keyed by the global sample, not by the rank or micro-batch that

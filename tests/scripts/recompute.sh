@@ -60,8 +60,11 @@ done
 
 # With bf16 GEMMs (activations saved in bf16, forward's fp32 outputs in the
 # backward scratch) and with the LM head's logits kept (whose memory the layer
-# backward scratch shares), the rerun forward must still reproduce every value.
-for extra in "--bf16" "--lm-head-logits keep" "--bf16 --lm-head-logits keep"; do
+# backward scratch shares), and with Megatron's --apply-residual-connection-post-layernorm
+# (each residual its norm's output, rebuilt in the rerun), the rerun forward must still
+# reproduce every value.
+for extra in "--bf16" "--lm-head-logits keep" "--bf16 --lm-head-logits keep" \
+    "--apply-residual-connection-post-layernorm"; do
     tag=${extra//[^a-z0-9]/}
     # shellcheck disable=SC2086
     check "one process $extra: none and full uniform 1 run" \

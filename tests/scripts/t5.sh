@@ -4,7 +4,8 @@
 # AdamW steps, in one process and split over 2 and 4 tensor-parallel ranks (with and
 # without sequence parallelism: the decoder's cross-attention reads the encoder output
 # whole, the encoder output's gradient is summed over the TP group once), each layout
-# asserting its world size.
+# asserting its world size; and with --apply-residual-connection-post-layernorm, in one
+# process and at TP 2 with sequence parallelism.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -22,6 +23,11 @@ FILES+=("$TMP/t5_1.safetensors")
 case_run t5_tp2 2
 case_run t5_tp2_sp 2 --sp
 case_run t5_tp4_sp 4 --sp
+# Megatron's --apply-residual-connection-post-layernorm (the cross-attention's residual too)
+check "t5 --res-post-norm: one process runs" bash -c "'$TOOL' '$TMP/t5_rpn.safetensors' --res-post-norm \
+    > '$TMP/t5_rpn.log'"
+FILES+=("$TMP/t5_rpn.safetensors")
+case_run t5_rpn_tp2_sp 2 --sp --res-post-norm
 OMP_NUM_THREADS=2 $PY "$ROOT/tests/scripts/t5_parity.py" "${FILES[@]}" | tee "$TMP/py.out" |
     grep -v '^ok'
 read -r p f < <(sed -nE 's/^t5_parity: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")

@@ -46,6 +46,14 @@ def forward(P, src, src_len, dec, cfg):
     def norm(x, name):
         return ln(x, (C,), P[name + ".weight"], P[name + ".bias"], 1e-5)
 
+    # Megatron's --apply-residual-connection-post-layernorm (ParallelTransformerLayer,
+    # default_decoder_cross_attention): each residual is the branch's norm output
+    after = cfg.get("res_post_norm", 0)
+
+    def branch(x, name, f):
+        h = norm(x, name)
+        return (h if after else x) + f(h)
+
     def heads(x, T):
         return x.view(B, T, NH, HS).transpose(1, 2)
 
@@ -63,21 +71,24 @@ def forward(P, src, src_len, dec, cfg):
     x = wte[src] + wpe[:Te]
     for l in range(cfg["enc_layers"]):
         pre = f"encoder.layers.{l}."
-        x = x + self_attn(norm(x, pre + "input_layernorm"), pre, Te, keys_ok.expand(B, 1, Te, Te))
-        x = x + mlp(norm(x, pre + "pre_mlp_layernorm"), pre)
+        x = branch(x, pre + "input_layernorm",
+                   lambda h: self_attn(h, pre, Te, keys_ok.expand(B, 1, Te, Te)))
+        x = branch(x, pre + "pre_mlp_layernorm", lambda h: mlp(h, pre))
     enc = norm(x, "encoder.final_layernorm")
     causal = torch.ones(Td, Td, dtype=torch.bool).tril().view(1, 1, Td, Td).expand(B, 1, Td, Td)
     y = wte[dec] + wpe[:Td]
     for l in range(cfg["dec_layers"]):
         pre = f"decoder.layers.{l}."
-        y = y + self_attn(norm(y, pre + "input_layernorm"), pre, Td, causal)
-        h = norm(y, pre + "pre_cross_attn_layernorm")
-        q = heads(lin(h, pre + "cross_attention.linear_q"), Td)
-        kv = lin(enc, pre + "cross_attention.linear_kv").view(B, Te, NH, 2, HS)
-        k, v = kv[:, :, :, 0].transpose(1, 2), kv[:, :, :, 1].transpose(1, 2)
-        o = attend(q, k, v, keys_ok.expand(B, 1, Td, Te)).transpose(1, 2).reshape(B, Td, C)
-        y = y + lin(o, pre + "cross_attention.linear_proj")
-        y = y + mlp(norm(y, pre + "pre_mlp_layernorm"), pre)
+        y = branch(y, pre + "input_layernorm", lambda h: self_attn(h, pre, Td, causal))
+
+        def cross(h):
+            q = heads(lin(h, pre + "cross_attention.linear_q"), Td)
+            kv = lin(enc, pre + "cross_attention.linear_kv").view(B, Te, NH, 2, HS)
+            k, v = kv[:, :, :, 0].transpose(1, 2), kv[:, :, :, 1].transpose(1, 2)
+            o = attend(q, k, v, keys_ok.expand(B, 1, Td, Te)).transpose(1, 2).reshape(B, Td, C)
+            return lin(o, pre + "cross_attention.linear_proj")
+        y = branch(y, pre + "pre_cross_attn_layernorm", cross)
+        y = branch(y, pre + "pre_mlp_layernorm", lambda h: mlp(h, pre))
     y = norm(y, "decoder.final_layernorm")
     return y @ wte.T + P["lm_head.output_layer.bias"]
 
@@ -94,7 +105,7 @@ def run(path, check):
     opt = torch.optim.AdamW([{"params": [P[n] for n in decay], "weight_decay": cfg["weight_decay"]},
                              {"params": [P[n] for n in no_decay], "weight_decay": 0.0}],
                             lr=0.0, betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"])
-    tag = "[t5, fp32] "
+    tag = "[t5, fp32%s] " % (", residual after the norm" if cfg.get("res_post_norm") else "")
     for s in range(steps):
         row = batch[s]
         src = row[:B * Te].view(B, Te)
@@ -106,6 +117,12 @@ def run(path, check):
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                  tgt.reshape(-1), ignore_index=-1)
         loss.backward()
+        if s == 0 and cfg.get("res_post_norm"):  # control: the ordinary pre-norm differs
+            with torch.no_grad():
+                other = forward(P, src, src_len, dec, dict(cfg, res_post_norm=0))
+            e = rel(T_["logits"], other.reshape(-1, other.shape[-1]))
+            check(f"{tag}the reference with the residual before the norm differs ({e:.2e})",
+                  -e, -1e-3)
         if s == 0:
             check(tag + "logits", rel(T_["logits"], logits.detach().reshape(-1, logits.shape[-1])),
                   1e-5)

@@ -5,7 +5,8 @@
 # without sequence parallelism and DP 2 with ZeRO 1, 2 and 3 each give one process's
 # losses, validation and final parameters (parameters assembled from the shards by
 # tests/scripts/ckpt_tensors.py, independent of plait; bounds argued in train_lib.sh);
-# resuming at iteration 5 gives the uninterrupted run bit for bit; pipelining and the
+# resuming at iteration 5 gives the uninterrupted run bit for bit; with
+# --apply-residual-connection-post-layernorm, TP 2 with sp one process's run; pipelining and the
 # flags T5 does not take are refused by name. The model itself is checked against an
 # independent PyTorch T5 in t5.sh.
 source "$(dirname "$0")/lib.sh"
@@ -41,6 +42,13 @@ sys.exit(bool(missing) or len(cross) < 4 or bool(extra) or
          m['model']['decoder_num_layers'] != 3 or m['model']['num_layers'] != 2)"
 layout_checks t5 t_single t_tp2 "2 2 1 1"
 layout_checks t5 t_single t_tp2_sp "2 2 1 1" --sequence-parallel
+# Megatron's --apply-residual-connection-post-layernorm in both stacks (the decoder's
+# cross-attention residual too): TP 2 with sequence parallelism gives one process's run.
+RPN=--apply-residual-connection-post-layernorm
+check "t5 $RPN trains" run t_rpn 1 1 1 $RPN
+losses_differ() { ! diff -q <(losses "$TMP/$1.jsonl") <(losses "$TMP/$2.jsonl") >/dev/null; }
+check "t5 $RPN: the losses are not the ordinary pre-norm's" losses_differ t_rpn t_single
+layout_checks t5 t_rpn t_rpn_tp2_sp "2 2 1 1" --sequence-parallel $RPN
 layout_checks t5 t_single t_dp2_z1 "2 1 2 1" --use-distributed-optimizer
 layout_checks t5 t_single t_dp2_z2 "2 1 2 1" --zero-stage 2
 layout_checks t5 t_single t_dp2_z3 "2 1 2 1" --zero-stage 3

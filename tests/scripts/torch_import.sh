@@ -56,6 +56,9 @@ check "llama, NeMo .nemo (gzip, one rank, fast-swiglu, rmsnorm): imported with -
 check_fails "NeMo's transformer_block_type post_ln is refused by name" \
     "transformer_block_type: post_ln is not supported" \
     "$PLAIT" ckpt import "$TMP/post.nemo" --format nemo --out "$TMP/npost"
+check_fails "NeMo's apply_residual_connection_post_layernorm: true is refused by name" \
+    "apply_residual_connection_post_layernorm: true is not imported" \
+    "$PLAIT" ckpt import "$TMP/rpn.nemo" --format nemo --out "$TMP/nrpn"
 check "llama, core names, TP 2, vocabulary 100 padded to 128: imported with --vocab-size 100" \
     imp mg_llama --out "$TMP/li" --vocab-size 100
 check "llama: ... exported as Hugging Face" exp li li_hf
@@ -65,8 +68,14 @@ check "gpt: trains from the import with --use-checkpoint-args (one process, 2 it
     '$PLAIT' train --load '$TMP/gi' --use-checkpoint-args --mock-data --micro-batch-size 1 \
         --global-batch-size 2 --lr 1e-4 --train-iters 2 --log-interval 1 --eval-iters 0 \
         --metrics-file '$TMP/ft.jsonl' >'$TMP/ft.log' 2>&1 && [ \$(grep -c lm_loss '$TMP/ft.jsonl') = 2 ]"
-check_fails "args.apply_residual_connection_post_layernorm is refused by name" \
-    "args.apply_residual_connection_post_layernorm is set" imp mg_post --out "$TMP/post_out"
+check "args.apply_residual_connection_post_layernorm: imported, the manifest records it" bash -c "
+    '$PLAIT' ckpt import '$TMP/mg_post' --format megatron --out '$TMP/post_out' >/dev/null &&
+    grep -qE '\"apply_residual_connection_post_layernorm\":[[:space:]]*1' \
+        '$TMP/post_out/release/manifest.json'"
+check_fails "... and its export to Hugging Face is refused, naming the flag" \
+    "apply-residual-connection-post-layernorm .*cannot express" exp post_out post_hf
+check_fails "... but on a Megatron core model (whose layer ignores it since 2023-08) refused" \
+    "set on a Megatron core model" imp mg_post_core --out "$TMP/post_core_out"
 check "args without openai_gelu: imported with a warning about Megatron's exact GELU" bash -c "
     '$PLAIT' ckpt import '$TMP/mg_erf' --format megatron --out '$TMP/erf_out' 2>&1 | grep -q 'GELU exactly (erf'"
 

@@ -11,11 +11,13 @@ TMP/mg_llama               Megatron core names, TP 2 x PP 1, from hf_llama (voca
                            to 128)
 TMP/ds_gpt                 Megatron-DeepSpeed through DeepSpeed's engine, TP 2, from hf_gpt
 TMP/gpt.nemo, llama.nemo   NeMo archives: GPT at TP 2 x PP 2 (tar), Llama in one rank (tar.gz);
-                           post.nemo with transformer_block_type post_ln
+                           post.nemo with transformer_block_type post_ln, rpn.nemo with
+                           apply_residual_connection_post_layernorm true
 TMP/mg_one                 legacy, one rank; TMP/mg_one.listing: its file as torch.load reads it,
                            listed as pt_dump lists what plait reads
 TMP/proto4.pt             the same object saved with pickle protocol 4
-TMP/mg_post, TMP/mg_erf    one rank with args apply_residual_connection_post_layernorm=True,
+TMP/mg_post, TMP/mg_erf    one rank with args apply_residual_connection_post_layernorm=True
+                           (mg_post_core: the same, Megatron core names),
                            openai_gelu=False
 TMP/shared.pt              a list of the same list, 60 deep (2^60 paths): read in linear time
 TMP/bad_*.pt               files plait must refuse: a pickle calling os.system, a truncated file, a
@@ -116,7 +118,11 @@ def main():
     megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/gpt.nemo", 2, 2, False, {})
     megatron_write.write_nemo(f"{tmp}/hf_llama", f"{tmp}/llama.nemo", 1, 1, True, {})
     megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/post.nemo", 1, 1, False, {"transformer_block_type": "post_ln"})
+    megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/rpn.nemo", 1, 1, False,
+                              {"apply_residual_connection_post_layernorm": True})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_post", 1, 1, "legacy",
+                         {"apply_residual_connection_post_layernorm": True})
+    megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_post_core", 1, 1, "core",
                          {"apply_residual_connection_post_layernorm": True})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_erf", 1, 1, "legacy", {"openai_gelu": False})
     one = f"{tmp}/mg_one/iter_0000007/mp_rank_00/model_optim_rng.pt"

@@ -324,7 +324,10 @@ def bert_encoder(P, tokens, types, lengths, cfg, ops=EXACT):
     """Megatron core's BertModel's encoder (pretrain_bert.py, local layer spec), written
     from its source: word + position + token-type embeddings; pre-LN layers as GPT's, but
     every position attends to every key of its sample inside the sample's length (keys in
-    the padding masked); encoder.final_layernorm. Returns its output (B, T, C)."""
+    the padding masked); encoder.final_layernorm. Returns its output (B, T, C).
+    cfg res_post_norm (Megatron's --apply-residual-connection-post-layernorm, as
+    ParallelTransformerLayer: residual = layernorm_output): each residual addition adds
+    the norm's output instead of the layer's (or the attention's) sum."""
     mm, keep, attention = ops
     L, C, NH = cfg["layers"], cfg["hidden"], cfg["heads"]
     B, T = tokens.shape
@@ -335,15 +338,18 @@ def bert_encoder(P, tokens, types, lengths, cfg, ops=EXACT):
     mask = keys >= lengths.view(B, 1, 1, 1)  # (B, 1, T, T) broadcast over heads and queries
     mask = mask.expand(B, 1, T, T)
     ln = torch.nn.functional.layer_norm
+    after = cfg.get("res_post_norm", 0)
     for l in range(L):
         p = lambda s: P[f"encoder.layers.{l}.{s}"]
         h = ln(x, (C,), p("input_layernorm.weight"), p("input_layernorm.bias"), 1e-5)
+        x = h if after else x
         qkv = keep(mm(h, p("self_attention.linear_qkv.weight")) + p("self_attention.linear_qkv.bias"))
         qkv = qkv.view(B, T, NH, 3, HS)
         q, k, v = (qkv[:, :, :, i, :].transpose(1, 2) for i in range(3))
         a = attention(q, k, v, mask).transpose(1, 2).reshape(B, T, C)
         x = x + mm(a, p("self_attention.linear_proj.weight")) + p("self_attention.linear_proj.bias")
         h = ln(x, (C,), p("pre_mlp_layernorm.weight"), p("pre_mlp_layernorm.bias"), 1e-5)
+        x = h if after else x
         h = torch.nn.functional.gelu(keep(mm(h, p("mlp.linear_fc1.weight")) + p("mlp.linear_fc1.bias")),
                                      approximate="tanh")
         x = x + mm(h, p("mlp.linear_fc2.weight")) + p("mlp.linear_fc2.bias")
@@ -495,9 +501,18 @@ def run(path, check):
     tag = f"[{cfg.get('family', 'gpt')}, {prec}" + (
         f", {cfg['groups']} query groups" if cfg.get("family") == "llama" else "") + (
         ", Llama 3.1 rope scaling" if cfg.get("rope_scaling") else "") + (
-        f", dropout {cfg['dropout']:g}" if cfg.get("dropout", 0) > 0 else "") + "] "
+        f", dropout {cfg['dropout']:g}" if cfg.get("dropout", 0) > 0 else "") + (
+        ", residual after the norm" if cfg.get("res_post_norm") else "") + "] "
     check(tag + "logits", rel(T_["logits"], ref["logits"]), tol["logits"])
     check(tag + "loss", rel(T_["loss"], [ref["loss"]]), tol["logits"])
+    if cfg.get("res_post_norm"):  # the control: the ordinary pre-norm computes something else
+        with torch.no_grad():
+            P0 = {n: torch.tensor(T_["init." + n], dtype=DT) for n in names}
+            tt = ttl[:B]
+            lg, _ = forward_bert(P0, tt[:, 0], tt[:, 1], lir[0, :B], dict(cfg, res_post_norm=0))
+        e = rel(T_["logits"], lg.reshape(-1, lg.shape[-1]))
+        check(f"{tag}the reference with the residual before the norm differs ({e:.2e})",
+              -e, -100 * tol["logits"])
     if bert and not task:
         check(tag + "MLM loss", rel(T_["lm_loss"], [ref["lm_loss"]]), tol["logits"])
         check(tag + "binary (SOP) loss", rel(T_["sop_loss"], [ref["sop_loss"]]), tol["logits"])

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # plait's GPT, Llama and BERT (pretraining, and the fine-tuning heads: sequence and token
-# classification, spans, regression) against the same models in PyTorch (float64): logits, loss,
+# classification, spans, regression; BERT with --apply-residual-connection-post-layernorm) against the same models in PyTorch (float64): logits, loss,
 # gradients, and parameters after 5 AdamW steps, in fp32, with bf16 GEMMs and
 # activations, and with fp16 GEMMs under a static loss scale (the reference then
 # rounds the same values). See torch_parity.py.
@@ -21,7 +21,8 @@ for v in "mha::--model llama" "gqa::--model llama --groups 2" "mqa::--model llam
          "llama_dropout::--model llama --groups 2 --dropout 0.1" "bert::--model bert" \
          "bert_bf16::--model bert --bf16" "bert_seq::--model bert --task sequence" \
          "bert_tok::--model bert --task token" "bert_span::--model bert --task span" \
-         "bert_reg::--model bert --task regression"; do
+         "bert_reg::--model bert --task regression" \
+         "bert_respost::--model bert --res-post-norm"; do
     name=${v%%::*}; flags=${v#*::}
     "$MP" "$TMP/case_$name.safetensors" $flags || { echo "parity: 0 passed, 1 failed"; exit 1; }
     LLAMA_FILES+=("$TMP/case_$name.safetensors")

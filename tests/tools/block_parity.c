@@ -2,11 +2,14 @@
  * backward on random inputs, written for tests/scripts/block_parity.py to
  * check against PyTorch, and for two runs to be compared with each other.
  *
- * usage: [mpirun -n P] block_parity OUT.safetensors [--post-norm] [--mask causal|padding|none]
+ * usage: [mpirun -n P] block_parity OUT.safetensors [--post-norm | --res-post-norm]
+ *                                   [--mask causal|padding|none]
  *                                   [--cross TK] [--rms] [--dropout P] [--sp] [--groups G]
  *                                   [--split] [--bf16]
  *
  * The layer: hidden 32, 4 heads, MLP 64, GELU, LayerNorm (RMSNorm with --rms),
+ * pre-norm (--post-norm; --res-post-norm: Megatron's
+ * --apply-residual-connection-post-layernorm),
  * biases, B = 2 samples of T = 24 positions; --cross TK: a decoder layer with
  * cross-attention to an encoder output of TK positions per sample. Padding:
  * sample 1 is 7 positions shorter (--mask padding), and with --cross its
@@ -95,7 +98,7 @@ static pl_status gather_rows(pl_comm *tp, int sp, float *full, const float *mine
 }
 
 typedef struct opts {
-    int post, cross_tk, rms, sp, groups, split, bf16;
+    int post, res_post, cross_tk, rms, sp, groups, split, bf16;
     pl_mask_kind mask;
     float dropout;
 } opts;
@@ -107,6 +110,8 @@ static int parse(int argc, char **argv, opts *o)
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--post-norm") == 0)
             o->post = 1;
+        else if (strcmp(argv[i], "--res-post-norm") == 0)
+            o->res_post = 1;
         else if (strcmp(argv[i], "--rms") == 0)
             o->rms = 1;
         else if (strcmp(argv[i], "--sp") == 0)
@@ -172,11 +177,13 @@ static void masks(float *hid, float *att, float *xatt, int64_t Tk, float p)
 static pl_status run(const opts *o, pl_comm *tp, const char *out)
 {
     pl_status st = PL_OK;
+    pl_st_writer *wr = NULL; /* before the first PL_TRY: the failure path frees it */
     const int64_t Tk = o->cross_tk, N = B * T, Nk = B * Tk;
     pl_model_config cfg = {.num_layers = 1, .hidden = C, .heads = NH, .query_groups = o->groups,
                            .ffn_hidden = F, .seq_length = T, .init_std = 0.2, .ln_eps = 1e-5f};
     cfg.block = (pl_block_spec){o->rms ? PL_NORM_RMSNORM : PL_NORM_LAYERNORM, PL_ACT_GELU,
-                                PL_POS_LEARNED, o->mask, Tk > 0, 1, 1, o->post};
+                                PL_POS_LEARNED, o->mask, Tk > 0, 1, 1, o->post,
+                                o->res_post};
     const pl_block_dims dims = pl_model_block_dims(&cfg);
     pl_registry reg;
     pl_registry_init(&reg, tp->size, tp->rank, 0);
@@ -255,7 +262,6 @@ static pl_status run(const opts *o, pl_comm *tp, const char *out)
         PL_TRY(gather_rows(tp, o->sp, denc_all, denc_out, Nk));
     }
     /* rank 0 writes */
-    pl_st_writer *wr = NULL;
     if (tp->rank == 0)
         PL_TRY(pl_st_writer_new(&wr));
     static char keys[2 * PL_BLOCK_MAX_PARAMS][PL_ST_NAME_MAX];
@@ -302,10 +308,10 @@ static pl_status run(const opts *o, pl_comm *tp, const char *out)
         }
         char meta[512];
         snprintf(meta, sizeof meta,
-                 "{\"post_norm\": %d, \"norm\": \"%s\", \"mask\": \"%s\", \"cross\": %lld, "
+                 "{\"post_norm\": %d, \"res_post_norm\": %d, \"norm\": \"%s\", \"mask\": \"%s\", \"cross\": %lld, "
                  "\"heads\": %d, \"groups\": %d, \"eps\": 1e-5, \"dropout\": %g, \"tp\": %d, "
                  "\"sp\": %d}",
-                 o->post, o->rms ? "rmsnorm" : "layernorm",
+                 o->post, o->res_post, o->rms ? "rmsnorm" : "layernorm",
                  o->mask == PL_MASK_CAUSAL ? "causal" : o->mask == PL_MASK_PADDING ? "padding"
                                                                                    : "none",
                  (long long)Tk, NH, o->groups, (double)o->dropout, tp->size, o->sp);
@@ -323,8 +329,8 @@ int main(int argc, char **argv)
 {
     opts o;
     if (!parse(argc, argv, &o)) {
-        fprintf(stderr, "usage: [mpirun -n P] block_parity OUT.safetensors [--post-norm] "
-                        "[--mask causal|padding|none] [--cross TK] [--rms] [--dropout P] [--sp]\n");
+        fprintf(stderr, "usage: [mpirun -n P] block_parity OUT.safetensors [--post-norm | "
+                        "--res-post-norm] [--mask causal|padding|none] [--cross TK] [--rms] [--dropout P] [--sp]\n");
         return 2;
     }
     pl_dist dist;

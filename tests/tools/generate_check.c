@@ -23,7 +23,7 @@ enum { L = 2, C = 64, NH = 4, T = 24, V = 300 };
 static int fails, passes;
 
 
-static pl_status check_family(pl_family f, int64_t groups)
+static pl_status check_family(pl_family f, int64_t groups, int res_post)
 {
     pl_status st = PL_OK;
     pl_model_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
@@ -31,6 +31,7 @@ static pl_status check_family(pl_family f, int64_t groups)
                            .divisible_by = 128, .init_std = 0.05, .ln_eps = 1e-5f};
     pl_family_apply(&cfg, f);
     cfg.query_groups = groups;
+    cfg.block.res_post_norm = res_post;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1);
     cfg.rope = (pl_rope_config){10000.0, 1.0, 0, 0, 0, 0, 0};
     pl_registry reg;
@@ -69,8 +70,9 @@ static pl_status check_family(pl_family f, int64_t groups)
         worst = e > worst ? e : worst;
     }
     int ok = worst <= 2e-5;
-    printf("%s %s (query groups %lld): cached decoding = training forward, worst logits "
-           "error %.2e\n", ok ? "ok" : "not ok", pl_family_get(f)->name, (long long)groups, worst);
+    printf("%s %s (query groups %lld%s): cached decoding = training forward, worst logits "
+           "error %.2e\n", ok ? "ok" : "not ok", pl_family_get(f)->name, (long long)groups,
+           res_post ? ", residuals after the norms" : "", worst);
     ok ? passes++ : fails++;
 fail:
     pl_generator_free(&gen);
@@ -87,9 +89,11 @@ int main(void)
     struct {
         pl_family f;
         int64_t groups;
-    } cases[] = {{PL_FAMILY_GPT, NH}, {PL_FAMILY_LLAMA, NH}, {PL_FAMILY_LLAMA, 2}, {PL_FAMILY_LLAMA, 1}};
+        int res_post; /* --apply-residual-connection-post-layernorm */
+    } cases[] = {{PL_FAMILY_GPT, NH, 0},   {PL_FAMILY_LLAMA, NH, 0}, {PL_FAMILY_LLAMA, 2, 0},
+                 {PL_FAMILY_LLAMA, 1, 0},  {PL_FAMILY_GPT, NH, 1},   {PL_FAMILY_LLAMA, 2, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        if (check_family(cases[i].f, cases[i].groups)) {
+        if (check_family(cases[i].f, cases[i].groups, cases[i].res_post)) {
             printf("not ok %s: %s\n", pl_family_get(cases[i].f)->name, pl_error_msg());
             fails++;
         }

@@ -17,6 +17,7 @@
  * classification into 5 (classifier.mlp.layer0, a label at about half the positions
  * inside each sample), or spans (start and end logits, a start and an end position
  * a sample); the objective is the mean of the task's loss.
+ * --res-post-norm (with --model bert): Megatron's --apply-residual-connection-post-layernorm.
  * --model llama: RMSNorm, RoPE (base 10000, or Llama 3.1's scaling with --rope-scaling),
  * SwiGLU, no biases, untied output layer, G key/value groups (--groups, default NH).
  * --dropout P: hidden and attention dropout P; the masks plait draws (the counter-based
@@ -91,6 +92,7 @@ static void dropout_masks(float *hidden, float *attn, float *emb, const int64_t 
 int main(int argc, char **argv)
 {
     int keep = 0, bf16 = 0, fp16 = 0, llama = 0, bert = 0, scaling = 0, bad = argc < 2;
+    int res_post = 0;
     pl_task task = PL_TASK_NONE;
     int64_t groups = NH;
     float dropout = 0;
@@ -103,6 +105,8 @@ int main(int argc, char **argv)
             fp16 = 1;
         else if (strcmp(argv[i], "--rope-scaling") == 0)
             scaling = 1;
+        else if (strcmp(argv[i], "--res-post-norm") == 0)
+            res_post = 1;
         else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
             llama = strcmp(argv[++i], "llama") == 0;
             bert = strcmp(argv[i], "bert") == 0;
@@ -122,10 +126,10 @@ int main(int argc, char **argv)
             bad = 1;
     }
     if (bad || (bf16 && fp16) || groups < 1 || NH % groups || dropout < 0 || dropout >= 1 ||
-        (bert && dropout > 0) || (task && !bert)) {
+        (bert && dropout > 0) || (task && !bert) || (res_post && !bert)) {
         fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama|bert] [--groups G] "
                         "[--rope-scaling] [--dropout P] [--keep-logits] [--bf16 | --fp16] "
-                        "[--task sequence|token|span|regression]\n");
+                        "[--task sequence|token|span|regression] [--res-post-norm]\n");
         return 2;
     }
     const double scale = fp16 ? LOSS_SCALE : 1.0;
@@ -143,6 +147,7 @@ int main(int argc, char **argv)
     if (task)
         pl_model_set_task(&cfg, task, K);
     cfg.query_groups = groups;
+    cfg.block.res_post_norm = res_post;
     cfg.hidden_dropout = cfg.attention_dropout = dropout;
     cfg.rope = (pl_rope_config){10000.0, 1.0, scaling, 8.0, 1.0, 4.0, 8192};
     if (scaling) /* original positions small enough that all three bands of the rule occur */
@@ -354,7 +359,7 @@ int main(int argc, char **argv)
              "\"eps\": 1e-8, \"weight_decay\": 0.1, \"clip_grad\": 0.05, \"precision\": \"%s\", "
              "\"loss_scale\": %g, \"family\": \"%s\", \"groups\": %lld, \"ffn\": %lld, "
              "\"rotary_base\": %g, \"rope_scaling\": %d, \"rope_original\": %lld, "
-             "\"dropout\": %g}",
+             "\"dropout\": %g, \"res_post_norm\": %d}",
              L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : fp16 ? "fp16" : "fp32", scale,
              llama ? "llama" : bert ? (task == PL_TASK_SEQUENCE ? "bert-sequence"
                                        : task == PL_TASK_TOKEN  ? "bert-token"
@@ -362,7 +367,7 @@ int main(int argc, char **argv)
                                        : task == PL_TASK_REGRESSION ? "bert-regression"
                                                                     : "bert") : "gpt",
              (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
-             scaling, (long long)cfg.rope.original_max_positions, dropout);
+             scaling, (long long)cfg.rope.original_max_positions, dropout, res_post);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, argv[1])))
         return fail(st);

@@ -52,6 +52,7 @@ static const char nemo[] =
     "  hidden_dropout: 0.0\n"
     "  kv_channels: null\n"
     "  bias: False\n"
+    "  apply_residual_connection_post_layernorm: true\n"
     "  normalization: rmsnorm\n"
     "  activation: swiglu\n"
     "  made_up_key: 1\n"
@@ -98,6 +99,7 @@ TEST(nemo_keys_set_their_flags)
           (long long)a.ffn_hidden_size);
     CHECK(a.disable_bias_linear && a.swiglu && strcmp(a.normalization, "RMSNorm") == 0,
           "bias false, swiglu, rmsnorm");
+    CHECK(a.res_post_norm, "apply_residual_connection_post_layernorm: true");
     CHECK(strcmp(a.tokenizer_type, "GPT2BPETokenizer") == 0 && strcmp(a.vocab_file, "v.json") == 0 &&
               strcmp(a.merge_file, "m.bpe") == 0, "tokenizer");
     CHECK(a.data_path.n == 4 && strcmp(a.data_path.items[1], "a_text_document") == 0 &&
