@@ -148,6 +148,10 @@ typedef struct pl_train_args {
 
 extern const pl_command_spec pl_train_cmd;
 
+/* args_preset.c: --config FILE's entries into a for the flags whose cli_given[option
+ * index] is 0 (the command line wins); a keeps the parsed JSON (a->preset). */
+pl_status pl_train_args_apply_preset(pl_train_args *a, unsigned char *cli_given);
+
 /* Parses argv (and --config), then validates. Errors name the flag and say
  * what was expected. pl_train_args_free releases lists and the preset. */
 pl_status pl_train_args_parse(pl_train_args *a, int argc, char **argv);
