@@ -499,6 +499,25 @@ static const top_key top_keys[] = {
     {"use_data_before_expert_parallel_", "not applied"},
 };
 
+/* The blocks whose keys are read one by one must be JSON objects ("optimizer":
+ * {"params": [0.9, 0.999]} is an error naming optimizer.params, not a crash). */
+static pl_status blocks_are_objects(ds_ctx *c, const cJSON *root)
+{
+    static const char *const blocks[] = {"optimizer", "scheduler", "fp16", "bf16",
+                                         "zero_optimization", "elasticity",
+                                         "activation_checkpointing"};
+    for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, blocks[i]);
+        const cJSON *params = cJSON_IsObject(b) && i < 2
+                                  ? cJSON_GetObjectItemCaseSensitive(b, "params") : NULL;
+        if ((b && !cJSON_IsObject(b)) || (params && !cJSON_IsObject(params)))
+            return pl_errorf(PL_ERR_ARG, "--deepspeed_config %s: %s%s must be a JSON object "
+                             "(of key: value)", c->cfg, blocks[i],
+                             b && !cJSON_IsObject(b) ? "" : ".params");
+    }
+    return PL_OK;
+}
+
 /* Duplicate keys, at every level: the last value wins, as Megatron-DeepSpeed's
  * _create_ds_config_dict loads the file with Python's json and hands DeepSpeed a
  * dict (DeepSpeed's own loader, given a path, would refuse them with
@@ -555,6 +574,7 @@ pl_status pl_ds_config_apply(pl_train_args *a)
     ds_ctx c = {a, a->deepspeed_config, 0, 0};
     const char *cfg = c.cfg;
     PL_TRY(last_duplicate_wins(&c, root, ""));
+    PL_TRY(blocks_are_objects(&c, root));
     PL_TRY(precision(&c, root));
     int on;
     PL_TRY(pl_ds_switch(&c, root, "elasticity", "elasticity", &on));

@@ -253,4 +253,10 @@ sys.exit(not (same(a, want(False)) and same(b, want(True))))' "$TMP/rt.jsonl" "$
 # 6. Refusals that name the flag.
 check_fails "--data-impl lazy is refused by name" "--data-impl lazy: plait reads only the mmap format" \
     timeout 10 "$PLAIT" train "${gpt_options[@]}" --data-impl lazy
+# found by fuzz_ds_config: a list where DeepSpeed wants an object crashed the reader
+printf '%s' '{"train_batch_size": 4, "optimizer": {"type": "AdamW", "params": [0.9, 0.999]}}' \
+    >"$TMP/ds_params_list.json"
+check_fails "a DeepSpeed block that is not an object is refused naming it" \
+    "optimizer.params must be a JSON object" \
+    timeout 10 "$PLAIT" train "${gpt_options[@]}" --deepspeed_config "$TMP/ds_params_list.json"
 summary first_day
