@@ -2,6 +2,8 @@
 #include "ckpt/import.h"
 
 #include "base/alloc.h"
+#include "base/log.h"
+#include "model/spec.h"
 
 #include <stdio.h>
 
@@ -58,4 +60,13 @@ pl_status pl_ckpt_import_write(const char *out, const pl_model_config *cfg, cons
     pl_free(local);
     pl_registry_free(&reg);
     return st;
+}
+
+void pl_ckpt_import_log(const char *out, const char *source, const pl_model_config *src,
+                        int src_tp, int src_pp, const pl_model_config *target, int tp, int pp)
+{
+    pl_log_info("wrote %s/release: %s %s (TP %d x PP %d, %lld layers, vocabulary %lld padded to "
+                "%lld) as TP %d x PP %d", out, source, pl_family_get(src->family)->name, src_tp,
+                src_pp, (long long)src->num_layers, (long long)target->vocab_size,
+                (long long)target->padded_vocab, tp, pp);
 }

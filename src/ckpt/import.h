@@ -14,4 +14,10 @@
 pl_status pl_ckpt_import_write(const char *out, const pl_model_config *cfg, const pl_ckpt_meta *meta,
                                const pl_registry *g, const float *global, int tp, int pp);
 
+/* The log line of an import from a model-parallel source (the Megatron and NeMo imports):
+ * what was read (source's name, family, layout src_tp x src_pp, layers) and how out/release
+ * was written (target's vocabulary and padding, layout tp x pp). */
+void pl_ckpt_import_log(const char *out, const char *source, const pl_model_config *src,
+                        int src_tp, int src_pp, const pl_model_config *target, int tp, int pp);
+
 #endif

@@ -270,10 +270,7 @@ pl_status pl_nemo_import(const char *path, const char *out, const pl_megatron_im
         st = pl_ckpt_import_write(out, &target, &meta, &g, global, out_tp, out_pp);
     }
     if (!st)
-        pl_log_info("wrote %s/release: NeMo %s (TP %d x PP %d, %lld layers, vocabulary %lld "
-                    "padded to %lld) as TP %d x PP %d", out, pl_family_get(cfg.family)->name, tp, pp,
-                    (long long)cfg.num_layers, (long long)target.vocab_size,
-                    (long long)target.padded_vocab, out_tp, out_pp);
+        pl_ckpt_import_log(out, "NeMo", &cfg, tp, pp, &target, out_tp, out_pp);
     pl_free(global);
     pl_registry_free(&g);
     pl_tar_free(&tar);
