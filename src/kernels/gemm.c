@@ -28,11 +28,13 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct gemm_key {
     int64_t M, N, K, lda, ldb, ldc;
     int ta, tb, beta, prec;
+    int swap; /* the primitive computes C^T = op(B)^T op(A)^T into C's transpose */
 } gemm_key;
 
 typedef struct gemm_entry {
@@ -51,6 +53,8 @@ struct pl_gemm {
     void *scratch;     /* scratch_raw aligned to 64 bytes */
     size_t scratch_size;
     pl_gemm_precision prec;
+    float *swap;    /* a swapped product's C^T (swap_size floats) */
+    size_t swap_size;
     void *conv_raw; /* operand conversion buffer (reduced modes), conv_size + 64 bytes */
     void *conv;     /* conv_raw aligned to 64 bytes */
     size_t conv_size;
@@ -126,6 +130,7 @@ void pl_gemm_free(pl_gemm *g)
     pl_free(g->table);
     pl_free(g->scratch_raw);
     pl_free(g->conv_raw);
+    pl_free(g->swap);
     if (g->stream)
         dnnl_stream_destroy(g->stream);
     if (g->engine)
@@ -136,9 +141,10 @@ void pl_gemm_free(pl_gemm *g)
 static uint64_t key_hash(const gemm_key *k)
 {
     /* FNV-1a over the fields (not the padding). */
-    int64_t f[10] = {k->M, k->N, k->K, k->lda, k->ldb, k->ldc, k->ta, k->tb, k->beta, k->prec};
+    int64_t f[11] = {k->M,  k->N,  k->K,    k->lda,  k->ldb, k->ldc,
+                     k->ta, k->tb, k->beta, k->prec, k->swap};
     uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) {
         uint64_t v = (uint64_t)f[i];
         for (int b = 0; b < 8; b++) {
             h ^= (v >> (8 * b)) & 0xffu;
@@ -152,7 +158,7 @@ static int key_eq(const gemm_key *a, const gemm_key *b)
 {
     return a->M == b->M && a->N == b->N && a->K == b->K && a->lda == b->lda &&
            a->ldb == b->ldb && a->ldc == b->ldc && a->ta == b->ta && a->tb == b->tb &&
-           a->beta == b->beta && a->prec == b->prec;
+           a->beta == b->beta && a->prec == b->prec && a->swap == b->swap;
 }
 
 /* The slot holding k, or the empty slot where it would go. */
@@ -211,13 +217,19 @@ static pl_status entry_create(pl_gemm *g, gemm_entry *e, const gemm_key *k)
             goto dnnl_failed;                                                                      \
     } while (0)
     dnnl_data_type_t in = k->prec == PL_GEMM_BF16 ? dnnl_bf16 : dnnl_f32;
-    DNNL_TRY(md_2d(&amd, k->M, k->K, k->ta, k->lda, in));
-    DNNL_TRY(md_2d(&bmd, k->K, k->N, k->tb, k->ldb, in));
-    DNNL_TRY(md_2d(&cmd, k->M, k->N, 0, k->ldc, dnnl_f32));
+    if (k->swap) { /* src op(B)^T (N, K), weights op(A)^T (K, M), dst C^T (N, M) */
+        DNNL_TRY(md_2d(&amd, k->N, k->K, !k->tb, k->ldb, in));
+        DNNL_TRY(md_2d(&bmd, k->K, k->M, !k->ta, k->lda, in));
+        DNNL_TRY(md_2d(&cmd, k->N, k->M, 0, k->M, dnnl_f32)); /* compact, then transposed */
+    } else {
+        DNNL_TRY(md_2d(&amd, k->M, k->K, k->ta, k->lda, in));
+        DNNL_TRY(md_2d(&bmd, k->K, k->N, k->tb, k->ldb, in));
+        DNNL_TRY(md_2d(&cmd, k->M, k->N, 0, k->ldc, dnnl_f32));
+    }
     DNNL_TRY(dnnl_matmul_desc_init(&desc, &amd, &bmd, NULL, &cmd));
     DNNL_TRY(dnnl_primitive_attr_create(&attr));
     DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
-    if (k->beta) {
+    if (k->beta && !k->swap) { /* a swapped product adds in its transposition */
         DNNL_TRY(dnnl_post_ops_create(&ops));
         DNNL_TRY(dnnl_post_ops_append_sum(ops, 1.0f));
         DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, ops));
@@ -315,6 +327,63 @@ static size_t conv_elem(pl_gemm_precision p)
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
+/* oneDNN 2.6 runs C = A . B with both operands untransposed (the backward's
+ * dx = dy . W) 10-50% below the rate of the same product computed transposed,
+ * C^T = B^T . A^T, into a compact buffer that is then transposed into (or
+ * added to) C (docs/performance.md; at GPT-2's shapes the transposition costs
+ * a few percent of the GEMM). oneDNN has no fast path for a dst with
+ * transposed strides (it falls back to its reference matmul), hence the
+ * buffer. fp32 only: the reduced modes lay out their converted operands
+ * themselves. PLAIT_GEMM_SWAP=0 turns it off (A/B measurements). */
+static int want_swap(const gemm_key *k)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("PLAIT_GEMM_SWAP");
+        off = e && strcmp(e, "0") == 0;
+    }
+    return !off && !k->ta && !k->tb && k->prec == PL_GEMM_FP32;
+}
+
+/* Grows the buffer of swapped products' results to M x N floats. */
+static pl_status swap_reserve(pl_gemm *g, const gemm_key *k)
+{
+    size_t need = (size_t)k->M * (size_t)k->N;
+    if (!k->swap || need <= g->swap_size)
+        return PL_OK;
+    float *p = pl_malloc(need * sizeof *p);
+    if (!p)
+        return pl_errorf(PL_ERR_NOMEM, "gemm: out of memory for a %lld x %lld product",
+                         (long long)k->M, (long long)k->N);
+    pl_free(g->swap);
+    g->swap = p;
+    g->swap_size = need;
+    return PL_OK;
+}
+
+/* C (M, N; row stride ldc) = t^T, or += with beta, for t (N, M) compact: in
+ * square tiles, rows of tiles split among threads (each element written once). */
+static void transpose_into(float *C, int64_t ldc, const float *t, int64_t M, int64_t N, int beta)
+{
+    enum { TILE = 32 };
+#pragma omp parallel for schedule(static) if (M * N > 65536)
+    for (int64_t i0 = 0; i0 < M; i0 += TILE) {
+        const int64_t i1 = i0 + TILE < M ? i0 + TILE : M;
+        for (int64_t j0 = 0; j0 < N; j0 += TILE) {
+            const int64_t j1 = j0 + TILE < N ? j0 + TILE : N;
+            for (int64_t i = i0; i < i1; i++) {
+                float *restrict c = C + i * ldc;
+                if (beta)
+                    for (int64_t j = j0; j < j1; j++)
+                        c[j] += t[j * M + i];
+                else
+                    for (int64_t j = j0; j < j1; j++)
+                        c[j] = t[j * M + i];
+            }
+        }
+    }
+}
+
 /* The key of a shape in the context's mode: reduced modes run on compact
  * copies of op(A) (lda = M if ta else K) and op(B) (ldb = K if tb else N). */
 static gemm_key mode_key(const pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t K,
@@ -326,6 +395,7 @@ static gemm_key mode_key(const pl_gemm *g, int ta, int tb, int64_t M, int64_t N,
     }
     gemm_key k = make_key(ta, tb, M, N, K, lda, ldb, ldc, beta);
     k.prec = (int)g->prec;
+    k.swap = want_swap(&k);
     return k;
 }
 
@@ -379,6 +449,8 @@ pl_status pl_gemm_prepare(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int6
     gemm_key k = mode_key(g, ta, tb, M, N, K, lda, ldb, ldc, beta);
     gemm_entry *e;
     st = conv_reserve(g, M, N, K);
+    if (!st)
+        st = swap_reserve(g, &k);
     return st ? st : lookup(g, &k, &e);
 }
 
@@ -400,8 +472,11 @@ pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t 
     st = lookup(g, &k, &e);
     if (st == PL_OK)
         st = conv_reserve(g, M, N, K);
+    if (st == PL_OK)
+        st = swap_reserve(g, &k);
     if (st != PL_OK)
         return st;
+    float *out = C;
     if (g->prec != PL_GEMM_FP32) {
         /* op(A) is stored as (ta ? K x M : M x K), op(B) as (tb ? N x K : K x N) */
         char *ca = g->conv, *cb = ca + align64((size_t)M * (size_t)K * conv_elem(g->prec));
@@ -411,6 +486,12 @@ pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t 
         B = (const float *)(const void *)cb;
     }
     dnnl_status_t s;
+    if (k.swap) {
+        const float *t = A;
+        A = B;
+        B = t;
+        C = g->swap;
+    }
     if ((s = dnnl_memory_set_data_handle(e->a, (void *)A)) != dnnl_success ||
         (s = dnnl_memory_set_data_handle(e->b, (void *)B)) != dnnl_success ||
         (s = dnnl_memory_set_data_handle(e->c, C)) != dnnl_success ||
@@ -428,6 +509,8 @@ pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t 
     s = dnnl_stream_wait(g->stream);
     if (s != dnnl_success)
         return dnnl_fail(s, "dnnl_stream_wait", &k);
+    if (k.swap)
+        transpose_into(out, ldc, g->swap, M, N, k.beta);
     return PL_OK;
 }
 

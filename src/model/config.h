@@ -87,6 +87,15 @@ typedef struct pl_head_spec {
     int binary_head;  /* pooler (dense + tanh at position 0) and binary_head (2 logits) */
 } pl_head_spec;
 
+/* The LM head's logits between forward and backward: recomputed chunk by
+ * chunk (four GEMMs), kept whole (N x V floats), or fused (the gradient formed
+ * in the forward, block of rows by block: three GEMMs, rows x V floats). */
+typedef enum pl_lm_logits {
+    PL_LM_LOGITS_RECOMPUTE = 0,
+    PL_LM_LOGITS_KEEP,
+    PL_LM_LOGITS_FUSED
+} pl_lm_logits;
+
 typedef struct pl_model_config {
     pl_family family;
     int64_t num_layers;   /* L (an encoder-decoder: the encoder's) */
@@ -111,9 +120,10 @@ typedef struct pl_model_config {
     pl_rope_config rope;  /* block.pos == PL_POS_ROPE */
     int untie;            /* a separate output layer (Megatron's output_layer.weight) */
     float hidden_dropout, attention_dropout;
-    /* How to run it (not saved in checkpoints): keep the LM head's logits
-     * (N x V floats) from forward to backward instead of recomputing them. */
-    int keep_logits;
+    /* How to run it (not saved in checkpoints): the LM head's logits
+     * (--lm-head-logits, docs/training.md). */
+    pl_lm_logits lm_logits;
+    int64_t lm_rows;        /* rows per block of the fused LM head; 0: about 32 MiB of logits */
     int sequence_parallel;  /* Megatron's --sequence-parallel (with TP > 1) */
     /* Pipeline stages' layers (Megatron's --decoder-first-pipeline-num-layers and
      * --decoder-last-pipeline-num-layers): 0 = an even share */

@@ -26,7 +26,8 @@ static void plan(pl_generator *g, pl_plan *p)
     pl_block_take_acts(&g->blk, p, &g->acts, 1, 1);
     g->blk.norm_out = pl_plan_take(p, C);
     g->blk.dnorm = pl_plan_take(p, C);
-    pl_block_take_scratch(&g->blk, p, &c->rope);
+    pl_block_take_scratch(&g->blk, p);
+    pl_block_take_rope(&g->blk, p, &c->rope);
     g->x = pl_plan_take(p, C);
     g->lnf = pl_plan_take(p, C);
     g->lnf_mean = pl_plan_take(p, 1);

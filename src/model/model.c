@@ -9,6 +9,7 @@
 #include "nn/plan.h"
 #include "parallel/tp/layers.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Binds layer `layer`'s views: at flat + offset, or at locate(ctx, offset, grad);
@@ -149,6 +150,8 @@ static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int
         mb->lnf_rstd = pl_plan_take(b, Nl);
         mb->loss = pl_plan_take(b, N);
         mb->lse = pl_plan_take(b, N);
+        if (m->cfg.head.lm_head && m->cfg.lm_logits == PL_LM_LOGITS_FUSED)
+            mb->dlm = pl_plan_take(b, N * C);
         const pl_head_set hs = pl_model_head_set(&m->cfg);
         pl_head_take_acts(b, &mb->head, &hs, m->B, m->T, C);
         mb->bin_loss = pl_plan_take(b, m->B);
@@ -198,21 +201,26 @@ static size_t plan(pl_model *m, float *base, int recompute)
     c->norm_out = pl_plan_take(&b, N * C);
     m->dres = pl_plan_take(&b, Nl * C);
     c->dnorm = pl_plan_take(&b, N * C);
-    const size_t lm_ws =
-        m->stage.last && m->cfg.head.lm_head ? pl_lmhead_workspace(N, m->lm_chunk) : 0;
+    const int fused = m->cfg.lm_logits == PL_LM_LOGITS_FUSED;
+    const size_t lm_ws = !m->stage.last || !m->cfg.head.lm_head ? 0
+                         : fused ? pl_tp_lmhead_fused_workspace(m->lm_rows, m->Vl)
+                                 : pl_lmhead_workspace(N, m->lm_chunk);
     m->lm_ws = pl_plan_take(&b, (int64_t)lm_ws);
     const pl_head_set hs = pl_model_head_set(&m->cfg);
     if (m->stage.last && (hs.lm || hs.pooled || hs.token)) {
         m->head_ws = pl_plan_take(&b, pl_head_scratch(&hs, m->B, m->T, C));
         m->dhead = hs.lm ? pl_plan_take(&b, N * C) : NULL;
     }
-    /* Kept logits live from the LM head's forward to its backward, when every
-     * layer buffer below is dead (forward is over, backward's layers have not
-     * started): those buffers then share the logits' memory when they fit. */
+    /* Kept logits live from the LM head's forward to its backward, and the
+     * fused head's rows only inside its forward, when every layer buffer below
+     * is dead (forward is over, backward's layers have not started): those
+     * buffers then share the logits' memory when they fit. */
     pl_plan probe = {NULL, 0}, inner = {m->lm_ws, 0};
-    pl_block_take_scratch(c, &probe, &m->cfg.rope);
-    pl_block_take_scratch(c, m->cfg.keep_logits && m->stage.inflight == 1 && probe.used <= lm_ws
-                                 ? &inner : &b, &m->cfg.rope);
+    pl_block_take_scratch(c, &probe);
+    pl_block_take_scratch(c, m->cfg.lm_logits != PL_LM_LOGITS_RECOMPUTE &&
+                                     m->stage.inflight == 1 && probe.used <= lm_ws
+                                 ? &inner : &b);
+    pl_block_take_rope(c, &b, &m->cfg.rope);
     return b.used;
 }
 
@@ -243,6 +251,17 @@ const char *pl_recompute_name(const pl_recompute *rc, char *buf, size_t n)
     else
         snprintf(buf, n, "%s", rc->granularity == PL_RECOMPUTE_SELECTIVE ? "selective" : "none");
     return buf;
+}
+
+/* Rows per block of the fused LM head: cfg.lm_rows, or as many as make about
+ * 100 MiB of logits (512 rows of GPT-2's 50304: fewer rows run the head's
+ * GEMMs measurably slower, docs/performance.md), a multiple of 16, at least
+ * 16; at most the micro-batch's. */
+static int64_t lm_rows(int64_t want, int64_t N, int64_t V)
+{
+    int64_t r = want > 0 ? want : ((int64_t)25 << 20) / V / 16 * 16;
+    r = want > 0 ? r : r < 16 ? 16 : r;
+    return r < N ? r : N;
 }
 
 pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_registry *reg,
@@ -280,7 +299,8 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     m->Vl = cfg->padded_vocab / reg->tp_size;
     m->v0 = m->Vl * reg->tp_rank;
     /* Kept logits need the whole vocabulary slice in one chunk (kernels.h). */
-    m->lm_chunk = m->Vl < 2048 || cfg->keep_logits ? m->Vl : 2048;
+    m->lm_chunk = m->Vl < 2048 || cfg->lm_logits == PL_LM_LOGITS_KEEP ? m->Vl : 2048;
+    m->lm_rows = lm_rows(cfg->lm_rows, m->N, m->Vl);
     const int64_t L = sg->nl, K = sg->inflight;
     m->w = pl_calloc((size_t)L, sizeof *m->w);
     m->g = pl_calloc((size_t)L, sizeof *m->g);
@@ -351,8 +371,13 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     /* GEMM primitives of every shape the step uses, created before step 1. */
     PL_TRY(pl_block_prepare(&m->blk));
     const pl_head_set hs = pl_model_head_set(cfg);
-    if (sg->last && cfg->head.lm_head)
+    if (sg->last && cfg->head.lm_head && cfg->lm_logits == PL_LM_LOGITS_FUSED) {
+        PL_TRY(pl_lmhead_prepare(gemm, m->lm_rows, m->C, m->Vl, m->Vl));
+        if (m->N % m->lm_rows)
+            PL_TRY(pl_lmhead_prepare(gemm, m->N % m->lm_rows, m->C, m->Vl, m->Vl));
+    } else if (sg->last && cfg->head.lm_head) {
         PL_TRY(pl_lmhead_prepare(gemm, m->N, m->C, m->Vl, m->lm_chunk));
+    }
     if (sg->last)
         PL_TRY(pl_head_prepare(gemm, &hs, B, m->T, m->C));
     return PL_OK;
@@ -448,6 +473,22 @@ static void embedding_dropout(pl_model *m, float *x)
         pl_block_hidden_dropout(&m->blk, x, x, m->layer_id0, 3);
 }
 
+/* The fused LM head (pl_tp_lmhead_fused) on x, the output layer's input: the
+ * loss, and with grad its input gradient into the micro-batch's dlm (kept for
+ * backward) and the output layer's gradients added. A forward without grad
+ * (evaluation) leaves the gradient to the backward, which runs this again. */
+static pl_status lm_fused(pl_model *m, const float *x, int grad)
+{
+    const pl_head_set hs = pl_model_head_set(&m->cfg);
+    const int whole = hs.lm || hs.pooled || hs.token;
+    pl_model_mb *mb = &m->mb[m->cur];
+    mb->lm_grad = grad;
+    return pl_tp_lmhead_fused(m->tp, whole ? 0 : m->blk.sp, m->gemm, m->loss, m->lse,
+                              grad ? mb->dlm : NULL, m->d.out_w, m->d.out_b, x, m->p.out_w,
+                              m->p.out_b, m->targets, m->dloss, m->N, m->C, m->v0, m->Vl,
+                              m->lm_rows, m->lm_ws, m->rows);
+}
+
 /* The last stage's heads on the final norm's output m->lnf: the LM head (BERT's
  * through its lm transform) into m->loss, the pooled head (BERT's binary head, a
  * classification head) into m->bin_loss, or a token (m->loss) or span head
@@ -463,7 +504,9 @@ static pl_status heads_fwd(pl_model *m)
         PL_TRY(pl_head_lm_fwd(m->gemm, &m->p.head, h, m->lnf, N, C, m->cfg.ln_eps));
         x = h->out;
     }
-    if (m->cfg.head.lm_head)
+    if (m->cfg.head.lm_head && m->cfg.lm_logits == PL_LM_LOGITS_FUSED)
+        PL_TRY(lm_fused(m, x, m->training));
+    else if (m->cfg.head.lm_head)
         PL_TRY(pl_tp_lmhead_loss(m->tp, m->gemm, m->loss, m->lse, x, m->p.out_w, m->p.out_b,
                                  m->targets, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws,
                                  m->rows));
@@ -544,10 +587,17 @@ static pl_status heads_bwd(pl_model *m, float *dln)
     const float *x = hs.lm ? h->out : m->lnf;
     if (hs.lm)
         memset(dx, 0, (size_t)(N * C) * sizeof(float));
-    if (m->cfg.head.lm_head)
+    if (m->cfg.head.lm_head && m->cfg.lm_logits == PL_LM_LOGITS_FUSED) {
+        pl_model_mb *mb = &m->mb[m->cur];
+        if (!mb->lm_grad)
+            PL_TRY(lm_fused(m, x, 1));
+        mb->lm_grad = 0; /* spent: a second backward would add the gradients again */
+        memcpy(dx, mb->dlm, (size_t)(N * C) * sizeof(float));
+    } else if (m->cfg.head.lm_head)
         PL_TRY(pl_tp_lmhead_bwd(m->tp, whole ? 0 : m->blk.sp, m->gemm, dx, m->d.out_w, m->d.out_b,
                                 x, m->p.out_w, m->p.out_b, m->targets, m->lse, m->dloss, N, C,
-                                m->v0, m->Vl, m->lm_chunk, m->lm_ws, m->cfg.keep_logits));
+                                m->v0, m->Vl, m->lm_chunk, m->lm_ws,
+                                m->cfg.lm_logits == PL_LM_LOGITS_KEEP));
     if (hs.lm)
         PL_TRY(pl_head_lm_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->dhead, dln,
                               m->head_ws, N, C));

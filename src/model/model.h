@@ -82,6 +82,8 @@ typedef struct pl_model_mb {
     float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse; /* last stage: (N,C), (Nl), (Nl), (N), (N) */
     pl_head_acts head;         /* last stage with BERT's heads */
     float *bin_loss;           /* (B) the binary head's loss */
+    float *dlm;                /* (N, C) fused LM head: its input gradient, from forward */
+    int lm_grad;               /* fused LM head: dlm and the head's gradients are formed */
 } pl_model_mb;
 
 typedef struct pl_model {
@@ -93,7 +95,8 @@ typedef struct pl_model {
     pl_comm kv_comm;          /* the ranks sharing a key/value group (G < tp), else none */
     pl_gemm *gemm;
     pl_block_ctx blk;         /* what every layer shares */
-    int64_t lm_chunk;
+    int64_t lm_chunk;         /* vocabulary rows per chunk (recompute, keep) */
+    int64_t lm_rows;          /* rows per block of the fused LM head */
     /* views into the flat buffers (wpe NULL without learned positions, lnf_b
      * without a norm bias; out_w is wte unless the output layer is untied) */
     pl_model_top p, d;        /* views outside the layers: parameters, gradients */

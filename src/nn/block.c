@@ -201,7 +201,17 @@ void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int
  * saved qkv into them (both dead by then), so together they hold N x QKV floats
  * at least. Forward uses dqkv, dattn and dact for the fp32 outputs of the qkv,
  * attention and fc1 steps before they are saved in bf16 (dact holds F1 columns). */
-void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope)
+void pl_block_take_rope(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope)
+{
+    if (c->spec.pos != PL_POS_ROPE)
+        return;
+    /* Megatron: rotary dims = kv_channels * rotary_percent (even) */
+    c->rope_rot = (int64_t)((double)c->dims.HS * rope->percent) / 2 * 2;
+    c->rope_cos = pl_plan_take(p, c->rope_rows * (c->rope_rot / 2));
+    c->rope_sin = pl_plan_take(p, c->rope_rows * (c->rope_rot / 2));
+}
+
+void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p)
 {
     const int64_t N = c->N;
     int64_t nf = N * c->F1l;
@@ -224,12 +234,6 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *ro
         c->dnorm_w = pl_plan_take(p, 2 * c->dims.C);
     if (c->kv_shared)
         c->kv_save = pl_plan_take(p, 2 * c->dims.HS * (c->dims.C + 1));
-    if (c->spec.pos == PL_POS_ROPE) {
-        /* Megatron: rotary dims = kv_channels * rotary_percent (even) */
-        c->rope_rot = (int64_t)((double)c->dims.HS * rope->percent) / 2 * 2;
-        c->rope_cos = pl_plan_take(p, c->rope_rows * (c->rope_rot / 2));
-        c->rope_sin = pl_plan_take(p, c->rope_rows * (c->rope_rot / 2));
-    }
 }
 
 void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope)

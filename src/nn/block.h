@@ -228,8 +228,10 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
  * is left a non-member. Free with pl_comm_free. */
 pl_status pl_block_kv_comm(pl_comm *kv, pl_comm *tp, const pl_block_dims *d);
 
-/* The RoPE tables' floats (0 without RoPE), and their filling once the plan has
- * placed them (pl_block_take_scratch). */
+/* The RoPE tables on p (nothing without RoPE), and their filling once the plan
+ * has placed them. They live as long as the context: not in scratch that other
+ * buffers share. */
+void pl_block_take_rope(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope);
 void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope);
 
 /* One layer's saved activations on p: attn and lse only with own_attn (else the
@@ -237,10 +239,11 @@ void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope);
  * own_res2 (else the caller provides it). */
 void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int own_attn,
                         int own_res2);
-/* The scratch shared by every layer, on p; with rope, the RoPE tables too.
- * The caller lays out norm_out and dnorm (N x C each) itself: their lifetimes
+/* The scratch shared by every layer, on p: dead between one layer's pass and
+ * the next, so the caller may overlay it on other transient memory. The
+ * caller lays out norm_out and dnorm (N x C each) itself: their lifetimes
  * cross the model's head. */
-void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope);
+void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p);
 /* Creates the GEMM primitives of every linear layer (both directions). */
 pl_status pl_block_prepare(pl_block_ctx *c);
 

@@ -77,9 +77,10 @@ static const pl_option train_options[] = {
      "no biases in the linear layers (llama: on)", NULL, 0},
     {"--apply-residual-connection-post-layernorm", PL_OPT_BOOL, NULL, F(res_post_norm),
      "each residual is its norm's output, not the layer's input (the original BERT's)", NULL, 0},
-    {"--lm-head-logits", PL_OPT_CHOICE, "recompute", F(lm_head_logits),
-     "LM head logits in backward: recompute them chunk by chunk, or keep all (micro-batch x "
-     "seq x vocab floats) from forward (plait's own flag)", "recompute|keep", 0},
+    {"--lm-head-logits", PL_OPT_CHOICE, "fused", F(lm_head_logits),
+     "LM head logits: fused (the gradient formed in forward, blocks of rows), recompute them "
+     "in backward chunk by chunk, or keep all (micro-batch x seq x vocab floats) from forward "
+     "(plait's own flag)", "fused|recompute|keep", 0},
     /* parallelism */
     {"--tensor-model-parallel-size", PL_OPT_INT, "1", F(tensor_model_parallel_size),
      "tensor-parallel group size", NULL, 0},

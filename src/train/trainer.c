@@ -303,7 +303,9 @@ static pl_status setup_model(pl_trainer *t)
         pl_train_ft_apply_task(t, c);
     c->vocab_size = vocab;
     c->padded_vocab = pl_model_padded_vocab(vocab, c->divisible_by, t->grid.layout.tp);
-    c->keep_logits = strcmp(a->lm_head_logits, "keep") == 0;
+    c->lm_logits = !strcmp(a->lm_head_logits, "keep")        ? PL_LM_LOGITS_KEEP
+                   : !strcmp(a->lm_head_logits, "recompute") ? PL_LM_LOGITS_RECOMPUTE
+                                                             : PL_LM_LOGITS_FUSED;
     c->sequence_parallel = a->sequence_parallel;
     if (a->recompute_granularity) /* validated in args.c */
         c->recompute = (pl_recompute){
@@ -582,6 +584,8 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         double t1 = pl_time_now();
         m->training = 1;
         m->iteration = t->iteration;
+        if (t->zero_stage >= 2)
+            PL_TRY(pl_train_zero_forward_begin(t));
         PL_TRY(pl_train_forward(t, m));
         double mb_loss[2];
         pl_train_micro_batch_losses(pl_train_head(t), scale * ls, mb_loss);

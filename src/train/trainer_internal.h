@@ -345,11 +345,13 @@ pl_status pl_train_tb_close(pl_trainer *t);
 /* --log-num-zeros-in-grad: the zeros among this rank's n reduced gradients at flat offset
  * lo, summed over the model-parallel group and (ZeRO) the DP shards: every value once. */
 pl_status pl_train_count_zeros(pl_trainer *t, const float *g, int64_t lo, int64_t n, int64_t *out);
-/* ZeRO stages 2-3 (zero_hooks.c): the model's view locator and fetch hook, and one
- * micro-batch's backward (reduce-scatters queued as layers finish; with last = 1 every
- * queued reduce-scatter has completed on return, so the shard holds the step's sums). */
+/* ZeRO stages 2-3 (zero_hooks.c): the model's view locator and fetch hook, what
+ * precedes one micro-batch's forward (not pipelined), and one micro-batch's backward
+ * (reduce-scatters queued as layers finish; with last = 1 every queued reduce-scatter
+ * has completed on return, so the shard holds the step's sums). */
 float *pl_train_zero_locate(void *ctx, int64_t off, int grad);
 pl_status pl_train_zero_fetch(void *ctx, int64_t layer, int backward);
+pl_status pl_train_zero_forward_begin(pl_trainer *t);
 pl_status pl_train_zero_backward(pl_trainer *t, int last);
 /* At the start of a step or an evaluation (the parameters have moved),
  * pl_train_zero_begin finishes any gather still in flight and forgets which layer each

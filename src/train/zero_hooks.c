@@ -221,13 +221,24 @@ static pl_status zero_grad_ready(void *ctx, int64_t offset, int64_t count)
     return zero_reduce_region(t, i, t->gwork + s * t->work_count, s, 0);
 }
 
-/* One micro-batch's backward under stages 2-3 (see trainer_internal.h). */
-pl_status pl_train_zero_backward(pl_trainer *t, int last)
+/* Before one micro-batch's forward under stages 2-3 (see trainer_internal.h):
+ * the gradients outside the layers start from zero for it, once the last
+ * micro-batch's are reduced (the fused LM head adds its gradients in the
+ * forward). */
+pl_status pl_train_zero_forward_begin(pl_trainer *t)
 {
     pl_status st = PL_OK;
     PL_TRY(zero_rs_wait(t, 2)); /* the last micro-batch's, still in flight */
     PL_TRY(zero_rs_wait(t, 3));
     memset(t->gnl, 0, (size_t)t->nl_count * sizeof(float));
+fail:
+    return st;
+}
+
+/* One micro-batch's backward under stages 2-3 (see trainer_internal.h). */
+pl_status pl_train_zero_backward(pl_trainer *t, int last)
+{
+    pl_status st = PL_OK;
     PL_TRY(pl_train_backward(t, &t->model, zero_grad_ready, t)); /* t5: both stacks */
     t->zq_compute_end = pl_time_now();
     if (t->cfg.num_layers == 0)

@@ -229,14 +229,14 @@ static pl_status run(const opts *o, pl_comm *tp, const char *out)
     pl_plan probe = {NULL, 0};
     pl_block_take_acts(&c, &probe, &a, 1, 1);
     pl_plan_take(&probe, 2 * N * C);
-    pl_block_take_scratch(&c, &probe, NULL);
+    pl_block_take_scratch(&c, &probe);
     float *arena = pl_calloc(probe.used + 64, sizeof(float));
     pl_plan plan = {arena, 0};
     memset(&a, 0, sizeof a);
     pl_block_take_acts(&c, &plan, &a, 1, 1);
     c.norm_out = pl_plan_take(&plan, N * C);
     c.dnorm = pl_plan_take(&plan, N * C);
-    pl_block_take_scratch(&c, &plan, NULL);
+    pl_block_take_scratch(&c, &plan);
     PL_TRY(pl_block_prepare(&c));
     /* inputs by global index; this rank's rows of the residual stream */
     float *x = filled(N * C, "x"), *dy = filled(N * C, "dy"), *enc = filled(Nk * C + 1, "enc");

@@ -149,6 +149,26 @@ static void bench_gemm(int reps, pl_gemm_precision prec, int pair)
         {"lmhead logits c=8192", 0, 1, N, 8192, C, 0},
         {"lmhead dx c=4096", 0, 0, N, C, 4096, 1},
         {"lmhead dW c=4096", 1, 0, 4096, C, N, 1},
+        {"fused logits r=128", 0, 1, 128, V, C, 0},
+        {"fused dx r=128", 0, 0, 128, C, V, 1},
+        {"fused dW r=128", 1, 0, V, C, 128, 1},
+        {"fused logits r=256", 0, 1, 256, V, C, 0},
+        {"fused dx r=256", 0, 0, 256, C, V, 1},
+        {"fused dW r=256", 1, 0, V, C, 256, 1},
+        {"fused dx^T r=256 TT", 1, 1, C, 256, V, 0},
+        {"fused dx r=256 K4096", 0, 0, 256, C, 4096, 1},
+        {"fused dx r=256 K8192", 0, 0, 256, C, 8192, 1},
+        {"kept dx n=1024", 0, 0, N, C, V, 1},
+        {"kept dx^T n=1024 TT", 1, 1, C, N, V, 0},
+        {"qkv dx^T TT", 1, 1, C, N, 3 * C, 0},
+        {"fc dx^T TT", 1, 1, C, N, 4 * C, 0},
+        {"fcproj dx^T TT", 1, 1, 4 * C, N, C, 0},
+        {"kept dW n=1024", 1, 0, V, C, N, 1},
+        {"fused dx r=512 K4096", 0, 0, 512, C, 4096, 1},
+        {"fused dx^T r=512 TT", 1, 1, C, 512, V, 0},
+        {"fused logits r=512", 0, 1, 512, V, C, 0},
+        {"fused dx r=512", 0, 0, 512, C, V, 1},
+        {"fused dW r=512", 1, 0, V, C, 512, 1},
     };
     pl_gemm *g = NULL;
     if (pl_gemm_init(&g) != PL_OK) {
@@ -163,7 +183,7 @@ static void bench_gemm(int reps, pl_gemm_precision prec, int pair)
     }
     if (g16)
         pl_gemm_set_precision(g16, PL_GEMM_BF16);
-    size_t big = (size_t)8192 * 3072;
+    size_t big = (size_t)V * 1024; /* the largest operand: the fused head's dW (V x C) */
     float *A = alloc_random(big, -1, 1), *Bm = alloc_random(big, -1, 1);
     float *Cm = alloc_random(big, -1, 1);
     printf("%-22s %5s %6s %6s %6s %9s %9s   (%s)\n", "GEMM", "op", "M", "N", "K", "best ms", "GFLOP/s",

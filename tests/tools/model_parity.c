@@ -91,14 +91,20 @@ static void dropout_masks(float *hidden, float *attn, float *emb, const int64_t 
 
 int main(int argc, char **argv)
 {
-    int keep = 0, bf16 = 0, fp16 = 0, llama = 0, bert = 0, scaling = 0, bad = argc < 2;
+    int64_t lm_rows = 0;
+    pl_lm_logits logits_mode = PL_LM_LOGITS_RECOMPUTE;
+    int bf16 = 0, fp16 = 0, llama = 0, bert = 0, scaling = 0, bad = argc < 2;
     int res_post = 0;
     pl_task task = PL_TASK_NONE;
     int64_t groups = NH;
     float dropout = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--keep-logits") == 0)
-            keep = 1;
+            logits_mode = PL_LM_LOGITS_KEEP;
+        else if (strcmp(argv[i], "--fused-logits") == 0)
+            logits_mode = PL_LM_LOGITS_FUSED;
+        else if (strcmp(argv[i], "--lm-rows") == 0 && i + 1 < argc)
+            lm_rows = atoll(argv[++i]);
         else if (strcmp(argv[i], "--bf16") == 0)
             bf16 = 1;
         else if (strcmp(argv[i], "--fp16") == 0)
@@ -128,7 +134,8 @@ int main(int argc, char **argv)
     if (bad || (bf16 && fp16) || groups < 1 || NH % groups || dropout < 0 || dropout >= 1 ||
         (bert && dropout > 0) || (task && !bert) || (res_post && !bert)) {
         fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama|bert] [--groups G] "
-                        "[--rope-scaling] [--dropout P] [--keep-logits] [--bf16 | --fp16] "
+                        "[--rope-scaling] [--dropout P] [--keep-logits | --fused-logits [--lm-rows R]] "
+                        "[--bf16 | --fp16] "
                         "[--task sequence|token|span|regression] [--res-post-norm]\n");
         return 2;
     }
@@ -136,7 +143,7 @@ int main(int argc, char **argv)
     pl_model_config cfg = {.num_layers = L, .hidden = C, .heads = NH, .ffn_hidden = 4 * C,
                            .seq_length = T, .max_positions = T, .vocab_size = V,
                            .divisible_by = 128, .init_std = 0.02, .ln_eps = 1e-5f,
-                           .keep_logits = keep};
+                           .lm_logits = logits_mode, .lm_rows = lm_rows};
     pl_family_apply(&cfg, llama ? PL_FAMILY_LLAMA : bert ? PL_FAMILY_BERT : PL_FAMILY_GPT);
     if (llama)
         cfg.ffn_hidden = 3 * C / 2; /* SwiGLU: fc1 has 2 x 96 rows */

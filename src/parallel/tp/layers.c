@@ -5,6 +5,7 @@
 #include "nn/linear.h"
 
 #include <math.h>
+#include <string.h>
 
 static int tp_many(const pl_comm *tp) { return tp && tp->size > 1; }
 
@@ -144,6 +145,31 @@ pl_status pl_tp_lmhead_loss(pl_comm *tp, pl_gemm *g, float *loss, float *lse, co
         loss[n] = lse[n] - tlogit[n];
     }
     return PL_OK;
+}
+
+size_t pl_tp_lmhead_fused_workspace(int64_t rows, int64_t V) { return (size_t)rows * (size_t)V; }
+
+pl_status pl_tp_lmhead_fused(pl_comm *tp, int sp, pl_gemm *g, float *loss, float *lse, float *dx,
+                             float *dwte, float *dbias, const float *x, const float *wte,
+                             const float *bias, const int32_t *targets, const float *dloss,
+                             int64_t N, int64_t C, int64_t v0, int64_t V, int64_t rows,
+                             float *workspace, float *rowbuf)
+{
+    if (dx)
+        memset(dx, 0, (size_t)(N * C) * sizeof(float));
+    for (int64_t r0 = 0; r0 < N; r0 += rows) {
+        const int64_t R = N - r0 < rows ? N - r0 : rows;
+        /* the rows' logits over the whole slice stay in the workspace (chunk = V) */
+        pl_status st = pl_tp_lmhead_loss(tp, g, loss + r0, lse + r0, x + r0 * C, wte, bias,
+                                         targets + r0, R, C, v0, V, V, workspace, rowbuf);
+        if (!st && dx)
+            st = pl_cpu_lmhead_bwd(dx + r0 * C, dwte, dbias, x + r0 * C, wte, bias, targets + r0,
+                                   lse + r0, dloss + r0, R, C, v0, V, V, workspace, 1, g);
+        if (st)
+            return pl_error_wrap(st, "LM head rows %lld..%lld", (long long)r0,
+                                 (long long)(r0 + R));
+    }
+    return dx ? pl_tp_reduce_rows(tp, sp, dx, dx, N, C) : PL_OK;
 }
 
 pl_status pl_tp_lmhead_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dwte, float *dbias,

@@ -106,4 +106,21 @@ pl_status pl_tp_lmhead_bwd(pl_comm *tp, int sp, pl_gemm *g, float *dx, float *dw
                            const float *dloss, int64_t N, int64_t C, int64_t v0, int64_t V,
                            int64_t chunk, float *workspace, int logits_kept);
 
+/* The LM head and its cross-entropy with the gradient formed in the forward
+ * (--lm-head-logits fused): dloss is known before the forward (the loss is the
+ * objective's last operation), so for each block of `rows` rows the rows'
+ * logits over the whole vocabulary slice are computed once into the workspace
+ * (rows x V floats, pl_tp_lmhead_fused_workspace), give the rows' loss and lse
+ * (the log-sum-exp all-reduced over tp per block, as pl_tp_lmhead_loss), become
+ * dlogits in place, and add into dx (N, C) and dwte / dbias: three GEMMs of
+ * N x V x C, no N x V buffer. dx NULL: the loss alone (no gradient). Otherwise
+ * dx is written (zeroed first) and, as pl_tp_lmhead_bwd leaves it, reduced over
+ * tp (with sp this rank's rows first). rowbuf: 3 rows floats. */
+size_t pl_tp_lmhead_fused_workspace(int64_t rows, int64_t V);
+pl_status pl_tp_lmhead_fused(pl_comm *tp, int sp, pl_gemm *g, float *loss, float *lse, float *dx,
+                             float *dwte, float *dbias, const float *x, const float *wte,
+                             const float *bias, const int32_t *targets, const float *dloss,
+                             int64_t N, int64_t C, int64_t v0, int64_t V, int64_t rows,
+                             float *workspace, float *rowbuf);
+
 #endif
