@@ -37,6 +37,8 @@ void pl_train_print_memory_plan(const pl_trainer *t)
     double p = (double)t->state_bytes[0], g = (double)t->state_bytes[1];
     double o = (double)t->state_bytes[2], w = (double)t->work_bytes;
     double cv = (double)pl_gemm_convert_bytes(t->gemm); /* bf16/fp16 GEMM operands */
+    if (t->mirror) /* and the parameters' bf16 copy */
+        cv += (double)t->reg.numel * sizeof *t->mirror;
     pl_zero_bytes f = pl_zero_model_bytes(t->zero_stage, t->reg.numel, (int)t->dp);
     static const char *const formula[4] = {"16 B/param", "4 + 4 + 8/dp B/param",
                                            "4 + (4 + 8)/dp B/param", "16/dp B/param"};
@@ -363,6 +365,7 @@ void pl_train_bench_reset(pl_trainer *t)
         pl_dp_buckets_stats_reset(t->buckets);
     memset(&t->comm_total, 0, sizeof t->comm_total);
     memset(&t->tp_total, 0, sizeof t->tp_total);
+    pl_gemm_operand_counts_reset(t->gemm);
 }
 
 /* Where a step's time goes, and one JSON line for scripts. */
@@ -451,6 +454,10 @@ void pl_train_bench_report(pl_trainer *t)
            1e3 * ov->wait / (double)n, (long long)pl_train_act_bytes(t, 0),
            1e3 * t->prof.pp_wait / (double)n, t->pp_sim_idle, t->grid.layout.pp,
            (long long)t->num_micro);
+    int64_t conv, mirr;
+    pl_gemm_operand_counts(t->gemm, &conv, &mirr);
+    printf(" \"gemm_operands_converted_per_step\": %lld, \"gemm_operands_mirrored_per_step\": "
+           "%lld,", (long long)(conv / n), (long long)(mirr / n));
     printf(" \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
            "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "
            "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"dp_comm_busy_ms\": %.3f, "
