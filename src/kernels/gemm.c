@@ -54,10 +54,7 @@ struct pl_gemm {
     size_t scratch_size;
     pl_gemm_precision prec;
     float *swap;    /* a swapped product's C^T (swap_size floats) */
-    const float *mirror_base; /* bf16 mode: operands inside [mirror_base, + mirror_n) */
-    const uint16_t *mirror;   /* are read from these bf16 bits (pl_gemm_set_bf16_mirror) */
-    int64_t mirror_n;
-    int64_t converted, mirrored; /* operand elements converted, read from the mirror */
+    int64_t converted; /* reduced modes: operand elements converted */
     size_t swap_size;
     void *conv_raw; /* operand conversion buffer (reduced modes), conv_size + 64 bytes */
     void *conv;     /* conv_raw aligned to 64 bytes */
@@ -425,30 +422,6 @@ static pl_status conv_reserve(pl_gemm *g, int64_t M, int64_t N, int64_t K)
 
 void pl_gemm_set_precision(pl_gemm *g, pl_gemm_precision p) { g->prec = p; }
 
-void pl_gemm_set_bf16_mirror(pl_gemm *g, const float *base, const uint16_t *bits, int64_t n)
-{
-    g->mirror_base = bits ? base : NULL;
-    g->mirror = bits;
-    g->mirror_n = bits ? n : 0;
-}
-
-void pl_gemm_operand_counts(const pl_gemm *g, int64_t *converted, int64_t *mirrored)
-{
-    *converted = g->converted;
-    *mirrored = g->mirrored;
-}
-
-void pl_gemm_operand_counts_reset(pl_gemm *g) { g->converted = g->mirrored = 0; }
-
-/* The mirror's bits of the compact operand at p (count floats), or NULL. */
-static const uint16_t *mirrored(const pl_gemm *g, const float *p, int64_t count)
-{
-    if (!g->mirror || g->prec != PL_GEMM_BF16 || p < g->mirror_base ||
-        p >= g->mirror_base + g->mirror_n || count > g->mirror_base + g->mirror_n - p)
-        return NULL;
-    return g->mirror + (p - g->mirror_base);
-}
-
 pl_gemm_precision pl_gemm_get_precision(const pl_gemm *g) { return g->prec; }
 
 const char *pl_gemm_precision_name(pl_gemm_precision p)
@@ -457,6 +430,12 @@ const char *pl_gemm_precision_name(pl_gemm_precision p)
 }
 
 size_t pl_gemm_convert_bytes(const pl_gemm *g) { return g->conv_size; }
+
+size_t pl_gemm_swap_bytes(const pl_gemm *g) { return g->swap_size * sizeof *g->swap; }
+
+int64_t pl_gemm_converted(const pl_gemm *g) { return g->converted; }
+
+void pl_gemm_converted_reset(pl_gemm *g) { g->converted = 0; }
 
 /* Converts the rows x cols operand at src (row stride ld) into dst, compact. */
 static void convert(pl_gemm_precision p, void *dst, const float *src, int64_t rows, int64_t cols,
@@ -508,16 +487,11 @@ pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t 
     if (g->prec != PL_GEMM_FP32) {
         /* op(A) is stored as (ta ? K x M : M x K), op(B) as (tb ? N x K : K x N) */
         char *ca = g->conv, *cb = ca + align64((size_t)M * (size_t)K * conv_elem(g->prec));
-        const uint16_t *ma = lda == (ta ? M : K) ? mirrored(g, A, M * K) : NULL;
-        const uint16_t *mb = ldb == (tb ? K : N) ? mirrored(g, B, K * N) : NULL;
-        if (!ma)
-            convert(g->prec, ca, A, ta ? K : M, ta ? M : K, lda);
-        if (!mb)
-            convert(g->prec, cb, B, tb ? N : K, tb ? K : N, ldb);
-        g->converted += (ma ? 0 : M * K) + (mb ? 0 : K * N);
-        g->mirrored += (ma ? M * K : 0) + (mb ? K * N : 0);
-        A = ma ? (const float *)(const void *)ma : (const float *)(const void *)ca;
-        B = mb ? (const float *)(const void *)mb : (const float *)(const void *)cb;
+        convert(g->prec, ca, A, ta ? K : M, ta ? M : K, lda);
+        convert(g->prec, cb, B, tb ? N : K, tb ? K : N, ldb);
+        g->converted += M * K + K * N;
+        A = (const float *)(const void *)ca;
+        B = (const float *)(const void *)cb;
     }
     dnnl_status_t s;
     if (k.swap) {

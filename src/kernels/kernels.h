@@ -65,20 +65,18 @@ pl_status pl_gemm_run(pl_gemm *g, int ta, int tb, int64_t M, int64_t N, int64_t 
  * scratch (pl_gemm_convert_bytes) grows when a larger shape is prepared or run. */
 typedef enum pl_gemm_precision { PL_GEMM_FP32 = 0, PL_GEMM_BF16 = 1, PL_GEMM_FP16 = 2 } pl_gemm_precision;
 void pl_gemm_set_precision(pl_gemm *g, pl_gemm_precision p);
-/* bf16 mode: an operand that lies compact inside [base, base + n) is read from
- * bits + (operand - base) instead of being converted: bits must hold the bf16
- * of that range (pl_cpu_f32_to_bf16) for as long as the mirror is set. The
- * trainer mirrors its parameters for the forward and backward passes of a step
- * (they change only at its optimizer step). bits NULL: no mirror. */
-void pl_gemm_set_bf16_mirror(pl_gemm *g, const float *base, const uint16_t *bits, int64_t n);
-/* Reduced modes: operand elements converted so far, and read from the mirror. */
-void pl_gemm_operand_counts(const pl_gemm *g, int64_t *converted, int64_t *mirrored);
-void pl_gemm_operand_counts_reset(pl_gemm *g);
+/* Reduced modes: operand elements converted so far (plait bench reports them per
+ * step), and the count restarted. */
+int64_t pl_gemm_converted(const pl_gemm *g);
+void pl_gemm_converted_reset(pl_gemm *g);
 pl_gemm_precision pl_gemm_get_precision(const pl_gemm *g);
 /* "fp32", "bf16" or "fp16". */
 const char *pl_gemm_precision_name(pl_gemm_precision p);
 /* Bytes of operand-conversion scratch the context holds (0 in fp32 mode). */
 size_t pl_gemm_convert_bytes(const pl_gemm *g);
+/* Bytes of the buffer of fp32 products computed transposed (gemm.c), grown as
+ * the conversion buffer. */
+size_t pl_gemm_swap_bytes(const pl_gemm *g);
 /* Naive triple loop with the same contract (the reference twin). */
 void pl_ref_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);

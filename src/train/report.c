@@ -37,18 +37,18 @@ void pl_train_print_memory_plan(const pl_trainer *t)
     double p = (double)t->state_bytes[0], g = (double)t->state_bytes[1];
     double o = (double)t->state_bytes[2], w = (double)t->work_bytes;
     double cv = (double)pl_gemm_convert_bytes(t->gemm); /* bf16/fp16 GEMM operands */
-    if (t->mirror) /* and the parameters' bf16 copy */
-        cv += (double)t->reg.numel * sizeof *t->mirror;
+    double sw = (double)pl_gemm_swap_bytes(t->gemm);    /* fp32 products made transposed */
     pl_zero_bytes f = pl_zero_model_bytes(t->zero_stage, t->reg.numel, (int)t->dp);
     static const char *const formula[4] = {"16 B/param", "4 + 4 + 8/dp B/param",
                                            "4 + (4 + 8)/dp B/param", "16/dp B/param"};
     pl_log_info("memory plan (per rank, ZeRO stage %d, dp %lld): parameters %.3f MiB, gradients "
                 "%.3f MiB, optimizer (%s m, v) %.3f MiB, ZeRO working buffers %.3f MiB, "
-                "activations and scratch %.1f MiB, %s GEMM operands %.1f MiB, total %.1f MiB",
+                "activations and scratch %.1f MiB, %s GEMM operands %.1f MiB, GEMM products "
+                "made transposed %.1f MiB, total %.1f MiB",
                 t->zero_stage, (long long)t->dp, p / MiB, g / MiB, t->a->lamb.on ? "Lamb" : "Adam",
                 o / MiB, w / MiB, act / MiB,
-                pl_gemm_precision_name(pl_gemm_get_precision(t->gemm)), cv / MiB,
-                (p + g + o + w + act + cv) / MiB);
+                pl_gemm_precision_name(pl_gemm_get_precision(t->gemm)), cv / MiB, sw / MiB,
+                (p + g + o + w + act + cv + sw) / MiB);
     pl_log_info("model state (ZeRO formula %s): %.3f MiB planned, %.3f MiB by the formula "
                 "(the difference is padding to a multiple of dp)",
                 formula[t->zero_stage], (p + g + o) / MiB, (f.params + f.grads + f.optim) / MiB);
@@ -365,7 +365,7 @@ void pl_train_bench_reset(pl_trainer *t)
         pl_dp_buckets_stats_reset(t->buckets);
     memset(&t->comm_total, 0, sizeof t->comm_total);
     memset(&t->tp_total, 0, sizeof t->tp_total);
-    pl_gemm_operand_counts_reset(t->gemm);
+    pl_gemm_converted_reset(t->gemm);
 }
 
 /* Where a step's time goes, and one JSON line for scripts. */
@@ -454,10 +454,8 @@ void pl_train_bench_report(pl_trainer *t)
            1e3 * ov->wait / (double)n, (long long)pl_train_act_bytes(t, 0),
            1e3 * t->prof.pp_wait / (double)n, t->pp_sim_idle, t->grid.layout.pp,
            (long long)t->num_micro);
-    int64_t conv, mirr;
-    pl_gemm_operand_counts(t->gemm, &conv, &mirr);
-    printf(" \"gemm_operands_converted_per_step\": %lld, \"gemm_operands_mirrored_per_step\": "
-           "%lld,", (long long)(conv / n), (long long)(mirr / n));
+    printf(" \"gemm_operands_converted_per_step\": %lld,",
+           (long long)(pl_gemm_converted(t->gemm) / n));
     printf(" \"mfu\": %.4f, \"step_ms\": %.3f, \"peak_rss_bytes\": %lld, "
            "\"gemm_peak_flops\": %.4g, \"flops_per_token\": %.6g, \"world\": %d, "
            "\"dp_comm_hidden_ms\": %.3f, \"dp_comm_wait_ms\": %.3f, \"dp_comm_busy_ms\": %.3f, "

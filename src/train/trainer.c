@@ -211,43 +211,15 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
 
 /* --bf16 / --fp16: the GEMM context's mode and the loss scaler (static 1
  * unless --fp16; dynamic unless --loss-scale). docs/precision.md. */
-static pl_status setup_precision(pl_trainer *t)
+static void setup_precision(pl_trainer *t)
 {
     const pl_train_args *a = t->a;
     pl_gemm_set_precision(t->gemm, a->bf16 ? PL_GEMM_BF16 : a->fp16 ? PL_GEMM_FP16 : PL_GEMM_FP32);
-    /* bf16: the parameters' bf16 copy, so that a weight is converted once a step, not at
-     * every product (ZeRO 3 gathers its layers elsewhere, so it has none) */
-    const char *off = getenv("PLAIT_BF16_MIRROR"); /* "0": none (A/B measurements, tests) */
-    if (a->bf16 && t->zero_stage < 3 && !(off && strcmp(off, "0") == 0)) {
-        t->mirror = pl_malloc((size_t)t->reg.numel * sizeof *t->mirror);
-        if (!t->mirror)
-            return pl_errorf(PL_ERR_NOMEM, "cannot allocate %.1f MiB for the parameters' bf16 "
-                             "copy", (double)t->reg.numel * 2 / (1 << 20));
-    }
     if (a->fp16 && !pl_train_args_given(a, "--loss-scale"))
         pl_loss_scaler_init_dynamic(&t->scaler, a->initial_loss_scale, a->min_loss_scale,
                                     a->loss_scale_window, a->hysteresis);
     else
         pl_loss_scaler_init_static(&t->scaler, a->fp16 ? a->loss_scale : 1.0);
-    return PL_OK;
-}
-
-/* The parameters' bf16 copy made current and handed to the GEMMs (on = 1), for the
- * passes of one step or one evaluation, during which the parameters do not change;
- * withdrawn (on = 0) before anything changes them. */
-void pl_train_mirror(pl_trainer *t, int on)
-{
-    if (!t->mirror)
-        return;
-    if (!on) {
-        pl_gemm_set_bf16_mirror(t->gemm, NULL, NULL, 0);
-        return;
-    }
-    enum { ROW = 4096 };
-    const int64_t n = t->reg.numel, rows = n / ROW;
-    pl_cpu_f32_to_bf16(t->mirror, t->params, rows, ROW, ROW);
-    pl_cpu_f32_to_bf16(t->mirror + rows * ROW, t->params + rows * ROW, 1, n - rows * ROW, 0);
-    pl_gemm_set_bf16_mirror(t->gemm, t->params, t->mirror, n);
 }
 
 /* grads *= 1 / scale (n elements): the fp16 loss scale comes off before the
@@ -352,7 +324,7 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(pl_train_setup_pipeline(t, &stage));
     PL_TRY(setup_state(t, &stage));
     PL_TRY(pl_gemm_init(&t->gemm));
-    PL_TRY(setup_precision(t));
+    setup_precision(t);
     pl_model_config parts[2]; /* an encoder-decoder: t->model is the encoder */
     pl_model_encdec_parts(c, &parts[0], &parts[1]);
     PL_TRY(pl_model_init(&t->model, pl_model_is_encdec(c) ? &parts[0] : c, &t->reg, t->params,
@@ -596,7 +568,6 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
     t->zq_compute_end = INFINITY; /* queued work waited for now ran beside compute */
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_begin(t));
-    pl_train_mirror(t, 1); /* the parameters hold still until the optimizer step */
     /* d objective / d loss of each micro-batch, times the fp16 loss scale */
     double scale = 1.0 / (double)t->num_micro, loss_sum[2] = {0, 0}, ls = t->scaler.scale;
     pl_comm *ppc = pl_grid_comm(&t->grid, PL_GRID_PP);
@@ -636,7 +607,6 @@ static pl_status train_step(pl_trainer *t, pl_sampler *sampler, step_result *r)
         t->prof.data += t1 - t0;
         t->prof.compute += pl_time_now() - t1;
     }
-    pl_train_mirror(t, 0);
     double tc = pl_time_now();
     if (t->zero_stage == 0)
         PL_TRY(pl_dp_buckets_finish(t->buckets));
@@ -748,7 +718,6 @@ stats:
                                      PL_COMM_SUM));
     }
 fail:
-    pl_train_mirror(t, 0);
     return st;
 }
 
@@ -763,7 +732,6 @@ static pl_status evaluate(pl_trainer *t, pl_split split, int64_t *consumed, doub
     pl_sampler s;
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_begin(t)); /* pipelined stage 3: this step's parameters */
-    pl_train_mirror(t, 1);
     for (int64_t it = 0; it < t->a->eval_iters; it++) {
         if (*consumed + t->gbs > len)
             break;
@@ -802,14 +770,12 @@ static pl_status evaluate(pl_trainer *t, pl_split split, int64_t *consumed, doub
         }
         *consumed += t->gbs;
     }
-    pl_train_mirror(t, 0);
     double agg[2] = {sum, (double)batches};
     PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_DP), agg, 2, PL_COMM_SUM));
     if (t->grid.layout.pp > 1) /* the last stage's sums to every stage */
         PL_TRY(pl_comm_allreduce_f64(pl_grid_comm(&t->grid, PL_GRID_PP), agg, 2, PL_COMM_SUM));
     *out = agg[1] > 0 ? agg[0] / agg[1] : NAN;
 fail:
-    pl_train_mirror(t, 0);
     return st;
 }
 
@@ -864,7 +830,6 @@ static void trainer_free(pl_trainer *t)
         pl_blend_data_free(&t->data);
     pl_train_bert_data_free(t);
     pl_free(t->mem);
-    pl_free(t->mirror);
     pl_registry_free(&t->reg);
     pl_tokenizer_free(t->tok);
     if (t->grid_up)

@@ -41,8 +41,6 @@ typedef struct pl_trainer {
     pl_registry reg;
     float *mem;                              /* one block: params, grads, m, v */
     float *params, *grads, *exp_avg, *exp_avg_sq;
-    uint16_t *mirror;                        /* --bf16, ZeRO 0-2: params in bf16 for the
-                                              * GEMMs, refreshed each step (trainer.c) */
     pl_gemm *gemm;
     pl_model model;                          /* this rank's model (interleaved: chunk 0) */
     int model_up;
@@ -347,9 +345,6 @@ pl_status pl_train_tb_close(pl_trainer *t);
 /* --log-num-zeros-in-grad: the zeros among this rank's n reduced gradients at flat offset
  * lo, summed over the model-parallel group and (ZeRO) the DP shards: every value once. */
 pl_status pl_train_count_zeros(pl_trainer *t, const float *g, int64_t lo, int64_t n, int64_t *out);
-/* --bf16: the parameters' bf16 copy refreshed and lent to the GEMMs (on) for the
- * passes of one step or evaluation, or withdrawn (off) before the parameters change. */
-void pl_train_mirror(pl_trainer *t, int on);
 /* ZeRO stages 2-3 (zero_hooks.c): the model's view locator and fetch hook, what
  * precedes one micro-batch's forward (not pipelined), and one micro-batch's backward
  * (reduce-scatters queued as layers finish; with last = 1 every queued reduce-scatter
