@@ -50,12 +50,13 @@ def plot_loss(files, out):
     fig.savefig(out, dpi=110)
 
 
-def plot_compare(path, out):
+def plot_compare(path, out, only_env=None):
     last = {}
     for r in read_jsonl(path):
         # older records name the environment by OPENBLAS_CORETYPE (set / unset)
         env = r.get("env") or "OPENBLAS_CORETYPE " + r.get("openblas_coretype", "?")
-        last[(r["config"], r["precision"], env)] = r
+        if only_env is None or env == only_env:
+            last[(r["config"], r["precision"], env)] = r
     if not last:
         sys.exit(f"plot: {path} has no records")
     keys = sorted(last, key=lambda k: (k[0], k[1], k[2]))
@@ -82,13 +83,14 @@ def main():
     ap.add_argument("kind", choices=["loss", "compare"])
     ap.add_argument("files", nargs="+")
     ap.add_argument("-o", "--output", required=True, help="the PNG to write")
+    ap.add_argument("--env", help="compare: only the runs in this environment (e.g. tuned)")
     a = ap.parse_args()
     if a.kind == "loss":
         plot_loss(a.files, a.output)
     else:
         if len(a.files) != 1:
             sys.exit("plot: compare takes one compare_torch.jsonl")
-        plot_compare(a.files[0], a.output)
+        plot_compare(a.files[0], a.output, a.env)
     print(f"wrote {a.output}")
 
 
