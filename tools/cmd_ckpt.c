@@ -274,7 +274,10 @@ static int run_export(int argc, char **argv)
     int64_t it;
     pl_hf_export_opts e = {o.bf16, 0};
     const int megatron = strcmp(o.format, "megatron") == 0;
-    pl_status st = megatron ? PL_OK : check_format(&o, 0);
+    pl_status st = PL_OK;
+    if (!megatron && strcmp(o.format, "hf") != 0)
+        st = pl_errorf(PL_ERR_ARG, "--format %s: expected hf (a Hugging Face directory) or megatron "
+                       "(Megatron-LM's torch checkpoint)", o.format);
     if (!st && (o.tp < 0 || o.pp < 0))
         st = pl_errorf(PL_ERR_ARG, "--tensor-model-parallel-size %lld, "
                        "--pipeline-model-parallel-size %lld: expected sizes >= 1",
