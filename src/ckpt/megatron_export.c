@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -257,13 +258,41 @@ done:
     return st;
 }
 
-/* OUT/NAME.tmp made (a stale one removed), OUT/NAME refused if present. */
+/* Whether OUT's latest_checkpointed_iteration.txt names a plait checkpoint (an
+ * iteration directory with a manifest), which replacing the file would orphan. */
+static int plait_save_dir(const char *out)
+{
+    char path[MX_PATH + 64], *text = NULL;
+    size_t size = 0;
+    snprintf(path, sizeof path, "%s/latest_checkpointed_iteration.txt", out);
+    if (!pl_file_exists(path) || pl_file_read_all(path, &text, &size) != PL_OK)
+        return 0;
+    while (size > 0 && (text[size - 1] == '\n' || text[size - 1] == '\r' || text[size - 1] == ' '))
+        text[--size] = 0;
+    char *end = NULL;
+    const long long it = strtoll(text, &end, 10);
+    if (!strcmp(text, "release"))
+        snprintf(path, sizeof path, "%s/release/manifest.json", out);
+    else if (size > 0 && end && !*end && it >= 0)
+        snprintf(path, sizeof path, "%s/iter_%07lld/manifest.json", out, it);
+    else
+        path[0] = 0;
+    pl_free(text);
+    return path[0] && pl_file_exists(path);
+}
+
+/* OUT/NAME.tmp made (a stale one removed), OUT/NAME refused if present, and so is
+ * a plait save directory as OUT. */
 static pl_status out_begin(const char *out, const char *name, char *tmp, size_t n)
 {
     char final[MX_PATH + 32];
     struct stat sb;
     if (strlen(out) > MX_PATH - 64)
         return pl_errorf(PL_ERR_ARG, "--out %.64s...: a path longer than %d", out, MX_PATH - 64);
+    if (plait_save_dir(out))
+        return pl_errorf(PL_ERR_ARG, "--out %s holds a plait checkpoint (its "
+                         "latest_checkpointed_iteration.txt names one): the export would point "
+                         "that file at a Megatron checkpoint; give another directory", out);
     snprintf(final, sizeof final, "%s/%s", out, name);
     if (stat(final, &sb) == 0)
         return pl_errorf(PL_ERR_ARG, "%s exists: plait ckpt export never overwrites a Megatron "

@@ -8,7 +8,8 @@
 # every file: Megatron's dict, args, names, shapes, and each tensor bit for bit plait's
 # slice by Megatron's tensor-parallel rules (numpy reading plait's safetensors). Round trip:
 # plait's Megatron import of each fp32 export holds the original tensors bit for bit.
-# Refused with a message: an existing iteration (left as it was), a model Megatron core's
+# Refused with a message: an existing iteration (left as it was), a plait save directory as
+# --out (its latest file untouched), a model Megatron core's
 # layer does not run (--apply-residual-connection-post-layernorm), PP not dividing the
 # layers, an unknown --format, Megatron's flags with --format hf.
 source "$(dirname "$0")/lib.sh"
@@ -68,6 +69,9 @@ check_fails "an existing iteration is refused" "iter_0000002 exists: plait ckpt 
     exp g gm
 check "... and left as it was" \
     test "$sum_before" = "$(md5sum "$TMP/gm/iter_0000002/mp_rank_00/model_optim_rng.pt")"
+check_fails "a plait save directory as --out is refused" "holds a plait checkpoint" \
+    exp g g --release
+check "... its latest file untouched" test "$(cat "$TMP/g/latest_checkpointed_iteration.txt")" = 2
 check "gpt with --apply-residual-connection-post-layernorm trained" train post \
     --apply-residual-connection-post-layernorm
 check_fails "... its export refused: Megatron core's layer ignores the flag" \
