@@ -9,7 +9,7 @@
 # slice by Megatron's tensor-parallel rules (numpy reading plait's safetensors). Round trip:
 # plait's Megatron import of each fp32 export holds the original tensors bit for bit.
 # Refused with a message: an existing iteration (left as it was), a plait save directory as
-# --out (its latest file untouched), a model Megatron core's
+# --out (its latest file untouched), a BERT, a model Megatron core's
 # layer does not run (--apply-residual-connection-post-layernorm), PP not dividing the
 # layers, an unknown --format, Megatron's flags with --format hf.
 source "$(dirname "$0")/lib.sh"
@@ -78,6 +78,12 @@ check_fails "... its export refused: Megatron core's layer ignores the flag" \
     "cannot be written in Megatron core's names.*apply_residual_connection_post_layernorm" \
     exp post post_m
 check "... and nothing written" test ! -e "$TMP/post_m/iter_0000002"
+check "a BERT trained one iteration" bash -c "timeout -k 5 60 '$PLAIT' train --model bert --mock-data \
+    --vocab-size 1000 --num-layers 2 --hidden-size 32 --num-attention-heads 2 --seq-length 32 \
+    --max-position-embeddings 32 --micro-batch-size 2 --global-batch-size 2 --lr 1e-3 \
+    --train-iters 1 --eval-iters 0 --save-interval 1 --save '$TMP/b' >'$TMP/b.log' 2>&1"
+check_fails "... its export refused naming the family" "a BERT model: the Megatron export writes GPT and Llama" \
+    exp b b_m
 check_fails "PP 3 over 4 layers is refused" "PP dividing the 4 layers" \
     exp g g3 --pipeline-model-parallel-size 3
 check_fails "an unknown --format is refused" "--format xyz: expected hf" \
