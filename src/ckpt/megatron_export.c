@@ -330,6 +330,11 @@ pl_status pl_megatron_export(const char *dir, int64_t it, const char *out,
         st = pl_errorf(PL_ERR_ARG, "TP %d x PP %d: expected sizes >= 1 and PP dividing the %lld "
                        "layers (Megatron's args hold no uneven split)", e.tp, e.pp,
                        (long long)e.cfg.num_layers);
+    else if (e.cfg.query_groups % e.tp)
+        st = pl_errorf(PL_ERR_ARG, "TP %d does not divide the model's %lld query groups: Megatron "
+                       "core splits them over TP (num_query_groups / TP per rank; plait's sharing "
+                       "of a group's key and value across ranks has no Megatron layout)", e.tp,
+                       (long long)e.cfg.query_groups);
     if (!st) {
         e.cfg.pp_chunks = 0;
         e.cfg.pp_first_layers = e.cfg.pp_last_layers = 0;

@@ -3,15 +3,14 @@
 # torch_write.c): small GPT and Llama (2 query groups) runs, trained 2 iterations in one
 # process, written as Megatron-LM torch checkpoints in their layout and in others: GPT TP 1,
 # GPT TP 2 x PP 2 in bf16 (the tied output layer's copy on the last stage), Llama resharded
-# to TP 2 x PP 2 by plait ckpt reshard, Llama TP 4 as a release (TP > query groups: shared
-# k/v). The outside oracle (megatron_export_check.py): python3-torch's torch.load reads
+# to TP 2 x PP 2 by plait ckpt reshard, Llama TP 2 (from TP 1) as a release. The outside oracle (megatron_export_check.py): python3-torch's torch.load reads
 # every file: Megatron's dict, args, names, shapes, and each tensor bit for bit plait's
 # slice by Megatron's tensor-parallel rules (numpy reading plait's safetensors). Round trip:
 # plait's Megatron import of each fp32 export holds the original tensors bit for bit.
 # Refused with a message: an existing iteration (left as it was), a plait save directory as
 # --out (its latest file untouched), a BERT, a model Megatron core's
 # layer does not run (--apply-residual-connection-post-layernorm), PP not dividing the
-# layers, an unknown --format, Megatron's flags with --format hf.
+# layers, TP not dividing the query groups (Megatron core has no shared k/v), an unknown --format, Megatron's flags with --format hf.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1
 CHECK=$ROOT/tests/scripts/megatron_export_check.py
@@ -42,20 +41,22 @@ check "... latest_checkpointed_iteration.txt names iteration 2" \
 check "gpt exported as TP 2 x PP 2 in bf16" exp g gm22 --tensor-model-parallel-size 2 \
     --pipeline-model-parallel-size 2 --bf16
 check "llama exported in its resharded layout (TP 2 x PP 2)" exp l22 lm22
-check "llama exported as TP 4 (4 heads, 2 groups: shared k/v), a release" \
-    exp l lm4 --tensor-model-parallel-size 4 --release
+check "llama exported as TP 2 (from TP 1), a release" \
+    exp l lm2 --tensor-model-parallel-size 2 --release
 check "... latest_checkpointed_iteration.txt says release" \
-    test "$(cat "$TMP/lm4/latest_checkpointed_iteration.txt" 2>/dev/null)" = release
+    test "$(cat "$TMP/lm2/latest_checkpointed_iteration.txt" 2>/dev/null)" = release
+check_fails "llama as TP 4 over its 2 query groups is refused (Megatron core splits groups over TP)" \
+    "TP 4 does not divide the model's 2 query groups" exp l lm4 --tensor-model-parallel-size 4
 check "no temporary directory left behind" bash -c "! ls -d '$TMP'/*m*/*.tmp 2>/dev/null | grep -q ."
 
 /usr/bin/python3 "$CHECK" "$TMP/g/iter_0000002" "$TMP/gm" 1 1 fp32 :: \
     "$TMP/g/iter_0000002" "$TMP/gm22" 2 2 bf16 :: "$TMP/l22/iter_0000002" "$TMP/lm22" 2 2 fp32 :: \
-    "$TMP/l/iter_0000002" "$TMP/lm4" 4 1 fp32 >"$TMP/py.out" 2>&1
+    "$TMP/l/iter_0000002" "$TMP/lm2" 2 1 fp32 >"$TMP/py.out" 2>&1
 grep FAIL "$TMP/py.out" | head -20; tail -1 "$TMP/py.out"
 read -r p f < <(sed -nE 's/^megatron_export_check: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
 _pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
 
-for pair in g:gm l22:lm22 l:lm4; do
+for pair in g:gm l22:lm22 l:lm2; do
     src=${pair%%:*} out=${pair#*:}
     it=iter_0000002
     check "round trip: $out imported by plait's Megatron import holds $src's tensors bit for bit" \

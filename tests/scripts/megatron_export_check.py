@@ -25,7 +25,7 @@ Checked, for every mp_rank_TT[_PPP]/model_optim_rng.pt of the layout:
   rank's slice of plait's global tensor by Megatron's tensor-parallel rules, stated here:
   vocabulary rows split (padded to make_vocab_size_divisible_by x TP; rows past plait's saved
   padding zero), linear_qkv by query groups ([G, NH/G + 2, HS] rows: each group's queries, its
-  key, its value; with TP > G a rank holds NH/TP query heads and its group's k, v),
+  key, its value; G/TP groups per rank),
   linear_fc1 rows ([gate_r; up_r] per rank with SwiGLU), linear_proj / linear_fc2 weights by
   columns, the rest replicated.
 Prints each failure and "megatron_export_check: N passed, M failed"; exits 1 on any failure.
@@ -64,12 +64,8 @@ def megatron_slice(name, g, t, tp, m):
         return g[t * n:(t + 1) * n]
     if 'linear_qkv' in name:
         v = g.reshape((G, nh // G + 2, hs) + g.shape[1:])
-        if tp <= G:
-            return v[t * G // tp:(t + 1) * G // tp].reshape((-1,) + g.shape[1:])
-        R, qh = tp // G, nh // tp
-        grp = v[t // R]
-        q = grp[(t % R) * qh:(t % R + 1) * qh]
-        return np.concatenate([q, grp[nh // G:]], axis=0).reshape((-1,) + g.shape[1:])
+        assert G % tp == 0, 'Megatron core splits the query groups over TP'
+        return v[t * G // tp:(t + 1) * G // tp].reshape((-1,) + g.shape[1:])
     if 'linear_fc1' in name:
         if m['swiglu']:
             gate, up = np.split(g, 2, axis=0)
