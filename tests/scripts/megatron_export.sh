@@ -5,7 +5,10 @@
 # GPT TP 2 x PP 2 in bf16 (the tied output layer's copy on the last stage), Llama resharded
 # to TP 2 x PP 2 by plait ckpt reshard, Llama TP 2 (from TP 1) as a release. The outside oracle (megatron_export_check.py): python3-torch's torch.load reads
 # every file: Megatron's dict, args, names, shapes, and each tensor bit for bit plait's
-# slice by Megatron's tensor-parallel rules (numpy reading plait's safetensors). Round trip:
+# slice by Megatron's tensor-parallel rules (numpy reading plait's safetensors); and the
+# fp32 exports equal, key for key and bit for bit, what torch_import.sh's megatron_write.py
+# makes in Megatron core's layout from plait's Hugging Face export (Llama's q/k/v grouping
+# rebuilt from q_proj/k_proj/v_proj by that independent code). Round trip:
 # plait's Megatron import of each fp32 export holds the original tensors bit for bit.
 # Refused with a message: an existing iteration (left as it was), a plait save directory as
 # --out (its latest file untouched), a BERT, a model Megatron core's
@@ -47,11 +50,14 @@ check "... latest_checkpointed_iteration.txt says release" \
     test "$(cat "$TMP/lm2/latest_checkpointed_iteration.txt" 2>/dev/null)" = release
 check_fails "llama as TP 4 over its 2 query groups is refused (Megatron core splits groups over TP)" \
     "TP 4 does not divide the model's 2 query groups" exp l lm4 --tensor-model-parallel-size 4
+check "gpt and llama exported as Hugging Face directories too (the second oracle's input)" bash -c "
+    '$PLAIT' ckpt export '$TMP/g' --out '$TMP/g_hf' && '$PLAIT' ckpt export '$TMP/l' --out '$TMP/l_hf'"
 check "no temporary directory left behind" bash -c "! ls -d '$TMP'/*m*/*.tmp 2>/dev/null | grep -q ."
 
 /usr/bin/python3 "$CHECK" "$TMP/g/iter_0000002" "$TMP/gm" 1 1 fp32 :: \
     "$TMP/g/iter_0000002" "$TMP/gm22" 2 2 bf16 :: "$TMP/l22/iter_0000002" "$TMP/lm22" 2 2 fp32 :: \
-    "$TMP/l/iter_0000002" "$TMP/lm2" 2 1 fp32 >"$TMP/py.out" 2>&1
+    "$TMP/l/iter_0000002" "$TMP/lm2" 2 1 fp32 :: vs "$TMP/g_hf" "$TMP/gm" 1 1 :: \
+    vs "$TMP/l_hf" "$TMP/lm22" 2 2 :: vs "$TMP/l_hf" "$TMP/lm2" 2 1 >"$TMP/py.out" 2>&1
 grep FAIL "$TMP/py.out" | head -20; tail -1 "$TMP/py.out"
 read -r p f < <(sed -nE 's/^megatron_export_check: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
 _pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))

@@ -5,7 +5,12 @@ checkpoint it came from, read by ckpt_tensors.py (numpy, independently of plait)
 
     megatron_export_check.py PLAIT_ITER_DIR MEGATRON_SAVE_DIR TP PP fp32|bf16 [:: ...]
 
-(several exports checked in one start of torch, separated by "::")
+    megatron_export_check.py vs HF_DIR MEGATRON_SAVE_DIR TP PP [:: ...]
+
+(several exports checked in one start of torch, separated by "::"). `vs`: the export against
+megatron_write.py's (torch_import.sh's writer of Megatron checkpoints) Megatron core layout of
+plait's Hugging Face export of the same checkpoint: the same keys in the same order and the
+same bits (vocabulary rows past the tokenizer's left out: Hugging Face has none).
 
 Checked, for every mp_rank_TT[_PPP]/model_optim_rng.pt of the layout:
 - torch.load(weights_only=False) reads it: a dict of args (argparse.Namespace), checkpoint_version
@@ -103,9 +108,48 @@ def static_weights_only(path):
     return bad
 
 
+def vs_megatron_write(hf_dir, mdir, tp, pp):
+    """Our export against megatron_write.py's Megatron layout of plait's Hugging Face export
+    of the same checkpoint (an independent path: hf_names.c, then Python from HF's q/k/v)."""
+    import megatron_write
+    tp, pp = int(tp), int(pp)
+    cfg = json.load(open(os.path.join(hf_dir, 'config.json')))
+    W = {k: torch.from_numpy(megatron_write.hf_models.as_f64(dt, a).numpy().astype(np.float32))
+         for k, (dt, a) in megatron_write.hf_models.read_dir(hf_dir).items()}
+    latest = open(os.path.join(mdir, 'latest_checkpointed_iteration.txt')).read().strip()
+    idir = os.path.join(mdir, 'release' if latest == 'release' else f'iter_{int(latest):07d}')
+    first = None
+    for t in range(tp):
+        for p in range(pp):
+            sub = f'mp_rank_{t:02d}' if pp == 1 else f'mp_rank_{t:02d}_{p:03d}'
+            d = torch.load(os.path.join(idir, sub, 'model_optim_rng.pt'), map_location='cpu')
+            if first is None:
+                first = d['args']
+                g, _, L = megatron_write.global_tensors(cfg, W, first.make_vocab_size_divisible_by, tp)
+                V = cfg['vocab_size']
+            ref = megatron_write.rank_model(g, L, tp, pp, t, p, 'core')
+            got = d['model']
+            check(list(got) == list(ref), f'{sub}: keys (in order) differ from megatron_write.py\'s: '
+                  f'{sorted(set(got) ^ set(ref))}')
+            for k in ref:
+                if k not in got:
+                    continue
+                x, r = got[k].float(), ref[k]
+                if 'word_embeddings' in k or k.startswith('output_layer'):
+                    n = r.shape[0]  # rows of the tokenizer's vocabulary only (HF drops the padding)
+                    keep = max(0, min(n, V - t * n))
+                    x, r = x[:keep], r[:keep]
+                check(x.shape == r.shape and torch.equal(x.view(torch.int32), r.view(torch.int32)),
+                      f'{sub} {k}: differs from megatron_write.py\'s')
+
+
 def main():
     args = sys.argv[1:]
     while args:
+        if args[0] == 'vs':
+            vs_megatron_write(*args[1:5])
+            args = args[6:]
+            continue
         one(*args[:5])
         args = args[6:]
     print(f'megatron_export_check: {PASS[0]} passed, {FAIL[0]} failed')
