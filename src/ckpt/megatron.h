@@ -73,9 +73,11 @@ pl_status pl_nemo_import(const char *path, const char *out, const pl_megatron_im
  * Megatron's TP slices (plait's), fp32 or bf16. The optimizer, its scheduler and
  * the RNG states are NOT written: Megatron must load with --no-load-optim
  * --no-load-rng (or --finetune), except from a release, which it loads without
- * them. GPT and Llama models only; a setting Megatron's args cannot carry is
- * refused. OUT/iter_N (or OUT/release) must not exist: it is written as
- * OUT/NAME.tmp and renamed; then latest_checkpointed_iteration.txt is replaced. */
+ * them. GPT and Llama models only; refused: a setting Megatron's args cannot
+ * carry, PP not dividing the layers, TP not dividing the query groups (Megatron
+ * core has no shared k/v). OUT/iter_N (or OUT/release) must not exist, nor may OUT
+ * be a plait save directory: it is written as OUT/NAME.tmp and renamed; then
+ * latest_checkpointed_iteration.txt is replaced. */
 typedef struct pl_megatron_export_opts {
     int tp, pp;  /* the layout to write (0: the checkpoint's) */
     int bf16;    /* tensors as bf16 (nearest even), else fp32 */
