@@ -20,7 +20,7 @@ typedef struct ckpt_opts {
     int json, no_verify;
     const char *out;
     int64_t tp, pp;
-    int weights_only, bf16, fp32;
+    int weights_only, bf16, fp32, release;
     const char *format, *max_shard_size;
     int64_t divisible_by, vocab_size;
 } ckpt_opts;
@@ -53,10 +53,18 @@ static const pl_option convert_table[] = {
      0},
 };
 static const pl_option export_table[] = {
-    {"--out", PL_OPT_STRING, NULL, F(out), "directory to write (must not exist, or be empty)",
-     NULL, PL_OPT_REQUIRED},
-    {"--format", PL_OPT_STRING, "hf", F(format), "hf: Hugging Face (config.json, model.safetensors)",
-     NULL, 0},
+    {"--out", PL_OPT_STRING, NULL, F(out), "hf: directory to write (must not exist, or be "
+     "empty); megatron: save directory (its iter_N or release must not exist)", NULL,
+     PL_OPT_REQUIRED},
+    {"--format", PL_OPT_STRING, "hf", F(format), "hf: Hugging Face (config.json, model.safetensors); "
+     "megatron: Megatron-LM's torch format (iter_N/mp_rank_TT[_PPP]/model_optim_rng.pt)", NULL, 0},
+    {"--tensor-model-parallel-size", PL_OPT_INT, "0", F(tp),
+     "megatron: TP size to write (default: the checkpoint's)", NULL, 0},
+    {"--pipeline-model-parallel-size", PL_OPT_INT, "0", F(pp),
+     "megatron: PP size to write (default: the checkpoint's)", NULL, 0},
+    {"--release", PL_OPT_BOOL, NULL, F(release),
+     "megatron: write OUT/release (iteration 0), which Megatron loads without optimizer and RNG "
+     "state", NULL, 0},
     {"--bf16", PL_OPT_BOOL, NULL, F(bf16), "write the weights as bfloat16", NULL, 0},
     {"--fp32", PL_OPT_BOOL, NULL, F(fp32), "write the weights as float32 (the default)", NULL, 0},
     {"--max-shard-size", PL_OPT_STRING, "5GB", F(max_shard_size),
@@ -93,7 +101,8 @@ static const pl_command_spec convert_cmd =
 
 static const pl_command_spec export_cmd =
     SPEC("ckpt export DIR", "Write a checkpoint as a Hugging Face model directory (GPT2LMHeadModel, "
-         "LlamaForCausalLM)", export_table);
+         "LlamaForCausalLM; --format hf) or as a Megatron-LM torch checkpoint, weights only "
+         "(--format megatron)", export_table);
 static const pl_command_spec import_cmd =
     SPEC("ckpt import DIR", "Write a Hugging Face GPT-2 / Llama directory (--format hf), a "
          "Megatron-LM torch checkpoint (--format megatron) or a NeMo .nemo archive (--format nemo) "
@@ -264,13 +273,28 @@ static int run_export(int argc, char **argv)
     char dir[4096];
     int64_t it;
     pl_hf_export_opts e = {o.bf16, 0};
-    pl_status st = check_format(&o, 0);
-    if (!st)
+    const int megatron = strcmp(o.format, "megatron") == 0;
+    pl_status st = PL_OK;
+    if (!megatron && strcmp(o.format, "hf") != 0)
+        st = pl_errorf(PL_ERR_ARG, "--format %s: expected hf (a Hugging Face directory) or megatron "
+                       "(Megatron-LM's torch checkpoint)", o.format);
+    if (!st && (o.tp < 0 || o.pp < 0))
+        st = pl_errorf(PL_ERR_ARG, "--tensor-model-parallel-size %lld, "
+                       "--pipeline-model-parallel-size %lld: expected sizes >= 1",
+                       (long long)o.tp, (long long)o.pp);
+    if (!st && !megatron && (o.tp || o.pp || o.release))
+        st = pl_errorf(PL_ERR_ARG, "--tensor-model-parallel-size, --pipeline-model-parallel-size "
+                       "and --release are --format megatron's");
+    if (!st && !megatron)
         st = pl_hf_parse_size(o.max_shard_size, &e.max_shard_bytes);
     if (!st)
         st = resolve(path, o.ckpt_step, dir, sizeof dir, &it);
-    if (!st)
+    if (!st && megatron) {
+        pl_megatron_export_opts mo = {(int)o.tp, (int)o.pp, o.bf16, o.release};
+        st = pl_megatron_export(dir, it, o.out, &mo);
+    } else if (!st) {
         st = pl_hf_export(dir, it, o.out, &e);
+    }
     if (st)
         return plait_report(st);
     printf("wrote %s\n", o.out);
@@ -314,7 +338,8 @@ static const struct {
     {"inspect", run_inspect, "describe a checkpoint (text or --json), verifying its checksums"},
     {"reshard", run_reshard, "write it in another TP x PP layout, offline"},
     {"convert", run_convert, "write a weights-only release checkpoint (fp32 or bf16)"},
-    {"export", run_export, "write it as a Hugging Face model directory (--format hf)"},
+    {"export", run_export, "write it as a Hugging Face directory or a Megatron-LM checkpoint "
+                           "(--format hf|megatron)"},
     {"import", run_import, "write a Hugging Face directory, a Megatron-LM checkpoint or a .nemo "
                            "as a release checkpoint (--format hf|megatron|nemo)"},
 };

@@ -57,4 +57,35 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
  * vocabulary is the word embeddings' rows x TP. NeMo's tokenizer is not recorded. */
 pl_status pl_nemo_import(const char *path, const char *out, const pl_megatron_import_opts *o);
 
+/* plait checkpoint -> Megatron-LM torch-format checkpoint (ckpt/megatron_export.c):
+ *
+ *   OUT/latest_checkpointed_iteration.txt             N (or "release")
+ *   OUT/iter_000000N/mp_rank_TT[_PPP]/model_optim_rng.pt   (or OUT/release/...)
+ *
+ * each a torch.save archive (ckpt/torch_write.h) of Megatron's dict: "args" (an
+ * argparse.Namespace of the sizes and kinds the import reads, the layout, the
+ * consumed samples, tokenizer_type), "checkpoint_version" 3.0, "iteration" N
+ * (0 for a release), and "model": the rank's tensors under Megatron core's names
+ * with the local spec (embedding.word_embeddings.weight, decoder.layers.N.
+ * {input_layernorm, self_attention.linear_qkv, self_attention.linear_proj,
+ * pre_mlp_layernorm, mlp.linear_fc1, mlp.linear_fc2}.{weight,bias},
+ * decoder.final_layernorm, output_layer.weight; N local to the stage), in
+ * Megatron's TP slices (plait's), fp32 or bf16. The optimizer, its scheduler and
+ * the RNG states are NOT written: Megatron must load with --no-load-optim
+ * --no-load-rng (or --finetune), except from a release, which it loads without
+ * them. GPT and Llama models only; refused: a setting Megatron's args cannot
+ * carry, PP not dividing the layers, TP not dividing the query groups (Megatron
+ * core has no shared k/v). OUT/iter_N (or OUT/release) must not exist, nor may OUT
+ * be a plait save directory: it is written as OUT/NAME.tmp and renamed; then
+ * latest_checkpointed_iteration.txt is replaced. */
+typedef struct pl_megatron_export_opts {
+    int tp, pp;  /* the layout to write (0: the checkpoint's) */
+    int bf16;    /* tensors as bf16 (nearest even), else fp32 */
+    int release; /* write OUT/release (iteration 0) instead of OUT/iter_N */
+} pl_megatron_export_opts;
+
+/* Writes iteration it of the plait checkpoint dir as Megatron's checkpoint in out. */
+pl_status pl_megatron_export(const char *dir, int64_t it, const char *out,
+                             const pl_megatron_export_opts *o);
+
 #endif

@@ -64,8 +64,8 @@ check "gpt: config.json: GPT2LMHeadModel, tied, 128 tokens, 64 positions" \
     tie_word_embeddings vocab_size n_positions
 check_fails "an existing non-empty --out is refused" "exists and is not an empty directory" \
     export_hf g --out "$TMP/g_hf"
-check_fails "--format megatron is refused naming the format" "--format megatron: expected hf" \
-    export_hf g --out "$TMP/g_x" --format megatron
+check_fails "an unknown --format is refused naming the format" "--format torch: expected hf" \
+    export_hf g --out "$TMP/g_x" --format torch
 
 # ---- the tokenizer's files and ids (one process, one iteration)
 ONE=(--num-layers 1 --hidden-size 32 --num-attention-heads 2 --seq-length 16
