@@ -4,7 +4,10 @@ AdamW) in PyTorch, trained on random tokens; prints one JSON line with
 tokens_per_sec, step_ms and peak_rss_bytes.
 
 usage: torch_gpt2.py --layers L --hidden C --heads NH --vocab V --seq T --batch B
-                     [--steps N] [--warmup W] [--threads K] [--bf16]
+                     [--steps N] [--warmup W] [--threads K] [--bf16] [--recompute]
+
+--recompute: each block under torch.utils.checkpoint (its activations recomputed in
+backward), PyTorch's counterpart of plait's --recompute-granularity full.
 """
 import argparse
 import json
@@ -15,6 +18,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 
 class Block(nn.Module):
@@ -37,8 +41,9 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, L, C, NH, V, T):
+    def __init__(self, L, C, NH, V, T, recompute=False):
         super().__init__()
+        self.recompute = recompute
         self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
         self.blocks = nn.ModuleList(Block(C, NH) for _ in range(L))
         self.lnf = nn.LayerNorm(C)
@@ -56,7 +61,7 @@ class GPT(nn.Module):
     def forward(self, idx, targets):
         x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
         for b in self.blocks:
-            x = b(x)
+            x = torch.utils.checkpoint.checkpoint(b, x) if self.recompute else b(x)
         logits = self.lnf(x) @ self.wte.weight.T
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
@@ -67,10 +72,11 @@ def main():
                  ("batch", 4), ("steps", 10), ("warmup", 2), ("threads", 2)]:
         p.add_argument("--" + a, type=int, default=d)
     p.add_argument("--bf16", action="store_true")
+    p.add_argument("--recompute", action="store_true")
     a = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
-    model = GPT(a.layers, a.hidden, a.heads, a.vocab, a.seq)
+    model = GPT(a.layers, a.hidden, a.heads, a.vocab, a.seq, a.recompute)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     times = []
     for step in range(a.warmup + a.steps):
