@@ -14,7 +14,7 @@
  * tests/scripts and bench/megamolbart_eval.sh score with RDKit. With --ids each
  * input line is space-separated token ids and each output the ids decoded. With
  * --num-return N (beam search) each source gives N lines, best first, each its
- * output line, a tab and the hypothesis' score.
+ * output line, a tab and the hypothesis' score (N = 1 too, when given).
  * Under mpirun with the checkpoint's TP size as ranks (rank 0 writes). */
 #include "commands.h"
 
@@ -39,7 +39,8 @@ typedef struct s2s_opts {
     const char *lp_form;
     int64_t max_new_tokens, seed, limit, top_k, beam_size, num_return;
     double mask_prob, temperature, top_p, length_penalty;
-    int mmb, early_stopping, ids, beam; /* beam: --beam-size given */
+    int mmb, early_stopping, ids;
+    int beam, scores; /* --beam-size, --num-return given */
 } s2s_opts;
 
 #define F(x) offsetof(s2s_opts, x)
@@ -72,7 +73,8 @@ static const pl_option s2s_options[] = {
      "beam search: stop once --beam-size hypotheses are finished (Hugging Face's "
      "early_stopping=True)", NULL, 0},
     {"--num-return", PL_OPT_INT, "1", F(num_return),
-     "beam search: write the N best hypotheses per source, each with its score", NULL, 0},
+     "beam search: write the N best hypotheses per source, each with its score (given: the "
+     "scores written, N = 1 too)", NULL, 0},
     {"--ids", PL_OPT_BOOL, NULL, F(ids),
      "sources and outputs as space-separated token ids instead of text", NULL, 0},
 };
@@ -231,7 +233,7 @@ static pl_status check_flags(const s2s_opts *o)
         return pl_errorf(PL_ERR_ARG, "plait seq2seq: need --temperature >= 0, --top-k >= 0 and "
                          "0 < --top-p <= 1");
     if (!o->beam) {
-        if (o->early_stopping || o->num_return != 1 || o->length_penalty != 1.0 ||
+        if (o->early_stopping || o->scores || o->length_penalty != 1.0 ||
             strcmp(o->lp_form, "hf"))
             return pl_errorf(PL_ERR_ARG, "--length-penalty, --length-penalty-form, "
                              "--early-stopping and --num-return are beam search's: give "
@@ -330,7 +332,7 @@ static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, int64_t len, c
             PL_TRY(pl_bytes_append(&s->line, "\t", 1));
         }
     PL_TRY(append_output(s, o, tok, got));
-    if (o->beam && o->num_return > 1) {
+    if (o->scores) {
         char num[32];
         const int w = snprintf(num, sizeof num, "\t%.9g", score);
         PL_TRY(pl_bytes_append(&s->line, num, (size_t)w));
@@ -371,6 +373,7 @@ int plait_cmd_seq2seq(int argc, char **argv)
     if (rc >= 0)
         return rc;
     o.beam = given[pl_options_index(&s2s_cmd, "--beam-size")];
+    o.scores = given[pl_options_index(&s2s_cmd, "--num-return")];
     pl_status bad = check_flags(&o);
     if (bad)
         return plait_report(bad);

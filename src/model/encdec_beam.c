@@ -34,7 +34,8 @@ pl_status pl_encdec_beam_init(pl_encdec_beam *b, const pl_encdec_generator *g,
     b->k = pl_calloc((size_t)(4 * W), sizeof *b->k);
     b->logp = pl_malloc((size_t)(W * V) * sizeof *b->logp);
     b->sum = pl_calloc((size_t)(2 * W + 2 * W + W + 1), sizeof *b->sum);
-    b->hist = pl_calloc((size_t)(2 * W * b->P + (W + 1) * b->P + 2 * W), sizeof *b->hist);
+    b->hist = b->ints = pl_calloc((size_t)(2 * W * b->P + (W + 1) * b->P + 2 * W),
+                                  sizeof *b->ints);
     b->cand_i = pl_calloc((size_t)(2 * W + W + 2 * (W + 1)), sizeof *b->cand_i);
     b->taken = pl_calloc((size_t)(2 * W), sizeof *b->taken);
     if (!b->mem || !b->k || !b->logp || !b->sum || !b->hist || !b->cand_i || !b->taken) {
@@ -63,7 +64,7 @@ void pl_encdec_beam_free(pl_encdec_beam *b)
     pl_free(b->k);
     pl_free(b->logp);
     pl_free(b->sum);
-    pl_free(b->hist);
+    pl_free(b->ints);
     pl_free(b->cand_i);
     pl_free(b->taken);
     memset(b, 0, sizeof *b);

@@ -57,7 +57,8 @@ typedef struct pl_encdec_beam {
     float **k2, **v2;      /* [W] the next step's assignment */
     double *logp;          /* (W, V) this step's log-probabilities per beam */
     double *sum, *sum2;    /* [W] each open beam's sum of log-probabilities */
-    int32_t *hist, *hist2; /* (W, P) each open beam's tokens after [BOS] */
+    int32_t *ints;         /* hist, hist2, hyp and next, one block */
+    int32_t *hist, *hist2; /* (W, P) each open beam's tokens after [BOS] (swapped) */
     double *cand_s;        /* [2W] candidates: sum */
     int64_t *cand_i;       /* [2W] candidates: beam * V + token */
     int64_t *parent;       /* [W] */
