@@ -5,7 +5,7 @@
 # hypothesis (tokens and score) equals an independent beam search over t5_parity.py's
 # float64 PyTorch forward (beam_oracle.py: the whole prefix recomputed each step) for
 # widths 1 to 6, length penalties -1 to 3 in both forms, with and without early
-# stopping; width 1 gives greedy decoding's output; TP 2 (2 ranks, the world size
+# stopping; width 1 gives greedy decoding's output; no allocation per source or step; TP 2 (2 ranks, the world size
 # checked by seq2seq against the checkpoint's TP) gives TP 1's hypotheses; bad values
 # and combinations are refused by flag and value.
 source "$(dirname "$0")/lib.sh"
@@ -64,6 +64,17 @@ printf 'in the beginning god created the heaven\nand the earth was without form\
 check "beam: --beam-size 1 gives greedy's text from text sources too (T5)" bash -c "
     '$PLAIT' seq2seq --load '$TMP/t5' --input '$TMP/src.txt' > '$TMP/g.txt' &&
     '$PLAIT' seq2seq --load '$TMP/t5' --input '$TMP/src.txt' --beam-size 1 | cmp - '$TMP/g.txt'"
+
+# nothing allocated per source or step: the allocation hook's calls (PLAIT_ALLOC_REPORT)
+# are the same for one source as for the same source three times over, 8 steps x 4 beams
+head -n 1 "$TMP/src.ids" >"$TMP/one.ids"
+cat "$TMP/one.ids" "$TMP/one.ids" "$TMP/one.ids" >"$TMP/three.ids"
+allocs() { PLAIT_ALLOC_REPORT=1 "$PLAIT" seq2seq --load "$TMP/t5" --input "$TMP/$1.ids" --ids \
+    --beam-size 4 --max-new-tokens 8 2>&1 >/dev/null | sed -n 's/^plait: allocations: //p'; }
+a1=$(allocs one) a3=$(allocs three)
+echo "beam: allocation calls, one source: $a1; three: $a3"
+check "beam: no allocation per source or per step, every block freed" \
+    bash -c "[ -n '$a1' ] && [ '$a1' = '$a3' ] && [[ '$a1' == *' 0 blocks live at exit' ]]"
 
 # TP 2: the resharded checkpoint on 2 ranks (seq2seq refuses any other rank count)
 "$PLAIT" ckpt reshard "$TMP/t5" --out "$TMP/t5_tp2" --tensor-model-parallel-size 2 \
