@@ -226,15 +226,20 @@ fail:
     return st;
 }
 
-/* The beam flags' values, and their combinations with the others. */
-static pl_status check_flags(const s2s_opts *o)
+/* The beam flags' values, and their combinations with the others; given: which
+ * flags the user set. */
+static pl_status check_flags(const s2s_opts *o, const unsigned char *given)
 {
     if (o->temperature < 0 || o->top_k < 0 || o->top_p <= 0 || o->top_p > 1)
         return pl_errorf(PL_ERR_ARG, "plait seq2seq: need --temperature >= 0, --top-k >= 0 and "
                          "0 < --top-p <= 1");
     if (!o->beam) {
-        if (o->early_stopping || o->scores || o->length_penalty != 1.0 ||
-            strcmp(o->lp_form, "hf"))
+        static const char *const beam_only[] = {"--length-penalty", "--length-penalty-form",
+                                                "--early-stopping", "--num-return"};
+        int any = 0;
+        for (size_t k = 0; k < sizeof beam_only / sizeof *beam_only; k++)
+            any |= given[pl_options_index(&s2s_cmd, beam_only[k])];
+        if (any)
             return pl_errorf(PL_ERR_ARG, "--length-penalty, --length-penalty-form, "
                              "--early-stopping and --num-return are beam search's: give "
                              "--beam-size too");
@@ -374,7 +379,7 @@ int plait_cmd_seq2seq(int argc, char **argv)
         return rc;
     o.beam = given[pl_options_index(&s2s_cmd, "--beam-size")];
     o.scores = given[pl_options_index(&s2s_cmd, "--num-return")];
-    pl_status bad = check_flags(&o);
+    pl_status bad = check_flags(&o, given);
     if (bad)
         return plait_report(bad);
     s2s s;
