@@ -1,7 +1,7 @@
 /* plait seq2seq: decoding of an encoder-decoder checkpoint (--model t5 or bart),
  * greedy, sampled (--temperature, --top-k, --top-p) or by beam search
  * (--beam-size, --length-penalty, --early-stopping: Hugging Face's
- * generate(num_beams=...), model/encdec_beam.h), with the self- and
+ * generate(num_beams=...), model/beam.h), with the self- and
  * cross-attention KV caches (model/encdec_generate.h).
  * Each line of --input is a source (text, tokenized with the checkpoint's
  * tokenizer, cut to the encoder's length), and the decoder's output is written as
@@ -24,7 +24,7 @@
 #include "ckpt/checkpoint.h"
 #include "data/mmb_dataset.h"
 #include "data/tokenizer/tokenizer.h"
-#include "model/encdec_beam.h"
+#include "model/beam.h"
 #include "model/encdec_generate.h"
 #include "model/spec.h"
 #include "parallel/dist.h"
@@ -93,7 +93,7 @@ typedef struct s2s {
     pl_gemm *gemm;
     pl_encdec_generator gen;
     int gen_up;
-    pl_encdec_beam beam;
+    pl_beam beam;
     int beam_up;
     pl_tokenizer *tok;
     pl_model_config cfg;
@@ -148,7 +148,7 @@ static pl_status setup(s2s *s, const s2s_opts *o)
     if (o->beam) {
         const pl_beam_opts bo = {o->beam_size, o->length_penalty, o->early_stopping,
                                  strcmp(o->lp_form, "gnmt") ? PL_BEAM_HF : PL_BEAM_GNMT};
-        PL_TRY(pl_encdec_beam_init(&s->beam, &s->gen, &bo));
+        PL_TRY(pl_beam_init(&s->beam, &s->gen.dec, &bo));
         s->beam_up = 1;
     }
     if (o->mmb) {
@@ -299,17 +299,20 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
         PL_TRY(source(s, o, i, text, &len));
         const pl_decode_opts how = {o->temperature, o->top_p, o->top_k, (uint64_t)o->seed,
                                     (uint64_t)i};
-        if (o->beam)
-            PL_TRY(pl_encdec_beam_decode(&s->beam, &s->gen, s->src, len, bos, eos, max_new));
-        else
+        if (o->beam) {
+            PL_TRY(pl_encdec_encode(&s->gen, s->src, len));
+            PL_TRY(pl_beam_search(&s->beam, &s->gen.dec, &bos, 1, eos, max_new,
+                                  pl_encdec_positions(&s->gen)));
+        } else {
             PL_TRY(pl_encdec_decode(&s->gen, s->src, len, bos, eos, max_new, &how, s->out, &got));
+        }
         if (s->tp.rank)
             continue;
         for (int64_t h = 0; h < (o->beam ? o->num_return : 1); h++) {
             const int32_t *tok = s->out;
             double score = 0;
             if (o->beam)
-                pl_encdec_beam_result(&s->beam, h, &tok, &got, &score);
+                pl_beam_result(&s->beam, h, &tok, &got, &score);
             PL_TRY(write_line(s, o, i, len, tok, got, score));
         }
     }
@@ -352,7 +355,7 @@ static void s2s_free(s2s *s)
     if (s->fp && s->fp != stdout)
         fclose(s->fp);
     if (s->beam_up)
-        pl_encdec_beam_free(&s->beam);
+        pl_beam_free(&s->beam);
     if (s->gen_up)
         pl_encdec_generator_free(&s->gen);
     pl_mmb_dataset_free(s->mmb);

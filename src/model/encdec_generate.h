@@ -9,7 +9,7 @@
  * One process or a TP group (every rank the same source, the same tokens);
  * memory is allocated at init (the encoder's activations for one sample, the
  * decoder's caches, the sampler's scratch), nothing per token. Beam search is
- * model/encdec_beam.h, over the same generator. Not here: batches of sources. */
+ * model/beam.h, over the same generator. Not here: batches of sources. */
 #ifndef PL_MODEL_ENCDEC_GENERATE_H
 #define PL_MODEL_ENCDEC_GENERATE_H
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Beam search of plait seq2seq (model/encdec_beam.h: Hugging Face's generate(num_beams,
+# Beam search of plait seq2seq (model/beam.h: Hugging Face's generate(num_beams,
 # length_penalty, early_stopping), one KV cache per beam) on tiny T5 and BART
 # checkpoints trained here (t5_train.sh's and bart_train.sh's flags, smaller): every
 # hypothesis (tokens and score) equals an independent beam search over t5_parity.py's

@@ -1,13 +1,12 @@
-/* Beam search over the KV-cached decoder steps (model/encdec_beam.h). */
-#include "model/encdec_beam.h"
+/* Beam search over the KV-cached decoder steps (model/beam.h). */
+#include "model/beam.h"
 
 #include "base/alloc.h"
 
 #include <math.h>
 #include <string.h>
 
-pl_status pl_encdec_beam_init(pl_encdec_beam *b, const pl_encdec_generator *g,
-                              const pl_beam_opts *opts)
+pl_status pl_beam_init(pl_beam *b, const pl_generator *g, const pl_beam_opts *opts)
 {
     pl_status st = PL_OK;
     memset(b, 0, sizeof *b);
@@ -20,9 +19,9 @@ pl_status pl_encdec_beam_init(pl_encdec_beam *b, const pl_encdec_generator *g,
                          opts->length_penalty);
     b->opts = *opts;
     b->W = W, b->V = V;
-    b->P = g->dec.cfg.max_positions;
-    b->L = g->dec.cfg.num_layers;
-    b->cache = b->P * g->dec.blk.Gl * g->dec.blk.dims.HS;
+    b->P = g->cfg.max_positions;
+    b->L = g->cfg.num_layers;
+    b->cache = b->P * g->blk.Gl * g->blk.dims.HS;
     size_t floats, bytes;
     if (pl_mul_size((size_t)b->cache, (size_t)(2 * b->L * W), &floats) ||
         pl_mul_size(floats, sizeof(float), &bytes)) {
@@ -54,11 +53,11 @@ pl_status pl_encdec_beam_init(pl_encdec_beam *b, const pl_encdec_generator *g,
     b->parent = b->cand_i + 2 * W, b->hyp_len = b->parent + W, b->order = b->hyp_len + W + 1;
     return PL_OK;
 fail:
-    pl_encdec_beam_free(b);
+    pl_beam_free(b);
     return st;
 }
 
-void pl_encdec_beam_free(pl_encdec_beam *b)
+void pl_beam_free(pl_beam *b)
 {
     pl_free(b->mem);
     pl_free(b->k);
@@ -70,18 +69,19 @@ void pl_encdec_beam_free(pl_encdec_beam *b)
     memset(b, 0, sizeof *b);
 }
 
-/* The length penalty of a hypothesis of x decoder tokens ([BOS] counted). */
+/* The length penalty of a hypothesis of x tokens (the prefix counted). */
 static double penalty(const pl_beam_opts *o, double x)
 {
     return o->form == PL_BEAM_GNMT ? pow((5.0 + x) / 6.0, o->length_penalty)
                                    : pow(x, o->length_penalty);
 }
 
-/* BeamHypotheses.add: tokens (n, after [BOS]) with sum; kept when fewer than W are
- * or it beats the worst kept, which is then dropped (equal scores: the earliest). */
-static void add_hyp(pl_encdec_beam *b, const int32_t *tokens, int64_t n, double sum)
+/* BeamHypotheses.add: tokens (n, after the prefix) with sum; kept when fewer than
+ * W are or it beats the worst kept, which is then dropped (equal scores: the
+ * earliest). */
+static void add_hyp(pl_beam *b, const int32_t *tokens, int64_t n, double sum)
 {
-    const double score = sum / penalty(&b->opts, (double)(n + 1));
+    const double score = sum / penalty(&b->opts, (double)(b->m + n));
     if (b->n_hyp >= b->W && !(score > b->worst))
         return;
     const int64_t h = b->n_hyp++;
@@ -108,7 +108,7 @@ static void add_hyp(pl_encdec_beam *b, const int32_t *tokens, int64_t n, double 
 }
 
 /* BeamHypotheses.is_done, early_stopping True or False. */
-static int search_done(const pl_encdec_beam *b, double best_sum, int64_t cur_len)
+static int search_done(const pl_beam *b, double best_sum, int64_t cur_len)
 {
     if (b->n_hyp < b->W)
         return 0;
@@ -132,7 +132,7 @@ static void log_softmax(double *out, const float *logits, int64_t V)
 
 /* The K best candidates (sum[beam] + logp[beam, token]) into cand_s / cand_i,
  * best first: a higher sum first, equal sums by the lower beam * V + token. */
-static int64_t select_top(pl_encdec_beam *b, int64_t K)
+static int64_t select_top(pl_beam *b, int64_t K)
 {
     int64_t n = 0;
     for (int64_t beam = 0; beam < b->W; beam++) {
@@ -156,14 +156,14 @@ static int64_t select_top(pl_encdec_beam *b, int64_t K)
 
 /* Beam j's next cache is its parent's with positions [0, pos] valid: the first
  * child of a parent takes its buffers, the others copy into buffers of beams
- * without a child. */
-static void reorder_caches(pl_encdec_beam *b, int64_t pos, int64_t row)
+ * without a child. At step 0 every beam is beam 0. */
+static void reorder_caches(pl_beam *b, int64_t step, int64_t pos, int64_t row)
 {
     const int64_t W = b->W;
     int *taken = b->taken, *own = b->taken + W;
     memset(taken, 0, (size_t)(2 * W) * sizeof *taken);
     for (int64_t j = 0; j < W; j++) {
-        const int64_t p = pos == 0 ? 0 : b->parent[j]; /* step 0: every beam is beam 0 */
+        const int64_t p = step == 0 ? 0 : b->parent[j];
         if (!taken[p]) {
             taken[p] = own[j] = 1;
             b->k2[j] = b->k[p], b->v2[j] = b->v[p];
@@ -176,7 +176,7 @@ static void reorder_caches(pl_encdec_beam *b, int64_t pos, int64_t row)
             continue;
         while (taken[spare])
             spare++;
-        const int64_t p = pos == 0 ? 0 : b->parent[j];
+        const int64_t p = step == 0 ? 0 : b->parent[j];
         b->k2[j] = b->k[spare], b->v2[j] = b->v[spare];
         spare++;
         for (int64_t l = 0; l < b->L; l++) {
@@ -188,42 +188,51 @@ static void reorder_caches(pl_encdec_beam *b, int64_t pos, int64_t row)
     memcpy(b->v, b->v2, (size_t)W * sizeof *b->v);
 }
 
-pl_status pl_encdec_beam_decode(pl_encdec_beam *b, pl_encdec_generator *g, const int32_t *src,
-                                int64_t len, int32_t bos, int32_t eos, int64_t max_new)
+pl_status pl_beam_search(pl_beam *b, pl_generator *g, const int32_t *prefix, int64_t n,
+                         int32_t eos, int64_t max_new, int64_t P)
 {
     pl_status st = PL_OK;
-    const int64_t W = b->W, V = b->V, P = b->P;
-    const int64_t row = g->dec.blk.Gl * g->dec.blk.dims.HS;
-    float *const own_k = g->dec.k_cache, *const own_v = g->dec.v_cache;
-    const int64_t positions = pl_encdec_positions(g);
-    const int64_t steps = max_new < positions ? (max_new > 0 ? max_new : 0) : positions;
+    const int64_t W = b->W, V = b->V, H = b->P;
+    const int64_t row = g->blk.Gl * g->blk.dims.HS;
+    float *const own_k = g->k_cache, *const own_v = g->v_cache;
+    if (P > H)
+        P = H;
+    if (n < 1 || n > P)
+        return pl_errorf(PL_ERR_ARG, "beam search: a prefix of %lld tokens: need 1 to %lld",
+                         (long long)n, (long long)P);
+    const int64_t room = P - n + 1; /* the steps' positions n - 1 .. P - 1 */
+    const int64_t steps = max_new < room ? (max_new > 0 ? max_new : 0) : room;
     const int64_t K = 2 * W < W * V ? 2 * W : W * V;
     b->n_hyp = 0;
     b->worst = 1e9;
-    PL_TRY(pl_encdec_encode(g, src, len));
+    b->m = n;
+    g->k_cache = b->k[0], g->v_cache = b->v[0];
+    for (int64_t pos = 0; pos + 1 < n; pos++) /* the prefix into beam 0's cache */
+        PL_TRY(pl_generator_step(g, prefix[pos], pos));
     for (int64_t i = 0; i < W; i++) {
         b->sum[i] = i ? -1e9 : 0.0;
-        b->next[i] = bos;
+        b->next[i] = prefix[n - 1];
     }
     int done = 0;
-    int64_t pos = 0;
-    for (; pos < steps && !done; pos++) {
-        for (int64_t i = 0; i < (pos ? W : 1); i++) {
-            g->dec.k_cache = b->k[i], g->dec.v_cache = b->v[i];
-            PL_TRY(pl_generator_step(&g->dec, b->next[i], pos));
-            log_softmax(b->logp + i * V, g->dec.logits, V);
+    int64_t s = 0;
+    for (; s < steps && !done; s++) {
+        const int64_t pos = n - 1 + s;
+        for (int64_t i = 0; i < (s ? W : 1); i++) {
+            g->k_cache = b->k[i], g->v_cache = b->v[i];
+            PL_TRY(pl_generator_step(g, b->next[i], pos));
+            log_softmax(b->logp + i * V, g->logits, V);
         }
-        if (pos == 0) /* the W beams are the same [BOS]: beam 0's row */
+        if (s == 0) /* the W beams are the same prefix: beam 0's row */
             for (int64_t i = 1; i < W; i++)
                 memcpy(b->logp + i * V, b->logp, (size_t)V * sizeof *b->logp);
-        const int64_t n = select_top(b, K);
+        const int64_t nc = select_top(b, K);
         int64_t nb = 0;
-        for (int64_t r = 0; r < n && nb < W; r++) {
+        for (int64_t r = 0; r < nc && nb < W; r++) {
             const int64_t beam = b->cand_i[r] / V;
             const int32_t tok = (int32_t)(b->cand_i[r] % V);
             if (tok == eos) {
                 if (r < W)
-                    add_hyp(b, b->hist + beam * P, pos, b->cand_s[r]);
+                    add_hyp(b, b->hist + beam * H, s, b->cand_s[r]);
                 continue;
             }
             b->parent[nb] = beam, b->next[nb] = tok, b->sum2[nb] = b->cand_s[r];
@@ -231,24 +240,24 @@ pl_status pl_encdec_beam_decode(pl_encdec_beam *b, pl_encdec_generator *g, const
         }
         if (nb < W) {
             st = pl_errorf(PL_ERR_INTERNAL, "beam search: %lld of %lld beams continue at step %lld",
-                           (long long)nb, (long long)W, (long long)pos);
+                           (long long)nb, (long long)W, (long long)s);
             goto fail;
         }
-        done = search_done(b, b->cand_s[0], pos + 1);
+        done = search_done(b, b->cand_s[0], n + s);
         if (done)
             break;
         for (int64_t j = 0; j < W; j++) {
-            memcpy(b->hist2 + j * P, b->hist + b->parent[j] * P, (size_t)pos * sizeof *b->hist);
-            b->hist2[j * P + pos] = b->next[j];
+            memcpy(b->hist2 + j * H, b->hist + b->parent[j] * H, (size_t)s * sizeof *b->hist);
+            b->hist2[j * H + s] = b->next[j];
         }
         int32_t *h = b->hist;
         b->hist = b->hist2, b->hist2 = h;
         memcpy(b->sum, b->sum2, (size_t)W * sizeof *b->sum);
-        reorder_caches(b, pos, row);
+        reorder_caches(b, s, pos, row);
     }
-    if (!done) /* out of positions: the open beams join the finished */
+    if (!done) /* out of steps: the open beams join the finished */
         for (int64_t j = 0; j < W; j++)
-            add_hyp(b, b->hist + j * P, pos, b->sum[j]);
+            add_hyp(b, b->hist + j * H, s, b->sum[j]);
     /* best first; equal scores: the later added first (sorted(), then pop()) */
     for (int64_t i = 0; i < b->n_hyp; i++) {
         int64_t at = i;
@@ -259,11 +268,11 @@ pl_status pl_encdec_beam_decode(pl_encdec_beam *b, pl_encdec_generator *g, const
         b->order[at] = i;
     }
 fail:
-    g->dec.k_cache = own_k, g->dec.v_cache = own_v;
+    g->k_cache = own_k, g->v_cache = own_v;
     return st;
 }
 
-void pl_encdec_beam_result(const pl_encdec_beam *b, int64_t i, const int32_t **tokens,
+void pl_beam_result(const pl_beam *b, int64_t i, const int32_t **tokens,
                            int64_t *n, double *score)
 {
     PL_ASSERT(i >= 0 && i < b->n_hyp);
