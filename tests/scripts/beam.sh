@@ -7,7 +7,8 @@
 # widths 1 to 6, length penalties -1 to 3 in both forms, with and without early
 # stopping; width 1 gives greedy decoding's output; no allocation per source or step; TP 2 (2 ranks, the world size
 # checked by seq2seq against the checkpoint's TP) gives TP 1's hypotheses; bad values
-# and combinations are refused by flag and value.
+# and combinations are refused by flag and value. plait generate --beam-size on a tiny
+# GPT: the same oracle (torch_parity.py's GPT forward), greedy at width 1, TP 2 = TP 1.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -88,6 +89,48 @@ check "beam: TP 2's hypotheses are TP 1's (tokens equal, scores within 1e-5 rela
     diff <(cut -f1 '$TMP/tp2.txt') <(cut -f1 '$TMP/t5_w5.txt') &&
     paste '$TMP/tp2.txt' '$TMP/t5_w5.txt' | awk -F'\t' '{ d = \$2 - \$4; if (d < 0) d = -d;
         if (d > 1e-5 * (\$4 < 0 ? -\$4 : \$4)) bad++ } END { exit !(NR == 15 && !bad) }'"
+
+# plait generate --beam-size: a tiny GPT (mock data, weights of std 0.3) continues 3
+# prompts; the prompt counts in each hypothesis' length (Hugging Face's input_ids)
+check "beam: a tiny GPT trains" bash -c "'$PLAIT' train --mock-data --vocab-size 50257 \
+    --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32 --micro-batch-size 2 \
+    --global-batch-size 4 --train-iters 5 --lr 1e-3 --init-method-std 0.3 --save '$TMP/gpt' \
+    > '$TMP/gpt.log' 2>&1"
+printf '5 17 300\n50256\n464 3726 286 262\n' >"$TMP/prompts.ids"
+GEN=("$PLAIT" generate --load "$TMP/gpt" "${GPT2[@]}" --ids --max-new-tokens 8)
+gen_all() { # OUT FLAGS...: every prompt, one after the other
+    local out=$1; shift
+    : >"$out"
+    while read -r p; do "${GEN[@]}" --prompt "$p" "$@" >>"$out" || return 1; done <"$TMP/prompts.ids"
+}
+args=()
+for r in "g1 1 1.0 hf 0" "g4 4 1.0 hf 0" "g3 3 2.0 gnmt 1"; do
+    set -- $r
+    es=; [ "$5" = 1 ] && es=--early-stopping
+    check "beam: gpt --beam-size $2 --length-penalty $3 ($4, early $5) generates" \
+        gen_all "$TMP/gpt_$1.txt" --beam-size "$2" --num-return "$2" --length-penalty "$3" \
+        --length-penalty-form "$4" $es
+    args+=("$TMP/gpt_$1.txt:$2:$3:$4:$5:8")
+done
+$PY "$ROOT/tests/scripts/beam_oracle.py" "$TMP/gpt/iter_0000005" "$TMP/prompts.ids" "${args[@]}" \
+    >"$TMP/oracle_gpt.out" 2>&1
+grep -v '^ok' "$TMP/oracle_gpt.out"
+read -r p f < <(sed -nE 's/^beam_oracle: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' \
+    "$TMP/oracle_gpt.out")
+check "beam: gpt: every hypothesis equals the PyTorch beam search's (${p:-0} compared)" \
+    test "${p:-0}" -ge 24 -a "${f:-1}" = 0
+check "beam: gpt: --beam-size 1 gives greedy's (--temperature 0) continuation" bash -c "
+    $(printf '%q ' "${GEN[@]}") --prompt '464 3726 286 262' --temperature 0 > '$TMP/gg.txt' &&
+    $(printf '%q ' "${GEN[@]}") --prompt '464 3726 286 262' --beam-size 1 | cmp - '$TMP/gg.txt' &&
+    [ \$(wc -w < '$TMP/gg.txt') = 8 ]"
+"$PLAIT" ckpt reshard "$TMP/gpt" --out "$TMP/gpt_tp2" --tensor-model-parallel-size 2 \
+    --weights-only >/dev/null 2>&1
+check "beam: gpt: TP 2 on 2 ranks gives TP 1's hypotheses" bash -c "
+    timeout -k 5 60 mpirun.openmpi -n 2 '$PLAIT' generate --load '$TMP/gpt_tp2' ${GPT2[*]} --ids \
+    --max-new-tokens 8 --prompt '464 3726 286 262' --beam-size 4 --num-return 4 |
+    cut -f1 | diff - <(tail -n 4 '$TMP/gpt_g4.txt' | cut -f1)"
+check_fails "beam: gpt: --beam-size with --temperature 0.5 is refused" \
+    "--beam-size 2 with --temperature 0.5" "${GEN[@]}" --prompt 5 --beam-size 2 --temperature 0.5
 
 S2S=("$PLAIT" seq2seq --load "$TMP/t5" --input "$TMP/src.ids" --ids)
 check_fails "beam: --beam-size 0 is refused" "--beam-size 0: need at least 1" "${S2S[@]}" --beam-size 0

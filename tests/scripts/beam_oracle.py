@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """An independent beam search over t5_parity.py's float64 PyTorch T5/BART forward
-(the whole decoder prefix recomputed every step, no KV cache), written from Hugging
+(or torch_parity.py's GPT for a gpt checkpoint, GPT-2's <|endoftext|> the end; the
+whole prefix recomputed every step, no KV cache), written from Hugging
 Face transformers' generate(num_beams=W, length_penalty=A, early_stopping=E)
 (generation/beam_search.py: BeamSearchScorer.process/finalize, BeamHypotheses), with
 the tie-break plait states where torch.topk leaves it open (a higher sum first, equal
 sums by the lower beam * V + token), and compared with plait seq2seq --ids
---num-return W: every hypothesis' tokens equal, in the same order, and its score
+--num-return W (or plait generate --ids ..., one prompt a line of SOURCES): every
+hypothesis' tokens equal, in the same order, and its score
 within 1e-4 relative (plait's logits are float32 against float64 here: t5.sh holds
 them to 1e-5; a score sums at most a dozen log-probabilities).
 
@@ -22,6 +24,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ckpt_tensors import whole  # noqa: E402
 from t5_parity import forward  # noqa: E402
+from torch_parity import forward as gpt_forward  # noqa: E402
 
 
 
@@ -38,14 +41,15 @@ def special_ids(idir):
     return ids["[BOS]"], ids["[EOS]"]
 
 
-def beam_search(P, cfg, src, bos, eos, W, A, form, early, max_new, V):
+def beam_search(next_logits, prefix, eos, W, A, form, early, max_new, V):
+    """next_logits(seqs): the logits (W, V) after each of the W sequences."""
     lp = (lambda x: x ** A) if form == "hf" else (lambda x: ((5.0 + x) / 6.0) ** A)
-    seqs = [[bos] for _ in range(W)]
+    seqs = [list(prefix) for _ in range(W)]
     sums = np.array([0.0] + [-1e9] * (W - 1))
     hyps = []  # (score, tokens), in the order added
     worst = [1e9]
 
-    def add(tokens, s):  # BeamHypotheses.add; tokens include [BOS]
+    def add(tokens, s):  # BeamHypotheses.add; tokens include the prefix
         score = s / lp(len(tokens))
         if len(hyps) < W or score > worst[0]:
             hyps.append((score, tokens))
@@ -56,13 +60,11 @@ def beam_search(P, cfg, src, bos, eos, W, A, form, early, max_new, V):
             else:
                 worst[0] = min(score, worst[0])
 
-    src_t = torch.tensor([src] * W)
-    src_len = torch.tensor([len(src)] * W)
     done = False
     for _ in range(max_new):
         cur_len = len(seqs[0])
         with torch.no_grad():
-            logits = forward(P, src_t, src_len, torch.tensor(seqs), cfg)[:, -1, :V]
+            logits = next_logits(seqs)
         logp = torch.log_softmax(logits, dim=-1).numpy()
         flat = (logp + sums[:, None]).reshape(-1)
         K = min(2 * W, W * V)
@@ -87,12 +89,11 @@ def beam_search(P, cfg, src, bos, eos, W, A, form, early, max_new, V):
         for j in range(W):
             add(list(seqs[j]), float(sums[j]))
     ranked = sorted(hyps, key=lambda h: h[0])
-    return [(s, t[1:]) for s, t in reversed(ranked)]
+    return [(s, t[len(prefix):]) for s, t in reversed(ranked)]
 
 
 def compare(P, cfg, idir, sources, out, W, A, form, early, max_new):
     V = cfg["vocab"]
-    bos, eos = special_ids(idir)
     lines = open(out).read().splitlines()
     ok = bad = 0
     tag = f"[{os.path.basename(out)}: W {W}, A {A}, {form}, early {int(early)}]"
@@ -100,7 +101,17 @@ def compare(P, cfg, idir, sources, out, W, A, form, early, max_new):
         print(f"not ok {tag} plait wrote {len(lines)} lines, expected {W * len(sources)}")
         bad += 1
     for k, src in enumerate(sources):
-        want = beam_search(P, cfg, src, bos, eos, W, A, form, early, max_new, V)
+        if cfg["gpt"]:  # the prompt is the prefix
+            def next_logits(seqs):
+                return gpt_forward(P, torch.tensor(seqs), cfg)[:, -1, :V]
+            want = beam_search(next_logits, src, cfg["eod"], W, A, form, early, max_new, V)
+        else:  # the source through the encoder, [BOS] the decoder's prefix
+            bos, eos = special_ids(idir)
+            src_t, src_len = torch.tensor([src] * W), torch.tensor([len(src)] * W)
+
+            def next_logits(seqs):
+                return forward(P, src_t, src_len, torch.tensor(seqs), cfg)[:, -1, :V]
+            want = beam_search(next_logits, [bos], eos, W, A, form, early, max_new, V)
         for h, (score, toks) in enumerate(want):
             got = lines[W * k + h].split("\t") if W * k + h < len(lines) else []
             gt = [int(x) for x in got[0].split()] if len(got) == 2 else None
@@ -116,8 +127,10 @@ def compare(P, cfg, idir, sources, out, W, A, form, early, max_new):
 def main():
     idir, srcs = sys.argv[1:3]
     man = json.load(open(os.path.join(idir, "manifest.json")))["model"]
+    gpt = man["architecture"] == "gpt"
     cfg = {"hidden": man["hidden_size"], "heads": man["num_attention_heads"],
-           "enc_layers": man["num_layers"], "dec_layers": man["decoder_num_layers"],
+           "layers": man["num_layers"], "gpt": gpt, "eod": 50256,  # GPT-2's <|endoftext|>
+           "enc_layers": man["num_layers"], "dec_layers": man.get("decoder_num_layers"),
            "res_post_norm": man["apply_residual_connection_post_layernorm"],
            "vocab": man["vocab_size"]}
     T, _ = whole(idir)
