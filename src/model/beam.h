@@ -31,7 +31,7 @@
  * encoder output's cross-attention keys and values are computed once per source
  * and shared by every beam. After each step a beam inherits its parent's cache:
  * the first child of a parent takes the parent's cache as it is (a pointer), any
- * further child copies the parent's positions [0, step] into the cache of a beam
+ * further child copies the parent's filled positions into the cache of a beam
  * that had no child. Nothing is allocated per source or per step.
  *
  * Tensor parallelism: every rank of the TP group computes the same logits bits
