@@ -8,7 +8,8 @@
 # stopping; width 1 gives greedy decoding's output; no allocation per source or step; TP 2 (2 ranks, the world size
 # checked by seq2seq against the checkpoint's TP) gives TP 1's hypotheses; bad values
 # and combinations are refused by flag and value. plait generate --beam-size on a tiny
-# GPT: the same oracle (torch_parity.py's GPT forward), greedy at width 1, TP 2 = TP 1.
+# GPT and Llama: the same oracle (torch_parity.py's forwards), greedy at width 1, and
+# for GPT TP 2 = TP 1.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -123,6 +124,22 @@ check "beam: gpt: --beam-size 1 gives greedy's (--temperature 0) continuation" b
     $(printf '%q ' "${GEN[@]}") --prompt '464 3726 286 262' --temperature 0 > '$TMP/gg.txt' &&
     $(printf '%q ' "${GEN[@]}") --prompt '464 3726 286 262' --beam-size 1 | cmp - '$TMP/gg.txt' &&
     [ \$(wc -w < '$TMP/gg.txt') = 8 ]"
+# Llama (grouped-query attention, RoPE, untied output layer): the same, width 4
+check "beam: a tiny Llama trains" bash -c "'$PLAIT' train --model llama --group-query-attention \
+    --num-query-groups 2 --mock-data --vocab-size 50257 --num-layers 2 --hidden-size 32 \
+    --num-attention-heads 4 --seq-length 32 --micro-batch-size 2 --global-batch-size 4 \
+    --train-iters 5 --lr 1e-3 --init-method-std 0.3 --save '$TMP/llama' > '$TMP/llama.log' 2>&1"
+GEN[3]=$TMP/llama
+check "beam: llama --beam-size 4 generates" gen_all "$TMP/llama_g4.txt" --beam-size 4 --num-return 4
+$PY "$ROOT/tests/scripts/beam_oracle.py" "$TMP/llama/iter_0000005" "$TMP/prompts.ids" \
+    "$TMP/llama_g4.txt:4:1.0:hf:0:8" >"$TMP/oracle_llama.out" 2>&1
+grep -v '^ok' "$TMP/oracle_llama.out"
+check "beam: llama: every hypothesis equals the PyTorch beam search's" \
+    grep -q '^beam_oracle: 12 passed, 0 failed$' "$TMP/oracle_llama.out"
+check "beam: llama: --beam-size 1 gives greedy's continuation" bash -c "
+    $(printf '%q ' "${GEN[@]}") --prompt '5 17 300' --temperature 0 > '$TMP/lg.txt' &&
+    $(printf '%q ' "${GEN[@]}") --prompt '5 17 300' --beam-size 1 | cmp - '$TMP/lg.txt'"
+GEN[3]=$TMP/gpt
 "$PLAIT" ckpt reshard "$TMP/gpt" --out "$TMP/gpt_tp2" --tensor-model-parallel-size 2 \
     --weights-only >/dev/null 2>&1
 check "beam: gpt: TP 2 on 2 ranks gives TP 1's hypotheses" bash -c "

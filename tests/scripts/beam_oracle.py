@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """An independent beam search over t5_parity.py's float64 PyTorch T5/BART forward
-(or torch_parity.py's GPT for a gpt checkpoint, GPT-2's <|endoftext|> the end; the
+(or torch_parity.py's GPT or Llama for a gpt or llama checkpoint, GPT-2's
+<|endoftext|> the end; the
 whole prefix recomputed every step, no KV cache), written from Hugging
 Face transformers' generate(num_beams=W, length_penalty=A, early_stopping=E)
 (generation/beam_search.py: BeamSearchScorer.process/finalize, BeamHypotheses), with
@@ -24,7 +25,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ckpt_tensors import whole  # noqa: E402
 from t5_parity import forward  # noqa: E402
-from torch_parity import forward as gpt_forward  # noqa: E402
+from torch_parity import forward as gpt_forward, forward_llama  # noqa: E402
 
 
 
@@ -101,9 +102,11 @@ def compare(P, cfg, idir, sources, out, W, A, form, early, max_new):
         print(f"not ok {tag} plait wrote {len(lines)} lines, expected {W * len(sources)}")
         bad += 1
     for k, src in enumerate(sources):
-        if cfg["gpt"]:  # the prompt is the prefix
+        if cfg["causal"]:  # the prompt is the prefix
+            f = forward_llama if cfg["llama"] else gpt_forward
+
             def next_logits(seqs):
-                return gpt_forward(P, torch.tensor(seqs), cfg)[:, -1, :V]
+                return f(P, torch.tensor(seqs), cfg)[:, -1, :V]
             want = beam_search(next_logits, src, cfg["eod"], W, A, form, early, max_new, V)
         else:  # the source through the encoder, [BOS] the decoder's prefix
             bos, eos = special_ids(idir)
@@ -127,9 +130,11 @@ def compare(P, cfg, idir, sources, out, W, A, form, early, max_new):
 def main():
     idir, srcs = sys.argv[1:3]
     man = json.load(open(os.path.join(idir, "manifest.json")))["model"]
-    gpt = man["architecture"] == "gpt"
+    arch = man["architecture"]
     cfg = {"hidden": man["hidden_size"], "heads": man["num_attention_heads"],
-           "layers": man["num_layers"], "gpt": gpt, "eod": 50256,  # GPT-2's <|endoftext|>
+           "layers": man["num_layers"], "causal": arch in ("gpt", "llama"),
+           "llama": arch == "llama", "groups": man["num_query_groups"],
+           "rotary_base": man["rotary_base"], "eod": 50256,  # GPT-2's <|endoftext|>
            "enc_layers": man["num_layers"], "dec_layers": man.get("decoder_num_layers"),
            "res_post_norm": man["apply_residual_connection_post_layernorm"],
            "vocab": man["vocab_size"]}
