@@ -6,7 +6,13 @@
  * together as one tensor-parallel group (model/generate.h); every rank draws
  * the same tokens and rank 0 prints them. Every step that one rank could fail
  * alone is agreed on (pl_comm_agree), so all ranks stop together with the
- * same status and rank 0 reports it. */
+ * same status and rank 0 reports it.
+ *
+ * --beam-size W searches instead (model/beam.h: Hugging Face's
+ * generate(num_beams=W, length_penalty, early_stopping), one KV cache per beam)
+ * and prints the prompt and the best continuation, or with --num-return N the N
+ * best, one a line, each followed by a tab and its score. --ids: the prompt is
+ * space-separated token ids and the output the continuation's ids. */
 #include "commands.h"
 
 #include "base/alloc.h"
@@ -14,19 +20,24 @@
 #include "base/rng.h"
 #include "ckpt/checkpoint.h"
 #include "data/tokenizer/tokenizer.h"
-#include "model/spec.h"
+#include "model/beam.h"
 #include "model/generate.h"
+#include "model/spec.h"
 #include "parallel/dist.h"
 #include "parallel/grid.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 typedef struct gen_opts {
     const char *load, *prompt, *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;
-    int64_t max_new_tokens, top_k, seed;
-    double temperature, top_p;
+    const char *lp_form;
+    int64_t max_new_tokens, top_k, seed, beam_size, num_return;
+    double temperature, top_p, length_penalty;
+    int early_stopping, ids;
+    int beam, scores; /* --beam-size, --num-return given */
 } gen_opts;
 
 #define F(x) offsetof(gen_opts, x)
@@ -42,6 +53,19 @@ static const pl_option gen_options[] = {
     {"--vocab-file", PL_OPT_STRING, NULL, F(vocab_file), "override the checkpoint's vocabulary file", NULL, 0},
     {"--merge-file", PL_OPT_STRING, NULL, F(merge_file), "override the checkpoint's merges file", NULL, 0},
     {"--tokenizer-model", PL_OPT_STRING, NULL, F(tokenizer_model), "override the checkpoint's tokenizer model", NULL, 0},
+    {"--beam-size", PL_OPT_INT, "1", F(beam_size),
+     "beam search with this many beams (Hugging Face's num_beams; not with --temperature)", NULL,
+     0},
+    {"--length-penalty", PL_OPT_FLOAT, "1.0", F(length_penalty),
+     "beam search: a hypothesis scores sum(log p) / len^A, len counting the prompt", NULL, 0},
+    {"--length-penalty-form", PL_OPT_CHOICE, "hf", F(lp_form),
+     "beam search: hf len^A, or gnmt ((5 + len) / 6)^A", "hf|gnmt", 0},
+    {"--early-stopping", PL_OPT_BOOL, NULL, F(early_stopping),
+     "beam search: stop once --beam-size hypotheses are finished", NULL, 0},
+    {"--num-return", PL_OPT_INT, "1", F(num_return),
+     "beam search: print the N best, each with its score", NULL, 0},
+    {"--ids", PL_OPT_BOOL, NULL, F(ids),
+     "the prompt as space-separated token ids; print the new tokens' ids", NULL, 0},
 };
 static const pl_command_spec gen_cmd = {"generate", "Generate text from a checkpoint (KV-cached; "
                                         "under mpirun with the checkpoint's TP size as ranks).",
@@ -152,7 +176,25 @@ static void model_free(gen_model *m)
 static pl_status prompt_ids(pl_tokenizer *tok, const gen_opts *o, const pl_model_config *cfg,
                             pl_ids *ids, pl_bytes *text)
 {
-    pl_status st = pl_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids);
+    pl_status st = PL_OK;
+    if (o->ids) {
+        for (const char *c = o->prompt; !st;) {
+            while (*c == ' ')
+                c++;
+            if (!*c)
+                break;
+            char *end;
+            errno = 0;
+            const long long v = strtoll(c, &end, 10);
+            if (end == c || errno || v < 0 || v >= cfg->vocab_size)
+                return pl_errorf(PL_ERR_ARG, "--prompt with --ids: '%.20s' is not a token id (0 "
+                                 "to %lld)", c, (long long)cfg->vocab_size - 1);
+            st = pl_ids_push(ids, (int32_t)v);
+            c = end;
+        }
+    } else {
+        st = pl_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids);
+    }
     if (!st && ids->n == 0 && tok->eod >= 0) /* an empty prompt starts after an end of document */
         st = pl_ids_push(ids, tok->eod);
     if (st)
@@ -163,6 +205,83 @@ static pl_status prompt_ids(pl_tokenizer *tok, const gen_opts *o, const pl_model
                          (long long)cfg->max_positions);
     st = pl_ids_reserve(ids, ids->n + o->max_new_tokens);
     return st ? st : pl_bytes_reserve(text, 4096);
+}
+
+/* The new tokens as text or ids, then with --num-return the score, one line. */
+static pl_status print_hypothesis(const gen_opts *o, pl_tokenizer *tok, pl_ids *ids,
+                                  int64_t n_prompt, pl_bytes *text, double score)
+{
+    pl_status st = PL_OK;
+    if (o->ids) {
+        for (int64_t k = n_prompt; k < ids->n; k++)
+            printf(k > n_prompt ? " %d" : "%d", (int)ids->data[k]);
+    } else {
+        text->n = 0;
+        PL_TRY(pl_tokenizer_decode(tok, ids->data, ids->n, text));
+        fwrite(text->data, 1, text->n, stdout);
+    }
+    if (o->scores)
+        printf("\t%.9g", score);
+    fputc('\n', stdout);
+fail:
+    return st;
+}
+
+/* Beam search after the prompt ids->data[0, n_prompt); rank 0 prints. */
+static pl_status beam_generate(const gen_opts *o, gen_world *w, gen_model *m, pl_tokenizer *tok,
+                               pl_ids *ids, pl_bytes *text)
+{
+    pl_status st = PL_OK;
+    pl_beam b;
+    memset(&b, 0, sizeof b);
+    const pl_beam_opts bo = {o->beam_size, o->length_penalty, o->early_stopping,
+                             strcmp(o->lp_form, "gnmt") ? PL_BEAM_HF : PL_BEAM_GNMT};
+    PL_TRY(pl_comm_agree(w->all, pl_beam_init(&b, &m->gen, &bo)));
+    const int64_t n_prompt = ids->n;
+    PL_TRY(pl_comm_agree(w->all, pl_beam_search(&b, &m->gen, ids->data, n_prompt, tok->eod,
+                                                o->max_new_tokens, m->gen.cfg.max_positions)));
+    pl_status printed = PL_OK; /* rank 0's, agreed on */
+    for (int64_t h = 0; h < o->num_return && w->rank == 0 && !printed; h++) {
+        const int32_t *new;
+        int64_t n;
+        double score;
+        pl_beam_result(&b, h, &new, &n, &score);
+        ids->n = n_prompt;
+        printed = pl_ids_append(ids, new, n);
+        if (!printed)
+            printed = print_hypothesis(o, tok, ids, n_prompt, text, score);
+    }
+    fflush(stdout);
+    st = pl_comm_agree(w->all, printed);
+fail:
+    pl_beam_free(&b);
+    return st;
+}
+
+/* The beam flags against the others (given: which flags the user set). */
+static pl_status check_beam_flags(const gen_opts *o, const unsigned char *given)
+{
+    static const char *const beam_only[] = {"--length-penalty", "--length-penalty-form",
+                                            "--early-stopping", "--num-return"};
+    if (!o->beam) {
+        for (size_t k = 0; k < sizeof beam_only / sizeof *beam_only; k++)
+            if (given[pl_options_index(&gen_cmd, beam_only[k])])
+                return pl_errorf(PL_ERR_ARG, "%s is beam search's: give --beam-size too",
+                                 beam_only[k]);
+        return PL_OK;
+    }
+    if (given[pl_options_index(&gen_cmd, "--temperature")] && o->temperature > 0)
+        return pl_errorf(PL_ERR_ARG, "--beam-size %lld with --temperature %g: beam search is "
+                         "deterministic; give one or the other", (long long)o->beam_size,
+                         o->temperature);
+    if (o->top_k > 0 || o->top_p < 1)
+        return pl_errorf(PL_ERR_ARG, "--beam-size with --top-k or --top-p: those are sampling's");
+    if (o->beam_size < 1)
+        return pl_errorf(PL_ERR_ARG, "--beam-size %lld: need at least 1", (long long)o->beam_size);
+    if (o->num_return < 1 || o->num_return > o->beam_size)
+        return pl_errorf(PL_ERR_ARG, "--num-return %lld: need 1 to --beam-size (%lld)",
+                         (long long)o->num_return, (long long)o->beam_size);
+    return PL_OK;
 }
 
 static pl_status generate(const gen_opts *o, gen_world *w)
@@ -208,15 +327,19 @@ static pl_status generate(const gen_opts *o, gen_world *w)
     if (w->mpi && w->rank == 0)
         pl_log_info("plait generate: world %d = tp %d x dp 1 x pp 1 | %s/iter_%07lld, "
                     "mp_rank_00..%02d", w->size, w->size, o->load, (long long)it, w->size - 1);
+    if (o->beam) {
+        st = beam_generate(o, w, &m, tok, &ids, &text);
+        goto fail;
+    }
     const int print = w->rank == 0;
-    if (print)
+    if (print && !o->ids)
         fputs(o->prompt, stdout);
     const int64_t n_prompt = ids.n;
     /* Each new token is shown as what it adds to the decoded text of all ids so
      * far, so tokenizers that join tokens (PretokenizedTokenizer's spaces,
      * WordPiece's "##", SentencePiece's leading "▁") print as a whole decode would. */
     size_t shown = 0;
-    if (print) {
+    if (print && !o->ids) {
         text.n = 0;
         PL_TRY(pl_tokenizer_decode(tok, ids.data, n_prompt, &text));
         shown = text.n;
@@ -235,7 +358,9 @@ static pl_status generate(const gen_opts *o, gen_world *w)
             break;
         ids.data[ids.n++] = next; /* reserved by prompt_ids */
         pl_status decoded = PL_OK;
-        if (print) {
+        if (print && o->ids) {
+            printf(ids.n > n_prompt + 1 ? " %d" : "%d", (int)next);
+        } else if (print) {
             text.n = 0;
             decoded = pl_tokenizer_decode(tok, ids.data, ids.n, &text);
             if (!decoded && text.n > shown) {
@@ -260,9 +385,15 @@ fail:
 int plait_cmd_generate(int argc, char **argv)
 {
     gen_opts o;
-    int rc = plait_parse(&gen_cmd, &o, argc, argv, NULL);
+    unsigned char given[sizeof gen_options / sizeof *gen_options] = {0};
+    int rc = plait_parse(&gen_cmd, &o, argc, argv, given);
     if (rc >= 0)
         return rc;
+    o.beam = given[pl_options_index(&gen_cmd, "--beam-size")];
+    o.scores = given[pl_options_index(&gen_cmd, "--num-return")];
+    pl_status bad = check_beam_flags(&o, given);
+    if (bad)
+        return plait_report(bad);
     gen_world w;
     pl_status st = world_init(&w);
     if (!st)

@@ -1,5 +1,7 @@
 /* plait seq2seq: decoding of an encoder-decoder checkpoint (--model t5 or bart),
- * greedy or sampled (--temperature, --top-k, --top-p), with the self- and
+ * greedy, sampled (--temperature, --top-k, --top-p) or by beam search
+ * (--beam-size, --length-penalty, --early-stopping: Hugging Face's
+ * generate(num_beams=...), model/beam.h), with the self- and
  * cross-attention KV caches (model/encdec_generate.h).
  * Each line of --input is a source (text, tokenized with the checkpoint's
  * tokenizer, cut to the encoder's length), and the decoder's output is written as
@@ -9,7 +11,10 @@
  * molecule i is MegaMolBART's training corruption of it (data/mmb_dataset.h: a
  * random atom order, span-masked with --mask-prob, keyed by --seed and i); each
  * output line is "input SMILES <TAB> encoder input <TAB> generated SMILES", what
- * tests/scripts and bench/megamolbart_eval.sh score with RDKit.
+ * tests/scripts and bench/megamolbart_eval.sh score with RDKit. With --ids each
+ * input line is space-separated token ids and each output the ids decoded. With
+ * --num-return N (beam search) each source gives N lines, best first, each its
+ * output line, a tab and the hypothesis' score (N = 1 too, when given).
  * Under mpirun with the checkpoint's TP size as ranks (rank 0 writes). */
 #include "commands.h"
 
@@ -19,19 +24,23 @@
 #include "ckpt/checkpoint.h"
 #include "data/mmb_dataset.h"
 #include "data/tokenizer/tokenizer.h"
+#include "model/beam.h"
 #include "model/encdec_generate.h"
 #include "model/spec.h"
 #include "parallel/dist.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 typedef struct s2s_opts {
     const char *load, *input, *output;
-    int64_t max_new_tokens, seed, limit, top_k;
-    double mask_prob, temperature, top_p;
-    int mmb;
+    const char *lp_form;
+    int64_t max_new_tokens, seed, limit, top_k, beam_size, num_return;
+    double mask_prob, temperature, top_p, length_penalty;
+    int mmb, early_stopping, ids;
+    int beam, scores; /* --beam-size, --num-return given */
 } s2s_opts;
 
 #define F(x) offsetof(s2s_opts, x)
@@ -51,10 +60,28 @@ static const pl_option s2s_options[] = {
     {"--temperature", PL_OPT_FLOAT, "0", F(temperature), "softmax temperature (0: greedy)", NULL, 0},
     {"--top-k", PL_OPT_INT, "0", F(top_k), "sample among the k most likely (0: all)", NULL, 0},
     {"--top-p", PL_OPT_FLOAT, "1.0", F(top_p), "nucleus sampling mass (1: off)", NULL, 0},
+    {"--beam-size", PL_OPT_INT, "1", F(beam_size),
+     "beam search with this many beams (Hugging Face's num_beams; not with --temperature > 0)",
+     NULL, 0},
+    {"--length-penalty", PL_OPT_FLOAT, "1.0", F(length_penalty),
+     "beam search: a hypothesis scores sum(log p) / len^A (Hugging Face's length_penalty)", NULL,
+     0},
+    {"--length-penalty-form", PL_OPT_CHOICE, "hf", F(lp_form),
+     "beam search: hf len^A, or gnmt ((5 + len) / 6)^A (NeMo's beam search penalty)", "hf|gnmt",
+     0},
+    {"--early-stopping", PL_OPT_BOOL, NULL, F(early_stopping),
+     "beam search: stop once --beam-size hypotheses are finished (Hugging Face's "
+     "early_stopping=True)", NULL, 0},
+    {"--num-return", PL_OPT_INT, "1", F(num_return),
+     "beam search: write the N best hypotheses per source, each with its score (given: the "
+     "scores written, N = 1 too)", NULL, 0},
+    {"--ids", PL_OPT_BOOL, NULL, F(ids),
+     "sources and outputs as space-separated token ids instead of text", NULL, 0},
 };
 #undef F
 static const pl_command_spec s2s_cmd = {
-    "seq2seq", "Decoding of an encoder-decoder checkpoint, greedy or sampled (KV-cached self- "
+    "seq2seq", "Decoding of an encoder-decoder checkpoint, greedy, sampled or by beam search "
+               "(KV-cached self- "
                "and cross-attention; under mpirun with the checkpoint's TP size as ranks).",
     s2s_options, (int)(sizeof s2s_options / sizeof *s2s_options), 0};
 
@@ -66,6 +93,8 @@ typedef struct s2s {
     pl_gemm *gemm;
     pl_encdec_generator gen;
     int gen_up;
+    pl_beam beam;
+    int beam_up;
     pl_tokenizer *tok;
     pl_model_config cfg;
     pl_mmb_molecules mols;
@@ -116,6 +145,12 @@ static pl_status setup(s2s *s, const s2s_opts *o)
     PL_TRY(pl_encdec_generator_init(&s->gen, &s->cfg, &s->reg, s->params,
                                     s->tp.size > 1 ? &s->tp : NULL, s->gemm));
     s->gen_up = 1;
+    if (o->beam) {
+        const pl_beam_opts bo = {o->beam_size, o->length_penalty, o->early_stopping,
+                                 strcmp(o->lp_form, "gnmt") ? PL_BEAM_HF : PL_BEAM_GNMT};
+        PL_TRY(pl_beam_init(&s->beam, &s->gen.dec, &bo));
+        s->beam_up = 1;
+    }
     if (o->mmb) {
         const size_t n = strlen(o->input);
         const int csv = n >= 4 && strcmp(o->input + n - 4, ".csv") == 0;
@@ -142,15 +177,90 @@ static pl_status source(s2s *s, const s2s_opts *o, int64_t i, const char *text, 
         return st;
     }
     s->ids.n = 0;
-    pl_status st = pl_tokenizer_encode(s->tok, text, strlen(text), &s->ids);
-    if (st)
-        return st;
+    pl_status st = PL_OK;
+    if (o->ids) { /* space-separated ids, each in the vocabulary */
+        const char *c = text;
+        for (;;) {
+            while (*c == ' ' || *c == '\t' || *c == '\r')
+                c++;
+            if (!*c)
+                break;
+            char *end;
+            errno = 0;
+            const long long v = strtoll(c, &end, 10);
+            if (end == c || errno || v < 0 || v >= s->cfg.vocab_size)
+                return pl_errorf(PL_ERR_FORMAT, "%s:%lld: --ids: '%.20s' is not a token id "
+                                 "(0 to %lld)", o->input, (long long)i + 1, c,
+                                 (long long)s->cfg.vocab_size - 1);
+            const int32_t id = (int32_t)v;
+            PL_TRY(pl_ids_push(&s->ids, id));
+            c = end;
+        }
+    } else {
+        PL_TRY(pl_tokenizer_encode(s->tok, text, strlen(text), &s->ids));
+    }
     if (s->ids.n == 0)
         return pl_errorf(PL_ERR_FORMAT, "%s:%lld: an empty source", o->input, (long long)i + 1);
     *len = s->ids.n < Te ? s->ids.n : Te;
     memcpy(s->src, s->ids.data, (size_t)*len * sizeof(int32_t));
+fail:
+    return st;
+}
+
+/* The output tokens as text (or ids) appended to s->line. */
+static pl_status append_output(s2s *s, const s2s_opts *o, const int32_t *tok, int64_t n)
+{
+    pl_status st = PL_OK;
+    if (o->ids) {
+        for (int64_t k = 0; k < n; k++) {
+            char num[16];
+            const int w = snprintf(num, sizeof num, k ? " %d" : "%d", (int)tok[k]);
+            PL_TRY(pl_bytes_append(&s->line, num, (size_t)w));
+        }
+        return PL_OK;
+    }
+    s->text.n = 0;
+    PL_TRY(pl_tokenizer_decode(s->tok, tok, n, &s->text));
+    PL_TRY(pl_bytes_append(&s->line, s->text.data, s->text.n));
+fail:
+    return st;
+}
+
+/* The beam flags' values, and their combinations with the others; given: which
+ * flags the user set. */
+static pl_status check_flags(const s2s_opts *o, const unsigned char *given)
+{
+    if (o->temperature < 0 || o->top_k < 0 || o->top_p <= 0 || o->top_p > 1)
+        return pl_errorf(PL_ERR_ARG, "plait seq2seq: need --temperature >= 0, --top-k >= 0 and "
+                         "0 < --top-p <= 1");
+    if (!o->beam) {
+        static const char *const beam_only[] = {"--length-penalty", "--length-penalty-form",
+                                                "--early-stopping", "--num-return"};
+        int any = 0;
+        for (size_t k = 0; k < sizeof beam_only / sizeof *beam_only; k++)
+            any |= given[pl_options_index(&s2s_cmd, beam_only[k])];
+        if (any)
+            return pl_errorf(PL_ERR_ARG, "--length-penalty, --length-penalty-form, "
+                             "--early-stopping and --num-return are beam search's: give "
+                             "--beam-size too");
+        return PL_OK;
+    }
+    if (o->temperature > 0)
+        return pl_errorf(PL_ERR_ARG, "--beam-size %lld with --temperature %g: beam search is "
+                         "deterministic; give one or the other", (long long)o->beam_size,
+                         o->temperature);
+    if (o->top_k > 0 || o->top_p < 1)
+        return pl_errorf(PL_ERR_ARG, "--beam-size with --top-k or --top-p: those are sampling's");
+    if (o->beam_size < 1)
+        return pl_errorf(PL_ERR_ARG, "--beam-size %lld: need at least 1", (long long)o->beam_size);
+    if (o->num_return < 1 || o->num_return > o->beam_size)
+        return pl_errorf(PL_ERR_ARG, "--num-return %lld: need 1 to --beam-size (%lld)",
+                         (long long)o->num_return, (long long)o->beam_size);
     return PL_OK;
 }
+
+static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, int64_t len, const int32_t *tok,
+                            int64_t got, double score);
 
 static pl_status decode_all(s2s *s, const s2s_opts *o)
 {
@@ -158,9 +268,6 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
     const int smiles = !strcmp(s->tok->type, "SmilesTokenizer");
     const int32_t bos = pl_tokenizer_token_id(s->tok, smiles ? "^" : "[BOS]");
     const int32_t eos = pl_tokenizer_token_id(s->tok, smiles ? "&" : "[EOS]");
-    if (o->temperature < 0 || o->top_k < 0 || o->top_p <= 0 || o->top_p > 1)
-        return pl_errorf(PL_ERR_ARG, "plait seq2seq: need --temperature >= 0, --top-k >= 0 and "
-                         "0 < --top-p <= 1");
     if (bos < 0 || eos < 0)
         return pl_errorf(PL_ERR_ARG, "the tokenizer has no %s / %s tokens", smiles ? "^" : "[BOS]",
                          smiles ? "&" : "[EOS]");
@@ -192,23 +299,22 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
         PL_TRY(source(s, o, i, text, &len));
         const pl_decode_opts how = {o->temperature, o->top_p, o->top_k, (uint64_t)o->seed,
                                     (uint64_t)i};
-        PL_TRY(pl_encdec_decode(&s->gen, s->src, len, bos, eos, max_new, &how, s->out, &got));
+        if (o->beam) {
+            PL_TRY(pl_encdec_encode(&s->gen, s->src, len));
+            PL_TRY(pl_beam_search(&s->beam, &s->gen.dec, &bos, 1, eos, max_new,
+                                  pl_encdec_positions(&s->gen)));
+        } else {
+            PL_TRY(pl_encdec_decode(&s->gen, s->src, len, bos, eos, max_new, &how, s->out, &got));
+        }
         if (s->tp.rank)
             continue;
-        s->line.n = 0;
-        if (o->mmb) {
-            const char *in = s->mols.text + s->mols.offset[i];
-            PL_TRY(pl_bytes_append(&s->line, in, strlen(in)));
-            PL_TRY(pl_bytes_append(&s->line, "\t", 1));
-            s->text.n = 0;
-            PL_TRY(pl_tokenizer_decode(s->tok, s->src, len, &s->text));
-            PL_TRY(pl_bytes_append(&s->line, s->text.data, s->text.n));
-            PL_TRY(pl_bytes_append(&s->line, "\t", 1));
+        for (int64_t h = 0; h < (o->beam ? o->num_return : 1); h++) {
+            const int32_t *tok = s->out;
+            double score = 0;
+            if (o->beam)
+                pl_beam_result(&s->beam, h, &tok, &got, &score);
+            PL_TRY(write_line(s, o, i, len, tok, got, score));
         }
-        s->text.n = 0;
-        PL_TRY(pl_tokenizer_decode(s->tok, s->out, got, &s->text));
-        PL_TRY(pl_bytes_append(&s->line, s->text.data, s->text.n));
-        fprintf(s->fp, "%.*s\n", (int)s->line.n, s->line.data);
     }
     if (s->tp.rank == 0 && fflush(s->fp))
         st = pl_errorf(PL_ERR_IO, "--output %s: write failed", o->output);
@@ -217,10 +323,39 @@ fail:
     return st;
 }
 
+/* One output line: (--mmb: the molecule and its encoder input,) the output (and
+ * with --num-return its score), tab-separated. */
+static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, int64_t len, const int32_t *tok,
+                            int64_t got, double score)
+{
+    pl_status st = PL_OK;
+    s->line.n = 0;
+    if (o->mmb) {
+            const char *in = s->mols.text + s->mols.offset[i];
+            PL_TRY(pl_bytes_append(&s->line, in, strlen(in)));
+            PL_TRY(pl_bytes_append(&s->line, "\t", 1));
+            s->text.n = 0;
+            PL_TRY(pl_tokenizer_decode(s->tok, s->src, len, &s->text));
+            PL_TRY(pl_bytes_append(&s->line, s->text.data, s->text.n));
+            PL_TRY(pl_bytes_append(&s->line, "\t", 1));
+        }
+    PL_TRY(append_output(s, o, tok, got));
+    if (o->scores) {
+        char num[32];
+        const int w = snprintf(num, sizeof num, "\t%.9g", score);
+        PL_TRY(pl_bytes_append(&s->line, num, (size_t)w));
+    }
+    fprintf(s->fp, "%.*s\n", (int)s->line.n, s->line.data);
+fail:
+    return st;
+}
+
 static void s2s_free(s2s *s)
 {
     if (s->fp && s->fp != stdout)
         fclose(s->fp);
+    if (s->beam_up)
+        pl_beam_free(&s->beam);
     if (s->gen_up)
         pl_encdec_generator_free(&s->gen);
     pl_mmb_dataset_free(s->mmb);
@@ -241,9 +376,15 @@ static void s2s_free(s2s *s)
 int plait_cmd_seq2seq(int argc, char **argv)
 {
     s2s_opts o;
-    int rc = plait_parse(&s2s_cmd, &o, argc, argv, NULL);
+    unsigned char given[sizeof s2s_options / sizeof *s2s_options] = {0};
+    int rc = plait_parse(&s2s_cmd, &o, argc, argv, given);
     if (rc >= 0)
         return rc;
+    o.beam = given[pl_options_index(&s2s_cmd, "--beam-size")];
+    o.scores = given[pl_options_index(&s2s_cmd, "--num-return")];
+    pl_status bad = check_flags(&o, given);
+    if (bad)
+        return plait_report(bad);
     s2s s;
     memset(&s, 0, sizeof s);
     pl_dist dist;

@@ -1,4 +1,4 @@
-/* Greedy decoding of an encoder-decoder model (model/encdec_generate.h). */
+/* Greedy and sampled decoding of an encoder-decoder model (model/encdec_generate.h). */
 #include "model/encdec_generate.h"
 
 #include "base/alloc.h"
@@ -50,16 +50,10 @@ pl_status pl_encdec_greedy(pl_encdec_generator *g, const int32_t *src, int64_t l
     return pl_encdec_decode(g, src, len, bos, eos, max_new, NULL, out, n);
 }
 
-pl_status pl_encdec_decode(pl_encdec_generator *g, const int32_t *src, int64_t len, int32_t bos,
-                           int32_t eos, int64_t max_new, const pl_decode_opts *opts, int32_t *out,
-                           int64_t *n)
+pl_status pl_encdec_encode(pl_encdec_generator *g, const int32_t *src, int64_t len)
 {
-    static const pl_decode_opts greedy = {0.0, 1.0, 0, 0, 0};
-    if (!opts)
-        opts = &greedy;
     pl_status st = PL_OK;
-    const int64_t Te = g->enc.T, V = g->cfg.vocab_size;
-    *n = 0;
+    const int64_t Te = g->enc.T;
     if (len < 1 || len > Te)
         return pl_errorf(PL_ERR_ARG, "a source of %lld tokens: the encoder takes 1 to %lld",
                          (long long)len, (long long)Te);
@@ -69,8 +63,27 @@ pl_status pl_encdec_decode(pl_encdec_generator *g, const int32_t *src, int64_t l
     g->enc.sample[0] = 0;
     PL_TRY(pl_model_forward(&g->enc));
     PL_TRY(pl_generator_set_source(&g->dec, g->enc.lnf, len));
-    const int64_t P = g->dec.cfg.seq_length < g->dec.cfg.max_positions
-                          ? g->dec.cfg.seq_length : g->dec.cfg.max_positions;
+fail:
+    return st;
+}
+
+int64_t pl_encdec_positions(const pl_encdec_generator *g)
+{
+    return g->dec.cfg.seq_length < g->dec.cfg.max_positions ? g->dec.cfg.seq_length
+                                                            : g->dec.cfg.max_positions;
+}
+
+pl_status pl_encdec_decode(pl_encdec_generator *g, const int32_t *src, int64_t len, int32_t bos,
+                           int32_t eos, int64_t max_new, const pl_decode_opts *opts, int32_t *out,
+                           int64_t *n)
+{
+    static const pl_decode_opts greedy = {0.0, 1.0, 0, 0, 0};
+    if (!opts)
+        opts = &greedy;
+    pl_status st = PL_OK;
+    const int64_t V = g->cfg.vocab_size, P = pl_encdec_positions(g);
+    *n = 0;
+    PL_TRY(pl_encdec_encode(g, src, len));
     int32_t tok = bos;
     for (int64_t pos = 0; pos < P && *n < max_new; pos++) {
         PL_TRY(pl_generator_step(&g->dec, tok, pos));

@@ -8,8 +8,8 @@
  *
  * One process or a TP group (every rank the same source, the same tokens);
  * memory is allocated at init (the encoder's activations for one sample, the
- * decoder's caches, the sampler's scratch), nothing per token. Not here: beam
- * search, batches of sources. */
+ * decoder's caches, the sampler's scratch), nothing per token. Beam search is
+ * model/beam.h, over the same generator. Not here: batches of sources. */
 #ifndef PL_MODEL_ENCDEC_GENERATE_H
 #define PL_MODEL_ENCDEC_GENERATE_H
 
@@ -45,6 +45,13 @@ void pl_encdec_generator_free(pl_encdec_generator *g);
 pl_status pl_encdec_decode(pl_encdec_generator *g, const int32_t *src, int64_t len, int32_t bos,
                            int32_t eos, int64_t max_new, const pl_decode_opts *opts, int32_t *out,
                            int64_t *n);
+/* The source src (len tokens, 1..the encoder's seq_length) through the encoder,
+ * and every decoder layer's cross-attention keys and values of it: the decoder
+ * then steps from position 0. Collective over tp. */
+pl_status pl_encdec_encode(pl_encdec_generator *g, const int32_t *src, int64_t len);
+/* Positions the decoder can step: its seq_length, at most its position table. */
+int64_t pl_encdec_positions(const pl_encdec_generator *g);
+
 /* pl_encdec_decode, greedy. */
 pl_status pl_encdec_greedy(pl_encdec_generator *g, const int32_t *src, int64_t len, int32_t bos,
                            int32_t eos, int64_t max_new, int32_t *out, int64_t *n);

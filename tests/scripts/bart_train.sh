@@ -7,7 +7,8 @@
 # process trains and its loss falls; DP 2 with ZeRO 2 (BART) and TP 2 x DP 2 with ZeRO 1
 # (MegaMolBART, whose samples are a function of (seed, index)) give one process's losses,
 # validation and final parameters (ckpt_tensors.py; train_lib.sh's bounds); a MegaMolBART resume
-# at iteration 5 is bit for bit; plait seq2seq --mmb decodes its corruption. Bad SMILES
+# at iteration 5 is bit for bit; plait seq2seq --mmb decodes its corruption (sampled, and
+# by beam search: beam.sh checks the search itself). Bad SMILES
 # input is named by file and line; flags BART does not take are refused.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
@@ -85,6 +86,10 @@ check "plait seq2seq sampling: the same --seed draws the same, another seed or g
              $(printf '%q ' "${S2S[@]}") --temperature 1 --seed 5 | cmp -s - '$TMP/t1.tsv' &&
              ! $(printf '%q ' "${S2S[@]}") --temperature 1 --seed 6 | cut -f3 | cmp -s - <(cut -f3 '$TMP/t1.tsv') &&
              ! $(printf '%q ' "${S2S[@]}") --seed 5 | cut -f3 | cmp -s - <(cut -f3 '$TMP/t1.tsv')"
+check "plait seq2seq --mmb --beam-size 3 --num-return 2: two scored hypotheses per molecule" \
+    bash -c "$(printf '%q ' "${S2S[@]}") --beam-size 3 --num-return 2 > '$TMP/beam.tsv' &&
+             [ \$(awk -F'\t' 'NF == 4 && \$4 < 0' '$TMP/beam.tsv' | wc -l) = 8 ] &&
+             diff <(cut -f1 '$TMP/beam.tsv' | uniq) <(cut -f1 '$TMP/t1.tsv')"
 sed '5s/.*/w3,C1CC(/' "$TMP/mols.csv" >"$TMP/bad.csv"
 check_fails "MegaMolBART: a SMILES that does not parse is named by file and line" "bad.csv:5" \
     "$PLAIT" train "${COMMON[@]/$TMP\/mols.csv/$TMP/bad.csv}"

@@ -1,0 +1,283 @@
+/* Beam search over the KV-cached decoder steps (model/beam.h). */
+#include "model/beam.h"
+
+#include "base/alloc.h"
+
+#include <math.h>
+#include <string.h>
+
+pl_status pl_beam_init(pl_beam *b, const pl_generator *g, const pl_beam_opts *opts)
+{
+    pl_status st = PL_OK;
+    memset(b, 0, sizeof *b);
+    const int64_t V = g->cfg.vocab_size, W = opts->width;
+    if (W < 1 || W > V)
+        return pl_errorf(PL_ERR_ARG, "--beam-size %lld: need 1 to the vocabulary's %lld",
+                         (long long)W, (long long)V);
+    if (!isfinite(opts->length_penalty))
+        return pl_errorf(PL_ERR_ARG, "--length-penalty %g: need a finite number",
+                         opts->length_penalty);
+    b->opts = *opts;
+    b->W = W, b->V = V;
+    b->P = g->cfg.max_positions;
+    b->L = g->cfg.num_layers;
+    b->cache = b->P * g->blk.Gl * g->blk.dims.HS;
+    size_t floats, bytes;
+    if (pl_mul_size((size_t)b->cache, (size_t)(2 * b->L * W), &floats) ||
+        pl_mul_size(floats, sizeof(float), &bytes)) {
+        st = pl_errorf(PL_ERR_NOMEM, "--beam-size %lld: the beams' KV caches overflow",
+                       (long long)W);
+        goto fail;
+    }
+    b->mem = pl_malloc(bytes);
+    b->k = pl_calloc((size_t)(4 * W), sizeof *b->k);
+    b->logp = pl_malloc((size_t)(W * V) * sizeof *b->logp);
+    b->sum = pl_calloc((size_t)(2 * W + 2 * W + W + 1), sizeof *b->sum);
+    b->hist = b->ints = pl_calloc((size_t)(2 * W * b->P + (W + 1) * b->P + 2 * W),
+                                  sizeof *b->ints);
+    b->cand_i = pl_calloc((size_t)(2 * W + W + 2 * (W + 1)), sizeof *b->cand_i);
+    b->taken = pl_calloc((size_t)(2 * W), sizeof *b->taken);
+    if (!b->mem || !b->k || !b->logp || !b->sum || !b->hist || !b->cand_i || !b->taken) {
+        st = pl_errorf(PL_ERR_NOMEM, "--beam-size %lld: out of memory for the beams (%.1f MiB "
+                       "of KV caches)", (long long)W, (double)bytes / (1 << 20));
+        goto fail;
+    }
+    b->v = b->k + W, b->k2 = b->v + W, b->v2 = b->k2 + W;
+    for (int64_t i = 0; i < W; i++) {
+        b->k[i] = b->mem + (2 * i) * b->L * b->cache;
+        b->v[i] = b->mem + (2 * i + 1) * b->L * b->cache;
+    }
+    b->sum2 = b->sum + W, b->cand_s = b->sum2 + W, b->hyp_score = b->cand_s + 2 * W;
+    b->hist2 = b->hist + W * b->P, b->hyp = b->hist2 + W * b->P;
+    b->next = b->hyp + (W + 1) * b->P;
+    b->parent = b->cand_i + 2 * W, b->hyp_len = b->parent + W, b->order = b->hyp_len + W + 1;
+    return PL_OK;
+fail:
+    pl_beam_free(b);
+    return st;
+}
+
+void pl_beam_free(pl_beam *b)
+{
+    pl_free(b->mem);
+    pl_free(b->k);
+    pl_free(b->logp);
+    pl_free(b->sum);
+    pl_free(b->ints);
+    pl_free(b->cand_i);
+    pl_free(b->taken);
+    memset(b, 0, sizeof *b);
+}
+
+/* The length penalty of a hypothesis of x tokens (the prefix counted). */
+static double penalty(const pl_beam_opts *o, double x)
+{
+    return o->form == PL_BEAM_GNMT ? pow((5.0 + x) / 6.0, o->length_penalty)
+                                   : pow(x, o->length_penalty);
+}
+
+/* BeamHypotheses.add: tokens (n, after the prefix) with sum; kept when fewer than
+ * W are or it beats the worst kept, which is then dropped (equal scores: the
+ * earliest). */
+static void add_hyp(pl_beam *b, const int32_t *tokens, int64_t n, double sum)
+{
+    const double score = sum / penalty(&b->opts, (double)(b->m + n));
+    if (b->n_hyp >= b->W && !(score > b->worst))
+        return;
+    const int64_t h = b->n_hyp++;
+    memcpy(b->hyp + h * b->P, tokens, (size_t)n * sizeof *tokens);
+    b->hyp_len[h] = n;
+    b->hyp_score[h] = score;
+    if (b->n_hyp <= b->W) {
+        b->worst = score < b->worst ? score : b->worst;
+        return;
+    }
+    int64_t m = 0; /* the first of the lowest, dropped; the worst is then the next lowest */
+    for (int64_t i = 1; i < b->n_hyp; i++)
+        if (b->hyp_score[i] < b->hyp_score[m])
+            m = i;
+    for (int64_t i = m; i + 1 < b->n_hyp; i++) {
+        memcpy(b->hyp + i * b->P, b->hyp + (i + 1) * b->P, (size_t)b->P * sizeof *b->hyp);
+        b->hyp_len[i] = b->hyp_len[i + 1];
+        b->hyp_score[i] = b->hyp_score[i + 1];
+    }
+    b->n_hyp--;
+    b->worst = b->hyp_score[0];
+    for (int64_t i = 1; i < b->n_hyp; i++)
+        b->worst = b->hyp_score[i] < b->worst ? b->hyp_score[i] : b->worst;
+}
+
+/* BeamHypotheses.is_done, early_stopping True or False. */
+static int search_done(const pl_beam *b, double best_sum, int64_t cur_len)
+{
+    if (b->n_hyp < b->W)
+        return 0;
+    if (b->opts.early_stopping)
+        return 1;
+    return b->worst >= best_sum / penalty(&b->opts, (double)cur_len);
+}
+
+/* Row r of logp: log_softmax of the true vocabulary's logits, in double. */
+static void log_softmax(double *out, const float *logits, int64_t V)
+{
+    double m = logits[0], s = 0;
+    for (int64_t i = 1; i < V; i++)
+        m = logits[i] > m ? logits[i] : m;
+    for (int64_t i = 0; i < V; i++)
+        s += exp((double)logits[i] - m);
+    const double lse = m + log(s);
+    for (int64_t i = 0; i < V; i++)
+        out[i] = (double)logits[i] - lse;
+}
+
+/* The K best candidates (sum[beam] + logp[beam, token]) into cand_s / cand_i,
+ * best first: a higher sum first, equal sums by the lower beam * V + token. */
+static int64_t select_top(pl_beam *b, int64_t K)
+{
+    int64_t n = 0;
+    for (int64_t beam = 0; beam < b->W; beam++) {
+        const double *lp = b->logp + beam * b->V;
+        for (int64_t t = 0; t < b->V; t++) {
+            const double s = b->sum[beam] + lp[t];
+            if (n == K && !(s > b->cand_s[K - 1]))
+                continue; /* the index only grows: an equal sum ranks after */
+            int64_t at = n < K ? n++ : K - 1;
+            while (at > 0 && s > b->cand_s[at - 1]) {
+                b->cand_s[at] = b->cand_s[at - 1];
+                b->cand_i[at] = b->cand_i[at - 1];
+                at--;
+            }
+            b->cand_s[at] = s;
+            b->cand_i[at] = beam * b->V + t;
+        }
+    }
+    return n;
+}
+
+/* Beam j's next cache is its parent's with positions [0, pos] valid: the first
+ * child of a parent takes its buffers, the others copy into buffers of beams
+ * without a child. At step 0 every beam is beam 0. */
+static void reorder_caches(pl_beam *b, int64_t step, int64_t pos, int64_t row)
+{
+    const int64_t W = b->W;
+    int *taken = b->taken, *own = b->taken + W;
+    memset(taken, 0, (size_t)(2 * W) * sizeof *taken);
+    for (int64_t j = 0; j < W; j++) {
+        const int64_t p = step == 0 ? 0 : b->parent[j];
+        if (!taken[p]) {
+            taken[p] = own[j] = 1;
+            b->k2[j] = b->k[p], b->v2[j] = b->v[p];
+        }
+    }
+    int64_t spare = 0;
+    const size_t bytes = (size_t)((pos + 1) * row) * sizeof(float);
+    for (int64_t j = 0; j < W; j++) {
+        if (own[j])
+            continue;
+        while (taken[spare])
+            spare++;
+        const int64_t p = step == 0 ? 0 : b->parent[j];
+        b->k2[j] = b->k[spare], b->v2[j] = b->v[spare];
+        spare++;
+        for (int64_t l = 0; l < b->L; l++) {
+            memcpy(b->k2[j] + l * b->cache, b->k[p] + l * b->cache, bytes);
+            memcpy(b->v2[j] + l * b->cache, b->v[p] + l * b->cache, bytes);
+        }
+    }
+    memcpy(b->k, b->k2, (size_t)W * sizeof *b->k);
+    memcpy(b->v, b->v2, (size_t)W * sizeof *b->v);
+}
+
+pl_status pl_beam_search(pl_beam *b, pl_generator *g, const int32_t *prefix, int64_t n,
+                         int32_t eos, int64_t max_new, int64_t P)
+{
+    pl_status st = PL_OK;
+    const int64_t W = b->W, V = b->V, H = b->P;
+    const int64_t row = g->blk.Gl * g->blk.dims.HS;
+    float *const own_k = g->k_cache, *const own_v = g->v_cache;
+    if (P > H)
+        P = H;
+    if (n < 1 || n > P)
+        return pl_errorf(PL_ERR_ARG, "beam search: a prefix of %lld tokens: need 1 to %lld",
+                         (long long)n, (long long)P);
+    const int64_t room = P - n + 1; /* the steps' positions n - 1 .. P - 1 */
+    const int64_t steps = max_new < room ? (max_new > 0 ? max_new : 0) : room;
+    const int64_t K = 2 * W < W * V ? 2 * W : W * V;
+    b->n_hyp = 0;
+    b->worst = 1e9;
+    b->m = n;
+    g->k_cache = b->k[0], g->v_cache = b->v[0];
+    for (int64_t pos = 0; pos + 1 < n; pos++) /* the prefix into beam 0's cache */
+        PL_TRY(pl_generator_step(g, prefix[pos], pos));
+    for (int64_t i = 0; i < W; i++) {
+        b->sum[i] = i ? -1e9 : 0.0;
+        b->next[i] = prefix[n - 1];
+    }
+    int done = 0;
+    int64_t s = 0;
+    for (; s < steps && !done; s++) {
+        const int64_t pos = n - 1 + s;
+        for (int64_t i = 0; i < (s ? W : 1); i++) {
+            g->k_cache = b->k[i], g->v_cache = b->v[i];
+            PL_TRY(pl_generator_step(g, b->next[i], pos));
+            log_softmax(b->logp + i * V, g->logits, V);
+        }
+        if (s == 0) /* the W beams are the same prefix: beam 0's row */
+            for (int64_t i = 1; i < W; i++)
+                memcpy(b->logp + i * V, b->logp, (size_t)V * sizeof *b->logp);
+        const int64_t nc = select_top(b, K);
+        int64_t nb = 0;
+        for (int64_t r = 0; r < nc && nb < W; r++) {
+            const int64_t beam = b->cand_i[r] / V;
+            const int32_t tok = (int32_t)(b->cand_i[r] % V);
+            if (tok == eos) {
+                if (r < W)
+                    add_hyp(b, b->hist + beam * H, s, b->cand_s[r]);
+                continue;
+            }
+            b->parent[nb] = beam, b->next[nb] = tok, b->sum2[nb] = b->cand_s[r];
+            nb++;
+        }
+        if (nb < W) {
+            st = pl_errorf(PL_ERR_INTERNAL, "beam search: %lld of %lld beams continue at step %lld",
+                           (long long)nb, (long long)W, (long long)s);
+            goto fail;
+        }
+        done = search_done(b, b->cand_s[0], n + s);
+        if (done)
+            break;
+        for (int64_t j = 0; j < W; j++) {
+            memcpy(b->hist2 + j * H, b->hist + b->parent[j] * H, (size_t)s * sizeof *b->hist);
+            b->hist2[j * H + s] = b->next[j];
+        }
+        int32_t *h = b->hist;
+        b->hist = b->hist2, b->hist2 = h;
+        memcpy(b->sum, b->sum2, (size_t)W * sizeof *b->sum);
+        reorder_caches(b, s, pos, row);
+    }
+    if (!done) /* out of steps: the open beams join the finished */
+        for (int64_t j = 0; j < W; j++)
+            add_hyp(b, b->hist + j * H, s, b->sum[j]);
+    /* best first; equal scores: the later added first (sorted(), then pop()) */
+    for (int64_t i = 0; i < b->n_hyp; i++) {
+        int64_t at = i;
+        while (at > 0 && b->hyp_score[b->order[at - 1]] <= b->hyp_score[i]) {
+            b->order[at] = b->order[at - 1];
+            at--;
+        }
+        b->order[at] = i;
+    }
+fail:
+    g->k_cache = own_k, g->v_cache = own_v;
+    return st;
+}
+
+void pl_beam_result(const pl_beam *b, int64_t i, const int32_t **tokens,
+                           int64_t *n, double *score)
+{
+    PL_ASSERT(i >= 0 && i < b->n_hyp);
+    const int64_t h = b->order[i];
+    *tokens = b->hyp + h * b->P;
+    *n = b->hyp_len[h];
+    *score = b->hyp_score[h];
+}
