@@ -151,10 +151,14 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
                        "unknown", file);
     if (!st)
         st = pl_mg_config(&a, pl_pt_root(&first), &cfg, &tp, &pp);
-    if (!st && ds && pp > 1)
-        st = pl_errorf(PL_ERR_ARG, "%s: args.pipeline_model_parallel_size %d: DeepSpeed's pipeline "
-                       "engine saves layer_NN-model_TT-model_states.pt files, which the import "
-                       "does not read", file, pp);
+    /* DeepSpeed's pipeline engine (GPTModelPipe, at any PP size): "module" None beside
+     * layer_NN-model_TT-model_states.pt files */
+    const pl_pk *module = ds ? pl_pk_get(pl_pt_root(&first), "module") : NULL;
+    const int pipe = ds && (!module || module->kind == PL_PK_NONE);
+    if (!st && ds && !pipe && pp > 1)
+        st = pl_errorf(PL_ERR_ARG, "%s: args.pipeline_model_parallel_size %d with a \"module\" "
+                       "state dict: expected DeepSpeed's pipeline engine's layer files "
+                       "(\"module\" None) at PP > 1", file, pp);
     if (!st)
         tokenizer(&a, &meta);
     if (!st)
@@ -162,7 +166,9 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st && !(global = pl_calloc((size_t)(g.numel > 0 ? g.numel : 1), sizeof(float))))
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's %lld parameters",
                        (long long)g.numel);
-    for (int t = 0; t < tp && !st; t++)
+    if (!st && pipe)
+        st = pl_mg_pipe_read(idir, &cfg, tp, &g, global);
+    for (int t = 0; t < tp && !st && !pipe; t++)
         for (int p = 0; p < pp && !st; p++) {
             rank_file(idir, ds, t, p, pp, file, sizeof file);
             st = read_rank(file, &cfg, tp, pp, t, p, &g, global);
@@ -182,7 +188,7 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st)
         st = pl_ckpt_import_write(out, &target, &meta, &g, global, out_tp, out_pp);
     if (!st)
-        pl_ckpt_import_log(out, "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
+        pl_ckpt_import_log(out, pipe ? "Megatron-DeepSpeed pipeline" : "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
     pl_free(global);
     pl_registry_free(&g);
     pl_pt_close(&first);
