@@ -4,10 +4,15 @@
  *   DIR/latest_checkpointed_iteration.txt             N or "release"
  *   DIR/iter_000000N/mp_rank_TT[_PPP]/model_optim_rng.pt   (or DIR/release/...)
  *
- * and Megatron-DeepSpeed's, saved through DeepSpeed's engine (no pipeline engine):
+ * and Megatron-DeepSpeed's, saved through DeepSpeed's engine:
  *
  *   DIR/latest                                        "global_stepN"
  *   DIR/global_stepN/mp_rank_TT_model_states.pt       "module" instead of "model"
+ *
+ * or through its pipeline engine (GPTModelPipe; "module" None, any PP size):
+ *
+ *   DIR/global_stepN/layer_NN-model_TT-model_states.pt  one layer's state dict
+ *                                                       (megatron_pipe.c says which)
  *
  * Every rank file is read by the restricted torch.save reader
  * (ckpt/torch_file.h). The model comes from the first file's `args`
