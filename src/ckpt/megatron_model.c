@@ -247,6 +247,23 @@ pl_status pl_mg_config(const pl_mg_args *a, const pl_pk *root, pl_model_config *
     return PL_OK;
 }
 
+/* Megatron-DeepSpeed since 676a482c ("Adding the new feature of FPDT", 2024-12-04; its args
+ * carry ds_sequence_parallel_fpdt from then on) splits a rank's query_key_value output into
+ * [Q; K; V] thirds (ParallelAttention.forward), not Megatron's per-head [q; k; v]: such
+ * files are read by thirds; with key/value groups the thirds are not Q, K and V, so those
+ * are refused. */
+pl_status pl_mg_qkv_blocks(const pl_mg_args *a, const pl_model_config *c, int *blocks)
+{
+    *blocks = has_arg(a, "ds_sequence_parallel_fpdt");
+    if (*blocks && c->query_groups != c->heads)
+        return pl_errorf(PL_ERR_ARG, "%s: args.ds_sequence_parallel_fpdt is present (Megatron-"
+                         "DeepSpeed since December 2024, whose attention splits query_key_value "
+                         "into thirds) with %lld key/value groups for %lld heads: those thirds are "
+                         "not the queries, keys and values, so the model is not imported", a->file,
+                         (long long)c->query_groups, (long long)c->heads);
+    return PL_OK;
+}
+
 /* ---- names ---- */
 
 /* Megatron's legacy layer suffixes -> Megatron core's (plait's). */
@@ -332,9 +349,16 @@ pl_status pl_mg_rank_tensor(pl_mg_rank *r, const pl_pt *f, const char *key, cons
     if (st)
         return st;
     const pl_param *gp = pl_registry_find(r->g, name);
-    for (int64_t i = 0; i < rows; i++)
+    const char *last = strstr(name, ".linear_qkv.");
+    const int blocks = r->qkv_blocks && last && (!strcmp(last, ".linear_qkv.weight") ||
+                                                 !strcmp(last, ".linear_qkv.bias"));
+    const int64_t hn = r->cfg->hidden / r->cfg->heads, nh = rows / (3 * hn);
+    for (int64_t i = 0; i < rows; i++) {
+        /* Megatron's row i (head i / 3hn's part (i / hn) % 3) from [Q; K; V] thirds */
+        const int64_t src = blocks ? (i / hn) % 3 * nh * hn + i / (3 * hn) * hn + i % hn : i;
         for (int64_t j = 0; j < cols; j++)
-            r->global[gp->offset + pl_param_global_index(p, i, j)] = r->tmp[i * cols + j];
+            r->global[gp->offset + pl_param_global_index(p, i, j)] = r->tmp[src * cols + j];
+    }
     return PL_OK;
 }
 
@@ -414,12 +438,13 @@ pl_status pl_mg_rank_end(pl_mg_rank *r, const char *what, pl_status st)
 }
 
 pl_status pl_mg_take_rank(const pl_pt *f, const pl_pk *model, const pl_model_config *cfg, int tp,
-                          int pp, int t, int p, const pl_registry *g, float *global)
+                          int pp, int t, int p, const pl_registry *g, float *global, int qkv_blocks)
 {
     pl_mg_rank r;
     pl_status st = pl_mg_rank_begin(&r, cfg, tp, pp, t, p, g, global);
     if (st)
         return st;
+    r.qkv_blocks = qkv_blocks;
     char prefix[512] = "";
     r.f = f;
     st = walk(&r, model, prefix, 0, 0, pl_pickle_stamp(f->pk));

@@ -112,7 +112,7 @@ static pl_status take_file(pl_mg_rank *r, const char *path, pipe_kind k, int lay
 }
 
 pl_status pl_mg_pipe_read(const char *idir, const pl_model_config *cfg, int tp,
-                          const pl_registry *g, float *global)
+                          const pl_registry *g, float *global, int qkv_blocks)
 {
     const int L = (int)cfg->num_layers, last = L + 2 + (cfg->untie ? 1 : 0);
     char path[PIPE_PATH], what[PIPE_PATH];
@@ -121,6 +121,7 @@ pl_status pl_mg_pipe_read(const char *idir, const pl_model_config *cfg, int tp,
         pl_mg_rank r;
         if ((st = pl_mg_rank_begin(&r, cfg, tp, 1, t, 0, g, global)))
             break;
+        r.qkv_blocks = qkv_blocks;
         /* a topology without a model axis names no rank (one TP rank only) */
         int with_rank = 1;
         layer_path(idir, 1, t, 1, path, sizeof path);

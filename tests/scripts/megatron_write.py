@@ -24,7 +24,9 @@ PipelineModule.save_state_dict / ckpt_layer_path): layer_01-model_TT-model_state
 EmbeddingPipe (word_embeddings.weight, position_embeddings.weight), layer_02 .. layer_{L+1}
 ParallelTransformerLayerPipe (input_layernorm.weight, self_attention.query_key_value.weight,
 ...), layer_{L+2} the final norm (weight, bias), layer_{L+3} LMHeadPipe (lm_head.weight) when
-untied (tied: the head reuses layer 01's module through a functools.partial: no file). The tensors are Megatron's TP slices: QKV rows per key/value
+untied (tied: the head reuses layer 01's module through a functools.partial: no file).
+With ds_sequence_parallel_fpdt among the ARGs (Megatron-DeepSpeed since 2024-12-04) each rank's
+query_key_value rows are [Q; K; V] thirds, as that version's attention splits them. The tensors are Megatron's TP slices: QKV rows per key/value
 group [its query heads; k; v] (per head [q; k; v] without groups) split by rows, SwiGLU's
 fc1 per rank [gate_r; up_r], the vocabulary padded to make_vocab_size_divisible_by x TP and
 split by rows, row-parallel weights split by columns with their biases whole."""
@@ -108,8 +110,16 @@ def global_tensors(cfg, W, div, tp):
     return g, args, L
 
 
-def rank_model(g, L, tp, pp, t, p, style):
-    """The state dict of TP rank t, stage p."""
+def qkv_thirds(x, hn):
+    """A rank's query_key_value rows from Megatron's per-head [q; k; v] to [Q; K; V] thirds
+    (Megatron-DeepSpeed's ParallelAttention since 676a482c, 2024-12-04; heads without groups)."""
+    nh = x.shape[0] // (3 * hn)
+    return x.reshape(nh, 3, hn, *x.shape[1:]).transpose(0, 1).reshape(x.shape).clone()
+
+
+def rank_model(g, L, tp, pp, t, p, style, thirds=0):
+    """The state dict of TP rank t, stage p (thirds: the head size, query_key_value as
+    [Q; K; V] thirds)."""
     chunk = lambda x, dim: x.chunk(tp, dim=dim)[t].clone()
     lps = L // pp
     core = style == "core"
@@ -133,6 +143,8 @@ def rank_model(g, L, tp, pp, t, p, style):
                     continue
                 if key in ("qkv", "fc1"):
                     x = chunk(x, 0)  # column-parallel
+                    if key == "qkv" and thirds:
+                        x = qkv_thirds(x, thirds)
                 elif key in ("proj", "fc2") and wb == "weight":
                     x = chunk(x, 1)  # row-parallel (its bias whole)
                 layers[pre + names[key] + "." + wb] = x.clone()
@@ -184,7 +196,9 @@ def write(hf_dir, save, tp, pp, style, extra):
             os.makedirs(d, exist_ok=True)
             if pipe and p > 0:
                 continue
-            model = rank_model(g, L, tp, 1 if pipe else pp, t, p, "legacy" if ds else style)
+            thirds = (args["hidden_size"] // args["num_attention_heads"]  # (with groups: not defined)
+                      if "ds_sequence_parallel_fpdt" in args and not args["group_query_attention"] else 0)
+            model = rank_model(g, L, tp, 1 if pipe else pp, t, p, "legacy" if ds else style, thirds)
             if pipe:
                 write_layer_files(model, L, d, t)
                 model = None

@@ -54,6 +54,12 @@ check "gpt, DeepSpeed's pipeline engine (global_step7/layer_NN-model_TT-model_st
 check "llama, DeepSpeed's pipeline engine (TP 1, untied: LMHeadPipe's file): imported with --vocab-size 100" \
     bash -c "'$PLAIT' ckpt import '$TMP/dsp_llama' --format megatron --out '$TMP/dspli' --vocab-size 100 &&
              '$PLAIT' ckpt export '$TMP/dspli' --out '$TMP/dspli_hf'"
+check "gpt, Megatron-DeepSpeed since 2024-12 (args.ds_sequence_parallel_fpdt: query_key_value in [Q; K; V] thirds), TP 2: imported" \
+    bash -c "'$PLAIT' ckpt import '$TMP/dsp_thirds' --format megatron --out '$TMP/dspti' &&
+             '$PLAIT' ckpt export '$TMP/dspti' --out '$TMP/dspti_hf'"
+check_fails "... with key/value groups (whose thirds are not Q, K, V) refused by name" \
+    "args.ds_sequence_parallel_fpdt is present .* with 2 key/value groups for 4 heads" \
+    imp dsp_gqa_thirds --out "$TMP/dsp_gqa_out"
 cp -r "$TMP/dsp_gpt" "$TMP/dsp_missing" && rm "$TMP/dsp_missing/global_step7/layer_03-model_01-model_states.pt"
 check_fails "... a missing layer file is refused, naming it and what it holds" \
     "layer_03-model_01-model_states.pt: missing: DeepSpeed's pipeline engine saves GPTModelPipe's layer 3 \\(ParallelTransformerLayerPipe of a transformer layer\\) of TP rank 1" \
@@ -114,7 +120,7 @@ check_fails "a file of 2^60 memo-shared paths is read in linear time (then refus
 
 OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
     same "$TMP/hf_gpt" "$TMP/gi_hf" :: same "$TMP/hf_gpt" "$TMP/gi12_hf" :: same "$TMP/hf_llama" "$TMP/li_hf" :: \
-    same "$TMP/hf_gpt" "$TMP/dsi_hf" :: same "$TMP/hf_gpt" "$TMP/dspi_hf" :: same "$TMP/hf_llama" "$TMP/dspli_hf" :: same "$TMP/hf_gpt" "$TMP/ngi_hf" :: same "$TMP/hf_llama" "$TMP/nli_hf" :: \
+    same "$TMP/hf_gpt" "$TMP/dsi_hf" :: same "$TMP/hf_gpt" "$TMP/dspi_hf" :: same "$TMP/hf_gpt" "$TMP/dspti_hf" :: same "$TMP/hf_llama" "$TMP/dspli_hf" :: same "$TMP/hf_gpt" "$TMP/ngi_hf" :: same "$TMP/hf_llama" "$TMP/nli_hf" :: \
     same "$TMP/hf_gpt" "$TMP/bgi_hf" :: bf16 "$TMP/hf_llama" "$TMP/bli_hf" :: \
     logits "$TMP/hf_gpt" "$TMP/gi_logits.safetensors" :: logits "$TMP/hf_llama" "$TMP/li_logits.safetensors" \
     | tee "$TMP/py.out"
