@@ -14,6 +14,9 @@
  *   DIR/global_stepN/layer_NN-model_TT-model_states.pt  one layer's state dict
  *                                                       (megatron_pipe.c says which)
  *
+ * args with ds_sequence_parallel_fpdt (Megatron-DeepSpeed since 2024-12-04): query_key_value
+ * rows in [Q; K; V] thirds per TP rank, read so (refused with key/value groups).
+ *
  * Every rank file is read by the restricted torch.save reader
  * (ckpt/torch_file.h). The model comes from the first file's `args`
  * (argparse.Namespace): sizes, padded_vocab_size, make_vocab_size_divisible_by,
