@@ -21,7 +21,7 @@ enum { MG_PATH = 4096, MG_FILE = MG_PATH + 128 };
 
 /* One rank file: its "model" (Megatron) or "module" (DeepSpeed's engine) dict. */
 static pl_status read_rank(const char *file, const pl_model_config *cfg, int tp, int pp, int t,
-                           int p, const pl_registry *g, float *global)
+                           int p, const pl_registry *g, float *global, int qkv_blocks)
 {
     pl_pt f;
     pl_status st = pl_pt_open(&f, file);
@@ -34,7 +34,7 @@ static pl_status read_rank(const char *file, const pl_model_config *cfg, int tp,
                        pl_pk_get(root, "model0") ? "model0, model1, ...: virtual pipeline chunks, "
                        "which the import does not read" : "not a Megatron checkpoint?");
     if (!st)
-        st = pl_mg_take_rank(&f, model, cfg, tp, pp, t, p, g, global);
+        st = pl_mg_take_rank(&f, model, cfg, tp, pp, t, p, g, global, qkv_blocks);
     pl_pt_close(&f);
     return st;
 }
@@ -151,10 +151,17 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
                        "unknown", file);
     if (!st)
         st = pl_mg_config(&a, pl_pt_root(&first), &cfg, &tp, &pp);
-    if (!st && ds && pp > 1)
-        st = pl_errorf(PL_ERR_ARG, "%s: args.pipeline_model_parallel_size %d: DeepSpeed's pipeline "
-                       "engine saves layer_NN-model_TT-model_states.pt files, which the import "
-                       "does not read", file, pp);
+    /* DeepSpeed's pipeline engine (GPTModelPipe, at any PP size): "module" None beside
+     * layer_NN-model_TT-model_states.pt files */
+    const pl_pk *module = ds ? pl_pk_get(pl_pt_root(&first), "module") : NULL;
+    const int pipe = ds && (!module || module->kind == PL_PK_NONE);
+    if (!st && ds && !pipe && pp > 1)
+        st = pl_errorf(PL_ERR_ARG, "%s: args.pipeline_model_parallel_size %d with a \"module\" "
+                       "state dict: expected DeepSpeed's pipeline engine's layer files "
+                       "(\"module\" None) at PP > 1", file, pp);
+    int blocks = 0;
+    if (!st)
+        st = pl_mg_qkv_blocks(&a, &cfg, &blocks);
     if (!st)
         tokenizer(&a, &meta);
     if (!st)
@@ -162,10 +169,12 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st && !(global = pl_calloc((size_t)(g.numel > 0 ? g.numel : 1), sizeof(float))))
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's %lld parameters",
                        (long long)g.numel);
-    for (int t = 0; t < tp && !st; t++)
+    if (!st && pipe)
+        st = pl_mg_pipe_read(idir, &cfg, tp, &g, global, blocks);
+    for (int t = 0; t < tp && !st && !pipe; t++)
         for (int p = 0; p < pp && !st; p++) {
             rank_file(idir, ds, t, p, pp, file, sizeof file);
-            st = read_rank(file, &cfg, tp, pp, t, p, &g, global);
+            st = read_rank(file, &cfg, tp, pp, t, p, &g, global, blocks);
         }
     pl_model_config target = cfg;
     const int out_tp = o->tp > 0 ? o->tp : tp, out_pp = o->pp > 0 ? o->pp : pp;
@@ -182,7 +191,7 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st)
         st = pl_ckpt_import_write(out, &target, &meta, &g, global, out_tp, out_pp);
     if (!st)
-        pl_ckpt_import_log(out, "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
+        pl_ckpt_import_log(out, pipe ? "Megatron-DeepSpeed pipeline" : "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
     pl_free(global);
     pl_registry_free(&g);
     pl_pt_close(&first);

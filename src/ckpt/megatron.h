@@ -4,10 +4,18 @@
  *   DIR/latest_checkpointed_iteration.txt             N or "release"
  *   DIR/iter_000000N/mp_rank_TT[_PPP]/model_optim_rng.pt   (or DIR/release/...)
  *
- * and Megatron-DeepSpeed's, saved through DeepSpeed's engine (no pipeline engine):
+ * and Megatron-DeepSpeed's, saved through DeepSpeed's engine:
  *
  *   DIR/latest                                        "global_stepN"
  *   DIR/global_stepN/mp_rank_TT_model_states.pt       "module" instead of "model"
+ *
+ * or through its pipeline engine (GPTModelPipe; "module" None, any PP size):
+ *
+ *   DIR/global_stepN/layer_NN-model_TT-model_states.pt  one layer's state dict
+ *                                                       (megatron_pipe.c says which)
+ *
+ * args with ds_sequence_parallel_fpdt (Megatron-DeepSpeed since 2024-12-04): query_key_value
+ * rows in [Q; K; V] thirds per TP rank, read so (refused with key/value groups).
  *
  * Every rank file is read by the restricted torch.save reader
  * (ckpt/torch_file.h). The model comes from the first file's `args`

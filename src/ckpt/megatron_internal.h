@@ -30,6 +30,41 @@ pl_status pl_mg_config(const pl_mg_args *a, const pl_pk *root, pl_model_config *
  * Megatron's legacy or core names, NeMo's "model." prefixes, TE's fused norms)
  * into the global model (g's layout): every tensor placed, none missing. */
 pl_status pl_mg_take_rank(const pl_pt *f, const pl_pk *model, const pl_model_config *cfg, int tp,
-                          int pp, int t, int p, const pl_registry *g, float *global);
+                          int pp, int t, int p, const pl_registry *g, float *global, int qkv_blocks);
+
+/* Whether query_key_value's rows are [Q; K; V] blocks per TP rank (Megatron-DeepSpeed since
+ * December 2024: args.ds_sequence_parallel_fpdt present), not Megatron's per-head [q; k; v];
+ * refused with key/value groups. */
+pl_status pl_mg_qkv_blocks(const pl_mg_args *a, const pl_model_config *c, int *blocks);
+
+/* A rank's tensors taken one by one (the pipeline engine's layer files):
+ * pl_mg_rank_begin, pl_mg_rank_tensor for each, pl_mg_rank_end. */
+typedef struct pl_mg_rank {
+    const pl_pt *f;      /* the file of the tensor being taken */
+    const pl_model_config *cfg;
+    pl_registry reg;     /* TP rank t, stage p's layout */
+    const pl_registry *g;
+    float *global, *tmp;
+    int64_t l0, nl;      /* the stage's layers */
+    unsigned char *seen; /* per reg entry */
+    const char *label;   /* shown before a key in messages ("model.") */
+    size_t hide;         /* leading characters of a key not shown in messages */
+    int t, p;
+    int qkv_blocks;      /* query_key_value in [Q; K; V] blocks (pl_mg_qkv_blocks) */
+} pl_mg_rank;
+
+pl_status pl_mg_rank_begin(pl_mg_rank *r, const pl_model_config *cfg, int tp, int pp, int t,
+                           int p, const pl_registry *g, float *global);
+/* Tensor t of file f under Megatron's name key (legacy or core) into the global model:
+ * its place, shape and TP slice checked. */
+pl_status pl_mg_rank_tensor(pl_mg_rank *r, const pl_pt *f, const char *key, const pl_pk *t);
+/* Unless st: every tensor of the rank placed, else an error naming what (the files).
+ * Releases r; returns st or that error. */
+pl_status pl_mg_rank_end(pl_mg_rank *r, const char *what, pl_status st);
+
+/* DeepSpeed's pipeline engine's files in idir (global_stepN/layer_NN-model_TT-model_states.pt,
+ * megatron_pipe.c says which) into the global model: every file, key and shape checked. */
+pl_status pl_mg_pipe_read(const char *idir, const pl_model_config *cfg, int tp,
+                          const pl_registry *g, float *global, int qkv_blocks);
 
 #endif

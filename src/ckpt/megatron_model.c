@@ -247,6 +247,23 @@ pl_status pl_mg_config(const pl_mg_args *a, const pl_pk *root, pl_model_config *
     return PL_OK;
 }
 
+/* Megatron-DeepSpeed since 676a482c ("Adding the new feature of FPDT", 2024-12-04; its args
+ * carry ds_sequence_parallel_fpdt from then on) splits a rank's query_key_value output into
+ * [Q; K; V] thirds (ParallelAttention.forward), not Megatron's per-head [q; k; v]: such
+ * files are read by thirds; with key/value groups the thirds are not Q, K and V, so those
+ * are refused. */
+pl_status pl_mg_qkv_blocks(const pl_mg_args *a, const pl_model_config *c, int *blocks)
+{
+    *blocks = has_arg(a, "ds_sequence_parallel_fpdt");
+    if (*blocks && c->query_groups != c->heads)
+        return pl_errorf(PL_ERR_ARG, "%s: args.ds_sequence_parallel_fpdt is present (Megatron-"
+                         "DeepSpeed since December 2024, whose attention splits query_key_value "
+                         "into thirds) with %lld key/value groups for %lld heads: those thirds are "
+                         "not the queries, keys and values, so the model is not imported", a->file,
+                         (long long)c->query_groups, (long long)c->heads);
+    return PL_OK;
+}
+
 /* ---- names ---- */
 
 /* Megatron's legacy layer suffixes -> Megatron core's (plait's). */
@@ -305,41 +322,43 @@ static int plait_name(const char *in, int64_t l0, int64_t nl, char *out, size_t 
 
 /* ---- one rank file ---- */
 
-typedef struct mg_rank {
-    const pl_pt *f;
-    const pl_model_config *cfg;
-    const pl_registry *reg, *g;
-    float *global, *tmp;
-    int64_t l0, nl;
-    unsigned char *seen; /* per reg entry */
-} mg_rank;
+typedef pl_mg_rank mg_rank;
 
-static pl_status take_tensor(mg_rank *r, const char *key, const pl_pk *t)
+pl_status pl_mg_rank_tensor(pl_mg_rank *r, const pl_pt *f, const char *key, const pl_pk *t)
 {
     char name[600];
+    const char *shown = key + r->hide;
+    r->f = f;
     if (!plait_name(key, r->l0, r->nl, name, sizeof name))
-        return pl_errorf(PL_ERR_FORMAT, "%s: tensor model.%s: a layer outside this stage's %lld "
-                         "layers", r->f->what, key, (long long)r->nl);
-    const pl_param *p = pl_registry_find(r->reg, name);
+        return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s%s: a layer outside this stage's %lld "
+                         "layers", f->what, r->label, shown, (long long)r->nl);
+    const pl_param *p = pl_registry_find(&r->reg, name);
     if (!p || p->offset < 0)
-        return pl_errorf(PL_ERR_FORMAT, "%s: tensor model.%s (plait's %s) has no place in the "
-                         "model args describe", r->f->what, key, name);
+        return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s%s (plait's %s) has no place in the "
+                         "model args describe", f->what, r->label, shown, name);
     const int64_t rows = p->local_shape[0], cols = p->local_shape[1];
     if (t->ndim != p->ndim || t->shape[0] != rows || (p->ndim == 2 && t->shape[1] != cols))
-        return pl_errorf(PL_ERR_FORMAT, "%s: tensor model.%s is [%lld, %lld]: plait's %s slice "
-                         "is [%lld, %lld]", r->f->what, key, (long long)t->shape[0],
+        return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s%s is [%lld, %lld]: plait's %s slice "
+                         "is [%lld, %lld]", f->what, r->label, shown, (long long)t->shape[0],
                          (long long)(t->ndim > 1 ? t->shape[1] : 0), name, (long long)rows,
                          (long long)(p->ndim == 2 ? cols : 0));
-    r->seen[p - r->reg->params] = 1;
+    r->seen[p - r->reg.params] = 1;
     if (p->tied_copy)
         return PL_OK; /* the last stage's copy of the word embeddings */
     pl_status st = pl_pt_tensor_floats(r->f, t, r->tmp, rows * cols);
     if (st)
         return st;
     const pl_param *gp = pl_registry_find(r->g, name);
-    for (int64_t i = 0; i < rows; i++)
+    const char *last = strstr(name, ".linear_qkv.");
+    const int blocks = r->qkv_blocks && last && (!strcmp(last, ".linear_qkv.weight") ||
+                                                 !strcmp(last, ".linear_qkv.bias"));
+    const int64_t hn = r->cfg->hidden / r->cfg->heads, nh = rows / (3 * hn);
+    for (int64_t i = 0; i < rows; i++) {
+        /* Megatron's row i (head i / 3hn's part (i / hn) % 3) from [Q; K; V] thirds */
+        const int64_t src = blocks ? (i / hn) % 3 * nh * hn + i / (3 * hn) * hn + i % hn : i;
         for (int64_t j = 0; j < cols; j++)
-            r->global[gp->offset + pl_param_global_index(p, i, j)] = r->tmp[i * cols + j];
+            r->global[gp->offset + pl_param_global_index(p, i, j)] = r->tmp[src * cols + j];
+    }
     return PL_OK;
 }
 
@@ -366,7 +385,7 @@ static pl_status walk(mg_rank *r, const pl_pk *d, char *prefix, size_t len, int 
         else if (val->kind == PL_PK_DICT)
             st = walk(r, val, prefix, end, depth + 1, stamp);
         else if (val->kind == PL_PK_TENSOR)
-            st = take_tensor(r, prefix, val);
+            st = pl_mg_rank_tensor(r, r->f, prefix, val);
         else
             st = pl_errorf(PL_ERR_FORMAT, "%s: model.%s is neither a tensor nor a dict", r->f->what,
                            prefix);
@@ -378,32 +397,56 @@ static pl_status walk(mg_rank *r, const pl_pk *d, char *prefix, size_t len, int 
     return PL_OK;
 }
 
-pl_status pl_mg_take_rank(const pl_pt *f, const pl_pk *model, const pl_model_config *cfg, int tp,
-                          int pp, int t, int p, const pl_registry *g, float *global)
+pl_status pl_mg_rank_begin(pl_mg_rank *r, const pl_model_config *cfg, int tp, int pp, int t,
+                           int p, const pl_registry *g, float *global)
 {
-    pl_registry reg;
-    pl_registry_init(&reg, tp, t, p);
-    mg_rank r = {f, cfg, &reg, g, global, NULL, 0, 0, NULL};
-    pl_status st = pl_model_register(&reg, cfg, pp);
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    r->g = g;
+    r->global = global;
+    r->label = "model.";
+    r->t = t;
+    r->p = p;
+    pl_registry_init(&r->reg, tp, t, p);
+    pl_status st = pl_model_register(&r->reg, cfg, pp);
     if (!st)
-        st = pl_model_stage_layers(cfg, pp, p, &r.l0, &r.nl);
+        st = pl_model_stage_layers(cfg, pp, p, &r->l0, &r->nl);
     int64_t most = 1;
-    for (int i = 0; !st && i < reg.n; i++)
-        if (reg.params[i].numel > most)
-            most = reg.params[i].numel;
-    if (!st && (!(r.tmp = pl_malloc((size_t)most * sizeof(float))) ||
-                !(r.seen = pl_calloc((size_t)reg.n, 1))))
-        st = pl_errorf(PL_ERR_NOMEM, "out of memory reading %s", f->what);
-    char prefix[512] = "";
-    if (!st)
-        st = walk(&r, model, prefix, 0, 0, pl_pickle_stamp(f->pk));
-    for (int i = 0; !st && i < reg.n; i++)
-        if (reg.params[i].offset >= 0 && !r.seen[i])
-            st = pl_errorf(PL_ERR_FORMAT, "%s: no tensor for plait's %s (TP rank %d, stage %d)",
-                           f->what, reg.params[i].name, t, p);
-    pl_free(r.tmp);
-    pl_free(r.seen);
-    pl_registry_free(&reg);
+    for (int i = 0; !st && i < r->reg.n; i++)
+        if (r->reg.params[i].numel > most)
+            most = r->reg.params[i].numel;
+    if (!st && (!(r->tmp = pl_malloc((size_t)most * sizeof(float))) ||
+                !(r->seen = pl_calloc((size_t)r->reg.n, 1))))
+        st = pl_errorf(PL_ERR_NOMEM, "out of memory for TP rank %d, stage %d's tensors", t, p);
+    if (st)
+        pl_mg_rank_end(r, NULL, st);
     return st;
 }
 
+pl_status pl_mg_rank_end(pl_mg_rank *r, const char *what, pl_status st)
+{
+    for (int i = 0; !st && i < r->reg.n; i++)
+        if (r->reg.params[i].offset >= 0 && !r->seen[i])
+            st = pl_errorf(PL_ERR_FORMAT, "%s: no tensor for plait's %s (TP rank %d, stage %d)",
+                           what, r->reg.params[i].name, r->t, r->p);
+    pl_free(r->tmp);
+    pl_free(r->seen);
+    r->tmp = NULL;
+    r->seen = NULL;
+    pl_registry_free(&r->reg);
+    return st;
+}
+
+pl_status pl_mg_take_rank(const pl_pt *f, const pl_pk *model, const pl_model_config *cfg, int tp,
+                          int pp, int t, int p, const pl_registry *g, float *global, int qkv_blocks)
+{
+    pl_mg_rank r;
+    pl_status st = pl_mg_rank_begin(&r, cfg, tp, pp, t, p, g, global);
+    if (st)
+        return st;
+    r.qkv_blocks = qkv_blocks;
+    char prefix[512] = "";
+    r.f = f;
+    st = walk(&r, model, prefix, 0, 0, pl_pickle_stamp(f->pk));
+    return pl_mg_rank_end(&r, f->what, st);
+}

@@ -250,7 +250,7 @@ pl_status pl_nemo_import(const char *path, const char *out, const pl_megatron_im
             if (!st && pl_pt_root(&f)->kind != PL_PK_DICT)
                 st = pl_errorf(PL_ERR_FORMAT, "%s: not a state dict", what);
             if (!st)
-                st = pl_mg_take_rank(&f, pl_pt_root(&f), &cfg, tp, pp, t, p, &g, global);
+                st = pl_mg_take_rank(&f, pl_pt_root(&f), &cfg, tp, pp, t, p, &g, global, 0);
             pl_pt_close(&f);
         }
     pl_model_config target = cfg;

@@ -16,7 +16,17 @@ model: `legacy` names (language_model.embedding.word_embeddings.weight, language
 tied model) or Megatron core's local ones (embedding..., decoder.layers.N..., output_layer);
 N is the stage's local layer. `deepspeed`: Megatron-DeepSpeed through DeepSpeed's engine (PP 1):
 SAVE_DIR/latest names global_step7, whose mp_rank_TT_model_states.pt hold the legacy state
-dict as "module" beside DeepSpeed's keys and Megatron's client state (args, iteration). The tensors are Megatron's TP slices: QKV rows per key/value
+dict as "module" beside DeepSpeed's keys and Megatron's client state (args, iteration).
+`dspipe`: Megatron-DeepSpeed's GPTModelPipe through DeepSpeed's pipeline engine (any PP):
+global_step7/mp_rank_TT_model_states.pt with "module" None, and per TP rank TT one
+torch.save(layer.state_dict()) per GPTModelPipe layer with parameters (DeepSpeed's
+PipelineModule.save_state_dict / ckpt_layer_path): layer_01-model_TT-model_states.pt
+EmbeddingPipe (word_embeddings.weight, position_embeddings.weight), layer_02 .. layer_{L+1}
+ParallelTransformerLayerPipe (input_layernorm.weight, self_attention.query_key_value.weight,
+...), layer_{L+2} the final norm (weight, bias), layer_{L+3} LMHeadPipe (lm_head.weight) when
+untied (tied: the head reuses layer 01's module through a functools.partial: no file).
+With ds_sequence_parallel_fpdt among the ARGs (Megatron-DeepSpeed since 2024-12-04) each rank's
+query_key_value rows are [Q; K; V] thirds, as that version's attention splits them. The tensors are Megatron's TP slices: QKV rows per key/value
 group [its query heads; k; v] (per head [q; k; v] without groups) split by rows, SwiGLU's
 fc1 per rank [gate_r; up_r], the vocabulary padded to make_vocab_size_divisible_by x TP and
 split by rows, row-parallel weights split by columns with their biases whole."""
@@ -100,8 +110,16 @@ def global_tensors(cfg, W, div, tp):
     return g, args, L
 
 
-def rank_model(g, L, tp, pp, t, p, style):
-    """The state dict of TP rank t, stage p."""
+def qkv_thirds(x, hn):
+    """A rank's query_key_value rows from Megatron's per-head [q; k; v] to [Q; K; V] thirds
+    (Megatron-DeepSpeed's ParallelAttention since 676a482c, 2024-12-04; heads without groups)."""
+    nh = x.shape[0] // (3 * hn)
+    return x.reshape(nh, 3, hn, *x.shape[1:]).transpose(0, 1).reshape(x.shape).clone()
+
+
+def rank_model(g, L, tp, pp, t, p, style, thirds=0):
+    """The state dict of TP rank t, stage p (thirds: the head size, query_key_value as
+    [Q; K; V] thirds)."""
     chunk = lambda x, dim: x.chunk(tp, dim=dim)[t].clone()
     lps = L // pp
     core = style == "core"
@@ -125,6 +143,8 @@ def rank_model(g, L, tp, pp, t, p, style):
                     continue
                 if key in ("qkv", "fc1"):
                     x = chunk(x, 0)  # column-parallel
+                    if key == "qkv" and thirds:
+                        x = qkv_thirds(x, thirds)
                 elif key in ("proj", "fc2") and wb == "weight":
                     x = chunk(x, 1)  # row-parallel (its bias whole)
                 layers[pre + names[key] + "." + wb] = x.clone()
@@ -166,14 +186,22 @@ def write(hf_dir, save, tp, pp, style, extra):
     args.update(pipeline_model_parallel_size=pp, iteration=7)
     args.update(extra)
     ns = argparse.Namespace(**args)
-    ds = style == "deepspeed"  # Megatron-DeepSpeed through DeepSpeed's engine (legacy names, PP 1)
+    pipe = style == "dspipe"  # DeepSpeed's pipeline engine: layer files
+    ds = style == "deepspeed" or pipe  # Megatron-DeepSpeed through DeepSpeed's engine (legacy names)
     it = os.path.join(save, "global_step7" if ds else "iter_0000007")
     rng = np.random.RandomState(1234)
     for t in range(tp):
         for p in range(pp):
             d = it if ds else os.path.join(it, f"mp_rank_{t:02d}" + (f"_{p:03d}" if pp > 1 else ""))
             os.makedirs(d, exist_ok=True)
-            model = rank_model(g, L, tp, pp, t, p, "legacy" if ds else style)
+            if pipe and p > 0:
+                continue
+            thirds = (args["hidden_size"] // args["num_attention_heads"]  # (with groups: not defined)
+                      if "ds_sequence_parallel_fpdt" in args and not args["group_query_attention"] else 0)
+            model = rank_model(g, L, tp, 1 if pipe else pp, t, p, "legacy" if ds else style, thirds)
+            if pipe:
+                write_layer_files(model, L, d, t)
+                model = None
             if ds:
                 torch.save({"module": model, "buffer_names": [], "optimizer": None, "lr_scheduler": {"num_steps": 56},
                             "global_steps": 7, "global_samples": 56, "dp_world_size": 1, "mp_world_size": tp,
@@ -197,6 +225,24 @@ def write(hf_dir, save, tp, pp, style, extra):
     if ds:
         with open(os.path.join(save, "latest"), "w") as f:
             f.write("global_step7")
+
+
+def write_layer_files(model, L, d, t):
+    """TP rank t's whole legacy state dict (rank_model at PP 1) as GPTModelPipe's layer files."""
+    lm = model["language_model"]
+    files = {1: flat(lm["embedding"], "", collections.OrderedDict())}
+    enc = lm["encoder"]
+    for l in range(L):
+        pre = f"layers.{l}."
+        files[2 + l] = collections.OrderedDict((k[len(pre):], v) for k, v in enc.items() if k.startswith(pre))
+    files[L + 2] = collections.OrderedDict((k[len("final_layernorm."):], v) for k, v in enc.items()
+                                           if k.startswith("final_layernorm."))
+    if "output_layer" in lm:
+        files[L + 3] = collections.OrderedDict(lm_head=collections.OrderedDict(weight=lm["output_layer"]["weight"]))
+        files[L + 3] = flat(files[L + 3], "", collections.OrderedDict())
+    for idx, sd in files.items():
+        torch.save(collections.OrderedDict((k, v.clone()) for k, v in sd.items()),
+                   os.path.join(d, f"layer_{idx:02d}-model_{t:02d}-model_states.pt"))
 
 
 def flat(d, prefix, out):

@@ -3,7 +3,8 @@
 # src/ckpt/{zip,pickle,torch_file,megatron}.c). torch_import_write.py writes, with
 # python3-torch's torch.save, Megatron checkpoints in its layouts (legacy names at TP 2 x
 # PP 2, Megatron core names at TP 2 with a padded vocabulary, Megatron-DeepSpeed's
-# global_stepN/mp_rank_TT_model_states.pt at TP 2, NeMo .nemo archives (tar and tar.gz), with
+# global_stepN/mp_rank_TT_model_states.pt at TP 2 and its pipeline engine's layer files
+# (GPT at TP 2, Llama at TP 1; a missing layer file and an unexpected key refused), NeMo .nemo archives (tar and tar.gz), with
 # args, optimizer, scheduler (and Hugging Face's pytorch_model.bin, fp32 and bf16)
 # and RNG states) from random Hugging Face GPT-2 and Llama directories, plus files plait must
 # refuse. Checked: plait's reader lists one file exactly as torch.load reads it; the imports,
@@ -47,6 +48,25 @@ check "gpt: imported into TP 1 x PP 2 and exported" bash -c "
 check "gpt, Megatron-DeepSpeed (DIR/latest -> global_step7/mp_rank_TT_model_states.pt, TP 2): imported" \
     bash -c "'$PLAIT' ckpt import '$TMP/ds_gpt' --format megatron --out '$TMP/dsi' &&
              '$PLAIT' ckpt export '$TMP/dsi' --out '$TMP/dsi_hf'"
+check "gpt, DeepSpeed's pipeline engine (global_step7/layer_NN-model_TT-model_states.pt, TP 2, args PP 2, tied): imported" \
+    bash -c "'$PLAIT' ckpt import '$TMP/dsp_gpt' --format megatron --out '$TMP/dspi' &&
+             '$PLAIT' ckpt export '$TMP/dspi' --out '$TMP/dspi_hf'"
+check "llama, DeepSpeed's pipeline engine (TP 1, untied: LMHeadPipe's file): imported with --vocab-size 100" \
+    bash -c "'$PLAIT' ckpt import '$TMP/dsp_llama' --format megatron --out '$TMP/dspli' --vocab-size 100 &&
+             '$PLAIT' ckpt export '$TMP/dspli' --out '$TMP/dspli_hf'"
+check "gpt, Megatron-DeepSpeed since 2024-12 (args.ds_sequence_parallel_fpdt: query_key_value in [Q; K; V] thirds), TP 2: imported" \
+    bash -c "'$PLAIT' ckpt import '$TMP/dsp_thirds' --format megatron --out '$TMP/dspti' &&
+             '$PLAIT' ckpt export '$TMP/dspti' --out '$TMP/dspti_hf'"
+check_fails "... with key/value groups (whose thirds are not Q, K, V) refused by name" \
+    "args.ds_sequence_parallel_fpdt is present .* with 2 key/value groups for 4 heads" \
+    imp dsp_gqa_thirds --out "$TMP/dsp_gqa_out"
+cp -r "$TMP/dsp_gpt" "$TMP/dsp_missing" && rm "$TMP/dsp_missing/global_step7/layer_03-model_01-model_states.pt"
+check_fails "... a missing layer file is refused, naming it and what it holds" \
+    "layer_03-model_01-model_states.pt: missing: DeepSpeed's pipeline engine saves GPTModelPipe's layer 3 \\(ParallelTransformerLayerPipe of a transformer layer\\) of TP rank 1" \
+    imp dsp_missing --out "$TMP/dsp_missing_out"
+check_fails "... an unexpected key is refused, naming the file, the key and the expected names" \
+    "layer_02-model_01-model_states.pt: unexpected key mlp.fc1.weight: ParallelTransformerLayerPipe's file holds input_layernorm.weight\\|bias, self_attention.query_key_value.weight\\|bias" \
+    imp dsp_badkey --out "$TMP/dsp_badkey_out"
 check "gpt, NeMo .nemo (tar, TP 2 x PP 2, model. prefixed flat state dicts): imported" \
     bash -c "'$PLAIT' ckpt import '$TMP/gpt.nemo' --format nemo --out '$TMP/ngi' &&
              '$PLAIT' ckpt export '$TMP/ngi' --out '$TMP/ngi_hf'"
@@ -100,7 +120,7 @@ check_fails "a file of 2^60 memo-shared paths is read in linear time (then refus
 
 OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
     same "$TMP/hf_gpt" "$TMP/gi_hf" :: same "$TMP/hf_gpt" "$TMP/gi12_hf" :: same "$TMP/hf_llama" "$TMP/li_hf" :: \
-    same "$TMP/hf_gpt" "$TMP/dsi_hf" :: same "$TMP/hf_gpt" "$TMP/ngi_hf" :: same "$TMP/hf_llama" "$TMP/nli_hf" :: \
+    same "$TMP/hf_gpt" "$TMP/dsi_hf" :: same "$TMP/hf_gpt" "$TMP/dspi_hf" :: same "$TMP/hf_gpt" "$TMP/dspti_hf" :: same "$TMP/hf_llama" "$TMP/dspli_hf" :: same "$TMP/hf_gpt" "$TMP/ngi_hf" :: same "$TMP/hf_llama" "$TMP/nli_hf" :: \
     same "$TMP/hf_gpt" "$TMP/bgi_hf" :: bf16 "$TMP/hf_llama" "$TMP/bli_hf" :: \
     logits "$TMP/hf_gpt" "$TMP/gi_logits.safetensors" :: logits "$TMP/hf_llama" "$TMP/li_logits.safetensors" \
     | tee "$TMP/py.out"

@@ -10,6 +10,12 @@ TMP/mg_gpt                 Megatron legacy names, TP 2 x PP 2, from hf_gpt (mega
 TMP/mg_llama               Megatron core names, TP 2 x PP 1, from hf_llama (vocabulary 100 padded
                            to 128)
 TMP/ds_gpt                 Megatron-DeepSpeed through DeepSpeed's engine, TP 2, from hf_gpt
+TMP/dsp_gpt, TMP/dsp_llama DeepSpeed's pipeline engine (Megatron-DeepSpeed's GPTModelPipe): GPT at
+                           TP 2 (args PP 2, tied), Llama at TP 1 (untied: LMHeadPipe's file);
+                           dsp_badkey: dsp_gpt with an unexpected key in layer_02-model_01;
+                           dsp_thirds: GPT at TP 2 as Megatron-DeepSpeed writes it since
+                           2024-12-04 (args.ds_sequence_parallel_fpdt; query_key_value in
+                           [Q; K; V] thirds), dsp_gqa_thirds: the same of the Llama (groups)
 TMP/gpt.nemo, llama.nemo   NeMo archives: GPT at TP 2 x PP 2 (tar), Llama in one rank (tar.gz);
                            post.nemo with transformer_block_type post_ln, rpn.nemo with
                            apply_residual_connection_post_layernorm true
@@ -24,6 +30,7 @@ TMP/bad_*.pt               files plait must refuse: a pickle calling os.system, 
                            compressed entry, a storage larger than its entry, a list holding itself"""
 import io
 import os
+import shutil
 import sys
 import zipfile
 
@@ -115,6 +122,15 @@ def main():
     megatron_write.write(f"{tmp}/hf_llama", f"{tmp}/mg_llama", 2, 1, "core", {"make_vocab_size_divisible_by": 32})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/mg_one", 1, 1, "legacy", {})
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/ds_gpt", 2, 1, "deepspeed", {})
+    megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/dsp_gpt", 2, 2, "dspipe", {})
+    megatron_write.write(f"{tmp}/hf_llama", f"{tmp}/dsp_llama", 1, 1, "dspipe", {})
+    megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/dsp_thirds", 2, 1, "dspipe", {"ds_sequence_parallel_fpdt": False})
+    megatron_write.write(f"{tmp}/hf_llama", f"{tmp}/dsp_gqa_thirds", 1, 1, "dspipe", {"ds_sequence_parallel_fpdt": False})
+    shutil.copytree(f"{tmp}/dsp_gpt", f"{tmp}/dsp_badkey")
+    bad = f"{tmp}/dsp_badkey/global_step7/layer_02-model_01-model_states.pt"
+    sd = torch.load(bad)
+    sd["mlp.fc1.weight"] = sd.pop("mlp.dense_h_to_4h.weight")
+    torch.save(sd, bad)
     megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/gpt.nemo", 2, 2, False, {})
     megatron_write.write_nemo(f"{tmp}/hf_llama", f"{tmp}/llama.nemo", 1, 1, True, {})
     megatron_write.write_nemo(f"{tmp}/hf_gpt", f"{tmp}/post.nemo", 1, 1, False, {"transformer_block_type": "post_ln"})
