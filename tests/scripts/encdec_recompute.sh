@@ -6,13 +6,14 @@
 # (parameters and Adam state, every shard file) of keeping every activation, bit for
 # bit, as recompute.sh asserts for the GPT: a rerun forward draws the same dropout
 # masks and runs the same kernels on the same inputs, so nothing may differ. Under
-# one process, TP 2 (with and without sequence parallelism) and DP 2 with ZeRO 2 and
-# 3 (whose fetch hooks gather each recomputed layer again), dropout on (Megatron's
-# 0.1 defaults). The planned activation bytes fall, the decoder's too (full uniform 2
-# saves in the decoder alone), and the memory plan names the mode and its saving.
-# --recompute-num-layers 3 recomputes both of the encoder's 2 layers (block b3), as
-# Megatron's T5 does with one config for both stacks. Every MPI run asserts its world
-# size. ~16 s.
+# one process (also with --bf16), TP 2 (with and without sequence parallelism) and
+# DP 2 with ZeRO 2 and 3 (whose fetch hooks gather each recomputed layer again),
+# dropout on (Megatron's 0.1 defaults). Selective rebuilds both attentions' core, so
+# its runs fail if the decoder's cross-attention output is not rebuilt. The planned
+# activation bytes fall, the decoder's too (full uniform 2 saves in the decoder
+# alone), and the memory plan names the mode and its saving. --recompute-num-layers 3
+# recomputes both of the encoder's 2 layers (block b3), as Megatron's T5 does with one
+# config for both stacks. Every MPI run asserts its world size. ~19 s.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -81,6 +82,17 @@ check "t5: the memory plan names selective" grep -q "recompute selective): " "$T
 check_fails "t5: --recompute-num-layers above the larger stack's layers is refused" \
     "--recompute-num-layers \(got 4\): .*must be between 1 and num_layers_per_pipeline_rank: 3" \
     timeout 60 "$PLAIT" train "${T5[@]}" $(full block 4)
+
+# --bf16: the self-attention's saved buffers in bf16 (a rerun rounds them again), the
+# cross-attention's in fp32.
+for mode in none u1 sel; do
+    check "t5 --bf16, one rank, recompute $mode: trains (world 1)" \
+        eval "go bf_$mode 1 T5 $mode --bf16 && world bf_$mode 1 1 1"
+done
+for mode in u1 sel; do
+    check "t5 --bf16, one rank: $mode gives the losses and final checkpoint of none, bit for bit" \
+        same_bits bf_none bf_$mode
+done
 
 # ---- T5, TP 2 (with sequence parallelism: the encoder output gathered) ----------------------
 for run in "tp_none none" "tp_u1 u1" "tp_sel sel" "sp_none none --sequence-parallel" \
