@@ -63,6 +63,13 @@ void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_mo
     dec->block.mask = PL_MASK_CAUSAL;
     dec->block.cross_attention = 1;
     dec->cross_length = c->seq_length;
+    /* Each stack checkpoints its own layers with the one --recompute-num-layers, as
+     * Megatron's T5 gives both TransformerBlocks one config: a stack with fewer
+     * layers recomputes all of them (block) or as one group (uniform). */
+    pl_model_config *part[2] = {enc, dec};
+    for (int k = 0; k < 2; k++)
+        if (part[k]->recompute.num_layers > part[k]->num_layers)
+            part[k]->recompute.num_layers = part[k]->num_layers;
 }
 
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c)

@@ -151,7 +151,8 @@ const char *pl_model_output_bias_name(const pl_model_config *c);
  * enc (num_layers, seq_length, the family's block, no head: its final norm's
  * output is the decoder's cross-attention input) and dec (dec_layers,
  * dec_seq_length, causal with cross-attention to seq_length positions, the LM
- * head with the output bias). Both are laid out in the whole model's registry. */
+ * head with the output bias). Both are laid out in the whole model's registry.
+ * Both take c's recompute, its layer count capped at the stack's layers. */
 void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_model_config *dec);
 /* 1 when c is an encoder-decoder family (T5). */
 int pl_model_is_encdec(const pl_model_config *c);

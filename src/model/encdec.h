@@ -18,8 +18,10 @@
  * are keyed by layer numbers 0..Le-1 for the encoder and Le.. for the decoder.
  * Either the pl_encdec owns both stacks (pl_encdec_init) or the caller does
  * (pl_encdec_link: the trainer, whose model is the encoder and whose ZeRO
- * hooks are set on both). Not here yet: pipelining (one stage holds both
- * stacks), several micro-batch slots, recomputation across the two stacks. */
+ * hooks are set on both). Recomputation (cfg.recompute) is each stack's own:
+ * a recomputed decoder layer reads enc.lnf again, which stays as the encoder's
+ * forward left it until pl_encdec_backward's encoder backward. Not here yet:
+ * pipelining (one stage holds both stacks), several micro-batch slots. */
 #ifndef PL_MODEL_ENCDEC_H
 #define PL_MODEL_ENCDEC_H
 

@@ -109,7 +109,7 @@ static pl_status bind_layers(pl_model *m, pl_block_weights *out, float *flat)
  * gradients exchanged with its neighbours), each layer's (as plan() says), and
  * on the last stage the final norm's and the loss's. */
 static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int selective,
-                    float *attn, float *lse, int alias_last)
+                    const pl_block_acts *shared, int alias_last)
 {
     const int64_t N = m->N, Nl = m->blk.Nl, C = m->C, L = m->stage.nl;
     const pl_block_ctx *c = &m->blk;
@@ -128,8 +128,10 @@ static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int
         } else if (g < 0) {
             pl_block_take_acts(c, b, a, !selective, 1);
             if (selective) {
-                a->attn = attn;
-                a->lse = lse;
+                a->attn = shared->attn;
+                a->lse = shared->lse;
+                a->xattn = shared->xattn;
+                a->xlse = shared->xlse;
             }
         } else if (l + 1 == L || m->group_start[l + 1] != g) {
             a->res2 = pl_plan_take(b, Nl * C);
@@ -161,7 +163,8 @@ static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int
 /* Lays out every activation and scratch buffer; returns the floats needed.
  * With recompute = 0 it plans as if cfg.recompute were off (for the report).
  * Kept per layer and micro-batch in flight: the block's saved activations
- * (nn/block.h), attn + lse not under selective. A fully recomputed layer uses
+ * (nn/block.h), attn + lse (and cross-attention's xattn + xlse) not under
+ * selective. A fully recomputed layer uses
  * the buffers of its position in its group (slots, shared by the micro-batches:
  * one backward runs at a time), except the group's last output, which is the
  * next group's checkpointed input and is kept. With recompute = 0 nothing of
@@ -173,10 +176,14 @@ static size_t plan(pl_model *m, float *base, int recompute)
     const int selective = recompute && rc->granularity == PL_RECOMPUTE_SELECTIVE;
     pl_block_ctx *c = &m->blk;
     pl_plan b = {base, 0};
-    float *attn = NULL, *lse = NULL;
+    pl_block_acts shared = {0}; /* selective: the attention outputs every layer rebuilds */
     if (selective) {
-        attn = pl_plan_take(&b, N * c->Al);
-        lse = pl_plan_take(&b, m->B * c->NHl * m->T);
+        shared.attn = pl_plan_take(&b, N * c->Al);
+        shared.lse = pl_plan_take(&b, m->B * c->NHl * m->T);
+        if (c->spec.cross_attention) {
+            shared.xattn = pl_plan_take(&b, N * c->Al);
+            shared.xlse = pl_plan_take(&b, m->B * c->NHl * m->T);
+        }
     }
     int64_t nslots = 0;
     for (int64_t l = 0; recompute && l < L; l++)
@@ -196,7 +203,7 @@ static size_t plan(pl_model *m, float *base, int recompute)
         pl_block_take_acts(c, &b, &m->slots[0], 1, 0);
     }
     for (int64_t s = 0; s < m->stage.inflight; s++)
-        plan_mb(m, &b, &m->mb[s], recompute, selective, attn, lse, alias_last);
+        plan_mb(m, &b, &m->mb[s], recompute, selective, &shared, alias_last);
     m->rows = pl_plan_take(&b, 3 * N);
     c->norm_out = pl_plan_take(&b, N * C);
     m->dres = pl_plan_take(&b, Nl * C);

@@ -170,8 +170,10 @@ void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int
         a->normx_rstd = pl_plan_take(p, Nl);
         a->xq = pl_plan_take(p, N * c->Al);
         a->xkv = pl_plan_take(p, c->Nk * 2 * c->Al);
-        a->xattn = pl_plan_take(p, N * c->Al);
-        a->xlse = pl_plan_take(p, c->B * c->NHl * c->T);
+        if (own_attn) {
+            a->xattn = pl_plan_take(p, N * c->Al);
+            a->xlse = pl_plan_take(p, c->B * c->NHl * c->T);
+        }
         a->resx = pl_plan_take(p, Nl * C);
     }
     if (c->split_bwd) {
@@ -634,10 +636,11 @@ static void stash(const pl_block_weights *lg, float *keep, const float *dy, int6
 /* Its backward: dres = d resx on entry, d res1 on exit; the encoder output's
  * gradient (this rank's partial sum) added into c->denc. g: the norms'
  * gradients; lg: the linear layers' (NULL fields in a split backward's input
- * half, which stashes their output gradients in a instead). */
+ * half, which stashes their output gradients in a instead). selective: the
+ * attention output and lse rebuilt first, by forward's kernel on its inputs. */
 static pl_status cross_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
                            const pl_block_weights *lg, const pl_block_acts *a, float *dres,
-                           int64_t layer)
+                           int selective, int64_t layer)
 {
     pl_status st = PL_OK;
     const int64_t N = c->N, C = c->dims.C;
@@ -648,13 +651,17 @@ static pl_status cross_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     const float *dy, *in;
     PL_TRY(branch_grad(c, dres, layer, 5, &dy));
     stash(lg, a->w_dyx, dy, N * C);
+    const pl_attn_shape s = cross_shape(c, layer);
+    double t0 = pl_time_now();
+    if (selective)
+        pl_cpu_attention_cross_fwd(a->xattn, a->xlse, a->xq, a->xkv, &s, c->attn_ws);
+    prof_add(&c->prof->attention, t0);
     memset(c->dattn, 0, (size_t)(N * c->Al) * sizeof(float));
     PL_TRY(row_bwd(c, c->dattn, lg->xproj_w, lg->xproj_b, dy, a->xattn, w->xproj_w, c->Al, C));
     float *dxq = c->dqkv; /* (N, A) of its (N, QKV) */
     memset(dxq, 0, (size_t)(N * c->Al) * sizeof(float));
     memset(c->dxkv, 0, (size_t)(c->Nk * 2 * c->Al) * sizeof(float));
-    const pl_attn_shape s = cross_shape(c, layer);
-    double t0 = pl_time_now();
+    t0 = pl_time_now();
     pl_cpu_attention_cross_bwd(dxq, c->dxkv, c->dattn, a->xq, a->xkv, a->xattn, a->xlse, &s,
                                c->attn_ws);
     prof_add(&c->prof->attention, t0);
@@ -778,7 +785,7 @@ static pl_status block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(column_bwd(c, c->dnorm, lg->fc1_w, lg->fc1_b, c->dfc1, in, w->fc1_w, C, c->F1l));
     PL_TRY(branch_input_bwd(c, dres, g->norm2_w, g->norm2_b, h, n2, a->w_dn2));
     if (c->spec.cross_attention)
-        PL_TRY(cross_bwd(c, w, g, lg, a, dres, layer));
+        PL_TRY(cross_bwd(c, w, g, lg, a, dres, selective, layer));
     /* attention branch: res1 = x + proj(attn(qkv(norm1(x)))); dres = d res1.
      * --bf16: qkv widened into dfc1 and dact, attn into norm_out (all dead here) */
     PL_TRY(post_norm_bwd(c, dres, g->norm1_w, g->norm1_b, a->pre1, n1, a->w_dn1));

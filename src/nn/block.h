@@ -234,9 +234,9 @@ pl_status pl_block_kv_comm(pl_comm *kv, pl_comm *tp, const pl_block_dims *d);
 void pl_block_take_rope(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope);
 void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope);
 
-/* One layer's saved activations on p: attn and lse only with own_attn (else the
- * caller points them at shared scratch: selective recompute), res2 only with
- * own_res2 (else the caller provides it). */
+/* One layer's saved activations on p: attn and lse (cross-attention: xattn and
+ * xlse too) only with own_attn (else the caller points them at shared scratch:
+ * selective recompute), res2 only with own_res2 (else the caller provides it). */
 void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int own_attn,
                         int own_res2);
 /* The scratch shared by every layer, on p: dead between one layer's pass and
@@ -267,7 +267,8 @@ pl_status pl_block_cross_kv(pl_block_ctx *c, const pl_block_weights *w, float *x
 /* Layer `layer`'s backward: dres (Nl, C) holds d res2 on entry and d x on exit;
  * parameter gradients are added into g (cross-attention: the encoder output's
  * into c->denc). selective: the attention output and lse are rebuilt from qkv
- * first (selective recompute). */
+ * first, cross-attention's from xq and xkv (selective recompute: Megatron
+ * checkpoints both attentions' core). */
 pl_status pl_block_bwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_weights *g,
                        const pl_block_acts *a, const float *x, float *dres, int selective,
                        int64_t layer);

@@ -598,7 +598,11 @@ static pl_status validate_recompute(pl_train_args *a)
                              "--recompute-granularity full", (long long)a->recompute_num_layers);
         return PL_OK;
     }
-    const int64_t per_stage = a->num_layers / a->pipeline_model_parallel_size;
+    int64_t per_stage = a->num_layers / a->pipeline_model_parallel_size;
+    /* an encoder-decoder: each stack recomputes up to its own layers (pl_model_encdec_parts) */
+    if ((!strcmp(a->model, "t5") || !strcmp(a->model, "bart")) &&
+        a->decoder_num_layers > per_stage)
+        per_stage = a->decoder_num_layers;
     if (strcmp(g, "selective") == 0) {
         if (a->recompute_method)
             return pl_errorf(PL_ERR_ARG, "plait train: --recompute-method %s: recompute method is "

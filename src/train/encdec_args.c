@@ -64,10 +64,6 @@ pl_status pl_train_encdec_args(pl_train_args *a)
         return pl_errorf(PL_ERR_UNSUPPORTED, "plait train: --model %s trains on its dataset "
                          "(--data-path: `preprocess --split-sentences` output, or SMILES files "
                          "for bart); --mock-data has no encoder-decoder samples", a->model);
-    if (pl_train_args_given(a, "--recompute-granularity"))
-        return pl_errorf(PL_ERR_UNSUPPORTED, "plait train: --model %s with "
-                         "--recompute-granularity: recomputation is not implemented for the "
-                         "encoder-decoder yet", a->model);
 fail:
     return st;
 }

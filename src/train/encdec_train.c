@@ -12,8 +12,12 @@
  * the encoder's final norm: final when the encoder's backward ends, as the
  * embeddings are), each layer, and the tail (final when the decoder's last
  * layer is); ZeRO 2-3's hooks see the decoder as a chunk whose layers are
- * Le..Le+Ld-1. Not here: pipelining (refused at registration), recomputation
- * (refused with the flags), --mock-data. Part of the trainer
+ * Le..Le+Ld-1, which a recomputed decoder layer's rerun forward gathers again
+ * as the encoder's do. Recomputation: each stack plans and reruns its own
+ * layers (pl_model_encdec_parts); the encoder output the decoder's
+ * cross-attention reads is the encoder's final norm output, kept until the
+ * encoder's backward. Not here: pipelining (refused at registration),
+ * --mock-data. Part of the trainer
  * (trainer_internal.h). */
 #include "train/trainer_internal.h"
 

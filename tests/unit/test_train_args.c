@@ -149,6 +149,23 @@ TEST(recompute_flags_resolve_as_megatrons)
         if (st == PL_OK)
             pl_train_args_free(&a);
     }
+    /* an encoder-decoder: the layer count is checked against the larger stack (each
+     * stack recomputes up to its own layers, pl_model_encdec_parts) */
+#define T5 "--model t5 --data-path d --vocab-file v --encoder-num-layers 2 " \
+           "--decoder-num-layers 3 --hidden-size 64 --num-attention-heads 4 --seq-length 32 " \
+           "--decoder-seq-length 16 --lr 1e-3 --train-iters 10 --recompute-granularity full " \
+           "--recompute-method block --recompute-num-layers "
+    CHECK_OK(parse(&a, T5 "3"));
+    CHECK(a.recompute_num_layers == 3 && a.decoder_num_layers == 3, "t5: block 3 of 2 + 3 layers");
+    pl_train_args_free(&a);
+    pl_status st = parse(&a, T5 "4");
+    CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "--recompute-num-layers (got 4): when using "
+                                     "recompute_granularity: full recompute_num_layers must be "
+                                     "between 1 and num_layers_per_pipeline_rank: 3"),
+          "t5: 4 of 2 + 3 layers refused: '%s'", pl_error_msg());
+    if (st == PL_OK)
+        pl_train_args_free(&a);
+#undef T5
 }
 
 /* Counts the notes (lines) that contain needle. */
