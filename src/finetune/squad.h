@@ -147,4 +147,42 @@ pl_status pl_squad_decode(pl_tokenizer *t, const pl_squad_features *fs, const pl
                           const float *end_logits, const pl_squad_decode_config *cfg, pl_bytes *out,
                           float *score);
 
+/* run_squad.py's n-best list of one question (write_predictions, v1.1):
+ * the candidates above ranked by start + end logit (ties: feature order,
+ * then start and end in top-k order, as Python's stable sort), each text
+ * kept once (the first, highest-ranked occurrence), at most n_best entries;
+ * probability is the softmax over the entries' start + end logits (in
+ * double, shifted by the maximum). When no span qualifies the list is
+ * run_squad.py's one nonce entry {"empty", 0, 0, probability 1} and empty
+ * is set. */
+typedef struct pl_squad_nbest_entry {
+    size_t text;              /* offset of the NUL-terminated text in texts */
+    float start_logit, end_logit;
+    double probability;
+} pl_squad_nbest_entry;
+
+typedef struct pl_squad_nbest {
+    pl_squad_nbest_entry *e;
+    int64_t n, cap;
+    int empty;
+    pl_bytes texts;
+    void *cand;               /* scratch: the ranked candidates */
+    int64_t cand_cap;
+} pl_squad_nbest;
+
+/* The n-best list of one question (arguments as pl_squad_decode). nb is
+ * reused: start from {0}, free with pl_squad_nbest_free. */
+pl_status pl_squad_decode_nbest(pl_tokenizer *t, const pl_squad_features *fs, const pl_squad_doc *doc,
+                                const int64_t *feats, int64_t n_feat, const float *start_logits,
+                                const float *end_logits, const pl_squad_decode_config *cfg,
+                                pl_squad_nbest *nb);
+void pl_squad_nbest_free(pl_squad_nbest *nb);
+/* The text of entry i. */
+const char *pl_squad_nbest_text(const pl_squad_nbest *nb, int64_t i);
+
+/* Appends "id": [{"text", "probability", "start_logit", "end_logit"}, ...]
+ * (one question of nbest_predictions.json; numbers with 17 significant
+ * digits, non-finite ones as Python's json writes them) to out. */
+pl_status pl_squad_nbest_json(const pl_squad_nbest *nb, const char *id, pl_bytes *out);
+
 #endif

@@ -11,8 +11,10 @@
 #    per question, answers split across them);
 #  - features and decoding equal squad_features_reference.py (a transcription
 #    of run_squad.py with its BERT tokenizer) on seeded random logits: every
-#    feature's ids, types, answer positions and max-context flags, and every
-#    predicted text, on the cloze dev set and on awkward hand-made contexts;
+#    feature's ids, types, answer positions and max-context flags, every
+#    predicted text and every n-best list (nbest_predictions.json's entries:
+#    texts and order identical, logits equal, probabilities within 1e-6), on
+#    the cloze dev set and on awkward hand-made contexts, n-best 20 and 3;
 #  - the BERT inputs equal finetune_encoding_reference.py (run_classifier.py's
 #    pair truncation and padding; first-sub-token labels and plait's window
 #    split) with a Python BERT tokenizer: single verses at 24 tokens, verse
@@ -55,6 +57,9 @@ REF=$ROOT/tests/scripts/squad_features_reference.py
 check squad_features_and_decoding_match_run_squad_tricky_64_16_12 \
     "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 64 16 12 --tricky "$OUT/tricky.json"
 check squad_features_and_decoding_match_run_squad_tricky_32_8_12 "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 32 8 12
+# n-best 3: the list is cut at 3 distinct texts and 3 questions get run_squad.py's "empty" entry
+check squad_nbest_3_with_empty_fallback_matches_run_squad_tricky_32_8_12 \
+    "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 32 8 12 3
 check squad_features_and_decoding_match_run_squad_cloze_384_128_64 \
     "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/kjv-cloze.dev.json" 384 128 64
 mkdir -p "$OUT/smiles"

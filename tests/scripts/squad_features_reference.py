@@ -6,19 +6,22 @@ with the BERT tokenizer it uses (tokenization.py: BasicTokenizer +
 WordpieceTokenizer, as Megatron's bert_tokenization.py, max 200 characters a
 word). Nothing is shared with plait's C but the vocabulary file.
 
-  squad_features_reference.py TOOL VOCAB DATA.json SEQ STRIDE QLEN [--tricky OUT.json]
+  squad_features_reference.py TOOL VOCAB DATA.json SEQ STRIDE QLEN [N_BEST] [--tricky OUT.json]
 Builds training features (read_squad_examples + convert_examples_to_features:
 _improve_answer_span, doc spans, _check_is_max_context), draws seeded random
 float32 start/end logits for every feature, decodes each question
 (write_predictions: _get_best_indexes, the filters, the sorted prelim list,
-get_final_text) and compares with `TOOL squad-dump ...`: every feature's ids,
-token types, length, start/end positions and max-context positions, and every
-predicted text. With --tricky, first writes a small SQuAD file of awkward
+get_final_text, the n-best list with its de-duplication, "empty" fallback and
+_compute_softmax) and compares with `TOOL squad-dump ...`: every feature's ids,
+token types, length, start/end positions and max-context positions, every
+predicted text, and every n-best list (texts and order identical, logits
+equal, probabilities within 1e-6). With --tricky, first writes a small SQuAD file of awkward
 contexts (accents, curly quotes, runs of spaces, tabs, U+202F, hyphens,
 numbers, unknown characters) to OUT.json and uses it as DATA.
 Exits 1 on any difference."""
 import collections
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -162,7 +165,25 @@ def best_indexes(logits, n):
     return [i for i, _ in sorted(enumerate(logits), key=lambda x: x[1], reverse=True)[:n]]
 
 
+def compute_softmax(scores):
+    """run_squad.py's _compute_softmax."""
+    if not scores:
+        return []
+    max_score = None
+    for score in scores:
+        if max_score is None or score > max_score:
+            max_score = score
+    exp_scores, total_sum = [], 0.0
+    for score in scores:
+        x = math.exp(score - max_score)
+        exp_scores.append(x)
+        total_sum += x
+    return [x / total_sum for x in exp_scores]
+
+
 def predict(examples, features, logits, n_best=20, max_len=30):
+    """write_predictions (v1.1): per question (id, best text, n-best list of
+    {"text", "probability", "start_logit", "end_logit"})."""
     by_ex = collections.defaultdict(list)
     for fi, f in enumerate(features):
         by_ex[f['ex']].append(fi)
@@ -184,16 +205,39 @@ def predict(examples, features, logits, n_best=20, max_len=30):
                         continue
                     prelim.append((fi, s, e, sl[s], el[e]))
         prelim = sorted(prelim, key=lambda x: x[3] + x[4], reverse=True)
-        if not prelim:
-            out.append((ex['id'], 'empty'))
-            continue
-        fi, s, e = prelim[0][:3]
-        f = features[fi]
-        tok_text = ' '.join(f['tokens'][s:e + 1]).replace(' ##', '').replace('##', '')
-        tok_text = ' '.join(tok_text.strip().split())
-        orig_text = ' '.join(ex['doc_tokens'][f['t2o'][s]:f['t2o'][e] + 1])
-        out.append((ex['id'], get_final_text(tok_text, orig_text)))
+        seen, nbest = {}, []
+        for fi, s, e, s_logit, e_logit in prelim:
+            if len(nbest) >= n_best:
+                break
+            f = features[fi]
+            if s > 0:
+                tok_text = ' '.join(f['tokens'][s:e + 1]).replace(' ##', '').replace('##', '')
+                tok_text = ' '.join(tok_text.strip().split())
+                orig_text = ' '.join(ex['doc_tokens'][f['t2o'][s]:f['t2o'][e] + 1])
+                final_text = get_final_text(tok_text, orig_text)
+                if final_text in seen:
+                    continue
+                seen[final_text] = True
+            else:
+                final_text = ''
+                seen[final_text] = True
+            nbest.append((final_text, s_logit, e_logit))
+        if not nbest:
+            nbest.append(('empty', 0.0, 0.0))
+        probs = compute_softmax([a + b for _, a, b in nbest])
+        nbest_json = [collections.OrderedDict(text=t, probability=p, start_logit=a, end_logit=b)
+                      for (t, a, b), p in zip(nbest, probs)]
+        out.append((ex['id'], nbest_json[0]['text'], nbest_json))
     return out
+
+
+def nbest_equal(want, got):
+    """Texts and order identical, logits equal (both are the float32 values),
+    probabilities within 1e-6 (exp and the sum in double on both sides)."""
+    return (len(want) == len(got) and
+            all(w['text'] == g['text'] and w['start_logit'] == g['start_logit'] and
+                w['end_logit'] == g['end_logit'] and abs(w['probability'] - g['probability']) <= 1e-6
+                for w, g in zip(want, got)))
 
 
 TRICKY = [
@@ -225,6 +269,7 @@ def main():
         write_tricky(args[k + 1])
         del args[k:k + 2]
     tool, vocab, data_path, seq, stride, qlen = args[0], args[1], args[2], *map(int, args[3:6])
+    n_best = int(args[6]) if len(args) > 6 else 20
     tokenizer = FullTokenizer(vocab)
     with open(data_path, encoding='utf-8') as f:
         data = json.load(f)
@@ -236,13 +281,14 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         logits.tofile(d + '/logits.bin')
         out = subprocess.run([tool, 'squad-dump', vocab, data_path, str(seq), str(stride), str(qlen),
-                              d + '/logits.bin'], capture_output=True, text=True)
+                              d + '/logits.bin', str(n_best)], capture_output=True, text=True)
         if out.returncode != 0:
             print(out.stderr)
             return 1
         lines = [json.loads(x) for x in out.stdout.splitlines()]
     got_f = [x for x in lines if 'q' in x]
     got_p = [(x['id'], x['text']) for x in lines if 'id' in x]
+    got_nb = [next(iter(x['nbest'].items())) for x in lines if 'nbest' in x]
     if len(got_f) != len(features):
         print(f'features: python {len(features)}, plait {len(got_f)}')
         return 1
@@ -256,9 +302,20 @@ def main():
                 print(f'feature {i} (question {examples[w["ex"]]["id"]}): python start/end {w["start"]}/{w["end"]} '
                       f'n {len(w["tokens"])}, plait {g["start"]}/{g["end"]} n {g["n"]}; ids equal: {w["ids"] == g["ids"]}, '
                       f'maxctx equal: {w["maxctx"] == g["maxctx"]}')
-    want_p = predict(examples, features, logits)
-    # run_squad.py writes "empty" when no span qualifies; plait returns no text.
-    want_p = [(i, '' if t == 'empty' else t) for i, t in want_p]
+    want = predict(examples, features, logits, n_best)
+    # run_squad.py writes "empty" when no span qualifies; plait returns no text
+    # (its n-best list does hold the "empty" entry).
+    want_p = [(i, '' if t == 'empty' else t) for i, t, _ in want]
+    nbad = 0
+    for (wi, _, wn), (gi, gn) in zip(want, got_nb):
+        if wi != gi or not nbest_equal(wn, gn):
+            nbad += 1
+            if nbad <= 3:
+                print(f'n-best {wi}: python {json.dumps(wn)[:400]}\n  plait {gi} {json.dumps(gn)[:400]}')
+    if len(want) != len(got_nb):
+        nbad += 1
+    entries = sum(len(wn) for _, _, wn in want)
+    empty = sum(wn[0]['text'] == 'empty' and wn[0]['start_logit'] == 0.0 for _, _, wn in want)
     pbad = 0
     for w, g in zip(want_p, got_p):
         if w != g:
@@ -269,8 +326,10 @@ def main():
         pbad += 1
     answered = sum(t != '' for _, t in want_p)
     print(f'squad features: {len(features) - fbad}/{len(features)} identical; predictions: '
-          f'{len(want_p) - pbad}/{len(want_p)} identical ({answered} non-empty) [{seq}/{stride}/{qlen}]')
-    return 1 if fbad or pbad else 0
+          f'{len(want_p) - pbad}/{len(want_p)} identical ({answered} non-empty); n-best lists: '
+          f'{len(want) - nbad}/{len(want)} equal ({entries} entries, {empty} "empty") '
+          f'[{seq}/{stride}/{qlen}, n-best {n_best}]')
+    return 1 if fbad or pbad or nbad else 0
 
 
 if __name__ == '__main__':

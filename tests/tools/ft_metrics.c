@@ -14,11 +14,13 @@
  *                               features of DATA, logits peaked at each question's
  *                               gold start/end, decoded and evaluated: prints
  *                               questions, features, skipped answers, EM, F1
- *   ft_metrics squad-dump VOCAB DATA SEQ STRIDE QLEN LOGITS
+ *   ft_metrics squad-dump VOCAB DATA SEQ STRIDE QLEN LOGITS [N_BEST]
  *                               training features of DATA as JSON lines
  *                               {"q", "ids", "types", "n", "start", "end", "maxctx"},
  *                               then, with LOGITS (float32 [feature][start|end][SEQ]),
- *                               {"id", "text"} per question decoded (n-best 20, 30)
+ *                               {"id", "text"} per question decoded (n-best N_BEST,
+ *                               default 20; answers up to 30 tokens), each followed by
+ *                               {"nbest": {"id": [...]}} (nbest_predictions.json's entry)
  *   ft_metrics textcls-dump VOCAB FILE SEQ COL_B
  *                               a header + TSV file (text_a column 0, text_b column
  *                               COL_B or -1, label last) encoded: one line per
@@ -310,7 +312,8 @@ static int run_squad_dump(char **argv)
     }
     float *sl = malloc((size_t)(fs.n * L + 1) * sizeof *sl), *el = malloc((size_t)(fs.n * L + 1) * sizeof *el);
     int64_t *feats = malloc((size_t)(fs.n + 1) * sizeof *feats);
-    pl_squad_decode_config dc = {.n_best = 20, .max_answer_len = 30};
+    pl_squad_decode_config dc = {.n_best = argv[8] ? atoll(argv[8]) : 20, .max_answer_len = 30};
+    pl_squad_nbest nb = {0};
     pl_squad_doc doc = {0};
     int64_t cur = -1;
     for (int64_t i = 0; i < fs.n;) {
@@ -337,8 +340,16 @@ static int run_squad_dump(char **argv)
         cJSON_free(js);
         cJSON_Delete(o);
         pl_bytes_free(&out);
+        pl_bytes nbj = {0};
+        if (pl_squad_decode_nbest(t, &fs, &doc, feats, nf, sl, el, &dc, &nb) ||
+            pl_bytes_append(&nbj, "{\"nbest\": {", 11) || pl_squad_nbest_json(&nb, s.q[q].id, &nbj) ||
+            pl_bytes_append(&nbj, "}}", 2))
+            return fail();
+        printf("%s\n", nbj.data);
+        pl_bytes_free(&nbj);
         i += nf;
     }
+    pl_squad_nbest_free(&nb);
     free(sl), free(el), free(feats);
     pl_free(lg);
     pl_squad_doc_free(&doc);
@@ -465,7 +476,7 @@ int main(int argc, char **argv)
         return run_textcls_dump(argv);
     if (argc == 5 && strcmp(argv[1], "tokcls-dump") == 0)
         return run_tokcls_dump(argv);
-    if (argc == 8 && strcmp(argv[1], "squad-dump") == 0)
+    if ((argc == 8 || argc == 9) && strcmp(argv[1], "squad-dump") == 0)
         return run_squad_dump(argv);
     if (argc == 3 && strcmp(argv[1], "read-tsv") == 0)
         return run_read_tsv(argv[2]);
