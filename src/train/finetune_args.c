@@ -59,6 +59,9 @@ static const pl_option ft_options[] = {
      "question_answering: start and end candidates per window in decoding", NULL, 0},
     {"--max-answer-length", PL_OPT_INT, "30", F(max_answer_length),
      "question_answering: longest answer span in tokens", NULL, 0},
+    {"--save-qa-logits", PL_OPT_BOOL, NULL, F(save_qa_logits),
+     "question_answering: also write SPLIT_qa_logits.bin, the start and end logits of every "
+     "window (float32 [window][start|end][seq-length], windows in feature order)", NULL, 0},
     {"--save-top-k", PL_OPT_INT, "0", F(save_top_k),
      "keep the K best checkpoints by --monitor in SAVE/checkpoints/, each named after its "
      "figure (bert--val_loss=0.3500-epoch=0-step=50); SAVE itself keeps the last for resuming "

@@ -339,6 +339,8 @@ void pl_ft_data_free(pl_train_ft *ft)
     for (int64_t q = 0; ft->qa_answers && q < ft->qa_q; q++)
         pl_free(ft->qa_answers[q]);
     pl_free(ft->qa_answers);
+    pl_squad_nbest_free(&ft->qa_nb);
+    pl_bytes_free(&ft->qa_nbest_json);
     pl_free(ft->qa_logits);
     pl_free(ft->qa_start);
     pl_free(ft->qa_feats);

@@ -17,6 +17,11 @@
  *                                 "val_f1"} (test_ for the test split)
  *   DIR/SPLIT_predictions.json    QA: {"question id": "answer text"} (the official
  *                                 script's input)
+ *   DIR/SPLIT_nbest_predictions.json  QA: run_squad.py's nbest_predictions.json,
+ *                                 {"question id": [{"text", "probability",
+ *                                 "start_logit", "end_logit"}, ...]}
+ *   DIR/SPLIT_qa_logits.bin       QA with --save-qa-logits: every window's start and
+ *                                 end logits (float32 [window][start|end][T])
  * F1 is the macro-F1 of the classes (text), seqeval's micro entity F1 (token) or
  * SQuAD's token F1 (QA, x 100); accuracy is of the examples (text) or of the words
  * (token); QA has the exact match (x 100, "val_em") instead.
@@ -38,6 +43,25 @@
 #include <string.h>
 
 static const char *const split_name[PL_FT_SPLITS] = {"train", "validation", "test"};
+
+/* --save-qa-logits: DIR/SPLIT_qa_logits.bin, float32 [window][start|end][T]. */
+static pl_status write_qa_logits(const pl_train_ft *ft, const pl_ft_split *x, const char *name)
+{
+    const int64_t T = x->fs.seq_len, n = x->fs.n;
+    char path[4096];
+    pl_bytes b = {0};
+    pl_status st = pl_bytes_reserve(&b, (size_t)(2 * n * T) * sizeof(float) + 1);
+    for (int64_t i = 0; i < n && !st; i++) {
+        st = pl_bytes_append(&b, ft->qa_start + i * T, (size_t)T * sizeof(float));
+        if (!st)
+            st = pl_bytes_append(&b, ft->qa_end + i * T, (size_t)T * sizeof(float));
+    }
+    snprintf(path, sizeof path, "%s/%s_qa_logits.bin", ft->dir, name);
+    if (!st && (st = pl_file_write_atomic(path, b.data, b.n)))
+        st = pl_error_wrap(st, "writing the QA logits %s", path);
+    pl_bytes_free(&b);
+    return st;
+}
 static const char *const key_prefix[PL_FT_SPLITS] = {"train", "val", "test"};
 
 /* Forward of the current micro-batch through every pipeline stage (tag: its
@@ -136,6 +160,12 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
     if (qa) {
         snprintf(path, sizeof path, "%s/%s_predictions.json", ft->dir, name);
         PL_TRY(pl_squad_predictions_write(&x->sq, (const char *const *)ft->qa_answers, path));
+        snprintf(path, sizeof path, "%s/%s_nbest_predictions.json", ft->dir, name);
+        st = pl_file_write_atomic(path, ft->qa_nbest_json.data, ft->qa_nbest_json.n);
+        if (st)
+            PL_TRY(pl_error_wrap(st, "writing the n-best predictions %s", path));
+        if (ft->fa->save_qa_logits)
+            PL_TRY(write_qa_logits(ft, x, name));
     } else if (cm) {
         snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
         st = pl_bytes_printf(&b, "line\tlabel\tprediction\n");
@@ -274,24 +304,28 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
         pl_free(ft->qa_answers[q]);
         ft->qa_answers[q] = NULL;
     }
+    ft->qa_nbest_json.n = 0;
+    st = pl_bytes_append(&ft->qa_nbest_json, "{", 1);
     for (int64_t f = 0, g; f < n && !st; f = g) {
         const int64_t q = fs->f[f].question;
         for (g = f; g < n && fs->f[g].question == q; g++)
             ft->qa_feats[g - f] = g;
         pl_squad_doc doc;
-        pl_bytes text = {0};
         st = pl_squad_doc_init(&doc, t->tok, x->sq.contexts[x->sq.q[q].context]);
         if (st)
             break;
-        st = pl_squad_decode(t->tok, fs, &doc, ft->qa_feats, g - f, ft->qa_start + f * T,
-                             ft->qa_end + f * T, &dc, &text, NULL);
+        st = pl_squad_decode_nbest(t->tok, fs, &doc, ft->qa_feats, g - f, ft->qa_start + f * T,
+                                   ft->qa_end + f * T, &dc, &ft->qa_nb);
         pl_squad_doc_free(&doc);
-        if (st) {
-            pl_bytes_free(&text);
-            break;
-        }
-        ft->qa_answers[q] = text.data; /* taken (NUL-terminated; NULL: no span qualified) */
+        if (!st && !ft->qa_nb.empty && !(ft->qa_answers[q] = pl_strdup(pl_squad_nbest_text(&ft->qa_nb, 0))))
+            st = pl_errorf(PL_ERR_NOMEM, "SQuAD answer of question %s", x->sq.q[q].id);
+        if (!st)
+            st = pl_bytes_append(&ft->qa_nbest_json, f ? ",\n " : "\n ", f ? 3 : 2);
+        if (!st)
+            st = pl_squad_nbest_json(&ft->qa_nb, x->sq.q[q].id, &ft->qa_nbest_json);
     }
+    if (!st)
+        st = pl_bytes_append(&ft->qa_nbest_json, "\n}\n", 3);
     if (!st)
         st = pl_squad_evaluate(&x->sq, (const char *const *)ft->qa_answers, res);
     out->accuracy = res->exact_match;

@@ -72,6 +72,8 @@ typedef struct pl_train_ft {
     int64_t *qa_feats;         /* QA: window indices */
     char **qa_answers;         /* QA: the decoded answer of each question (NULL: none) */
     int64_t qa_q;              /* QA: entries of qa_answers */
+    pl_squad_nbest qa_nb;      /* QA: one question's n-best list (reused) */
+    pl_bytes qa_nbest_json;    /* QA: SPLIT_nbest_predictions.json of the last evaluation */
     double target_mean;        /* regression: the training targets' mean and population */
     double target_std;         /* std; the head learns (target - mean) / std */
     double *reg_pred;          /* regression: each row's prediction (targets' units) */

@@ -7,7 +7,8 @@
 # (independent of plait); the pretrained weights land unchanged in a PP 2 run from the
 # TP 2 checkpoint (lr 0); the task head starts from --seed. Token classification (PP 2) and
 # QA (DP 2) equal one process too; their entity F1 and EM/F1 equal seqeval's and the official
-# SQuAD script's (Python transcriptions, tests/scripts/) on the predictions files. Errors
+# SQuAD script's (Python transcriptions, tests/scripts/) on the predictions files; QA's
+# n-best lists equal run_squad.py's write_predictions over the logits the run saved. Errors
 # name their flag.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
@@ -234,7 +235,7 @@ PYEOF
 QA=(--task question_answering --train-data "$TMP/qa_train.json" --valid-data "$TMP/qa_dev.json"
     --pretrained-checkpoint "$TMP/pre" "${MODEL[@]}" --doc-stride 8 --max-query-length 12
     --micro-batch-size 8 --global-batch-size 16 --train-iters 6 --lr 1e-3 --eval-interval 3
-    --log-interval 1)
+    --log-interval 1 --save-qa-logits)
 qa() { # NAME NP TP PP
     rm -rf "$TMP/$1"
     timeout -k 5 120 mpirun.openmpi -n "$2" "$PLAIT" finetune "${QA[@]}" \
@@ -252,12 +253,26 @@ last = [json.loads(l) for l in open('$TMP/qa_one/metrics.jsonl') if 'val_em' in 
 assert len(pred) == 12 and last['val_examples'] == 12, (len(pred), last)
 assert abs(last['val_em'] - ref['exact_match']) < 1e-9 and abs(last['val_f1'] - ref['f1']) < 1e-9, (last, ref)
 print(ref)"
+check "question answering: nbest_predictions.json equals run_squad.py's write_predictions on the run's logits" \
+    $PY "$ROOT/tests/scripts/squad_features_reference.py" --run "$VOCAB" "$TMP/qa_dev.json" 32 8 12 20 \
+    "$TMP/qa_one/validation_qa_logits.bin" "$TMP/qa_one/validation_nbest_predictions.json" \
+    "$TMP/qa_one/validation_predictions.json"
 check "question answering: DP 2 runs" qa qa_dp2 2 1 1
 check "question answering: DP 2's losses, answers and parameters equal one process's" bash -c "
     paste <(grep -o '\"lm_loss\": [^,]*' '$TMP/qa_one/metrics.jsonl' | cut -d' ' -f2) \
           <(grep -o '\"lm_loss\": [^,]*' '$TMP/qa_dp2/metrics.jsonl' | cut -d' ' -f2) |
         awk '{ c++; d = \$1 - \$2; if (d < 0) d = -d; if (d > 2e-5 * \$2) bad++ } END { exit !(c == 6 && !bad) }' &&
     cmp '$TMP/qa_one/validation_predictions.json' '$TMP/qa_dp2/validation_predictions.json' &&
+    $PY -c \"
+import json
+# the n-best texts and order identical; the logits differ by what the span head's bias adds
+# to every position (see below), which the probabilities (a softmax) do not see
+a = json.load(open('$TMP/qa_one/validation_nbest_predictions.json'))
+b = json.load(open('$TMP/qa_dp2/validation_nbest_predictions.json'))
+assert list(a) == list(b) and len(a) == 12, (len(a), len(b))
+for q in a:
+    assert [e['text'] for e in a[q]] == [e['text'] for e in b[q]], q
+    assert all(abs(x['probability'] - y['probability']) <= 1e-6 for x, y in zip(a[q], b[q])), q\" &&
     $PY -c \"
 import sys; sys.path.insert(0, '$ROOT/tests/scripts')
 import numpy as np, ckpt_tensors as ck

@@ -7,6 +7,7 @@ WordpieceTokenizer, as Megatron's bert_tokenization.py, max 200 characters a
 word). Nothing is shared with plait's C but the vocabulary file.
 
   squad_features_reference.py TOOL VOCAB DATA.json SEQ STRIDE QLEN [N_BEST] [--tricky OUT.json]
+  squad_features_reference.py --run VOCAB DATA.json SEQ STRIDE QLEN N_BEST LOGITS NBEST.json PRED.json
 Builds training features (read_squad_examples + convert_examples_to_features:
 _improve_answer_span, doc spans, _check_is_max_context), draws seeded random
 float32 start/end logits for every feature, decodes each question
@@ -18,7 +19,9 @@ predicted text, and every n-best list (texts and order identical, logits
 equal, probabilities within 1e-6). With --tricky, first writes a small SQuAD file of awkward
 contexts (accents, curly quotes, runs of spaces, tabs, U+202F, hyphens,
 numbers, unknown characters) to OUT.json and uses it as DATA.
-Exits 1 on any difference."""
+With --run, checks a fine-tuning run's own nbest_predictions.json and
+predictions.json against this decoding of the logits it saved
+(--save-qa-logits). Exits 1 on any difference."""
 import collections
 import json
 import math
@@ -262,8 +265,48 @@ def write_tricky(path):
         json.dump({'version': '1.1', 'data': [{'title': 'tricky', 'paragraphs': paras}]}, f, ensure_ascii=False)
 
 
+def check_run(args):
+    """--run VOCAB DATA.json SEQ STRIDE QLEN N_BEST LOGITS NBEST.json PRED.json: a
+    fine-tuning run's own files. Decodes the run's logits (--save-qa-logits) with
+    write_predictions here and compares with the run's nbest_predictions.json and
+    predictions.json (the best text; none where the list is "empty")."""
+    vocab, data_path = args[0], args[1]
+    seq, stride, qlen, n_best = map(int, args[2:6])
+    logits_path, nbest_path, pred_path = args[6:9]
+    tokenizer = FullTokenizer(vocab)
+    with open(data_path, encoding='utf-8') as f:
+        examples = read_examples(json.load(f))
+    features = convert(examples, tokenizer, seq, stride, qlen)
+    logits = np.fromfile(logits_path, dtype=np.float32)
+    if logits.size != len(features) * 2 * seq:
+        print(f'{logits_path}: {logits.size} floats, python has {len(features)} features x 2 x {seq}')
+        return 1
+    want = predict(examples, features, logits.reshape(len(features), 2, seq), n_best)
+    with open(nbest_path, encoding='utf-8') as f:
+        got = json.load(f)
+    with open(pred_path, encoding='utf-8') as f:
+        pred = json.load(f)
+    bad = 0
+    if list(got) != [i for i, _, _ in want]:
+        print(f'{nbest_path}: question ids {list(got)[:5]}..., python {[i for i, _, _ in want][:5]}...')
+        return 1
+    for qid, best, wn in want:
+        want_pred = None if wn[0]['text'] == 'empty' and wn[0]['start_logit'] == 0.0 else best
+        if not nbest_equal(wn, got[qid]) or pred.get(qid) != want_pred:
+            bad += 1
+            if bad <= 3:
+                print(f'{qid}: python {json.dumps(wn)[:300]} best {want_pred!r}\n  plait {json.dumps(got[qid])[:300]} '
+                      f'best {pred.get(qid)!r}')
+    entries = sum(len(wn) for _, _, wn in want)
+    print(f'run n-best lists: {len(want) - bad}/{len(want)} equal ({entries} entries, n-best {n_best}); '
+          f'predictions their first texts')
+    return 1 if bad else 0
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == '--run':
+        return check_run(args[1:])
     if '--tricky' in args:
         k = args.index('--tricky')
         write_tricky(args[k + 1])
