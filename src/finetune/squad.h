@@ -58,6 +58,7 @@ typedef struct pl_squad_question {
     int64_t context;          /* index into contexts */
     pl_squad_answer *answers; /* points into the set's answers */
     int64_t n_answers;
+    int impossible;           /* SQuAD v2.0 is_impossible: no answers kept */
 } pl_squad_question;
 
 typedef struct pl_squad_set {
@@ -67,14 +68,17 @@ typedef struct pl_squad_set {
     int64_t n_q;
     pl_squad_answer *answers;
     int64_t n_answers;
+    int64_t n_impossible;     /* questions marked is_impossible */
     char *arena, *path;
 } pl_squad_set;
 
 /* Reads a SQuAD v1.1 file ({"data": [{"paragraphs": [{"context", "qas":
  * [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}). Errors
  * are PL_ERR_FORMAT naming the file and either line:column (bad JSON) or the
- * JSON path (data[2].paragraphs[0].qas[5]: no "id"). Questions marked
- * is_impossible (SQuAD v2.0) are PL_ERR_UNSUPPORTED. An answer_start that
+ * JSON path (data[2].paragraphs[0].qas[5]: no "id"). SQuAD v2.0's
+ * is_impossible (true or false) is read: such a question keeps no answers
+ * (run_squad.py ignores them; v2.0 lists "plausible_answers" apart) and
+ * counts in n_impossible. An answer_start that
  * does not point at its text in the context is kept (the official data has
  * a few); features then skip that answer. */
 pl_status pl_squad_read(pl_squad_set *out, const char *path);
@@ -135,6 +139,8 @@ void pl_squad_features_free(pl_squad_features *fs);
 typedef struct pl_squad_decode_config {
     int64_t n_best;         /* 20 */
     int64_t max_answer_len; /* 30 tokens */
+    int version_2;          /* SQuAD v2.0: the null answer competes (version_2_with_negative) */
+    double null_threshold;  /* v2.0: null_score_diff_threshold (0.0) */
 } pl_squad_decode_config;
 
 /* The best answer text of one question from its features' logits.
@@ -154,7 +160,18 @@ pl_status pl_squad_decode(pl_tokenizer *t, const pl_squad_features *fs, const pl
  * probability is the softmax over the entries' start + end logits (in
  * double, shifted by the maximum). When no span qualifies the list is
  * run_squad.py's one nonce entry {"empty", 0, 0, probability 1} and empty
- * is set. */
+ * is set.
+ * SQuAD v2.0 (cfg->version_2, run_squad.py's version_2_with_negative):
+ * score_null is the lowest start[0] + end[0] ([CLS]) over the windows; that
+ * window's null span (start 0, end 0, text "") joins the candidates last (a
+ * tie goes to the spans), and when it is not among the first n_best texts,
+ * a "" entry with its logits is appended (n_best + 1 entries then, as
+ * run_squad.py). score_diff = score_null - the first non-"" entry's start
+ * logit - its end logit (null_odds.json); the prediction is "" when
+ * score_diff > cfg->null_threshold, else that entry's text. Where no span
+ * qualifies at all (run_squad.py then fails), score_diff is +infinity and
+ * the prediction "". pred is the predicted entry, -1 for "" (and for v1.1's
+ * "empty"). */
 typedef struct pl_squad_nbest_entry {
     size_t text;              /* offset of the NUL-terminated text in texts */
     float start_logit, end_logit;
@@ -165,6 +182,8 @@ typedef struct pl_squad_nbest {
     pl_squad_nbest_entry *e;
     int64_t n, cap;
     int empty;
+    int64_t pred;             /* entry of the prediction, -1: none ("" under v2.0) */
+    double score_null, score_diff; /* v2.0 */
     pl_bytes texts;
     void *cand;               /* scratch: the ranked candidates */
     int64_t cand_cap;

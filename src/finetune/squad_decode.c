@@ -253,8 +253,10 @@ static pl_status entry_push(pl_squad_nbest *nb, size_t text, float sl, float el)
  * order, then ranked. */
 static pl_status candidates(const pl_squad_features *fs, const int64_t *feats, int64_t n_feat,
                             const float *start_logits, const float *end_logits, int64_t k,
-                            int64_t max_answer_len, pl_squad_nbest *nb, int64_t *n_cand)
+                            const pl_squad_decode_config *cfg, pl_squad_nbest *nb, int64_t *n_cand)
 {
+    const int64_t max_answer_len = cfg->max_answer_len;
+    int64_t null_j = -1;
     int64_t L = fs->seq_len;
     int64_t *si = pl_malloc((size_t)k * sizeof *si), *ei = pl_malloc((size_t)k * sizeof *ei);
     pl_status st = PL_OK;
@@ -268,6 +270,8 @@ static pl_status candidates(const pl_squad_features *fs, const int64_t *feats, i
         const float *sl = start_logits + j * L, *el = end_logits + j * L;
         int64_t ns = top_k(sl, L, k, si), ne = top_k(el, L, k, ei);
         int64_t lo = f->doc_offset, hi = f->doc_offset + f->doc_len; /* context positions [lo, hi) */
+        if (cfg->version_2 && (double)sl[0] + (double)el[0] < nb->score_null)
+            nb->score_null = (double)sl[0] + (double)el[0], null_j = j;
         for (int64_t a = 0; a < ns; a++) {
             int64_t s = si[a];
             if (s < lo || s >= hi || !fs->max_context[feats[j] * L + s])
@@ -280,6 +284,11 @@ static pl_status candidates(const pl_squad_features *fs, const int64_t *feats, i
                 PL_TRY(cand_push(nb, n_cand, c));
             }
         }
+    }
+    if (cfg->version_2) { /* the null span; j -1: no window, logits 0 */
+        double v = null_j < 0 ? 0.0 : (double)start_logits[null_j * L] + (double)end_logits[null_j * L];
+        cand c = {v, *n_cand, null_j, 0, 0};
+        PL_TRY(cand_push(nb, n_cand, c));
     }
     if (*n_cand > 1)
         qsort(nb->cand, (size_t)*n_cand, sizeof(cand), cand_cmp);
@@ -302,10 +311,19 @@ pl_status pl_squad_decode_nbest(pl_tokenizer *t, const pl_squad_features *fs, co
     nb->n = 0, nb->empty = 0, nb->texts.n = 0;
     if (nb->texts.data)
         nb->texts.data[0] = '\0';
-    PL_TRY(candidates(fs, feats, n_feat, start_logits, end_logits, k < L ? k : L, cfg->max_answer_len,
-                          nb, &n_cand));
+    nb->pred = -1, nb->score_null = 1000000.0, nb->score_diff = 0.0; /* run_squad.py's start */
+    PL_TRY(candidates(fs, feats, n_feat, start_logits, end_logits, k < L ? k : L, cfg, nb, &n_cand));
     const cand *c = nb->cand;
+    int null_seen = 0;
     for (int64_t i = 0; i < n_cand && nb->n < cfg->n_best; i++) {
+        if (c[i].s == 0) { /* v2.0's null span */
+            size_t at = nb->texts.n;
+            PL_TRY(pl_bytes_append(&nb->texts, "", 1));
+            PL_TRY(entry_push(nb, at, c[i].j < 0 ? 0.0f : start_logits[c[i].j * L],
+                              c[i].j < 0 ? 0.0f : end_logits[c[i].j * L]));
+            null_seen = 1;
+            continue;
+        }
         const pl_squad_feature *f = &fs->f[feats[c[i].j]];
         size_t at = nb->texts.n;
         PL_TRY(span_text(t, doc, f->doc_start + c[i].s - f->doc_offset, f->doc_start + c[i].e - f->doc_offset,
@@ -319,6 +337,14 @@ pl_status pl_squad_decode_nbest(pl_tokenizer *t, const pl_squad_features *fs, co
             continue;
         }
         PL_TRY(entry_push(nb, at, start_logits[c[i].j * L + c[i].s], end_logits[c[i].j * L + c[i].e]));
+    }
+    if (cfg->version_2 && !null_seen) {
+        const cand *z = c;
+        while (z->s != 0) /* the null span is always a candidate under v2.0 */
+            z++;
+        size_t at = nb->texts.n;
+        PL_TRY(pl_bytes_append(&nb->texts, "", 1));
+        PL_TRY(entry_push(nb, at, z->j < 0 ? 0.0f : start_logits[z->j * L], z->j < 0 ? 0.0f : end_logits[z->j * L]));
     }
     if (nb->n == 0) {
         size_t at = nb->texts.n;
@@ -339,6 +365,19 @@ pl_status pl_squad_decode_nbest(pl_tokenizer *t, const pl_squad_features *fs, co
     }
     for (int64_t m = 0; m < nb->n; m++)
         nb->e[m].probability /= sum;
+    for (int64_t m = 0; m < nb->n && nb->pred < 0; m++) /* best_non_null_entry */
+        if (pl_squad_nbest_text(nb, m)[0])
+            nb->pred = m;
+    if (cfg->version_2) {
+        if (nb->pred < 0)
+            nb->score_diff = INFINITY;
+        else
+            nb->score_diff = nb->score_null - (double)nb->e[nb->pred].start_logit - (double)nb->e[nb->pred].end_logit;
+        if (nb->score_diff > cfg->null_threshold)
+            nb->pred = -1;
+    } else if (nb->empty) {
+        nb->pred = -1;
+    }
 fail:
     return st;
 }
@@ -409,8 +448,8 @@ pl_status pl_squad_decode(pl_tokenizer *t, const pl_squad_features *fs, const pl
     pl_status st = pl_squad_decode_nbest(t, fs, doc, feats, n_feat, start_logits, end_logits, cfg, &nb);
     if (!st && score)
         *score = nb.empty ? 0.0f : (float)((double)nb.e[0].start_logit + (double)nb.e[0].end_logit);
-    if (!st && !nb.empty) {
-        const char *s = pl_squad_nbest_text(&nb, 0);
+    if (!st && nb.pred >= 0) {
+        const char *s = pl_squad_nbest_text(&nb, nb.pred);
         st = pl_bytes_append(out, s, strlen(s));
     }
     pl_squad_nbest_free(&nb);

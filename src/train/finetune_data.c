@@ -155,6 +155,12 @@ pl_status pl_ft_data_read(pl_train_ft *ft, int root)
         } else if (ft->task == PL_TASK_SPAN) {
             st = pl_squad_read(&x->sq, paths[s]);
             x->n = x->sq.n_q;
+            for (int64_t q = 0; !st && q < x->sq.n_q; q++)
+                if (x->sq.q[q].impossible)
+                    return pl_errorf(PL_ERR_UNSUPPORTED,
+                                     "%s %s: question %s is_impossible: SQuAD v2.0 (unanswerable "
+                                     "questions, %lld here) is not supported, only v1.1",
+                                     split_flag[s], paths[s], x->sq.q[q].id, (long long)x->sq.n_impossible);
         } else {
             pl_textcls_spec sp;
             PL_TRY(spec_of(fa, paths[s], &sp));

@@ -294,7 +294,7 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
     pl_train_ft *ft = t->ft;
     const pl_squad_features *fs = &x->fs;
     const int64_t T = fs->seq_len, n = fs->n;
-    const pl_squad_decode_config dc = {ft->fa->n_best_size, ft->fa->max_answer_length};
+    const pl_squad_decode_config dc = {ft->fa->n_best_size, ft->fa->max_answer_length, 0, 0.0};
     pl_status st = PL_OK;
     for (int64_t i = 0; i < n * T; i++) {
         ft->qa_start[i] = ft->qa_logits[2 * i];
@@ -317,7 +317,8 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
         st = pl_squad_decode_nbest(t->tok, fs, &doc, ft->qa_feats, g - f, ft->qa_start + f * T,
                                    ft->qa_end + f * T, &dc, &ft->qa_nb);
         pl_squad_doc_free(&doc);
-        if (!st && !ft->qa_nb.empty && !(ft->qa_answers[q] = pl_strdup(pl_squad_nbest_text(&ft->qa_nb, 0))))
+        if (!st && ft->qa_nb.pred >= 0 &&
+            !(ft->qa_answers[q] = pl_strdup(pl_squad_nbest_text(&ft->qa_nb, ft->qa_nb.pred))))
             st = pl_errorf(PL_ERR_NOMEM, "SQuAD answer of question %s", x->sq.q[q].id);
         if (!st)
             st = pl_bytes_append(&ft->qa_nbest_json, f ? ",\n " : "\n ", f ? 3 : 2);

@@ -286,6 +286,14 @@ bad = [k for k in b if k not in free and
        not np.all(np.abs(a[k] - b[k]) <= 1e-5 + 1e-4 * np.abs(b[k]))]
 print(len(b), 'tensors', bad); sys.exit(bool(bad))\""
 
+$PY -c "
+import json; d = json.load(open('$TMP/qa_dev.json'))
+d['data'][0]['paragraphs'][0]['qas'].append({'id': 'kjv-none', 'question': 'Who wrote it?', 'answers': [],
+                                              'is_impossible': True})
+json.dump(d, open('$TMP/qa_v2.json', 'w'))"
+check_fails "SQuAD v2.0 (an is_impossible question) is refused, naming the flag, file and question" \
+    "valid-data .*qa_v2.json: question kjv-none is_impossible: SQuAD v2.0" \
+    "$PLAIT" finetune "${QA[@]}" --valid-data "$TMP/qa_v2.json" --save "$TMP/x"
 check_fails "--data-path is refused" "data comes from --train-data" \
     "$PLAIT" finetune "${FT[@]}" --data-path x --save "$TMP/x"
 check_fails "--epochs or --train-iters is required" "exactly one of --epochs" \

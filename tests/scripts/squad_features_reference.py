@@ -6,7 +6,7 @@ with the BERT tokenizer it uses (tokenization.py: BasicTokenizer +
 WordpieceTokenizer, as Megatron's bert_tokenization.py, max 200 characters a
 word). Nothing is shared with plait's C but the vocabulary file.
 
-  squad_features_reference.py TOOL VOCAB DATA.json SEQ STRIDE QLEN [N_BEST] [--tricky OUT.json]
+  squad_features_reference.py TOOL VOCAB DATA.json SEQ STRIDE QLEN [N_BEST] [--tricky OUT.json] [--v2 THRESHOLD]
   squad_features_reference.py --run VOCAB DATA.json SEQ STRIDE QLEN N_BEST LOGITS NBEST.json PRED.json
 Builds training features (read_squad_examples + convert_examples_to_features:
 _improve_answer_span, doc spans, _check_is_max_context), draws seeded random
@@ -19,7 +19,10 @@ predicted text, and every n-best list (texts and order identical, logits
 equal, probabilities within 1e-6). With --tricky, first writes a small SQuAD file of awkward
 contexts (accents, curly quotes, runs of spaces, tabs, U+202F, hyphens,
 numbers, unknown characters) to OUT.json and uses it as DATA.
-With --run, checks a fine-tuning run's own nbest_predictions.json and
+With --v2 THRESHOLD, SQuAD v2.0 (version_2_with_negative, is_impossible
+questions, null_score_diff_threshold): the null span in the n-best lists, the
+predictions and score_diff (null_odds.json) compared too; --tricky then adds
+an unanswerable question to each context. With --run, checks a fine-tuning run's own nbest_predictions.json and
 predictions.json against this decoding of the logits it saved
 (--save-qa-logits). Exits 1 on any difference."""
 import collections
@@ -57,6 +60,10 @@ def read_examples(data):
                     prev_ws = False
                 char_to_word_offset.append(len(doc_tokens) - 1)
             for qa in paragraph['qas']:
+                if qa.get('is_impossible', False):  # version_2_with_negative: no answer
+                    examples.append(dict(id=qa['id'], question=qa['question'], doc_tokens=doc_tokens,
+                                         answer='', start=-1, end=-1, impossible=True))
+                    continue
                 ans = qa['answers'][0]
                 start = char_to_word_offset[ans['answer_start']]
                 end = char_to_word_offset[ans['answer_start'] + len(ans['text']) - 1]
@@ -65,7 +72,7 @@ def read_examples(data):
                 if actual.find(cleaned) == -1:
                     continue  # "Could not find answer": dropped from training
                 examples.append(dict(id=qa['id'], question=qa['question'], doc_tokens=doc_tokens,
-                                     answer=ans['text'], start=start, end=end))
+                                     answer=ans['text'], start=start, end=end, impossible=False))
     return examples
 
 
@@ -100,9 +107,10 @@ def convert(examples, tokenizer, seq, stride, qlen):
             for sub in tokenizer.tokenize(token):
                 tok_to_orig.append(i)
                 all_doc.append(sub)
-        ts = orig_to_tok[ex['start']]
-        te = orig_to_tok[ex['end'] + 1] - 1 if ex['end'] < len(ex['doc_tokens']) - 1 else len(all_doc) - 1
-        ts, te = improve_answer_span(all_doc, ts, te, tokenizer, ex['answer'])
+        if not ex['impossible']:
+            ts = orig_to_tok[ex['start']]
+            te = orig_to_tok[ex['end'] + 1] - 1 if ex['end'] < len(ex['doc_tokens']) - 1 else len(all_doc) - 1
+            ts, te = improve_answer_span(all_doc, ts, te, tokenizer, ex['answer'])
         max_doc = seq - len(query) - 3
         spans, off = [], 0
         while off < len(all_doc):
@@ -124,7 +132,7 @@ def convert(examples, tokenizer, seq, stride, qlen):
                 types.append(1)
             tokens.append('[SEP]')
             types.append(1)
-            if not (ts >= s and te <= s + n - 1):
+            if ex['impossible'] or not (ts >= s and te <= s + n - 1):
                 start = end = 0
             else:
                 off_q = len(query) + 2
@@ -184,18 +192,24 @@ def compute_softmax(scores):
     return [x / total_sum for x in exp_scores]
 
 
-def predict(examples, features, logits, n_best=20, max_len=30):
-    """write_predictions (v1.1): per question (id, best text, n-best list of
-    {"text", "probability", "start_logit", "end_logit"})."""
+def predict(examples, features, logits, n_best=20, max_len=30, v2=False, threshold=0.0):
+    """write_predictions: per question (id, predicted text, n-best list of
+    {"text", "probability", "start_logit", "end_logit"}, score_diff); v2 is
+    version_2_with_negative with null_score_diff_threshold threshold."""
     by_ex = collections.defaultdict(list)
     for fi, f in enumerate(features):
         by_ex[f['ex']].append(fi)
     out = []
     for ei, ex in enumerate(examples):
         prelim = []
+        score_null, min_null_fi, null_start, null_end = 1000000, 0, 0, 0
         for fi in by_ex[ei]:
             f = features[fi]
             sl, el = [float(x) for x in logits[fi, 0]], [float(x) for x in logits[fi, 1]]
+            if v2:
+                feature_null_score = sl[0] + el[0]
+                if feature_null_score < score_null:
+                    score_null, min_null_fi, null_start, null_end = feature_null_score, fi, sl[0], el[0]
             for s in best_indexes(sl, n_best):
                 for e in best_indexes(el, n_best):
                     if s >= len(f['tokens']) or e >= len(f['tokens']):
@@ -207,6 +221,8 @@ def predict(examples, features, logits, n_best=20, max_len=30):
                     if e < s or e - s + 1 > max_len:
                         continue
                     prelim.append((fi, s, e, sl[s], el[e]))
+        if v2:
+            prelim.append((min_null_fi, 0, 0, null_start, null_end))
         prelim = sorted(prelim, key=lambda x: x[3] + x[4], reverse=True)
         seen, nbest = {}, []
         for fi, s, e, s_logit, e_logit in prelim:
@@ -225,12 +241,21 @@ def predict(examples, features, logits, n_best=20, max_len=30):
                 final_text = ''
                 seen[final_text] = True
             nbest.append((final_text, s_logit, e_logit))
+        if v2 and '' not in seen:
+            nbest.append(('', null_start, null_end))
         if not nbest:
             nbest.append(('empty', 0.0, 0.0))
+        best_non_null = next((x for x in nbest if x[0]), None)
         probs = compute_softmax([a + b for _, a, b in nbest])
         nbest_json = [collections.OrderedDict(text=t, probability=p, start_logit=a, end_logit=b)
                       for (t, a, b), p in zip(nbest, probs)]
-        out.append((ex['id'], nbest_json[0]['text'], nbest_json))
+        if not v2:
+            out.append((ex['id'], nbest_json[0]['text'], nbest_json, None))
+            continue
+        # run_squad.py fails where no span qualifies (best_non_null None); plait
+        # then predicts "" with an infinite score_diff, and so does this
+        score_diff = score_null - best_non_null[1] - best_non_null[2] if best_non_null else math.inf
+        out.append((ex['id'], '' if score_diff > threshold else best_non_null[0], nbest_json, score_diff))
     return out
 
 
@@ -253,7 +278,7 @@ TRICKY = [
 ]
 
 
-def write_tricky(path):
+def write_tricky(path, v2=False):
     paras = []
     for i, (ctx, ans) in enumerate(TRICKY):
         paras.append({'context': ctx, 'qas': [
@@ -261,6 +286,10 @@ def write_tricky(path):
              'answers': [{'text': ans, 'answer_start': ctx.index(ans)}]},
             {'id': f't{i}b', 'question': 'What else is in the context, with punctuation “here”?',
              'answers': [{'text': ctx.split()[1], 'answer_start': ctx.index(ctx.split()[1])}]}]})
+        if v2:  # SQuAD v2.0: an unanswerable question per context, its plausible answer aside
+            paras[-1]['qas'].append({'id': f't{i}n', 'question': 'Which planet is named here?', 'answers': [],
+                                     'plausible_answers': [{'text': ans, 'answer_start': ctx.index(ans)}],
+                                     'is_impossible': True})
     with open(path, 'w', encoding='utf-8') as f:
         json.dump({'version': '1.1', 'data': [{'title': 'tricky', 'paragraphs': paras}]}, f, ensure_ascii=False)
 
@@ -281,7 +310,7 @@ def check_run(args):
     if logits.size != len(features) * 2 * seq:
         print(f'{logits_path}: {logits.size} floats, python has {len(features)} features x 2 x {seq}')
         return 1
-    want = predict(examples, features, logits.reshape(len(features), 2, seq), n_best)
+    want = [w[:3] for w in predict(examples, features, logits.reshape(len(features), 2, seq), n_best)]
     with open(nbest_path, encoding='utf-8') as f:
         got = json.load(f)
     with open(pred_path, encoding='utf-8') as f:
@@ -307,9 +336,14 @@ def main():
     args = sys.argv[1:]
     if args and args[0] == '--run':
         return check_run(args[1:])
+    v2, threshold = False, 0.0
+    if '--v2' in args:
+        k = args.index('--v2')
+        v2, threshold = True, float(args[k + 1])
+        del args[k:k + 2]
     if '--tricky' in args:
         k = args.index('--tricky')
-        write_tricky(args[k + 1])
+        write_tricky(args[k + 1], v2)
         del args[k:k + 2]
     tool, vocab, data_path, seq, stride, qlen = args[0], args[1], args[2], *map(int, args[3:6])
     n_best = int(args[6]) if len(args) > 6 else 20
@@ -324,7 +358,8 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         logits.tofile(d + '/logits.bin')
         out = subprocess.run([tool, 'squad-dump', vocab, data_path, str(seq), str(stride), str(qlen),
-                              d + '/logits.bin', str(n_best)], capture_output=True, text=True)
+                              d + '/logits.bin', str(n_best)] + ([str(threshold)] if v2 else []),
+                             capture_output=True, text=True)
         if out.returncode != 0:
             print(out.stderr)
             return 1
@@ -332,6 +367,7 @@ def main():
     got_f = [x for x in lines if 'q' in x]
     got_p = [(x['id'], x['text']) for x in lines if 'id' in x]
     got_nb = [next(iter(x['nbest'].items())) for x in lines if 'nbest' in x]
+    got_v2 = [x for x in lines if 'v2' in x]
     if len(got_f) != len(features):
         print(f'features: python {len(features)}, plait {len(got_f)}')
         return 1
@@ -345,20 +381,29 @@ def main():
                 print(f'feature {i} (question {examples[w["ex"]]["id"]}): python start/end {w["start"]}/{w["end"]} '
                       f'n {len(w["tokens"])}, plait {g["start"]}/{g["end"]} n {g["n"]}; ids equal: {w["ids"] == g["ids"]}, '
                       f'maxctx equal: {w["maxctx"] == g["maxctx"]}')
-    want = predict(examples, features, logits, n_best)
+    want = predict(examples, features, logits, n_best, v2=v2, threshold=threshold)
     # run_squad.py writes "empty" when no span qualifies; plait returns no text
     # (its n-best list does hold the "empty" entry).
-    want_p = [(i, '' if t == 'empty' else t) for i, t, _ in want]
-    nbad = 0
-    for (wi, _, wn), (gi, gn) in zip(want, got_nb):
+    want_p = [(i, '' if t == 'empty' else t) for i, t, _, _ in want]
+    nbad, null_answers = 0, 0
+    if v2 and len(got_v2) != len(want):
+        nbad += 1
+    for k, ((wi, wt, wn, wd), (gi, gn)) in enumerate(zip(want, got_nb)):
+        if v2 and k < len(got_v2):
+            gd = got_v2[k]['score_diff']
+            null_answers += wt == ''
+            # score_diff: the same double arithmetic on the same float32 logits
+            if not (gd == wd or abs(gd - wd) <= 1e-9):
+                nbad += 1
+                print(f'score_diff {wi}: python {wd!r}, plait {gd!r}')
         if wi != gi or not nbest_equal(wn, gn):
             nbad += 1
             if nbad <= 3:
                 print(f'n-best {wi}: python {json.dumps(wn)[:400]}\n  plait {gi} {json.dumps(gn)[:400]}')
     if len(want) != len(got_nb):
         nbad += 1
-    entries = sum(len(wn) for _, _, wn in want)
-    empty = sum(wn[0]['text'] == 'empty' and wn[0]['start_logit'] == 0.0 for _, _, wn in want)
+    entries = sum(len(wn) for _, _, wn, _ in want)
+    empty = sum(wn[0]['text'] == 'empty' and wn[0]['start_logit'] == 0.0 for _, _, wn, _ in want)
     pbad = 0
     for w, g in zip(want_p, got_p):
         if w != g:
@@ -371,7 +416,9 @@ def main():
     print(f'squad features: {len(features) - fbad}/{len(features)} identical; predictions: '
           f'{len(want_p) - pbad}/{len(want_p)} identical ({answered} non-empty); n-best lists: '
           f'{len(want) - nbad}/{len(want)} equal ({entries} entries, {empty} "empty") '
-          f'[{seq}/{stride}/{qlen}, n-best {n_best}]')
+          f'[{seq}/{stride}/{qlen}, n-best {n_best}]' +
+          (f'; SQuAD v2.0 threshold {threshold}: {null_answers} null answers '
+           f'({sum(w[3] == math.inf for w in want)} without any span), score_diff equal' if v2 else ''))
     return 1 if fbad or pbad or nbad else 0
 
 

@@ -14,13 +14,15 @@
  *                               features of DATA, logits peaked at each question's
  *                               gold start/end, decoded and evaluated: prints
  *                               questions, features, skipped answers, EM, F1
- *   ft_metrics squad-dump VOCAB DATA SEQ STRIDE QLEN LOGITS [N_BEST]
+ *   ft_metrics squad-dump VOCAB DATA SEQ STRIDE QLEN LOGITS [N_BEST [NULL_THRESHOLD]]
  *                               training features of DATA as JSON lines
  *                               {"q", "ids", "types", "n", "start", "end", "maxctx"},
  *                               then, with LOGITS (float32 [feature][start|end][SEQ]),
  *                               {"id", "text"} per question decoded (n-best N_BEST,
  *                               default 20; answers up to 30 tokens), each followed by
- *                               {"nbest": {"id": [...]}} (nbest_predictions.json's entry)
+ *                               {"nbest": {"id": [...]}} (nbest_predictions.json's entry);
+ *                               with NULL_THRESHOLD, SQuAD v2.0 decoding, and after each
+ *                               list {"v2": predicted entry or -1 for "", "score_diff"}
  *   ft_metrics textcls-dump VOCAB FILE SEQ COL_B
  *                               a header + TSV file (text_a column 0, text_b column
  *                               COL_B or -1, label last) encoded: one line per
@@ -42,6 +44,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,7 +235,7 @@ static int run_squad_gold(char **argv)
     int64_t *feats = malloc((size_t)fs.n * sizeof *feats);
     const char **pred = calloc((size_t)s.n_q, sizeof *pred);
     char **texts = calloc((size_t)s.n_q, sizeof *texts);
-    pl_squad_decode_config dc = {20, 30};
+    pl_squad_decode_config dc = {.n_best = 20, .max_answer_len = 30};
     pl_squad_doc doc = {0};
     int64_t cur = -1;
     for (int64_t i = 0, q = 0; q < s.n_q; q++) {
@@ -312,7 +315,8 @@ static int run_squad_dump(char **argv)
     }
     float *sl = malloc((size_t)(fs.n * L + 1) * sizeof *sl), *el = malloc((size_t)(fs.n * L + 1) * sizeof *el);
     int64_t *feats = malloc((size_t)(fs.n + 1) * sizeof *feats);
-    pl_squad_decode_config dc = {.n_best = argv[8] ? atoll(argv[8]) : 20, .max_answer_len = 30};
+    pl_squad_decode_config dc = {.n_best = argv[8] ? atoll(argv[8]) : 20, .max_answer_len = 30,
+                                 .version_2 = argv[8] && argv[9], .null_threshold = argv[8] && argv[9] ? atof(argv[9]) : 0};
     pl_squad_nbest nb = {0};
     pl_squad_doc doc = {0};
     int64_t cur = -1;
@@ -346,6 +350,10 @@ static int run_squad_dump(char **argv)
             pl_bytes_append(&nbj, "}}", 2))
             return fail();
         printf("%s\n", nbj.data);
+        if (dc.version_2) /* the prediction and null_odds.json's score_diff */
+            printf(isinf(nb.score_diff) ? "{\"v2\": %lld, \"score_diff\": Infinity}\n"
+                                        : "{\"v2\": %lld, \"score_diff\": %.17g}\n",
+                   (long long)nb.pred, nb.score_diff);
         pl_bytes_free(&nbj);
         i += nf;
     }
@@ -476,7 +484,7 @@ int main(int argc, char **argv)
         return run_textcls_dump(argv);
     if (argc == 5 && strcmp(argv[1], "tokcls-dump") == 0)
         return run_tokcls_dump(argv);
-    if ((argc == 8 || argc == 9) && strcmp(argv[1], "squad-dump") == 0)
+    if (argc >= 8 && argc <= 10 && strcmp(argv[1], "squad-dump") == 0)
         return run_squad_dump(argv);
     if (argc == 3 && strcmp(argv[1], "read-tsv") == 0)
         return run_read_tsv(argv[2]);

@@ -617,6 +617,26 @@ TEST(squad_nbest_is_ranked_distinct_softmaxed_and_fails_cleanly)
     pl_tokenizer_free(t);
 }
 
+TEST(squad_v2_is_impossible_is_read_and_a_bad_flag_named)
+{
+    static const char v2[] = "{\"data\": [{\"paragraphs\": [{\"context\": \"Alpha beta.\", \"qas\": ["
+                             "{\"id\": \"a\", \"question\": \"Which?\", \"answers\": [{\"text\": \"beta\", "
+                             "\"answer_start\": 6}], \"is_impossible\": false},"
+                             "{\"id\": \"n\", \"question\": \"Who?\", \"answers\": [], \"plausible_answers\": "
+                             "[{\"text\": \"Alpha\", \"answer_start\": 0}], \"is_impossible\": true}]}]}]}";
+    static const char bad[] = "{\"data\": [{\"paragraphs\": [{\"context\": \"x\", \"qas\": [{\"id\": \"a\", "
+                              "\"question\": \"q\", \"answers\": [], \"is_impossible\": \"yes\"}]}]}]}";
+    pl_squad_set s;
+    CHECK_OK(pl_squad_parse(&s, v2, sizeof v2 - 1, "v2.json"));
+    CHECK(s.n_q == 2 && s.n_impossible == 1 && !s.q[0].impossible && s.q[1].impossible && s.q[0].n_answers == 1 &&
+              s.q[1].n_answers == 0,
+          "questions %lld impossible %lld", (long long)s.n_q, (long long)s.n_impossible);
+    pl_squad_set_free(&s);
+    CHECK(pl_squad_parse(&s, bad, sizeof bad - 1, "bad.json") == PL_ERR_FORMAT &&
+              strstr(pl_error_msg(), "bad.json") && strstr(pl_error_msg(), "is_impossible"),
+          "%s", pl_error_msg());
+}
+
 TEST(squad_em_f1_follow_the_official_definitions)
 {
     int em;
@@ -693,6 +713,7 @@ int main(void)
     RUN(squad_windows_stride_and_answer_positions);
     RUN(squad_decoding_returns_original_text_of_best_span_over_windows);
     RUN(squad_nbest_is_ranked_distinct_softmaxed_and_fails_cleanly);
+    RUN(squad_v2_is_impossible_is_read_and_a_bad_flag_named);
     RUN(squad_em_f1_follow_the_official_definitions);
     RUN(parsers_fail_cleanly_on_every_allocation);
     return test_summary("finetune");
