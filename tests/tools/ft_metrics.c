@@ -8,6 +8,7 @@
  *   ft_metrics normalize FILE   FILE: one JSON string per line; prints each
  *                               normalize_answer() as a JSON string
  *   ft_metrics squad DATA PRED  the official SQuAD v1.1 EM and F1
+ *   ft_metrics squad2 DATA PRED the official SQuAD v2.0 exact / f1 with HasAns / NoAns
  *   ft_metrics read-tsv FILE    a header + "text\tlabel" file: examples per label (sorted)
  *   ft_metrics read-conll FILE  sentences, words and entities (seqeval) of a CoNLL file
  *   ft_metrics squad-gold VOCAB DATA SEQ STRIDE QLEN
@@ -176,6 +177,25 @@ static int run_squad(const char *data, const char *preds)
         pl_squad_evaluate(&s, pred, &r))
         return fail();
     printf("{\"exact_match\": %.17g, \"f1\": %.17g}\n", r.exact_match, r.f1);
+    pl_free(pred);
+    pl_free(arena);
+    pl_squad_set_free(&s);
+    return 0;
+}
+
+static int run_squad2(const char *data, const char *preds)
+{
+    pl_squad_set s;
+    const char **pred;
+    char *arena;
+    pl_squad_eval_v2_result r;
+    if (pl_squad_read(&s, data) || pl_squad_predictions_read(&s, preds, &pred, &arena) ||
+        pl_squad_evaluate_v2(&s, pred, &r))
+        return fail();
+    printf("{\"exact\": %.17g, \"f1\": %.17g, \"total\": %lld, \"HasAns_exact\": %.17g, \"HasAns_f1\": %.17g, "
+           "\"HasAns_total\": %lld, \"NoAns_exact\": %.17g, \"NoAns_f1\": %.17g, \"NoAns_total\": %lld}\n",
+           r.exact, r.f1, (long long)r.total, r.has_ans_exact, r.has_ans_f1, (long long)r.has_ans_total,
+           r.no_ans_exact, r.no_ans_f1, (long long)r.no_ans_total);
     pl_free(pred);
     pl_free(arena);
     pl_squad_set_free(&s);
@@ -498,6 +518,8 @@ int main(int argc, char **argv)
         return run_cls(atoll(argv[2]), argv[3]);
     if (argc == 3 && strcmp(argv[1], "normalize") == 0)
         return run_normalize(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "squad2") == 0)
+        return run_squad2(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "squad") == 0)
         return run_squad(argv[2], argv[3]);
     fprintf(stderr, "usage: ft_metrics seqeval FILE | cls K FILE | normalize FILE | squad DATA PRED\n");
