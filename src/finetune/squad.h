@@ -203,5 +203,8 @@ const char *pl_squad_nbest_text(const pl_squad_nbest *nb, int64_t i);
  * (one question of nbest_predictions.json; numbers with 17 significant
  * digits, non-finite ones as Python's json writes them) to out. */
 pl_status pl_squad_nbest_json(const pl_squad_nbest *nb, const char *id, pl_bytes *out);
+/* Appends sep then "id": score_diff (one entry of run_squad.py's v2.0
+ * null_odds.json) to out. */
+pl_status pl_squad_null_odds_json(const pl_squad_nbest *nb, const char *id, const char *sep, pl_bytes *out);
 
 #endif

@@ -439,6 +439,16 @@ fail:
     return st;
 }
 
+pl_status pl_squad_null_odds_json(const pl_squad_nbest *nb, const char *id, const char *sep, pl_bytes *out)
+{
+    pl_status st = pl_bytes_append(out, sep, strlen(sep));
+    if (!st)
+        st = json_string(out, id);
+    if (!st)
+        st = pl_bytes_append(out, ": ", 2);
+    return st ? st : json_number(out, nb->score_diff);
+}
+
 pl_status pl_squad_decode(pl_tokenizer *t, const pl_squad_features *fs, const pl_squad_doc *doc,
                           const int64_t *feats, int64_t n_feat, const float *start_logits,
                           const float *end_logits, const pl_squad_decode_config *cfg, pl_bytes *out,

@@ -59,6 +59,12 @@ static const pl_option ft_options[] = {
      "question_answering: start and end candidates per window in decoding", NULL, 0},
     {"--max-answer-length", PL_OPT_INT, "30", F(max_answer_length),
      "question_answering: longest answer span in tokens", NULL, 0},
+    {"--version-2-with-negative", PL_OPT_BOOL, NULL, F(version_2_with_negative),
+     "question_answering: SQuAD v2.0 (is_impossible questions; the null answer by "
+     "--null-score-diff-threshold; evaluate-v2.0.py's exact / f1)", NULL, 0},
+    {"--null-score-diff-threshold", PL_OPT_FLOAT, "0.0", F(null_score_diff_threshold),
+     "question_answering, SQuAD v2.0: predict no answer when the null score minus the best "
+     "span's exceeds this", NULL, 0},
     {"--save-qa-logits", PL_OPT_BOOL, NULL, F(save_qa_logits),
      "question_answering: also write SPLIT_qa_logits.bin, the start and end logits of every "
      "window (float32 [window][start|end][seq-length], windows in feature order)", NULL, 0},

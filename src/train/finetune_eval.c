@@ -40,6 +40,7 @@
 #include "finetune/seqeval.h"
 #include "finetune/squad_eval.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *const split_name[PL_FT_SPLITS] = {"train", "validation", "test"};
@@ -146,12 +147,21 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
     pl_bytes b = {0};
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/%s_report.%s", ft->dir, name, k ? "tsv" : "md");
-        if (qa) { /* evaluate-v1.1.py's two figures */
+        if (qa) { /* evaluate-v1.1.py's two figures (v2.0: evaluate-v2.0.py's, and its splits) */
             st = pl_bytes_printf(&b, k ? "metric\tvalue\nexact_match\t%.6f\nf1\t%.6f\n"
                                          "questions\t%lld\n"
                                        : "| metric | value |\n| --- | --- |\n| exact match | "
                                          "%.6f |\n| F1 | %.6f |\n| questions | %lld |\n",
                                  e->accuracy, e->f1, (long long)e->n);
+            const pl_squad_eval_v2_result *v = &ft->qa_v2;
+            if (!st && ft->fa->version_2_with_negative)
+                st = pl_bytes_printf(&b, k ? "HasAns_exact\t%.6f\nHasAns_f1\t%.6f\nHasAns_total\t%lld\n"
+                                             "NoAns_exact\t%.6f\nNoAns_f1\t%.6f\nNoAns_total\t%lld\n"
+                                           : "| HasAns exact | %.6f |\n| HasAns F1 | %.6f |\n| HasAns questions | "
+                                             "%lld |\n| NoAns exact | %.6f |\n| NoAns F1 | %.6f |\n| NoAns "
+                                             "questions | %lld |\n",
+                                     v->has_ans_exact, v->has_ans_f1, (long long)v->has_ans_total,
+                                     v->no_ans_exact, v->no_ans_f1, (long long)v->no_ans_total);
             PL_TRY(write_file(&b, st, path));
         } else {
             PL_TRY(cm ? pl_cls_metrics_write(cm, &ft->labels, path) : pl_seqeval_write(se, path));
@@ -166,6 +176,12 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
             PL_TRY(pl_error_wrap(st, "writing the n-best predictions %s", path));
         if (ft->fa->save_qa_logits)
             PL_TRY(write_qa_logits(ft, x, name));
+        if (ft->fa->version_2_with_negative) {
+            snprintf(path, sizeof path, "%s/%s_null_odds.json", ft->dir, name);
+            st = pl_file_write_atomic(path, ft->qa_null_odds.data, ft->qa_null_odds.n);
+            if (st)
+                PL_TRY(pl_error_wrap(st, "writing the null odds %s", path));
+        }
     } else if (cm) {
         snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
         st = pl_bytes_printf(&b, "line\tlabel\tprediction\n");
@@ -294,7 +310,9 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
     pl_train_ft *ft = t->ft;
     const pl_squad_features *fs = &x->fs;
     const int64_t T = fs->seq_len, n = fs->n;
-    const pl_squad_decode_config dc = {ft->fa->n_best_size, ft->fa->max_answer_length, 0, 0.0};
+    const int v2 = ft->fa->version_2_with_negative;
+    const pl_squad_decode_config dc = {ft->fa->n_best_size, ft->fa->max_answer_length, v2,
+                                       ft->fa->null_score_diff_threshold};
     pl_status st = PL_OK;
     for (int64_t i = 0; i < n * T; i++) {
         ft->qa_start[i] = ft->qa_logits[2 * i];
@@ -304,8 +322,10 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
         pl_free(ft->qa_answers[q]);
         ft->qa_answers[q] = NULL;
     }
-    ft->qa_nbest_json.n = 0;
+    ft->qa_nbest_json.n = ft->qa_null_odds.n = 0;
     st = pl_bytes_append(&ft->qa_nbest_json, "{", 1);
+    if (!st)
+        st = pl_bytes_append(&ft->qa_null_odds, "{", 1);
     for (int64_t f = 0, g; f < n && !st; f = g) {
         const int64_t q = fs->f[f].question;
         for (g = f; g < n && fs->f[g].question == q; g++)
@@ -317,18 +337,27 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
         st = pl_squad_decode_nbest(t->tok, fs, &doc, ft->qa_feats, g - f, ft->qa_start + f * T,
                                    ft->qa_end + f * T, &dc, &ft->qa_nb);
         pl_squad_doc_free(&doc);
-        if (!st && ft->qa_nb.pred >= 0 &&
-            !(ft->qa_answers[q] = pl_strdup(pl_squad_nbest_text(&ft->qa_nb, ft->qa_nb.pred))))
+        /* v2.0: the null answer is "" (run_squad.py writes it) */
+        if (!st && (ft->qa_nb.pred >= 0 || v2) &&
+            !(ft->qa_answers[q] = pl_strdup(ft->qa_nb.pred >= 0 ? pl_squad_nbest_text(&ft->qa_nb, ft->qa_nb.pred) : "")))
             st = pl_errorf(PL_ERR_NOMEM, "SQuAD answer of question %s", x->sq.q[q].id);
         if (!st)
             st = pl_bytes_append(&ft->qa_nbest_json, f ? ",\n " : "\n ", f ? 3 : 2);
         if (!st)
             st = pl_squad_nbest_json(&ft->qa_nb, x->sq.q[q].id, &ft->qa_nbest_json);
+        if (!st && v2) /* null_odds.json: score_diff (Python's Infinity when no span qualified) */
+            st = pl_squad_null_odds_json(&ft->qa_nb, x->sq.q[q].id, f ? ",\n " : "\n ", &ft->qa_null_odds);
     }
     if (!st)
         st = pl_bytes_append(&ft->qa_nbest_json, "\n}\n", 3);
     if (!st)
+        st = pl_bytes_append(&ft->qa_null_odds, "\n}\n", 3);
+    if (!st && v2) {
+        st = pl_squad_evaluate_v2(&x->sq, (const char *const *)ft->qa_answers, &ft->qa_v2);
+        *res = (pl_squad_eval_result){ft->qa_v2.exact, ft->qa_v2.f1, ft->qa_v2.total, ft->qa_v2.total};
+    } else if (!st) {
         st = pl_squad_evaluate(&x->sq, (const char *const *)ft->qa_answers, res);
+    }
     out->accuracy = res->exact_match;
     out->f1 = res->f1;
     out->n = x->sq.n_q;

@@ -291,9 +291,43 @@ import json; d = json.load(open('$TMP/qa_dev.json'))
 d['data'][0]['paragraphs'][0]['qas'].append({'id': 'kjv-none', 'question': 'Who wrote it?', 'answers': [],
                                               'is_impossible': True})
 json.dump(d, open('$TMP/qa_v2.json', 'w'))"
-check_fails "SQuAD v2.0 (an is_impossible question) is refused, naming the flag, file and question" \
-    "valid-data .*qa_v2.json: question kjv-none is_impossible: SQuAD v2.0" \
+check_fails "SQuAD v2.0 (an is_impossible question) without --version-2-with-negative is refused by name" \
+    "valid-data .*qa_v2.json: question kjv-none is_impossible: SQuAD v2.0.*--version-2-with-negative" \
     "$PLAIT" finetune "${QA[@]}" --valid-data "$TMP/qa_v2.json" --save "$TMP/x"
+# SQuAD v2.0 (--version-2-with-negative): a third of the cloze questions made unanswerable (the name asked for is
+# swapped for one the verses lack; answers [], is_impossible), in training and validation
+$PY - "$TMP" <<'PYEOF'
+import json, sys
+for split in ('train', 'dev'):
+    d = json.load(open(f'{sys.argv[1]}/qa_{split}.json'))
+    for i, p in enumerate(d['data'][0]['paragraphs']):
+        if i % 3 == 1:
+            qa = p['qas'][0]
+            qa['question'] = qa['question'].replace('what', 'what Babylon', 1)
+            qa['answers'], qa['is_impossible'] = [], True
+    json.dump(d, open(f'{sys.argv[1]}/qa2_{split}.json', 'w'))
+PYEOF
+check "SQuAD v2.0: one process trains and evaluates with --version-2-with-negative" \
+    timeout -k 5 120 mpirun.openmpi -n 1 "$PLAIT" finetune "${QA[@]}" --train-data "$TMP/qa2_train.json" \
+    --valid-data "$TMP/qa2_dev.json" --version-2-with-negative --null-score-diff-threshold 1.4 --save "$TMP/qa_v2"
+check "SQuAD v2.0: exact and F1 equal evaluate-v2.0.py's on the predictions file, HasAns / NoAns in the report" $PY -c "
+import json, sys; sys.path.insert(0, '$ROOT/tests/scripts')
+from squad_eval_reference import evaluate_v2
+data = json.load(open('$TMP/qa2_dev.json'))['data']
+pred = json.load(open('$TMP/qa_v2/validation_predictions.json'))
+ref = evaluate_v2(data, pred)
+last = [json.loads(l) for l in open('$TMP/qa_v2/metrics.jsonl') if 'val_em' in l][-1]
+rep = dict(l.rstrip('\\n').split('\\t') for l in open('$TMP/qa_v2/validation_report.tsv'))
+# the threshold (1.4, where this seeded run's score_diff lie: 1.32 to 1.42) splits the answers
+nulls = sum(v == '' for v in pred.values())
+assert len(pred) == 12 and ref['NoAns_total'] == 4 and 0 < nulls < 12, (len(pred), nulls, ref)
+assert abs(last['val_em'] - ref['exact']) < 1e-9 and abs(last['val_f1'] - ref['f1']) < 1e-9, (last, ref)
+assert abs(float(rep['NoAns_exact']) - ref['NoAns_exact']) < 1e-6 and int(rep['HasAns_total']) == 8, rep
+print(ref)"
+check "SQuAD v2.0: n-best lists, predictions and null odds equal run_squad.py's v2 path on the run's logits" \
+    $PY "$ROOT/tests/scripts/squad_features_reference.py" --run "$VOCAB" "$TMP/qa2_dev.json" 32 8 12 20 \
+    "$TMP/qa_v2/validation_qa_logits.bin" "$TMP/qa_v2/validation_nbest_predictions.json" \
+    "$TMP/qa_v2/validation_predictions.json" --v2 1.4 "$TMP/qa_v2/validation_null_odds.json"
 check_fails "--data-path is refused" "data comes from --train-data" \
     "$PLAIT" finetune "${FT[@]}" --data-path x --save "$TMP/x"
 check_fails "--epochs or --train-iters is required" "exactly one of --epochs" \

@@ -8,6 +8,7 @@ word). Nothing is shared with plait's C but the vocabulary file.
 
   squad_features_reference.py TOOL VOCAB DATA.json SEQ STRIDE QLEN [N_BEST] [--tricky OUT.json] [--v2 THRESHOLD]
   squad_features_reference.py --run VOCAB DATA.json SEQ STRIDE QLEN N_BEST LOGITS NBEST.json PRED.json
+                              [--v2 THRESHOLD NULL_ODDS.json]
 Builds training features (read_squad_examples + convert_examples_to_features:
 _improve_answer_span, doc spans, _check_is_max_context), draws seeded random
 float32 start/end logits for every feature, decodes each question
@@ -298,7 +299,14 @@ def check_run(args):
     """--run VOCAB DATA.json SEQ STRIDE QLEN N_BEST LOGITS NBEST.json PRED.json: a
     fine-tuning run's own files. Decodes the run's logits (--save-qa-logits) with
     write_predictions here and compares with the run's nbest_predictions.json and
-    predictions.json (the best text; none where the list is "empty")."""
+    predictions.json (the best text; none where the list is "empty"). With
+    --v2 THRESHOLD NULL_ODDS.json after them: SQuAD v2.0, the predictions
+    ("" for the null answer) and null_odds.json's score_diff compared too."""
+    v2, threshold, odds_path = False, 0.0, None
+    if '--v2' in args:
+        k = args.index('--v2')
+        v2, threshold, odds_path = True, float(args[k + 1]), args[k + 2]
+        del args[k:k + 3]
     vocab, data_path = args[0], args[1]
     seq, stride, qlen, n_best = map(int, args[2:6])
     logits_path, nbest_path, pred_path = args[6:9]
@@ -310,7 +318,12 @@ def check_run(args):
     if logits.size != len(features) * 2 * seq:
         print(f'{logits_path}: {logits.size} floats, python has {len(features)} features x 2 x {seq}')
         return 1
-    want = [w[:3] for w in predict(examples, features, logits.reshape(len(features), 2, seq), n_best)]
+    full = predict(examples, features, logits.reshape(len(features), 2, seq), n_best, v2=v2, threshold=threshold)
+    want = [w[:3] for w in full]
+    odds = None
+    if v2:
+        with open(odds_path, encoding='utf-8') as f:
+            odds = json.load(f)
     with open(nbest_path, encoding='utf-8') as f:
         got = json.load(f)
     with open(pred_path, encoding='utf-8') as f:
@@ -319,16 +332,20 @@ def check_run(args):
     if list(got) != [i for i, _, _ in want]:
         print(f'{nbest_path}: question ids {list(got)[:5]}..., python {[i for i, _, _ in want][:5]}...')
         return 1
-    for qid, best, wn in want:
-        want_pred = None if wn[0]['text'] == 'empty' and wn[0]['start_logit'] == 0.0 else best
-        if not nbest_equal(wn, got[qid]) or pred.get(qid) != want_pred:
+    nulls = 0
+    for (qid, best, wn), w in zip(want, full):
+        want_pred = None if not v2 and wn[0]['text'] == 'empty' and wn[0]['start_logit'] == 0.0 else best
+        nulls += v2 and best == ''
+        odds_ok = not v2 or (qid in odds and (odds[qid] == w[3] or abs(odds[qid] - w[3]) <= 1e-9))
+        if not nbest_equal(wn, got[qid]) or pred.get(qid) != want_pred or not odds_ok:
             bad += 1
             if bad <= 3:
                 print(f'{qid}: python {json.dumps(wn)[:300]} best {want_pred!r}\n  plait {json.dumps(got[qid])[:300]} '
                       f'best {pred.get(qid)!r}')
     entries = sum(len(wn) for _, _, wn in want)
     print(f'run n-best lists: {len(want) - bad}/{len(want)} equal ({entries} entries, n-best {n_best}); '
-          f'predictions their first texts')
+          + (f'SQuAD v2.0 threshold {threshold}: predictions ({nulls} null) and null odds equal' if v2 else
+             'predictions their first texts'))
     return 1 if bad else 0
 
 
