@@ -1,5 +1,6 @@
-/* Extractive question answering: SQuAD v1.1 JSON, BERT features with a
- * document stride, and n-best span decoding back to the context's text.
+/* Extractive question answering: SQuAD v1.1 and v2.0 JSON, BERT features
+ * with a document stride, and n-best span decoding back to the context's
+ * text (v2.0: against the null answer).
  *
  * Features follow Google BERT's run_squad.py, which Megatron's and NeMo's
  * SQuAD code and Hugging Face's squad_convert_examples_to_features copy:
@@ -23,7 +24,7 @@
  *  - a context token is "max context" in the window where it has the most
  *    context on its shorter side (min(left, right) + 0.01 * length), first
  *    window on ties (_check_is_max_context).
- * Decoding (write_predictions of run_squad.py, SQuAD v1.1: no null answer):
+ * Decoding (write_predictions of run_squad.py; v2.0's null answer below):
  *  - per feature, the n_best highest start logits and end logits over all
  *    positions; a (start, end) pair counts when both are context tokens of
  *    the feature, start is a max-context token, end >= start and
