@@ -283,6 +283,9 @@ pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
                                      "--test-labels are NeMo's token-classification files "
                                      "(--task token_classification)");
     const int qa = strcmp(fa->task, "question_answering") == 0;
+    if (!qa && (fa->version_2_with_negative || fa->save_qa_logits))
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --%s is for --task question_answering, not %s",
+                         fa->version_2_with_negative ? "version-2-with-negative" : "save-qa-logits", fa->task);
     if (fa->save_top_k < 0 || (fa->save_top_k > 0 && (!a->save || !fa->valid_data)))
         return pl_errorf(PL_ERR_ARG, "plait finetune: --save-top-k %lld needs --save and "
                          "--valid-data (and K >= 0)", (long long)fa->save_top_k);

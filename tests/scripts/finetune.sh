@@ -328,6 +328,9 @@ check "SQuAD v2.0: n-best lists, predictions and null odds equal run_squad.py's 
     $PY "$ROOT/tests/scripts/squad_features_reference.py" --run "$VOCAB" "$TMP/qa2_dev.json" 32 8 12 20 \
     "$TMP/qa_v2/validation_qa_logits.bin" "$TMP/qa_v2/validation_nbest_predictions.json" \
     "$TMP/qa_v2/validation_predictions.json" --v2 1.4 "$TMP/qa_v2/validation_null_odds.json"
+check_fails "--version-2-with-negative outside question answering is refused by name" \
+    "version-2-with-negative is for --task question_answering" \
+    "$PLAIT" finetune "${FT[@]}" --version-2-with-negative --save "$TMP/x"
 check_fails "--data-path is refused" "data comes from --train-data" \
     "$PLAIT" finetune "${FT[@]}" --data-path x --save "$TMP/x"
 check_fails "--epochs or --train-iters is required" "exactly one of --epochs" \
