@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     pl_squad_doc doc = {0};
     int64_t cur = -1;
-    pl_squad_decode_config dc = {5, 10};
+    pl_squad_decode_config dc = {.n_best = 5, .max_answer_len = 10};
     for (int64_t i = 0; i < fs.n;) {
         int64_t q = fs.f[i].question, nf = 0;
         while (i + nf < fs.n && fs.f[i + nf].question == q)

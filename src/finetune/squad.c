@@ -17,6 +17,7 @@ typedef struct sq_builder {
     int64_t n_ctx, cap_ctx;
     struct q_off {
         int64_t id, question, context, first_answer, n_answers;
+        int impossible;
     } * q;
     int64_t n_q, cap_q;
     struct a_off {
@@ -68,19 +69,19 @@ static pl_status read_qa(sq_builder *b, const cJSON *qa, int64_t ctx, const char
     if (!cJSON_IsObject(qa))
         return pl_errorf(PL_ERR_FORMAT, "%s: %s: expected an object", name, where);
     const cJSON *imp = cJSON_GetObjectItemCaseSensitive(qa, "is_impossible");
-    if (cJSON_IsTrue(imp))
-        return pl_errorf(PL_ERR_UNSUPPORTED, "%s: %s: is_impossible (SQuAD v2.0) questions are not supported", name, where);
+    if (imp && !cJSON_IsBool(imp))
+        return pl_errorf(PL_ERR_FORMAT, "%s: %s: \"is_impossible\" must be true or false", name, where);
     if ((st = grow((void **)&b->q, &b->cap_q, b->n_q + 1, sizeof *b->q)))
         return st;
     struct q_off *q = &b->q[b->n_q];
-    *q = (struct q_off){.context = ctx, .first_answer = b->n_a};
+    *q = (struct q_off){.context = ctx, .first_answer = b->n_a, .impossible = cJSON_IsTrue(imp)};
     if ((st = get_str(b, qa, "id", &q->id, name, where)) || (st = get_str(b, qa, "question", &q->question, name, where)))
         return st;
     const cJSON *ans = get_array(qa, "answers");
     if (!ans)
         return pl_errorf(PL_ERR_FORMAT, "%s: %s: no \"answers\" array", name, where);
     int64_t k = 0;
-    for (const cJSON *a = ans->child; a; a = a->next, k++) {
+    for (const cJSON *a = q->impossible ? NULL : ans->child; a; a = a->next, k++) {
         snprintf(where + base, wn - base, ".answers[%lld]", (long long)k);
         if (!cJSON_IsObject(a))
             return pl_errorf(PL_ERR_FORMAT, "%s: %s: expected an object", name, where);
@@ -181,9 +182,11 @@ pl_status pl_squad_parse(pl_squad_set *out, const char *text, size_t n, const ch
         out->contexts[i] = out->arena + b.ctx_off[i];
     for (int64_t i = 0; i < b.n_a; i++)
         out->answers[i] = (pl_squad_answer){out->arena + b.a[i].text, b.a[i].start};
-    for (int64_t i = 0; i < b.n_q; i++)
+    for (int64_t i = 0; i < b.n_q; i++) {
         out->q[i] = (pl_squad_question){out->arena + b.q[i].id, out->arena + b.q[i].question, b.q[i].context,
-                                        out->answers + b.q[i].first_answer, b.q[i].n_answers};
+                                        out->answers + b.q[i].first_answer, b.q[i].n_answers, b.q[i].impossible};
+        out->n_impossible += b.q[i].impossible;
+    }
     out->n_contexts = b.n_ctx, out->n_q = b.n_q, out->n_answers = b.n_a;
     goto done;
 fail:

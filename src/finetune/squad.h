@@ -1,5 +1,6 @@
-/* Extractive question answering: SQuAD v1.1 JSON, BERT features with a
- * document stride, and n-best span decoding back to the context's text.
+/* Extractive question answering: SQuAD v1.1 and v2.0 JSON, BERT features
+ * with a document stride, and n-best span decoding back to the context's
+ * text (v2.0: against the null answer).
  *
  * Features follow Google BERT's run_squad.py, which Megatron's and NeMo's
  * SQuAD code and Hugging Face's squad_convert_examples_to_features copy:
@@ -23,7 +24,7 @@
  *  - a context token is "max context" in the window where it has the most
  *    context on its shorter side (min(left, right) + 0.01 * length), first
  *    window on ties (_check_is_max_context).
- * Decoding (write_predictions of run_squad.py, SQuAD v1.1: no null answer):
+ * Decoding (write_predictions of run_squad.py; v2.0's null answer below):
  *  - per feature, the n_best highest start logits and end logits over all
  *    positions; a (start, end) pair counts when both are context tokens of
  *    the feature, start is a max-context token, end >= start and
@@ -58,6 +59,7 @@ typedef struct pl_squad_question {
     int64_t context;          /* index into contexts */
     pl_squad_answer *answers; /* points into the set's answers */
     int64_t n_answers;
+    int impossible;           /* SQuAD v2.0 is_impossible: no answers kept */
 } pl_squad_question;
 
 typedef struct pl_squad_set {
@@ -67,14 +69,17 @@ typedef struct pl_squad_set {
     int64_t n_q;
     pl_squad_answer *answers;
     int64_t n_answers;
+    int64_t n_impossible;     /* questions marked is_impossible */
     char *arena, *path;
 } pl_squad_set;
 
 /* Reads a SQuAD v1.1 file ({"data": [{"paragraphs": [{"context", "qas":
  * [{"id", "question", "answers": [{"text", "answer_start"}]}]}]}]}). Errors
  * are PL_ERR_FORMAT naming the file and either line:column (bad JSON) or the
- * JSON path (data[2].paragraphs[0].qas[5]: no "id"). Questions marked
- * is_impossible (SQuAD v2.0) are PL_ERR_UNSUPPORTED. An answer_start that
+ * JSON path (data[2].paragraphs[0].qas[5]: no "id"). SQuAD v2.0's
+ * is_impossible (true or false) is read: such a question keeps no answers
+ * (run_squad.py ignores them; v2.0 lists "plausible_answers" apart) and
+ * counts in n_impossible. An answer_start that
  * does not point at its text in the context is kept (the official data has
  * a few); features then skip that answer. */
 pl_status pl_squad_read(pl_squad_set *out, const char *path);
@@ -135,6 +140,8 @@ void pl_squad_features_free(pl_squad_features *fs);
 typedef struct pl_squad_decode_config {
     int64_t n_best;         /* 20 */
     int64_t max_answer_len; /* 30 tokens */
+    int version_2;          /* SQuAD v2.0: the null answer competes (version_2_with_negative) */
+    double null_threshold;  /* v2.0: null_score_diff_threshold (0.0) */
 } pl_squad_decode_config;
 
 /* The best answer text of one question from its features' logits.
@@ -146,5 +153,59 @@ pl_status pl_squad_decode(pl_tokenizer *t, const pl_squad_features *fs, const pl
                           const int64_t *feats, int64_t n_feat, const float *start_logits,
                           const float *end_logits, const pl_squad_decode_config *cfg, pl_bytes *out,
                           float *score);
+
+/* run_squad.py's n-best list of one question (write_predictions, v1.1):
+ * the candidates above ranked by start + end logit (ties: feature order,
+ * then start and end in top-k order, as Python's stable sort), each text
+ * kept once (the first, highest-ranked occurrence), at most n_best entries;
+ * probability is the softmax over the entries' start + end logits (in
+ * double, shifted by the maximum). When no span qualifies the list is
+ * run_squad.py's one nonce entry {"empty", 0, 0, probability 1} and empty
+ * is set.
+ * SQuAD v2.0 (cfg->version_2, run_squad.py's version_2_with_negative):
+ * score_null is the lowest start[0] + end[0] ([CLS]) over the windows; that
+ * window's null span (start 0, end 0, text "") joins the candidates last (a
+ * tie goes to the spans), and when it is not among the first n_best texts,
+ * a "" entry with its logits is appended (n_best + 1 entries then, as
+ * run_squad.py). score_diff = score_null - the first non-"" entry's start
+ * logit - its end logit (null_odds.json); the prediction is "" when
+ * score_diff > cfg->null_threshold, else that entry's text. Where no span
+ * qualifies at all (run_squad.py then fails), score_diff is +infinity and
+ * the prediction "". pred is the predicted entry, -1 for "" (and for v1.1's
+ * "empty"). */
+typedef struct pl_squad_nbest_entry {
+    size_t text;              /* offset of the NUL-terminated text in texts */
+    float start_logit, end_logit;
+    double probability;
+} pl_squad_nbest_entry;
+
+typedef struct pl_squad_nbest {
+    pl_squad_nbest_entry *e;
+    int64_t n, cap;
+    int empty;
+    int64_t pred;             /* entry of the prediction, -1: none ("" under v2.0) */
+    double score_null, score_diff; /* v2.0 */
+    pl_bytes texts;
+    void *cand;               /* scratch: the ranked candidates */
+    int64_t cand_cap;
+} pl_squad_nbest;
+
+/* The n-best list of one question (arguments as pl_squad_decode). nb is
+ * reused: start from {0}, free with pl_squad_nbest_free. */
+pl_status pl_squad_decode_nbest(pl_tokenizer *t, const pl_squad_features *fs, const pl_squad_doc *doc,
+                                const int64_t *feats, int64_t n_feat, const float *start_logits,
+                                const float *end_logits, const pl_squad_decode_config *cfg,
+                                pl_squad_nbest *nb);
+void pl_squad_nbest_free(pl_squad_nbest *nb);
+/* The text of entry i. */
+const char *pl_squad_nbest_text(const pl_squad_nbest *nb, int64_t i);
+
+/* Appends "id": [{"text", "probability", "start_logit", "end_logit"}, ...]
+ * (one question of nbest_predictions.json; numbers with 17 significant
+ * digits, non-finite ones as Python's json writes them) to out. */
+pl_status pl_squad_nbest_json(const pl_squad_nbest *nb, const char *id, pl_bytes *out);
+/* Appends sep then "id": score_diff (one entry of run_squad.py's v2.0
+ * null_odds.json) to out. */
+pl_status pl_squad_null_odds_json(const pl_squad_nbest *nb, const char *id, const char *sep, pl_bytes *out);
 
 #endif

@@ -195,7 +195,9 @@ static int64_t tokens(pl_bytes *b, const char ***out)
     return k;
 }
 
-pl_status pl_squad_em_f1(const char *pred, const char *truth, int *em, double *f1)
+/* v1.1's exact_match_score / f1_score; with v2, evaluate-v2.0.py's
+ * compute_exact / compute_f1 (F1 = 1 when both are empty, 0 when one is). */
+static pl_status em_f1(const char *pred, const char *truth, int v2, int *em, double *f1)
 {
     pl_bytes a = {0}, b = {0};
     const char **ta = NULL, **tb = NULL;
@@ -218,7 +220,9 @@ pl_status pl_squad_em_f1(const char *pred, const char *truth, int *em, double *f
         else
             j++;
     }
-    if (same == 0) {
+    if (v2 && (na == 0 || nb == 0)) {
+        *f1 = na == nb;
+    } else if (same == 0) {
         *f1 = 0;
     } else {
         double p = (double)same / (double)na, r = (double)same / (double)nb;
@@ -230,6 +234,54 @@ done:
     pl_bytes_free(&a);
     pl_bytes_free(&b);
     return st;
+}
+
+pl_status pl_squad_em_f1(const char *pred, const char *truth, int *em, double *f1)
+{
+    return em_f1(pred, truth, 0, em, f1);
+}
+
+pl_status pl_squad_evaluate_v2(const pl_squad_set *s, const char *const *pred, pl_squad_eval_v2_result *out)
+{
+    *out = (pl_squad_eval_v2_result){0};
+    double sum[3][2] = {{0}}; /* all, HasAns, NoAns: exact, f1 */
+    int64_t n[3] = {0};
+    pl_bytes norm = {0};
+    pl_status st = PL_OK;
+    for (int64_t i = 0; i < s->n_q && !st; i++) {
+        const pl_squad_question *q = &s->q[i];
+        const char *p = pred[i] ? pred[i] : "";
+        int best_em = 0, gold = 0;
+        double best_f1 = 0;
+        for (int64_t a = 0; a < q->n_answers && !st; a++) {
+            int em;
+            double f1;
+            if ((st = pl_squad_normalize(q->answers[a].text, strlen(q->answers[a].text), &norm)))
+                break;
+            if (norm.n == 0) /* gold answers that normalize to nothing are dropped */
+                continue;
+            gold++;
+            if ((st = em_f1(p, q->answers[a].text, 1, &em, &f1)))
+                break;
+            best_em = best_em > em ? best_em : em;
+            best_f1 = best_f1 > f1 ? best_f1 : f1;
+        }
+        if (!st && gold == 0) /* no gold answer: [""] */
+            st = em_f1(p, "", 1, &best_em, &best_f1);
+        const int k = q->n_answers > 0 ? 1 : 2; /* has_ans: bool(qa["answers"]) */
+        sum[0][0] += best_em, sum[0][1] += best_f1, n[0]++;
+        sum[k][0] += best_em, sum[k][1] += best_f1, n[k]++;
+    }
+    pl_bytes_free(&norm);
+    if (st)
+        return st;
+    double *dst[3][2] = {{&out->exact, &out->f1}, {&out->has_ans_exact, &out->has_ans_f1},
+                         {&out->no_ans_exact, &out->no_ans_f1}};
+    for (int k = 0; k < 3; k++)
+        if (n[k] > 0)
+            *dst[k][0] = 100.0 * sum[k][0] / (double)n[k], *dst[k][1] = 100.0 * sum[k][1] / (double)n[k];
+    out->total = n[0], out->has_ans_total = n[1], out->no_ans_total = n[2];
+    return PL_OK;
 }
 
 pl_status pl_squad_evaluate(const pl_squad_set *s, const char *const *pred, pl_squad_eval_result *out)

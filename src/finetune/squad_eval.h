@@ -43,6 +43,22 @@ typedef struct pl_squad_eval_result {
  * (NULL: unanswered, scored 0 as the script does). */
 pl_status pl_squad_evaluate(const pl_squad_set *s, const char *const *pred, pl_squad_eval_result *out);
 
+/* The official SQuAD v2.0 evaluation (evaluate-v2.0.py without --na-prob-file,
+ * so no threshold search): per question the gold answers are those whose
+ * normalized text is not empty, [""] when none is (an unanswerable question);
+ * compute_exact is normalize_answer equality, compute_f1 the token F1 above
+ * except that it is 1 when both token lists are empty and 0 when one is; the
+ * maximum over the gold answers; exact and f1 (x100) over all questions, over
+ * those with answers (HasAns) and those without (NoAns). A NULL prediction
+ * counts as "" (the script skips a missing one overall and fails on it in the
+ * splits); every question counts. */
+typedef struct pl_squad_eval_v2_result {
+    double exact, f1, has_ans_exact, has_ans_f1, no_ans_exact, no_ans_f1;
+    int64_t total, has_ans_total, no_ans_total;
+} pl_squad_eval_v2_result;
+
+pl_status pl_squad_evaluate_v2(const pl_squad_set *s, const char *const *pred, pl_squad_eval_v2_result *out);
+
 /* Reads a predictions file ({"question id": "answer text", ...}) and aligns
  * it with s: (*pred)[i] answers s->q[i] or is NULL. *pred and its strings
  * live in *arena (free both with pl_free). Unknown ids are ignored, as the

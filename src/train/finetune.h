@@ -32,6 +32,9 @@ typedef struct pl_ft_args {
     int evaluate_only;            /* plait evaluate: no training, the loaded model evaluated */
     char *metrics_path;           /* plait evaluate: RESULTS/metrics.jsonl (owned) */
     int64_t doc_stride, max_query_length, n_best_size, max_answer_length; /* QA (NeMo's) */
+    int save_qa_logits;           /* QA: write SPLIT_qa_logits.bin with the predictions */
+    int version_2_with_negative;  /* QA: SQuAD v2.0 */
+    double null_score_diff_threshold; /* QA, v2.0 (0.0) */
     int64_t save_top_k;           /* NeMo's checkpoint_callback_params.save_top_k (0: none) */
     const char *monitor;          /* val_loss | val_acc | val_f1 | val_em */
     const char *monitor_mode;     /* min | max; NULL: min for val_loss, else max */

@@ -59,6 +59,15 @@ static const pl_option ft_options[] = {
      "question_answering: start and end candidates per window in decoding", NULL, 0},
     {"--max-answer-length", PL_OPT_INT, "30", F(max_answer_length),
      "question_answering: longest answer span in tokens", NULL, 0},
+    {"--version-2-with-negative", PL_OPT_BOOL, NULL, F(version_2_with_negative),
+     "question_answering: SQuAD v2.0 (is_impossible questions; the null answer by "
+     "--null-score-diff-threshold; evaluate-v2.0.py's exact / f1)", NULL, 0},
+    {"--null-score-diff-threshold", PL_OPT_FLOAT, "0.0", F(null_score_diff_threshold),
+     "question_answering, SQuAD v2.0: predict no answer when the null score minus the best "
+     "span's exceeds this", NULL, 0},
+    {"--save-qa-logits", PL_OPT_BOOL, NULL, F(save_qa_logits),
+     "question_answering: also write SPLIT_qa_logits.bin, the start and end logits of every "
+     "window (float32 [window][start|end][seq-length], windows in feature order)", NULL, 0},
     {"--save-top-k", PL_OPT_INT, "0", F(save_top_k),
      "keep the K best checkpoints by --monitor in SAVE/checkpoints/, each named after its "
      "figure (bert--val_loss=0.3500-epoch=0-step=50); SAVE itself keeps the last for resuming "
@@ -274,6 +283,9 @@ pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
                                      "--test-labels are NeMo's token-classification files "
                                      "(--task token_classification)");
     const int qa = strcmp(fa->task, "question_answering") == 0;
+    if (!qa && (fa->version_2_with_negative || fa->save_qa_logits))
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --%s is for --task question_answering, not %s",
+                         fa->version_2_with_negative ? "version-2-with-negative" : "save-qa-logits", fa->task);
     if (fa->save_top_k < 0 || (fa->save_top_k > 0 && (!a->save || !fa->valid_data)))
         return pl_errorf(PL_ERR_ARG, "plait finetune: --save-top-k %lld needs --save and "
                          "--valid-data (and K >= 0)", (long long)fa->save_top_k);

@@ -155,6 +155,12 @@ pl_status pl_ft_data_read(pl_train_ft *ft, int root)
         } else if (ft->task == PL_TASK_SPAN) {
             st = pl_squad_read(&x->sq, paths[s]);
             x->n = x->sq.n_q;
+            for (int64_t q = 0; !st && !fa->version_2_with_negative && q < x->sq.n_q; q++)
+                if (x->sq.q[q].impossible)
+                    return pl_errorf(PL_ERR_UNSUPPORTED,
+                                     "%s %s: question %s is_impossible: SQuAD v2.0 (unanswerable "
+                                     "questions, %lld here) needs --version-2-with-negative",
+                                     split_flag[s], paths[s], x->sq.q[q].id, (long long)x->sq.n_impossible);
         } else {
             pl_textcls_spec sp;
             PL_TRY(spec_of(fa, paths[s], &sp));
@@ -339,6 +345,9 @@ void pl_ft_data_free(pl_train_ft *ft)
     for (int64_t q = 0; ft->qa_answers && q < ft->qa_q; q++)
         pl_free(ft->qa_answers[q]);
     pl_free(ft->qa_answers);
+    pl_squad_nbest_free(&ft->qa_nb);
+    pl_bytes_free(&ft->qa_nbest_json);
+    pl_bytes_free(&ft->qa_null_odds);
     pl_free(ft->qa_logits);
     pl_free(ft->qa_start);
     pl_free(ft->qa_feats);

@@ -17,6 +17,11 @@
  *                                 "val_f1"} (test_ for the test split)
  *   DIR/SPLIT_predictions.json    QA: {"question id": "answer text"} (the official
  *                                 script's input)
+ *   DIR/SPLIT_nbest_predictions.json  QA: run_squad.py's nbest_predictions.json,
+ *                                 {"question id": [{"text", "probability",
+ *                                 "start_logit", "end_logit"}, ...]}
+ *   DIR/SPLIT_qa_logits.bin       QA with --save-qa-logits: every window's start and
+ *                                 end logits (float32 [window][start|end][T])
  * F1 is the macro-F1 of the classes (text), seqeval's micro entity F1 (token) or
  * SQuAD's token F1 (QA, x 100); accuracy is of the examples (text) or of the words
  * (token); QA has the exact match (x 100, "val_em") instead.
@@ -35,9 +40,29 @@
 #include "finetune/seqeval.h"
 #include "finetune/squad_eval.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *const split_name[PL_FT_SPLITS] = {"train", "validation", "test"};
+
+/* --save-qa-logits: DIR/SPLIT_qa_logits.bin, float32 [window][start|end][T]. */
+static pl_status write_qa_logits(const pl_train_ft *ft, const pl_ft_split *x, const char *name)
+{
+    const int64_t T = x->fs.seq_len, n = x->fs.n;
+    char path[4096];
+    pl_bytes b = {0};
+    pl_status st = pl_bytes_reserve(&b, (size_t)(2 * n * T) * sizeof(float) + 1);
+    for (int64_t i = 0; i < n && !st; i++) {
+        st = pl_bytes_append(&b, ft->qa_start + i * T, (size_t)T * sizeof(float));
+        if (!st)
+            st = pl_bytes_append(&b, ft->qa_end + i * T, (size_t)T * sizeof(float));
+    }
+    snprintf(path, sizeof path, "%s/%s_qa_logits.bin", ft->dir, name);
+    if (!st && (st = pl_file_write_atomic(path, b.data, b.n)))
+        st = pl_error_wrap(st, "writing the QA logits %s", path);
+    pl_bytes_free(&b);
+    return st;
+}
 static const char *const key_prefix[PL_FT_SPLITS] = {"train", "val", "test"};
 
 /* Forward of the current micro-batch through every pipeline stage (tag: its
@@ -122,12 +147,21 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
     pl_bytes b = {0};
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/%s_report.%s", ft->dir, name, k ? "tsv" : "md");
-        if (qa) { /* evaluate-v1.1.py's two figures */
+        if (qa) { /* evaluate-v1.1.py's two figures (v2.0: evaluate-v2.0.py's, and its splits) */
             st = pl_bytes_printf(&b, k ? "metric\tvalue\nexact_match\t%.6f\nf1\t%.6f\n"
                                          "questions\t%lld\n"
                                        : "| metric | value |\n| --- | --- |\n| exact match | "
                                          "%.6f |\n| F1 | %.6f |\n| questions | %lld |\n",
                                  e->accuracy, e->f1, (long long)e->n);
+            const pl_squad_eval_v2_result *v = &ft->qa_v2;
+            if (!st && ft->fa->version_2_with_negative)
+                st = pl_bytes_printf(&b, k ? "HasAns_exact\t%.6f\nHasAns_f1\t%.6f\nHasAns_total\t%lld\n"
+                                             "NoAns_exact\t%.6f\nNoAns_f1\t%.6f\nNoAns_total\t%lld\n"
+                                           : "| HasAns exact | %.6f |\n| HasAns F1 | %.6f |\n| HasAns questions | "
+                                             "%lld |\n| NoAns exact | %.6f |\n| NoAns F1 | %.6f |\n| NoAns "
+                                             "questions | %lld |\n",
+                                     v->has_ans_exact, v->has_ans_f1, (long long)v->has_ans_total,
+                                     v->no_ans_exact, v->no_ans_f1, (long long)v->no_ans_total);
             PL_TRY(write_file(&b, st, path));
         } else {
             PL_TRY(cm ? pl_cls_metrics_write(cm, &ft->labels, path) : pl_seqeval_write(se, path));
@@ -136,6 +170,18 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
     if (qa) {
         snprintf(path, sizeof path, "%s/%s_predictions.json", ft->dir, name);
         PL_TRY(pl_squad_predictions_write(&x->sq, (const char *const *)ft->qa_answers, path));
+        snprintf(path, sizeof path, "%s/%s_nbest_predictions.json", ft->dir, name);
+        st = pl_file_write_atomic(path, ft->qa_nbest_json.data, ft->qa_nbest_json.n);
+        if (st)
+            PL_TRY(pl_error_wrap(st, "writing the n-best predictions %s", path));
+        if (ft->fa->save_qa_logits)
+            PL_TRY(write_qa_logits(ft, x, name));
+        if (ft->fa->version_2_with_negative) {
+            snprintf(path, sizeof path, "%s/%s_null_odds.json", ft->dir, name);
+            st = pl_file_write_atomic(path, ft->qa_null_odds.data, ft->qa_null_odds.n);
+            if (st)
+                PL_TRY(pl_error_wrap(st, "writing the null odds %s", path));
+        }
     } else if (cm) {
         snprintf(path, sizeof path, "%s/%s_predictions.tsv", ft->dir, name);
         st = pl_bytes_printf(&b, "line\tlabel\tprediction\n");
@@ -264,7 +310,9 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
     pl_train_ft *ft = t->ft;
     const pl_squad_features *fs = &x->fs;
     const int64_t T = fs->seq_len, n = fs->n;
-    const pl_squad_decode_config dc = {ft->fa->n_best_size, ft->fa->max_answer_length};
+    const int v2 = ft->fa->version_2_with_negative;
+    const pl_squad_decode_config dc = {ft->fa->n_best_size, ft->fa->max_answer_length, v2,
+                                       ft->fa->null_score_diff_threshold};
     pl_status st = PL_OK;
     for (int64_t i = 0; i < n * T; i++) {
         ft->qa_start[i] = ft->qa_logits[2 * i];
@@ -274,26 +322,42 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
         pl_free(ft->qa_answers[q]);
         ft->qa_answers[q] = NULL;
     }
+    ft->qa_nbest_json.n = ft->qa_null_odds.n = 0;
+    st = pl_bytes_append(&ft->qa_nbest_json, "{", 1);
+    if (!st)
+        st = pl_bytes_append(&ft->qa_null_odds, "{", 1);
     for (int64_t f = 0, g; f < n && !st; f = g) {
         const int64_t q = fs->f[f].question;
         for (g = f; g < n && fs->f[g].question == q; g++)
             ft->qa_feats[g - f] = g;
         pl_squad_doc doc;
-        pl_bytes text = {0};
         st = pl_squad_doc_init(&doc, t->tok, x->sq.contexts[x->sq.q[q].context]);
         if (st)
             break;
-        st = pl_squad_decode(t->tok, fs, &doc, ft->qa_feats, g - f, ft->qa_start + f * T,
-                             ft->qa_end + f * T, &dc, &text, NULL);
+        st = pl_squad_decode_nbest(t->tok, fs, &doc, ft->qa_feats, g - f, ft->qa_start + f * T,
+                                   ft->qa_end + f * T, &dc, &ft->qa_nb);
         pl_squad_doc_free(&doc);
-        if (st) {
-            pl_bytes_free(&text);
-            break;
-        }
-        ft->qa_answers[q] = text.data; /* taken (NUL-terminated; NULL: no span qualified) */
+        /* v2.0: the null answer is "" (run_squad.py writes it) */
+        if (!st && (ft->qa_nb.pred >= 0 || v2) &&
+            !(ft->qa_answers[q] = pl_strdup(ft->qa_nb.pred >= 0 ? pl_squad_nbest_text(&ft->qa_nb, ft->qa_nb.pred) : "")))
+            st = pl_errorf(PL_ERR_NOMEM, "SQuAD answer of question %s", x->sq.q[q].id);
+        if (!st)
+            st = pl_bytes_append(&ft->qa_nbest_json, f ? ",\n " : "\n ", f ? 3 : 2);
+        if (!st)
+            st = pl_squad_nbest_json(&ft->qa_nb, x->sq.q[q].id, &ft->qa_nbest_json);
+        if (!st && v2) /* null_odds.json: score_diff (Python's Infinity when no span qualified) */
+            st = pl_squad_null_odds_json(&ft->qa_nb, x->sq.q[q].id, f ? ",\n " : "\n ", &ft->qa_null_odds);
     }
     if (!st)
+        st = pl_bytes_append(&ft->qa_nbest_json, "\n}\n", 3);
+    if (!st)
+        st = pl_bytes_append(&ft->qa_null_odds, "\n}\n", 3);
+    if (!st && v2) {
+        st = pl_squad_evaluate_v2(&x->sq, (const char *const *)ft->qa_answers, &ft->qa_v2);
+        *res = (pl_squad_eval_result){ft->qa_v2.exact, ft->qa_v2.f1, ft->qa_v2.total, ft->qa_v2.total};
+    } else if (!st) {
         st = pl_squad_evaluate(&x->sq, (const char *const *)ft->qa_answers, res);
+    }
     out->accuracy = res->exact_match;
     out->f1 = res->f1;
     out->n = x->sq.n_q;

@@ -10,6 +10,7 @@
 #include "finetune/labels.h"
 #include "finetune/reg_metrics.h"
 #include "finetune/squad.h"
+#include "finetune/squad_eval.h"
 #include "finetune/textcls.h"
 #include "finetune/tokcls.h"
 #include "train/finetune.h"
@@ -72,6 +73,10 @@ typedef struct pl_train_ft {
     int64_t *qa_feats;         /* QA: window indices */
     char **qa_answers;         /* QA: the decoded answer of each question (NULL: none) */
     int64_t qa_q;              /* QA: entries of qa_answers */
+    pl_squad_nbest qa_nb;      /* QA: one question's n-best list (reused) */
+    pl_bytes qa_nbest_json;    /* QA: SPLIT_nbest_predictions.json of the last evaluation */
+    pl_bytes qa_null_odds;     /* QA, v2.0: SPLIT_null_odds.json of the last evaluation */
+    pl_squad_eval_v2_result qa_v2; /* QA, v2.0: the last evaluation's figures */
     double target_mean;        /* regression: the training targets' mean and population */
     double target_std;         /* std; the head learns (target - mean) / std */
     double *reg_pred;          /* regression: each row's prediction (targets' units) */

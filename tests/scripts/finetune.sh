@@ -7,7 +7,8 @@
 # (independent of plait); the pretrained weights land unchanged in a PP 2 run from the
 # TP 2 checkpoint (lr 0); the task head starts from --seed. Token classification (PP 2) and
 # QA (DP 2) equal one process too; their entity F1 and EM/F1 equal seqeval's and the official
-# SQuAD script's (Python transcriptions, tests/scripts/) on the predictions files. Errors
+# SQuAD script's (Python transcriptions, tests/scripts/) on the predictions files; QA's
+# n-best lists equal run_squad.py's write_predictions over the logits the run saved. Errors
 # name their flag.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
@@ -234,7 +235,7 @@ PYEOF
 QA=(--task question_answering --train-data "$TMP/qa_train.json" --valid-data "$TMP/qa_dev.json"
     --pretrained-checkpoint "$TMP/pre" "${MODEL[@]}" --doc-stride 8 --max-query-length 12
     --micro-batch-size 8 --global-batch-size 16 --train-iters 6 --lr 1e-3 --eval-interval 3
-    --log-interval 1)
+    --log-interval 1 --save-qa-logits)
 qa() { # NAME NP TP PP
     rm -rf "$TMP/$1"
     timeout -k 5 120 mpirun.openmpi -n "$2" "$PLAIT" finetune "${QA[@]}" \
@@ -252,12 +253,26 @@ last = [json.loads(l) for l in open('$TMP/qa_one/metrics.jsonl') if 'val_em' in 
 assert len(pred) == 12 and last['val_examples'] == 12, (len(pred), last)
 assert abs(last['val_em'] - ref['exact_match']) < 1e-9 and abs(last['val_f1'] - ref['f1']) < 1e-9, (last, ref)
 print(ref)"
+check "question answering: nbest_predictions.json equals run_squad.py's write_predictions on the run's logits" \
+    $PY "$ROOT/tests/scripts/squad_features_reference.py" --run "$VOCAB" "$TMP/qa_dev.json" 32 8 12 20 \
+    "$TMP/qa_one/validation_qa_logits.bin" "$TMP/qa_one/validation_nbest_predictions.json" \
+    "$TMP/qa_one/validation_predictions.json"
 check "question answering: DP 2 runs" qa qa_dp2 2 1 1
 check "question answering: DP 2's losses, answers and parameters equal one process's" bash -c "
     paste <(grep -o '\"lm_loss\": [^,]*' '$TMP/qa_one/metrics.jsonl' | cut -d' ' -f2) \
           <(grep -o '\"lm_loss\": [^,]*' '$TMP/qa_dp2/metrics.jsonl' | cut -d' ' -f2) |
         awk '{ c++; d = \$1 - \$2; if (d < 0) d = -d; if (d > 2e-5 * \$2) bad++ } END { exit !(c == 6 && !bad) }' &&
     cmp '$TMP/qa_one/validation_predictions.json' '$TMP/qa_dp2/validation_predictions.json' &&
+    $PY -c \"
+import json
+# the n-best texts and order identical; the logits differ by what the span head's bias adds
+# to every position (see below), which the probabilities (a softmax) do not see
+a = json.load(open('$TMP/qa_one/validation_nbest_predictions.json'))
+b = json.load(open('$TMP/qa_dp2/validation_nbest_predictions.json'))
+assert list(a) == list(b) and len(a) == 12, (len(a), len(b))
+for q in a:
+    assert [e['text'] for e in a[q]] == [e['text'] for e in b[q]], q
+    assert all(abs(x['probability'] - y['probability']) <= 1e-6 for x, y in zip(a[q], b[q])), q\" &&
     $PY -c \"
 import sys; sys.path.insert(0, '$ROOT/tests/scripts')
 import numpy as np, ckpt_tensors as ck
@@ -271,6 +286,51 @@ bad = [k for k in b if k not in free and
        not np.all(np.abs(a[k] - b[k]) <= 1e-5 + 1e-4 * np.abs(b[k]))]
 print(len(b), 'tensors', bad); sys.exit(bool(bad))\""
 
+$PY -c "
+import json; d = json.load(open('$TMP/qa_dev.json'))
+d['data'][0]['paragraphs'][0]['qas'].append({'id': 'kjv-none', 'question': 'Who wrote it?', 'answers': [],
+                                              'is_impossible': True})
+json.dump(d, open('$TMP/qa_v2.json', 'w'))"
+check_fails "SQuAD v2.0 (an is_impossible question) without --version-2-with-negative is refused by name" \
+    "valid-data .*qa_v2.json: question kjv-none is_impossible: SQuAD v2.0.*--version-2-with-negative" \
+    "$PLAIT" finetune "${QA[@]}" --valid-data "$TMP/qa_v2.json" --save "$TMP/x"
+# SQuAD v2.0 (--version-2-with-negative): a third of the cloze questions made unanswerable (the name asked for is
+# swapped for one the verses lack; answers [], is_impossible), in training and validation
+$PY - "$TMP" <<'PYEOF'
+import json, sys
+for split in ('train', 'dev'):
+    d = json.load(open(f'{sys.argv[1]}/qa_{split}.json'))
+    for i, p in enumerate(d['data'][0]['paragraphs']):
+        if i % 3 == 1:
+            qa = p['qas'][0]
+            qa['question'] = qa['question'].replace('what', 'what Babylon', 1)
+            qa['answers'], qa['is_impossible'] = [], True
+    json.dump(d, open(f'{sys.argv[1]}/qa2_{split}.json', 'w'))
+PYEOF
+check "SQuAD v2.0: one process trains and evaluates with --version-2-with-negative" \
+    timeout -k 5 120 mpirun.openmpi -n 1 "$PLAIT" finetune "${QA[@]}" --train-data "$TMP/qa2_train.json" \
+    --valid-data "$TMP/qa2_dev.json" --version-2-with-negative --null-score-diff-threshold 1.4 --save "$TMP/qa_v2"
+check "SQuAD v2.0: exact and F1 equal evaluate-v2.0.py's on the predictions file, HasAns / NoAns in the report" $PY -c "
+import json, sys; sys.path.insert(0, '$ROOT/tests/scripts')
+from squad_eval_reference import evaluate_v2
+data = json.load(open('$TMP/qa2_dev.json'))['data']
+pred = json.load(open('$TMP/qa_v2/validation_predictions.json'))
+ref = evaluate_v2(data, pred)
+last = [json.loads(l) for l in open('$TMP/qa_v2/metrics.jsonl') if 'val_em' in l][-1]
+rep = dict(l.rstrip('\\n').split('\\t') for l in open('$TMP/qa_v2/validation_report.tsv'))
+# the threshold (1.4, where this seeded run's score_diff lie: 1.32 to 1.42) splits the answers
+nulls = sum(v == '' for v in pred.values())
+assert len(pred) == 12 and ref['NoAns_total'] == 4 and 0 < nulls < 12, (len(pred), nulls, ref)
+assert abs(last['val_em'] - ref['exact']) < 1e-9 and abs(last['val_f1'] - ref['f1']) < 1e-9, (last, ref)
+assert abs(float(rep['NoAns_exact']) - ref['NoAns_exact']) < 1e-6 and int(rep['HasAns_total']) == 8, rep
+print(ref)"
+check "SQuAD v2.0: n-best lists, predictions and null odds equal run_squad.py's v2 path on the run's logits" \
+    $PY "$ROOT/tests/scripts/squad_features_reference.py" --run "$VOCAB" "$TMP/qa2_dev.json" 32 8 12 20 \
+    "$TMP/qa_v2/validation_qa_logits.bin" "$TMP/qa_v2/validation_nbest_predictions.json" \
+    "$TMP/qa_v2/validation_predictions.json" --v2 1.4 "$TMP/qa_v2/validation_null_odds.json"
+check_fails "--version-2-with-negative outside question answering is refused by name" \
+    "version-2-with-negative is for --task question_answering" \
+    "$PLAIT" finetune "${FT[@]}" --version-2-with-negative --save "$TMP/x"
 check_fails "--data-path is refused" "data comes from --train-data" \
     "$PLAIT" finetune "${FT[@]}" --data-path x --save "$TMP/x"
 check_fails "--epochs or --train-iters is required" "exactly one of --epochs" \

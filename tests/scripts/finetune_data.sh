@@ -11,8 +11,12 @@
 #    per question, answers split across them);
 #  - features and decoding equal squad_features_reference.py (a transcription
 #    of run_squad.py with its BERT tokenizer) on seeded random logits: every
-#    feature's ids, types, answer positions and max-context flags, and every
-#    predicted text, on the cloze dev set and on awkward hand-made contexts;
+#    feature's ids, types, answer positions and max-context flags, every
+#    predicted text and every n-best list (nbest_predictions.json's entries:
+#    texts and order identical, logits equal, probabilities within 1e-6), on
+#    the cloze dev set and on awkward hand-made contexts, n-best 20 and 3; and
+#    SQuAD v2.0's decoding (null span, null_score_diff_threshold, score_diff)
+#    on the awkward contexts with an unanswerable question each;
 #  - the BERT inputs equal finetune_encoding_reference.py (run_classifier.py's
 #    pair truncation and padding; first-sub-token labels and plait's window
 #    split) with a Python BERT tokenizer: single verses at 24 tokens, verse
@@ -55,6 +59,16 @@ REF=$ROOT/tests/scripts/squad_features_reference.py
 check squad_features_and_decoding_match_run_squad_tricky_64_16_12 \
     "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 64 16 12 --tricky "$OUT/tricky.json"
 check squad_features_and_decoding_match_run_squad_tricky_32_8_12 "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 32 8 12
+# n-best 3: the list is cut at 3 distinct texts and 3 questions get run_squad.py's "empty" entry
+check squad_nbest_3_with_empty_fallback_matches_run_squad_tricky_32_8_12 \
+    "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky.json" 32 8 12 3
+# SQuAD v2.0 (an unanswerable question added to each context): the null span in the n-best
+# lists, the null answer by score_diff against the threshold (6 of 15 questions at -4), and
+# no span at all under n-best 2 (4 questions: "" with an infinite score_diff)
+check squad_v2_null_answers_match_run_squad_tricky_64_16_12_threshold_-4 \
+    "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky2.json" 64 16 12 20 --tricky "$OUT/tricky2.json" --v2 -4
+check squad_v2_without_spans_matches_run_squad_tricky_24_8_16_nbest_2 \
+    "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/tricky2.json" 24 8 16 2 --v2 -1
 check squad_features_and_decoding_match_run_squad_cloze_384_128_64 \
     "$PY" "$REF" "$TOOL" "$VOCAB" "$OUT/kjv-cloze.dev.json" 384 128 64
 mkdir -p "$OUT/smiles"
@@ -81,7 +95,7 @@ check tokcls_awkward_words_match_reference_3 "$PY" "$ENC" "$TOOL" "$VOCAB" tokcl
 check tokcls_awkward_words_match_reference_8 "$PY" "$ENC" "$TOOL" "$VOCAB" tokcls "$OUT/tricky.conll" 8
 "$PY" "$ROOT/scripts/derive_kjv_tasks.py" "$PLAIT_DATA/kjv.txt" "$OUT/again" >/dev/null
 check derivation_is_deterministic diff -r -q --exclude=again --exclude='*.dev' --exclude='*.train' \
-    --exclude=gold --exclude=counts.json --exclude=tricky.json --exclude=smiles --exclude=tricky.conll --exclude=pairs.tsv "$OUT" "$OUT/again"
+    --exclude=gold --exclude=counts.json --exclude=tricky.json --exclude=tricky2.json --exclude=smiles --exclude=tricky.conll --exclude=pairs.tsv "$OUT" "$OUT/again"
 echo "  majority-class baseline (OT) on testament dev: $(count testament.dev.OT) / \
 $(($(count testament.dev.OT) + $(count testament.dev.NT)))"
 summary finetune_data

@@ -2,7 +2,8 @@
 # Fine-tuning metrics against Python oracles (transcriptions of the outside
 # references, none of which is installable here):
 #   seqeval_reference.py       seqeval's default-mode entity P/R/F1 (NER)
-#   squad_eval_reference.py    the official SQuAD v1.1 evaluate-v1.1.py
+#   squad_eval_reference.py    the official SQuAD v1.1 evaluate-v1.1.py and v2.0's
+#                              evaluate-v2.0.py (exact / f1, HasAns / NoAns)
 #   cls_metrics_reference.py   scikit-learn's accuracy / per-class / macro P/R/F1, confusion matrix
 #   reg_metrics_reference.py   scikit-learn's MSE / MAE / R², numpy's Pearson r
 # Each runs hand-picked tricky cases and seeded random ones through
@@ -14,7 +15,7 @@ PY=/usr/bin/python3
 HERE=$ROOT/tests/scripts
 
 check seqeval_matches_python_transcription "$PY" "$HERE/seqeval_reference.py" "$TOOL" 300
-check squad_v11_em_f1_match_official_script "$PY" "$HERE/squad_eval_reference.py" "$TOOL"
+check squad_v11_and_v20_scores_match_official_scripts "$PY" "$HERE/squad_eval_reference.py" "$TOOL"
 check classification_metrics_match_sklearn_definitions "$PY" "$HERE/cls_metrics_reference.py" "$TOOL"
 check regression_metrics_match_sklearn_definitions "$PY" "$HERE/reg_metrics_reference.py" "$TOOL"
 

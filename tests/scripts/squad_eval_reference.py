@@ -10,6 +10,9 @@ ASCII and Unicode punctuation, Unicode case and whitespace, unanswered
 questions, empty answers) plus seeded random ones, and compares
   - normalize_answer() on every string, through `TOOL normalize FILE`,
   - the final {"exact_match", "f1"}, through `TOOL squad DATA PRED`,
+  - the same questions as SQuAD v2.0 (a third unanswerable, some predictions
+    "") through evaluate-v2.0.py's exact / f1 / HasAns / NoAns (transcribed
+    below), through `TOOL squad2 DATA PRED`,
 exactly (the C and Python sums run in the same order). Exits 1 on any
 difference."""
 import json
@@ -80,6 +83,80 @@ def evaluate(dataset, predictions):
     exact_match = 100.0 * exact_match / total
     f1 = 100.0 * f1 / total
     return {'exact_match': exact_match, 'f1': f1}
+
+
+# ---- evaluate-v2.0.py (its normalize_answer is v1.1's) ----
+
+def get_tokens(s):
+    if not s:
+        return []
+    return normalize_answer(s).split()
+
+
+def compute_exact(a_gold, a_pred):
+    return int(normalize_answer(a_gold) == normalize_answer(a_pred))
+
+
+def compute_f1(a_gold, a_pred):
+    gold_toks = get_tokens(a_gold)
+    pred_toks = get_tokens(a_pred)
+    common = Counter(gold_toks) & Counter(pred_toks)
+    num_same = sum(common.values())
+    if len(gold_toks) == 0 or len(pred_toks) == 0:
+        # If either is no-answer, then F1 is 1 if they agree, 0 otherwise
+        return int(gold_toks == pred_toks)
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(pred_toks)
+    recall = 1.0 * num_same / len(gold_toks)
+    f1 = (2 * precision * recall) / (precision + recall)
+    return f1
+
+
+def get_raw_scores(dataset, preds):
+    exact_scores = {}
+    f1_scores = {}
+    for article in dataset:
+        for p in article['paragraphs']:
+            for qa in p['qas']:
+                qid = qa['id']
+                gold_answers = [a['text'] for a in qa['answers'] if normalize_answer(a['text'])]
+                if not gold_answers:
+                    # For unanswerable questions, only correct answer is empty string
+                    gold_answers = ['']
+                if qid not in preds:
+                    print('Missing prediction for %s' % qid)
+                    continue
+                a_pred = preds[qid]
+                # Take max over all gold answers
+                exact_scores[qid] = max(compute_exact(a, a_pred) for a in gold_answers)
+                f1_scores[qid] = max(compute_f1(a, a_pred) for a in gold_answers)
+    return exact_scores, f1_scores
+
+
+def make_eval_dict(exact_scores, f1_scores, qid_list=None):
+    if not qid_list:
+        total = len(exact_scores)
+        return {'exact': 100.0 * sum(exact_scores.values()) / total,
+                'f1': 100.0 * sum(f1_scores.values()) / total, 'total': total}
+    total = len(qid_list)
+    return {'exact': 100.0 * sum(exact_scores[k] for k in qid_list) / total,
+            'f1': 100.0 * sum(f1_scores[k] for k in qid_list) / total, 'total': total}
+
+
+def evaluate_v2(dataset, preds):
+    """evaluate-v2.0.py's main without --na-prob-file (na_probs all 0, so
+    apply_no_ans_threshold at 1.0 changes nothing)."""
+    qid_to_has_ans = {qa['id']: bool(qa['answers']) for a in dataset for p in a['paragraphs'] for qa in p['qas']}
+    has_ans_qids = [k for k, v in qid_to_has_ans.items() if v]
+    no_ans_qids = [k for k, v in qid_to_has_ans.items() if not v]
+    exact_raw, f1_raw = get_raw_scores(dataset, preds)
+    out = make_eval_dict(exact_raw, f1_raw)
+    for name, ids in (('HasAns', has_ans_qids), ('NoAns', no_ans_qids)):
+        if ids:
+            for k, v in make_eval_dict(exact_raw, f1_raw, qid_list=ids).items():
+                out[f'{name}_{k}'] = v
+    return out
 
 
 # (prediction, [ground truths]) pairs chosen to exercise each rule.
@@ -170,6 +247,27 @@ def main():
         got = json.loads(out)
         print(f'evaluate: python {want}, plait {got} ({len(cases)} questions, {len(preds) - 1} answered)')
         if got != want:
+            bad += 1
+        # SQuAD v2.0: every third question unanswerable (answers [], is_impossible), its
+        # prediction "" or not; answered ones predicted "" sometimes; a gold answer that
+        # normalizes to nothing ("the") dropped; every question predicted, as the script needs
+        preds2 = {}
+        for i, para in enumerate(data['data'][0]['paragraphs']):
+            qa = para['qas'][0]
+            if i % 3 == 0:
+                qa['answers'], qa['is_impossible'] = [], True
+            elif i % 11 == 1:
+                qa['answers'].insert(0, {'text': 'The', 'answer_start': 0})
+            preds2[qa['id']] = '' if rng.random() < 0.3 else preds.get(qa['id'], cases[i][0])
+        with open(d + '/data2.json', 'w') as f:
+            json.dump(data, f, ensure_ascii=False)
+        with open(d + '/pred2.json', 'w') as f:
+            json.dump(preds2, f, ensure_ascii=False)
+        want2 = evaluate_v2(data['data'], preds2)
+        got2 = json.loads(subprocess.run([tool, 'squad2', d + '/data2.json', d + '/pred2.json'], capture_output=True,
+                                         text=True, check=True).stdout)
+        print(f'evaluate-v2.0: python {want2}, plait {got2}')
+        if got2 != want2:
             bad += 1
     return 1 if bad else 0
 

@@ -8,17 +8,22 @@
  *   ft_metrics normalize FILE   FILE: one JSON string per line; prints each
  *                               normalize_answer() as a JSON string
  *   ft_metrics squad DATA PRED  the official SQuAD v1.1 EM and F1
+ *   ft_metrics squad2 DATA PRED the official SQuAD v2.0 exact / f1 with HasAns / NoAns
  *   ft_metrics read-tsv FILE    a header + "text\tlabel" file: examples per label (sorted)
  *   ft_metrics read-conll FILE  sentences, words and entities (seqeval) of a CoNLL file
  *   ft_metrics squad-gold VOCAB DATA SEQ STRIDE QLEN
  *                               features of DATA, logits peaked at each question's
  *                               gold start/end, decoded and evaluated: prints
  *                               questions, features, skipped answers, EM, F1
- *   ft_metrics squad-dump VOCAB DATA SEQ STRIDE QLEN LOGITS
+ *   ft_metrics squad-dump VOCAB DATA SEQ STRIDE QLEN LOGITS [N_BEST [NULL_THRESHOLD]]
  *                               training features of DATA as JSON lines
  *                               {"q", "ids", "types", "n", "start", "end", "maxctx"},
  *                               then, with LOGITS (float32 [feature][start|end][SEQ]),
- *                               {"id", "text"} per question decoded (n-best 20, 30)
+ *                               {"id", "text"} per question decoded (n-best N_BEST,
+ *                               default 20; answers up to 30 tokens), each followed by
+ *                               {"nbest": {"id": [...]}} (nbest_predictions.json's entry);
+ *                               with NULL_THRESHOLD, SQuAD v2.0 decoding, and after each
+ *                               list {"v2": predicted entry or -1 for "", "score_diff"}
  *   ft_metrics textcls-dump VOCAB FILE SEQ COL_B
  *                               a header + TSV file (text_a column 0, text_b column
  *                               COL_B or -1, label last) encoded: one line per
@@ -40,6 +45,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +183,25 @@ static int run_squad(const char *data, const char *preds)
     return 0;
 }
 
+static int run_squad2(const char *data, const char *preds)
+{
+    pl_squad_set s;
+    const char **pred;
+    char *arena;
+    pl_squad_eval_v2_result r;
+    if (pl_squad_read(&s, data) || pl_squad_predictions_read(&s, preds, &pred, &arena) ||
+        pl_squad_evaluate_v2(&s, pred, &r))
+        return fail();
+    printf("{\"exact\": %.17g, \"f1\": %.17g, \"total\": %lld, \"HasAns_exact\": %.17g, \"HasAns_f1\": %.17g, "
+           "\"HasAns_total\": %lld, \"NoAns_exact\": %.17g, \"NoAns_f1\": %.17g, \"NoAns_total\": %lld}\n",
+           r.exact, r.f1, (long long)r.total, r.has_ans_exact, r.has_ans_f1, (long long)r.has_ans_total,
+           r.no_ans_exact, r.no_ans_f1, (long long)r.no_ans_total);
+    pl_free(pred);
+    pl_free(arena);
+    pl_squad_set_free(&s);
+    return 0;
+}
+
 static int run_read_tsv(const char *path)
 {
     pl_textcls_spec sp = pl_textcls_spec_default();
@@ -230,7 +255,7 @@ static int run_squad_gold(char **argv)
     int64_t *feats = malloc((size_t)fs.n * sizeof *feats);
     const char **pred = calloc((size_t)s.n_q, sizeof *pred);
     char **texts = calloc((size_t)s.n_q, sizeof *texts);
-    pl_squad_decode_config dc = {20, 30};
+    pl_squad_decode_config dc = {.n_best = 20, .max_answer_len = 30};
     pl_squad_doc doc = {0};
     int64_t cur = -1;
     for (int64_t i = 0, q = 0; q < s.n_q; q++) {
@@ -310,7 +335,9 @@ static int run_squad_dump(char **argv)
     }
     float *sl = malloc((size_t)(fs.n * L + 1) * sizeof *sl), *el = malloc((size_t)(fs.n * L + 1) * sizeof *el);
     int64_t *feats = malloc((size_t)(fs.n + 1) * sizeof *feats);
-    pl_squad_decode_config dc = {.n_best = 20, .max_answer_len = 30};
+    pl_squad_decode_config dc = {.n_best = argv[8] ? atoll(argv[8]) : 20, .max_answer_len = 30,
+                                 .version_2 = argv[8] && argv[9], .null_threshold = argv[8] && argv[9] ? atof(argv[9]) : 0};
+    pl_squad_nbest nb = {0};
     pl_squad_doc doc = {0};
     int64_t cur = -1;
     for (int64_t i = 0; i < fs.n;) {
@@ -337,8 +364,20 @@ static int run_squad_dump(char **argv)
         cJSON_free(js);
         cJSON_Delete(o);
         pl_bytes_free(&out);
+        pl_bytes nbj = {0};
+        if (pl_squad_decode_nbest(t, &fs, &doc, feats, nf, sl, el, &dc, &nb) ||
+            pl_bytes_append(&nbj, "{\"nbest\": {", 11) || pl_squad_nbest_json(&nb, s.q[q].id, &nbj) ||
+            pl_bytes_append(&nbj, "}}", 2))
+            return fail();
+        printf("%s\n", nbj.data);
+        if (dc.version_2) /* the prediction and null_odds.json's score_diff */
+            printf(isinf(nb.score_diff) ? "{\"v2\": %lld, \"score_diff\": Infinity}\n"
+                                        : "{\"v2\": %lld, \"score_diff\": %.17g}\n",
+                   (long long)nb.pred, nb.score_diff);
+        pl_bytes_free(&nbj);
         i += nf;
     }
+    pl_squad_nbest_free(&nb);
     free(sl), free(el), free(feats);
     pl_free(lg);
     pl_squad_doc_free(&doc);
@@ -465,7 +504,7 @@ int main(int argc, char **argv)
         return run_textcls_dump(argv);
     if (argc == 5 && strcmp(argv[1], "tokcls-dump") == 0)
         return run_tokcls_dump(argv);
-    if (argc == 8 && strcmp(argv[1], "squad-dump") == 0)
+    if (argc >= 8 && argc <= 10 && strcmp(argv[1], "squad-dump") == 0)
         return run_squad_dump(argv);
     if (argc == 3 && strcmp(argv[1], "read-tsv") == 0)
         return run_read_tsv(argv[2]);
@@ -479,6 +518,8 @@ int main(int argc, char **argv)
         return run_cls(atoll(argv[2]), argv[3]);
     if (argc == 3 && strcmp(argv[1], "normalize") == 0)
         return run_normalize(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "squad2") == 0)
+        return run_squad2(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "squad") == 0)
         return run_squad(argv[2], argv[3]);
     fprintf(stderr, "usage: ft_metrics seqeval FILE | cls K FILE | normalize FILE | squad DATA PRED\n");

@@ -541,6 +541,102 @@ TEST(squad_decoding_returns_original_text_of_best_span_over_windows)
     pl_tokenizer_free(t);
 }
 
+TEST(squad_nbest_is_ranked_distinct_softmaxed_and_fails_cleanly)
+{
+    pl_tokenizer *t = bert();
+    if (!t)
+        { CHECK(0, "no vocab"); return; }
+    pl_squad_set s;
+    CHECK_OK(pl_squad_parse(&s, squad_json, sizeof squad_json - 1, "sb.json"));
+    pl_squad_doc doc;
+    CHECK_OK(pl_squad_doc_init(&doc, t, s.contexts[0]));
+    pl_squad_config cfg = {.max_seq_len = 24, .doc_stride = 5, .max_query_len = 6};
+    pl_squad_features fs = {0};
+    CHECK_OK(pl_squad_features_add(&fs, t, &s, 0, &doc, &cfg));
+    const int64_t nf = fs.n, L = 24;
+    float *sl = malloc((size_t)(nf * L) * sizeof *sl), *el = malloc((size_t)(nf * L) * sizeof *el);
+    int64_t *feats = malloc((size_t)nf * sizeof *feats);
+    for (int64_t i = 0; i < nf * L; i++) /* distinct, not sorted by position */
+        sl[i] = (float)((i * 37) % 101) * 0.05f, el[i] = (float)((i * 53) % 97) * 0.05f;
+    for (int64_t i = 0; i < nf; i++)
+        feats[i] = i;
+    pl_squad_decode_config dc = {.n_best = 5, .max_answer_len = 4};
+    pl_squad_nbest nb = {0};
+    CHECK_OK(pl_squad_decode_nbest(t, &fs, &doc, feats, nf, sl, el, &dc, &nb));
+    CHECK(nb.n == 5 && !nb.empty, "5 entries, got %lld", (long long)nb.n);
+    double sum = 0;
+    for (int64_t i = 0; i < nb.n; i++) {
+        double v = (double)nb.e[i].start_logit + (double)nb.e[i].end_logit;
+        sum += nb.e[i].probability;
+        if (i > 0) {
+            double u = (double)nb.e[i - 1].start_logit + (double)nb.e[i - 1].end_logit;
+            CHECK(u >= v && nb.e[i - 1].probability >= nb.e[i].probability, "entry %lld out of order", (long long)i);
+            /* softmax: the ratio of two probabilities is exp of the logit difference */
+            CHECK(fabs(nb.e[i].probability / nb.e[0].probability - exp(v - ((double)nb.e[0].start_logit +
+                                                                          (double)nb.e[0].end_logit))) < 1e-12,
+                  "entry %lld probability", (long long)i);
+        }
+        for (int64_t j = 0; j < i; j++)
+            CHECK(strcmp(pl_squad_nbest_text(&nb, i), pl_squad_nbest_text(&nb, j)) != 0, "entries %lld and %lld repeat",
+                  (long long)j, (long long)i);
+    }
+    CHECK(fabs(sum - 1.0) < 1e-12, "probabilities sum to %.17g", sum);
+    pl_bytes out = {0};
+    CHECK_OK(pl_squad_decode(t, &fs, &doc, feats, nf, sl, el, &dc, &out, NULL));
+    CHECK(out.data && strcmp(out.data, pl_squad_nbest_text(&nb, 0)) == 0, "the answer is the first entry");
+    pl_bytes_free(&out);
+    /* No window: run_squad.py's nonce entry. */
+    CHECK_OK(pl_squad_decode_nbest(t, &fs, &doc, feats, 0, sl, el, &dc, &nb));
+    CHECK(nb.n == 1 && nb.empty && strcmp(pl_squad_nbest_text(&nb, 0), "empty") == 0 && nb.e[0].probability == 1.0 &&
+              nb.e[0].start_logit == 0.0f,
+          "empty entry");
+    pl_bytes j = {0};
+    CHECK_OK(pl_squad_nbest_json(&nb, "q\"1\\", &j));
+    CHECK(j.data && strcmp(j.data, "\"q\\\"1\\\\\": [{\"text\": \"empty\", \"probability\": 1, \"start_logit\": 0, "
+                                   "\"end_logit\": 0}]") == 0,
+          "JSON '%s'", j.data ? j.data : "");
+    pl_bytes_free(&j);
+    pl_squad_nbest_free(&nb);
+    int64_t live0 = pl_alloc_live();
+    for (int n = 0; n < 200; n++) {
+        pl_alloc_fail_after(n);
+        pl_status st = pl_squad_decode_nbest(t, &fs, &doc, feats, nf, sl, el, &dc, &nb);
+        pl_alloc_fail_after(-1);
+        pl_squad_nbest_free(&nb);
+        CHECK(pl_alloc_live() == live0, "n=%d: %lld blocks leaked", n, (long long)(pl_alloc_live() - live0));
+        if (st == PL_OK)
+            break;
+        CHECK(st == PL_ERR_NOMEM, "n=%d: %s", n, pl_status_str(st));
+        if (st != PL_ERR_NOMEM)
+            break;
+    }
+    free(sl), free(el), free(feats);
+    pl_squad_features_free(&fs);
+    pl_squad_doc_free(&doc);
+    pl_squad_set_free(&s);
+    pl_tokenizer_free(t);
+}
+
+TEST(squad_v2_is_impossible_is_read_and_a_bad_flag_named)
+{
+    static const char v2[] = "{\"data\": [{\"paragraphs\": [{\"context\": \"Alpha beta.\", \"qas\": ["
+                             "{\"id\": \"a\", \"question\": \"Which?\", \"answers\": [{\"text\": \"beta\", "
+                             "\"answer_start\": 6}], \"is_impossible\": false},"
+                             "{\"id\": \"n\", \"question\": \"Who?\", \"answers\": [], \"plausible_answers\": "
+                             "[{\"text\": \"Alpha\", \"answer_start\": 0}], \"is_impossible\": true}]}]}]}";
+    static const char bad[] = "{\"data\": [{\"paragraphs\": [{\"context\": \"x\", \"qas\": [{\"id\": \"a\", "
+                              "\"question\": \"q\", \"answers\": [], \"is_impossible\": \"yes\"}]}]}]}";
+    pl_squad_set s;
+    CHECK_OK(pl_squad_parse(&s, v2, sizeof v2 - 1, "v2.json"));
+    CHECK(s.n_q == 2 && s.n_impossible == 1 && !s.q[0].impossible && s.q[1].impossible && s.q[0].n_answers == 1 &&
+              s.q[1].n_answers == 0,
+          "questions %lld impossible %lld", (long long)s.n_q, (long long)s.n_impossible);
+    pl_squad_set_free(&s);
+    CHECK(pl_squad_parse(&s, bad, sizeof bad - 1, "bad.json") == PL_ERR_FORMAT &&
+              strstr(pl_error_msg(), "bad.json") && strstr(pl_error_msg(), "is_impossible"),
+          "%s", pl_error_msg());
+}
+
 TEST(squad_em_f1_follow_the_official_definitions)
 {
     int em;
@@ -616,6 +712,8 @@ int main(void)
     RUN(token_labels_go_on_first_subtoken_and_long_sentences_split);
     RUN(squad_windows_stride_and_answer_positions);
     RUN(squad_decoding_returns_original_text_of_best_span_over_windows);
+    RUN(squad_nbest_is_ranked_distinct_softmaxed_and_fails_cleanly);
+    RUN(squad_v2_is_impossible_is_read_and_a_bad_flag_named);
     RUN(squad_em_f1_follow_the_official_definitions);
     RUN(parsers_fail_cleanly_on_every_allocation);
     return test_summary("finetune");
