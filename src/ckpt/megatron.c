@@ -19,9 +19,12 @@
 
 enum { MG_PATH = 4096, MG_FILE = MG_PATH + 128 };
 
-/* One rank file: its "model" (Megatron) or "module" (DeepSpeed's engine) dict. */
+/* One rank file: its "model" (Megatron) or "module" (DeepSpeed's engine) dict; then, unless
+ * zero is NULL, the fp32 weights of DeepSpeed's ZeRO shards in that directory when present
+ * (*used). */
 static pl_status read_rank(const char *file, const pl_model_config *cfg, int tp, int pp, int t,
-                           int p, const pl_registry *g, float *global, int qkv_blocks)
+                           int p, const pl_registry *g, float *global, int qkv_blocks,
+                           const char *zero, int *used)
 {
     pl_pt f;
     pl_status st = pl_pt_open(&f, file);
@@ -35,6 +38,9 @@ static pl_status read_rank(const char *file, const pl_model_config *cfg, int tp,
                        "which the import does not read" : "not a Megatron checkpoint?");
     if (!st)
         st = pl_mg_take_rank(&f, model, cfg, tp, pp, t, p, g, global, qkv_blocks);
+    *used = 0;
+    if (!st && zero)
+        st = pl_mg_zero_read(zero, &f, cfg, tp, t, g, global, qkv_blocks, used);
     pl_pt_close(&f);
     return st;
 }
@@ -171,10 +177,20 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
                        (long long)g.numel);
     if (!st && pipe)
         st = pl_mg_pipe_read(idir, &cfg, tp, &g, global, blocks);
+    int zero = 0;
     for (int t = 0; t < tp && !st && !pipe; t++)
         for (int p = 0; p < pp && !st; p++) {
+            int used = 0;
             rank_file(idir, ds, t, p, pp, file, sizeof file);
-            st = read_rank(file, &cfg, tp, pp, t, p, &g, global, blocks);
+            st = read_rank(file, &cfg, tp, pp, t, p, &g, global, blocks,
+                           ds && !o->no_zero_fp32 ? idir : NULL, &used);
+            if (!st && t > 0 && used != zero)
+                st = pl_errorf(PL_ERR_FORMAT, "%s/zero_pp_rank_0_mp_rank_%02d_optim_states.pt: "
+                               "%s, but TP rank 0's ZeRO shards %s (give --no-zero-fp32 to read "
+                               "the model_states' weights)", idir, t, used ? "present" : "missing",
+                               zero ? "are there" : "are not");
+            if (t == 0)
+                zero = used;
         }
     pl_model_config target = cfg;
     const int out_tp = o->tp > 0 ? o->tp : tp, out_pp = o->pp > 0 ? o->pp : pp;
@@ -191,7 +207,7 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st)
         st = pl_ckpt_import_write(out, &target, &meta, &g, global, out_tp, out_pp);
     if (!st)
-        pl_ckpt_import_log(out, pipe ? "Megatron-DeepSpeed pipeline" : "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
+        pl_ckpt_import_log(out, pipe ? "Megatron-DeepSpeed pipeline" : zero ? "Megatron-DeepSpeed ZeRO fp32" : "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
     pl_free(global);
     pl_registry_free(&g);
     pl_pt_close(&first);

@@ -161,7 +161,7 @@ static pl_status integer(vm *m, pl_pk_kind kind, int64_t v)
 }
 
 /* The allow list: name -> what a REDUCE / NEWOBJ of it builds. */
-typedef enum { G_TYPE, G_ODICT, G_TENSOR, G_PARAM, G_NAMESPACE, G_OPAQUE } g_role;
+typedef enum { G_TYPE, G_ODICT, G_TENSOR, G_PARAM, G_NAMESPACE, G_OPAQUE, G_GETATTR } g_role;
 static const struct {
     const char *name;
     g_role role;
@@ -176,6 +176,13 @@ static const struct {
     {"numpy.ndarray", G_OPAQUE, NULL},
     {"numpy.dtype", G_OPAQUE, NULL},
     {"_codecs.encode", G_OPAQUE, NULL},
+    {"torch.Size", G_OPAQUE, NULL}, /* DeepSpeed's param_shapes */
+    {"__builtin__.getattr", G_GETATTR, NULL}, /* an enum member by name (Python >= 3.12) */
+    {"builtins.getattr", G_GETATTR, NULL},
+    {"deepspeed.runtime.zero.config.ZeroStageEnum", G_OPAQUE, NULL},
+    {"deepspeed.runtime.fp16.loss_scaler.LossScaler", G_OPAQUE, NULL},
+    {"deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler", G_OPAQUE, NULL},
+    {"deepspeed.utils.tensor_fragment.fragment_address", G_OPAQUE, NULL},
     {"torch.FloatStorage", G_TYPE, "F32"},
     {"torch.BFloat16Storage", G_TYPE, "BF16"},
     {"torch.HalfStorage", G_TYPE, "F16"},
@@ -280,6 +287,22 @@ static pl_status reduce(vm *m, int newobj)
         if (args->n < 1 || args->v[0]->kind != PL_PK_TENSOR)
             return err(m, "_rebuild_parameter of something other than a tensor");
         return push(m, args->v[0]);
+    }
+    if (role == G_GETATTR && !newobj) { /* getattr(allowed class, "name"): named, not run */
+        if (args->n != 2 || args->v[0]->kind != PL_PK_GLOBAL || args->v[1]->kind != PL_PK_STR)
+            return err(m, "getattr of something other than an allowed global and a name");
+        pl_pk *o = node(m, PL_PK_OBJECT);
+        const size_t a = strlen(args->v[0]->s), b = strlen(args->v[1]->s);
+        if (o && !(o->s = pl_malloc(a + b + 2)))
+            o = NULL;
+        if (o) {
+            memcpy(o->s, args->v[0]->s, a);
+            o->s[a] = '.';
+            memcpy(o->s + a + 1, args->v[1]->s, b + 1);
+            if (add_item(m, o, args) || add_item(m, o, NULL))
+                o = NULL;
+        }
+        return push(m, o);
     }
     if ((role == G_NAMESPACE && newobj) || role == G_OPAQUE) {
         pl_pk *o = node(m, PL_PK_OBJECT);
