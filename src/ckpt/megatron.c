@@ -175,8 +175,15 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st && !(global = pl_calloc((size_t)(g.numel > 0 ? g.numel : 1), sizeof(float))))
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's %lld parameters",
                        (long long)g.numel);
-    if (!st && pipe)
+    if (!st && pipe) {
+        char zfile[MG_FILE];
+        snprintf(zfile, sizeof zfile, "%.4000s/zero_pp_rank_0_mp_rank_00_optim_states.pt", idir);
+        if (pl_file_exists(zfile))
+            pl_log_warn("%s: ZeRO shards beside the pipeline engine's layer files, whose fp32 "
+                        "weights the import does not read: the layer files' weights are taken",
+                        zfile);
         st = pl_mg_pipe_read(idir, &cfg, tp, &g, global, blocks);
+    }
     int zero = 0;
     for (int t = 0; t < tp && !st && !pipe; t++)
         for (int p = 0; p < pp && !st; p++) {

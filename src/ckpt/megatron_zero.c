@@ -169,6 +169,12 @@ pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_
     if (!ps || ps->kind != PL_PK_LIST)
         return pl_errorf(PL_ERR_FORMAT, "%s: no param_shapes list (which ZeRO's shards need): "
                          "expected DeepSpeed's engine's model states", states->what);
+    const pl_pk *frozen = pl_pk_get(pl_pt_root(states), "frozen_param_shapes");
+    if (frozen && frozen->kind == PL_PK_DICT && frozen->n > 0)
+        return pl_errorf(PL_ERR_FORMAT, "%s: frozen_param_shapes names %lld frozen parameters, "
+                         "which the import does not take from ZeRO's shards (give "
+                         "--no-zero-fp32 to read the model_states' weights)", states->what,
+                         (long long)frozen->n / 2);
     pl_pt *f = NULL;
     float *buf = NULL;
     int64_t dp = 0, opened = 0;
