@@ -185,7 +185,7 @@ def write(hf_dir, save, tp, pp, style, extra):
     extra = dict(extra)
     cfg = hf_models.json.load(open(os.path.join(hf_dir, "config.json")))
     W = {k: torch.from_numpy(hf_models.as_f64(dt, a).numpy().astype(np.float32)) for k, (dt, a) in hf_models.read_dir(hf_dir).items()}
-    zero_pc = extra.pop("zero_partition_count", None)  # zero: a partition_count other than DP's
+    zero_opts = {k: extra.pop(k) for k in ("partition_count", "stage", "trim") if k in extra}  # zero: write_zero_shards
     g, args, L = global_tensors(cfg, W, extra.pop("make_vocab_size_divisible_by", 64), tp)
     args.update(pipeline_model_parallel_size=pp, iteration=7)
     args.update(extra)
@@ -209,7 +209,7 @@ def write(hf_dir, save, tp, pp, style, extra):
                 model = None
             extra_keys = {}
             if zero:
-                shapes = write_zero_shards(model, d, t, 2, zero_pc)
+                shapes = write_zero_shards(model, d, t, 2, **zero_opts)
                 extra_keys = {"param_shapes": shapes, "shared_params": {}, "frozen_param_shapes": None}
                 model = to_bf16(model)
             if ds:
@@ -266,12 +266,14 @@ def deepspeed_classes():
     return [getattr(sys.modules[m], n) for m, n in names.items()]
 
 
-def write_zero_shards(model, d, t, dp, partition_count=None):
+def write_zero_shards(model, d, t, dp, partition_count=None, stage=2, trim=0):
     """TP rank t's fp32 parameters as DeepSpeed's ZeRO stage 2 saves them at DP dp
     (stage_1_and_2.py state_dict, engine._save_zero_checkpoint; undone by zero_to_fp32.py):
     two param groups (matrices in reverse order, then the rest), each flattened in that order,
     padded to a multiple of 2 x dp, split into dp equal partitions, the padding cut from the
-    last one; d/zero_pp_rank_D_mp_rank_TT_optim_states.pt per DP rank D. Returns param_shapes."""
+    last one; d/zero_pp_rank_D_mp_rank_TT_optim_states.pt per DP rank D. Returns param_shapes.
+    For refusals: partition_count recorded instead of dp, zero_stage 1 (the same layout) or
+    3, trim elements cut from (negative: added to) the last partition of group 0."""
     ZeroStageEnum, DynamicLossScaler, fragment_address = deepspeed_classes()
     params = flat(model, "", collections.OrderedDict())
     mats = [k for k, v in params.items() if v.dim() == 2][::-1]
@@ -288,13 +290,17 @@ def write_zero_shards(model, d, t, dp, partition_count=None):
         for r in range(dp):
             keep = n - (pad if r == dp - 1 else 0)
             parts[r][i] = padded[r * n: r * n + keep].clone()
+    if trim > 0:
+        parts[dp - 1][0] = parts[dp - 1][0][:-trim].clone()
+    elif trim < 0:
+        parts[dp - 1][0] = torch.cat([parts[dp - 1][0], torch.zeros(-trim)])
     for r in range(dp):
         scaler = DynamicLossScaler()
         scaler.cur_scale, scaler.scale_window = 65536.0, 1000
         osd = {"loss_scaler": scaler, "dynamic_loss_scale": True, "overflow": False, "clip_grad": 1.0,
                "base_optimizer_state": [{"exp_avg": torch.zeros_like(x), "exp_avg_sq": torch.ones_like(x)}
                                         for x in parts[r]],
-               "single_partition_of_fp32_groups": parts[r], "zero_stage": ZeroStageEnum.gradients,
+               "single_partition_of_fp32_groups": parts[r], "zero_stage": ZeroStageEnum(stage),
                "group_paddings": [p if r == dp - 1 else 0 for p in pads],
                "partition_count": [partition_count or dp] * len(groups), "ds_version": "0.16.5",
                "param_slice_mappings": [collections.OrderedDict((k, fragment_address(params[k].numel(), 0))

@@ -5,9 +5,10 @@
 # at TP 2 x DP 2: bf16 copies in mp_rank_TT_model_states.pt, the fp32 weights flattened per
 # param group, padded, split into DP partitions in zero_pp_rank_D_mp_rank_TT_optim_states.pt.
 # Checked: the import's tensors, exported as Hugging Face, are the original fp32 ones bit for
-# bit; with --no-zero-fp32 they are the bf16 copies (the original rounded to nearest even)
-# and differ from the fp32 import; a missing shard, a shard beyond partition_count and a
-# partition_count with too few shards are refused naming the file.
+# bit (also when saved by ZeRO 1); with --no-zero-fp32 they are the bf16 copies (the original
+# rounded to nearest even) and differ from the fp32 import; a missing shard, a shard beyond
+# partition_count, a partition_count with too few shards, a TP rank without shards, ZeRO 3,
+# a group one element short and one 2 x DP too long are refused naming the file.
 source "$(dirname "$0")/lib.sh"
 export OMP_NUM_THREADS=1
 HF=$ROOT/tests/scripts/hf_models.py
@@ -29,6 +30,17 @@ a, b = hf_models.read_dir('$TMP/zi_hf'), hf_models.read_dir('$TMP/nz_hf')
 diff = [k for k in a if a[k][1].tobytes() != b[k][1].tobytes()]
 sys.exit(0 if len(a) == len(b) and len(diff) == len(a) else 1)"
 
+check "gpt, ZeRO 1 (zero_stage 1, the same layout): imported" bash -c "
+    '$PLAIT' ckpt import '$TMP/zero_s1' --format megatron --out '$TMP/z1' >/dev/null 2>&1 &&
+    '$PLAIT' ckpt export '$TMP/z1' --out '$TMP/z1_hf'"
+check_fails "zero_stage 3 is refused by name" "ZeRO stage 3 \\(fp32_flat_groups\\), which the import does not read" \
+    imp zero_s3 --out "$TMP/z3_out"
+check_fails "a group one element short is refused, naming the files and the sizes" \
+    "zero_pp_rank_\\*_mp_rank_00_optim_states.pt: param_shapes\\[0\\] needs more than the [0-9]+ fp32 elements of group 0's 2 partitions" \
+    imp zero_short --out "$TMP/zs_out"
+check_fails "a group 2 x DP elements too long is refused (zero_to_fp32's alignment check)" \
+    "group 0's 2 partitions hold [0-9]+ fp32 elements, param_shapes [0-9]+: expected them equal up to the alignment to 4" \
+    imp zero_long --out "$TMP/zl_out"
 cp -r "$TMP/zero_gpt" "$TMP/zero_missing" && rm "$TMP/zero_missing/global_step7/zero_pp_rank_1_mp_rank_01_optim_states.pt"
 check_fails "a missing shard is refused, naming it" \
     "zero_pp_rank_1_mp_rank_01_optim_states.pt: missing: partition_count says 2 DP ranks" \
@@ -47,7 +59,7 @@ check_fails "TP rank 1 without shards beside TP rank 0's is refused" \
     imp zero_tp1 --out "$TMP/zt_out"
 
 OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
-    same "$TMP/hf_gpt" "$TMP/zi_hf" :: bf16 "$TMP/hf_gpt" "$TMP/nz_hf16" | tee "$TMP/py.out"
+    same "$TMP/hf_gpt" "$TMP/zi_hf" :: same "$TMP/hf_gpt" "$TMP/z1_hf" :: bf16 "$TMP/hf_gpt" "$TMP/nz_hf16" | tee "$TMP/py.out"
 read -r p f < <(sed -nE 's/^hf_models: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
 _pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
 summary zero_import
