@@ -88,7 +88,8 @@ static const pl_option import_table[] = {
      "megatron, nemo: the tokenizer's vocabulary (default: every padded row)", NULL, 0},
     {"--no-zero-fp32", PL_OPT_BOOL, NULL, F(no_zero_fp32),
      "megatron: read DeepSpeed's model_states weights even beside ZeRO stage 1-2 shards "
-     "(zero_pp_rank_D_mp_rank_TT_optim_states.pt, whose fp32 weights are read by default)", NULL,
+     "(zero_pp_rank_D_mp_rank_TT_optim_states.pt, whose fp32 weights are read by default; ZeRO 3 "
+     "needs them)", NULL,
      0},
 };
 #undef F

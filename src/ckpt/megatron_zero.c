@@ -1,20 +1,24 @@
-/* DeepSpeed ZeRO stage 1-2 optimizer shards -> fp32 weights (megatron_internal.h).
+/* DeepSpeed ZeRO optimizer shards -> fp32 weights (megatron_internal.h).
  *
  * Follows DeepSpeed's deepspeed/utils/zero_to_fp32.py (v0.16.5, commit 38327e07):
  * each DP rank D of model-parallel rank TT saves
  *
  *   global_stepN/zero_pp_rank_D_mp_rank_TT_optim_states.pt
- *     optimizer_state_dict: zero_stage (ZeroStageEnum 1 or 2), partition_count (an int, or
- *       a list of one per group: its largest is the DP size), single_partition_of_fp32_groups
- *       (one flat fp32 tensor per param group: the rank's contiguous partition, the alignment
- *       padding already cut from the last rank's)
+ *     optimizer_state_dict: zero_stage (ZeroStageEnum 1-3), partition_count (an int, or one
+ *       per group: the largest is the DP size), and
+ *       stage 1-2: single_partition_of_fp32_groups, one flat fp32 tensor per param group: the
+ *         rank's contiguous partition, the alignment padding already cut from the last rank's;
+ *       stage 3: fp32_flat_groups, flat fp32 tensors per sub-group holding, back to back, the
+ *         rank's piece of each parameter (ceil(numel / DP) elements, the last rank's padded)
  *
- * and mp_rank_TT_model_states.pt holds param_shapes: per group an OrderedDict of parameter
- * name -> torch.Size in the order flattened. The ranks' partitions of a group concatenate to
- * the group's parameters back to back; what is left over must vanish when both ends are
- * rounded up to 2 x DP elements (zero_to_fp32's check). Not read: stage 3 (fp32_flat_groups,
- * refused by name), BF16_Optimizer's bf16_zero_pp_rank_* files, frozen parameters
- * (frozen_param_shapes), the Adam moments (base_optimizer_state). */
+ * and the model states (mp_rank_TT_model_states.pt; stage 3: zero_pp_rank_0_mp_rank_TT_...)
+ * hold param_shapes: per group an OrderedDict of parameter name -> torch.Size in the order
+ * flattened. Stage 1-2: the ranks' partitions of a group concatenate to its parameters back
+ * to back; what is left over must vanish when both ends are rounded up to 2 x DP elements
+ * (zero_to_fp32's check). Stage 3: each parameter is its pieces at the same offset of every
+ * rank's groups (concatenated), cut to its numel; the pieces must use up every rank's
+ * elements exactly. Not read: BF16_Optimizer's bf16_zero_pp_rank_* files, frozen parameters
+ * (frozen_param_shapes, refused), shared_params, the Adam moments. */
 #include "ckpt/megatron_internal.h"
 
 #include "base/alloc.h"
@@ -76,15 +80,16 @@ static int zero_stage(const pl_pk *x, int64_t *v)
     return pk_int(x, v);
 }
 
-static const pl_pk *groups_of(const pl_pt *f)
+static const pl_pk *groups_of(const pl_pt *f, int64_t stage)
 {
     const pl_pk *osd = pl_pk_get(pl_pt_root(f), "optimizer_state_dict");
-    const pl_pk *gs = pl_pk_get(osd, "single_partition_of_fp32_groups");
+    const pl_pk *gs = pl_pk_get(osd, stage == 3 ? "fp32_flat_groups"
+                                                : "single_partition_of_fp32_groups");
     return gs && gs->kind == PL_PK_LIST ? gs : NULL;
 }
 
-/* Rank 0's stage and DP size, checked. */
-static pl_status header(const pl_pt *f, int64_t *dp)
+/* A shard's stage (1-3) and DP size, checked. */
+static pl_status header(const pl_pt *f, int64_t *dp, int64_t *stage_out)
 {
     const pl_pk *osd = pl_pk_get(pl_pt_root(f), "optimizer_state_dict");
     int64_t stage;
@@ -92,12 +97,10 @@ static pl_status header(const pl_pt *f, int64_t *dp)
         return pl_errorf(PL_ERR_FORMAT, "%s: no optimizer_state_dict.zero_stage: not a ZeRO "
                          "checkpoint (give --no-zero-fp32 to read the model_states' weights)",
                          f->what);
-    if (stage == 3)
-        return pl_errorf(PL_ERR_FORMAT, "%s: ZeRO stage 3 (fp32_flat_groups), which the import "
-                         "does not read: expected stage 1 or 2", f->what);
-    if (stage < 1 || stage > 2)
-        return pl_errorf(PL_ERR_FORMAT, "%s: zero_stage %lld: expected 1 or 2", f->what,
+    if (stage < 1 || stage > 3)
+        return pl_errorf(PL_ERR_FORMAT, "%s: zero_stage %lld: expected 1, 2 or 3", f->what,
                          (long long)stage);
+    *stage_out = stage;
     const pl_pk *pc = pl_pk_get(osd, "partition_count");
     *dp = 0;
     if (pc && pc->kind == PL_PK_LIST) /* one per group (experts): the largest is the DP size */
@@ -111,9 +114,9 @@ static pl_status header(const pl_pt *f, int64_t *dp)
     if (*dp < 1 || *dp > 65536)
         return pl_errorf(PL_ERR_FORMAT, "%s: optimizer_state_dict.partition_count is not a DP "
                          "size in [1, 65536]", f->what);
-    if (!groups_of(f))
-        return pl_errorf(PL_ERR_FORMAT, "%s: no optimizer_state_dict."
-                         "single_partition_of_fp32_groups list", f->what);
+    if (!groups_of(f, stage))
+        return pl_errorf(PL_ERR_FORMAT, "%s: no optimizer_state_dict.%s list", f->what,
+                         stage == 3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups");
     return PL_OK;
 }
 
@@ -155,6 +158,69 @@ static pl_status place_group(pl_mg_rank *r, const pl_pt *f, const pl_pk *shapes,
     return PL_OK;
 }
 
+/* Stage 3: every rank's groups concatenated (buf: rank d's n elements at d n), each parameter
+ * in param_shapes' order (groups merged) holding ceil(numel / dp) elements at the same offset
+ * of every rank, its last rank padded; the offsets must use up the n exactly. */
+static pl_status place_stage3(pl_mg_rank *r, const pl_pt *f, const pl_pk *ps, const float *buf,
+                              int64_t n, int64_t dp, const char *what)
+{
+    int64_t offset = 0, dims[2 * PL_PK_MAX_DIMS], most = 1;
+    for (int64_t i = 0; i < ps->n; i++)
+        for (int64_t k = 0; ps->v[i]->kind == PL_PK_DICT && k + 1 < ps->v[i]->n; k += 2) {
+            int nd;
+            int64_t e = 1;
+            if (size_dims(ps->v[i]->v[k + 1], dims, &nd))
+                for (int d = 0; d < nd; d++)
+                    e *= dims[d];
+            most = e > most ? e : most;
+        }
+    const int64_t cap = (most + dp - 1) / dp * dp;
+    float *g = pl_malloc((size_t)cap * sizeof *g);
+    if (!g)
+        return pl_errorf(PL_ERR_NOMEM, "out of memory for a parameter of %lld elements",
+                         (long long)most);
+    pl_pk storage = {.kind = PL_PK_STORAGE, .dtype = "F32", .i = cap, .data = (const uint8_t *)g};
+    pl_status st = PL_OK;
+    for (int64_t i = 0; i < ps->n && !st; i++) {
+        const pl_pk *shapes = ps->v[i];
+        if (shapes->kind != PL_PK_DICT)
+            st = pl_errorf(PL_ERR_FORMAT, "%s: param_shapes[%lld] is not a dict", what,
+                           (long long)i);
+        for (int64_t k = 0; !st && k + 1 < shapes->n; k += 2) {
+            const pl_pk *name = shapes->v[k];
+            pl_pk t = {.kind = PL_PK_TENSOR, .storage = &storage, .dtype = "F32", .shape = dims,
+                       .stride = dims + PL_PK_MAX_DIMS};
+            if (name->kind != PL_PK_STR || !size_dims(shapes->v[k + 1], dims, &t.ndim)) {
+                st = pl_errorf(PL_ERR_FORMAT, "%s: param_shapes[%lld] entry %lld is not a name "
+                               "and a torch.Size", f->what, (long long)i, (long long)k / 2);
+                break;
+            }
+            int64_t numel = 1;
+            for (int d = t.ndim - 1; d >= 0; d--) {
+                t.stride[d] = numel;
+                numel *= dims[d];
+            }
+            const int64_t pn = (numel + dp - 1) / dp;
+            if (pn > n - offset) {
+                st = pl_errorf(PL_ERR_FORMAT, "%s: %s needs %lld fp32 elements per rank past the "
+                               "%lld each rank's fp32_flat_groups hold", what, name->s,
+                               (long long)(offset + pn), (long long)n);
+                break;
+            }
+            for (int64_t d = 0; d < dp; d++)
+                memcpy(g + d * pn, buf + d * n + offset, (size_t)pn * sizeof *g);
+            st = pl_mg_rank_tensor(r, f, name->s, &t);
+            offset += pn;
+        }
+    }
+    if (!st && offset != n)
+        st = pl_errorf(PL_ERR_FORMAT, "%s: each rank's fp32_flat_groups hold %lld elements, "
+                       "param_shapes' partitions %lld: expected them equal", what, (long long)n,
+                       (long long)offset);
+    pl_free(g);
+    return st;
+}
+
 pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_config *cfg,
                           int tp, int t, const pl_registry *g, float *global, int qkv_blocks,
                           int *used)
@@ -177,10 +243,10 @@ pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_
                          (long long)frozen->n / 2);
     pl_pt *f = NULL;
     float *buf = NULL;
-    int64_t dp = 0, opened = 0;
+    int64_t dp = 0, stage = 0, opened = 0;
     pl_status st = PL_OK;
     pl_pt first;
-    if ((st = pl_pt_open(&first, file)) || (st = header(&first, &dp))) {
+    if ((st = pl_pt_open(&first, file)) || (st = header(&first, &dp, &stage))) {
         pl_pt_close(&first);
         return st;
     }
@@ -199,14 +265,18 @@ pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_
             break;
         }
         st = pl_pt_open(&f[d], file);
-        const pl_pk *gs = st ? NULL : groups_of(&f[d]);
-        int64_t dd;
-        if (!st && (header(&f[d], &dd) || dd != dp))
-            st = pl_errorf(PL_ERR_FORMAT, "%s: not a ZeRO stage 1-2 shard of partition_count %lld",
-                           file, (long long)dp);
-        if (!st && gs->n != ps->n)
+        int64_t dd, sd;
+        if (!st && (header(&f[d], &dd, &sd) || dd != dp || sd != stage))
+            st = pl_errorf(PL_ERR_FORMAT, "%s: not a ZeRO stage %lld shard of partition_count "
+                           "%lld (as rank 0's)", file, (long long)stage, (long long)dp);
+        const pl_pk *gs = st ? NULL : groups_of(&f[d], stage);
+        if (!st && stage < 3 && gs->n != ps->n)
             st = pl_errorf(PL_ERR_FORMAT, "%s: %lld fp32 groups, %s's param_shapes %lld", file,
                            (long long)gs->n, states->what, (long long)ps->n);
+        for (int64_t i = 0; !st && i < gs->n; i++)
+            if (gs->v[i]->kind != PL_PK_TENSOR || gs->v[i]->ndim != 1)
+                st = pl_errorf(PL_ERR_FORMAT, "%s: fp32 group %lld is not a flat tensor", file,
+                               (long long)i);
     }
     pl_mg_rank r;
     int begun = 0;
@@ -215,25 +285,46 @@ pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_
         r.qkv_blocks = qkv_blocks;
         r.label = "";
     }
-    for (int64_t i = 0; i < ps->n && !st; i++) {
-        int64_t avail = 0;
+    if (!st && stage == 3) { /* each rank's groups back to back, the ranks side by side */
+        int64_t n = 0;
         for (int64_t d = 0; d < dp && !st; d++) {
-            const pl_pk *x = groups_of(&f[d])->v[i];
-            if (x->kind != PL_PK_TENSOR || x->ndim != 1)
-                st = pl_errorf(PL_ERR_FORMAT, "%s: single_partition_of_fp32_groups[%lld] is not "
-                               "a flat tensor", f[d].what, (long long)i);
-            else
-                avail += pl_pk_numel(x);
+            const pl_pk *gs = groups_of(&f[d], stage);
+            int64_t nd = 0;
+            for (int64_t i = 0; i < gs->n; i++)
+                nd += pl_pk_numel(gs->v[i]);
+            if (d == 0)
+                n = nd;
+            else if (nd != n)
+                st = pl_errorf(PL_ERR_FORMAT, "%s: fp32_flat_groups of %lld elements, rank 0's "
+                               "%lld: expected equal partitions", f[d].what, (long long)nd,
+                               (long long)n);
         }
+        if (!st && !(buf = pl_malloc((size_t)(n > 0 ? n * dp : 1) * sizeof *buf)))
+            st = pl_errorf(PL_ERR_NOMEM, "out of memory for %lld x %lld fp32 elements",
+                           (long long)dp, (long long)n);
+        for (int64_t d = 0, at = 0; d < dp && !st; d++) {
+            const pl_pk *gs = groups_of(&f[d], stage);
+            for (int64_t i = 0; i < gs->n && !st; i++) {
+                st = pl_pt_tensor_floats(&f[d], gs->v[i], buf + at, pl_pk_numel(gs->v[i]));
+                at += pl_pk_numel(gs->v[i]);
+            }
+        }
+        if (!st)
+            st = place_stage3(&r, &f[0], ps, buf, n, dp, what);
+    }
+    for (int64_t i = 0; i < ps->n && !st && stage < 3; i++) {
+        int64_t avail = 0;
+        for (int64_t d = 0; d < dp; d++)
+            avail += pl_pk_numel(groups_of(&f[d], stage)->v[i]);
         pl_free(buf);
         buf = NULL;
-        if (!st && !(buf = pl_malloc((size_t)(avail > 0 ? avail : 1) * sizeof *buf))) {
+        if (!(buf = pl_malloc((size_t)(avail > 0 ? avail : 1) * sizeof *buf))) {
             st = pl_errorf(PL_ERR_NOMEM, "out of memory for group %lld's %lld fp32 elements",
                            (long long)i, (long long)avail);
             break;
         }
         for (int64_t d = 0, at = 0; d < dp && !st; d++) {
-            const pl_pk *x = groups_of(&f[d])->v[i];
+            const pl_pk *x = groups_of(&f[d], stage)->v[i];
             st = pl_pt_tensor_floats(&f[d], x, buf + at, pl_pk_numel(x));
             at += pl_pk_numel(x);
         }
@@ -246,9 +337,9 @@ pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_
     if (begun)
         st = pl_mg_rank_end(&r, what, st);
     if (!st)
-        pl_log_info("TP rank %d: fp32 weights from ZeRO stage 1-2 shards (%lld DP partitions, "
-                    "%lld groups) instead of %s's copies", t, (long long)dp, (long long)ps->n,
-                    states->what);
+        pl_log_info("TP rank %d: fp32 weights from ZeRO stage %lld shards (%lld DP partitions, "
+                    "%lld groups) instead of %s's %s", t, (long long)stage, (long long)dp,
+                    (long long)ps->n, states->what, stage == 3 ? "placeholders" : "copies");
     pl_free(buf);
     for (int64_t d = 0; d < opened; d++)
         pl_pt_close(&f[d]);

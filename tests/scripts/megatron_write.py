@@ -3,7 +3,7 @@
 layout megatron/training/checkpointing.py saves (reference: megatron-facts.md section 10.1),
 from the weights of a Hugging Face GPT-2 or Llama directory (read by hf_models.py):
 
-  megatron_write.py HF_DIR SAVE_DIR TP PP legacy|core|deepspeed|dspipe|zero [ARG=VALUE ...]
+  megatron_write.py HF_DIR SAVE_DIR TP PP legacy|core|deepspeed|dspipe|zero|zero3 [ARG=VALUE ...]
 
 SAVE_DIR/latest_checkpointed_iteration.txt holds 7; SAVE_DIR/iter_0000007/mp_rank_TT[_PPP]/
 model_optim_rng.pt holds, per (TP, PP) rank: args (argparse.Namespace, ARG=VALUE overriding,
@@ -27,7 +27,8 @@ ParallelTransformerLayerPipe (input_layernorm.weight, self_attention.query_key_v
 untied (tied: the head reuses layer 01's module through a functools.partial: no file).
 `zero`: `deepspeed` with ZeRO stage 2 at DP 2: "module" holds bf16 copies, the fp32 weights are
 in global_step7/zero_pp_rank_D_mp_rank_TT_optim_states.pt (write_zero_shards), param_shapes
-beside "module".
+beside "module". `zero3`: ZeRO stage 3 at DP 3 (write_zero3_shards): "module" holds empty
+placeholders in zero_pp_rank_D_mp_rank_TT_model_states.pt, one per DP rank.
 With ds_sequence_parallel_fpdt among the ARGs (Megatron-DeepSpeed since 2024-12-04) each rank's
 query_key_value rows are [Q; K; V] thirds, as that version's attention splits them. The tensors are Megatron's TP slices: QKV rows per key/value
 group [its query heads; k; v] (per head [q; k; v] without groups) split by rows, SwiGLU's
@@ -191,7 +192,7 @@ def write(hf_dir, save, tp, pp, style, extra):
     args.update(extra)
     ns = argparse.Namespace(**args)
     pipe = style == "dspipe"  # DeepSpeed's pipeline engine: layer files
-    zero = style == "zero"  # ZeRO 2 at DP 2: fp32 weights in the optimizer shards, bf16 in "module"
+    zero = style in ("zero", "zero3")  # fp32 weights in the optimizer shards, bf16 (ZeRO 3: none) in "module"
     ds = style == "deepspeed" or pipe or zero  # Megatron-DeepSpeed through DeepSpeed's engine (legacy names)
     it = os.path.join(save, "global_step7" if ds else "iter_0000007")
     rng = np.random.RandomState(1234)
@@ -207,17 +208,23 @@ def write(hf_dir, save, tp, pp, style, extra):
             if pipe:
                 write_layer_files(model, L, d, t)
                 model = None
-            extra_keys = {}
-            if zero:
+            extra_keys, names = {}, [f"mp_rank_{t:02d}_model_states.pt"]
+            if style == "zero3":  # DP 3, so that parameters are padded
+                shapes = write_zero3_shards(model, d, t, 3)
+                model = placeholders(model)
+                names = [f"zero_pp_rank_{r}_mp_rank_{t:02d}_model_states.pt" for r in range(3)]
+            elif zero:
                 shapes = write_zero_shards(model, d, t, 2, **zero_opts)
-                extra_keys = {"param_shapes": shapes, "shared_params": {}, "frozen_param_shapes": None}
                 model = to_bf16(model)
-            if ds:
+            if zero:
+                extra_keys = {"param_shapes": shapes, "shared_params": {}, "frozen_param_shapes": None}
+            for name in names if ds else []:
                 torch.save({"module": model, "buffer_names": [], **extra_keys, "optimizer": None, "lr_scheduler": {"num_steps": 56},
                             "global_steps": 7, "global_samples": 56, "dp_world_size": 1, "mp_world_size": tp,
                             "ds_config": {"train_batch_size": 8, "zero_optimization": {"stage": 1}},
                             "ds_version": "0.9.5", "args": ns, "iteration": 7, "checkpoint_version": 3.0},
-                           os.path.join(d, f"mp_rank_{t:02d}_model_states.pt"))
+                           os.path.join(d, name))
+            if ds:
                 continue
             state = {"args": ns, "checkpoint_version": 3.0, "iteration": 7, "model": model,
                      "optimizer": {"optimizer": {"state": {i: {"exp_avg": torch.zeros(3), "exp_avg_sq": torch.ones(3)}
@@ -306,6 +313,42 @@ def write_zero_shards(model, d, t, dp, partition_count=None, stage=2, trim=0):
                "param_slice_mappings": [collections.OrderedDict((k, fragment_address(params[k].numel(), 0))
                                                                 for k in grp) for grp in groups]}
         torch.save({"optimizer_state_dict": osd, "ds_config": {"zero_optimization": {"stage": 2}, "bf16": {"enabled": True}},
+                    "ds_version": "0.16.5"}, os.path.join(d, f"zero_pp_rank_{r}_mp_rank_{t:02d}_optim_states.pt"))
+    return shapes
+
+
+def placeholders(d):
+    """ZeRO 3's module state dict: each partitioned parameter an empty bf16 tensor."""
+    return collections.OrderedDict((k, placeholders(v) if isinstance(v, dict) else torch.empty(0, dtype=torch.bfloat16))
+                                   for k, v in d.items())
+
+
+def write_zero3_shards(model, d, t, dp):
+    """TP rank t's fp32 parameters as ZeRO stage 3 saves them at DP dp (stage3.py
+    _rigid_state_dict; undone by zero_to_fp32.py's _zero3_merge_trainable_params): each
+    parameter padded to a multiple of dp and split in dp equal pieces, rank r's pieces back to
+    back in its fp32_flat_groups (two sub-groups, matrices reversed then the rest);
+    d/zero_pp_rank_D_mp_rank_TT_optim_states.pt per DP rank D. Returns param_shapes."""
+    ZeroStageEnum, DynamicLossScaler, _ = deepspeed_classes()
+    params = flat(model, "", collections.OrderedDict())
+    mats = [k for k, v in params.items() if v.dim() == 2][::-1]
+    groups = [mats, [k for k, v in params.items() if v.dim() != 2]]
+    shapes = [collections.OrderedDict((k, params[k].shape) for k in grp) for grp in groups]
+    for r in range(dp):
+        flats = []
+        for grp in groups:
+            pieces = []
+            for k in grp:
+                x = params[k].reshape(-1)
+                pn = -(-x.numel() // dp)
+                x = torch.cat([x, torch.full((pn * dp - x.numel(),), 7.0)])
+                pieces.append(x[r * pn:(r + 1) * pn])
+            flats.append(torch.cat(pieces).clone())
+        osd = {"zero_stage": ZeroStageEnum(3), "loss_scaler": DynamicLossScaler(), "dynamic_loss_scale": True,
+               "overflow": False, "partition_count": dp, "fp32_flat_groups": flats, "ds_version": "0.16.5",
+               "optimizer_state_dict": {"state": {i: {"exp_avg": torch.zeros_like(x)} for i, x in enumerate(flats)},
+                                        "param_groups": [{"lr": 1e-3, "params": [0, 1]}]}}
+        torch.save({"optimizer_state_dict": osd, "ds_config": {"zero_optimization": {"stage": 3}},
                     "ds_version": "0.16.5"}, os.path.join(d, f"zero_pp_rank_{r}_mp_rank_{t:02d}_optim_states.pt"))
     return shapes
 
