@@ -29,6 +29,7 @@ typedef struct vm {
     int64_t cap_memo, memo_len; /* memo_len: entries stored (MEMOIZE's next index) */
 } vm;
 
+/* 1: arr holds need elements; 0: need is past limit; -1: out of memory. */
 static int grow(void **arr, int64_t *cap, int64_t need, size_t elem, int64_t limit)
 {
     if (need <= *cap)
@@ -42,7 +43,7 @@ static int grow(void **arr, int64_t *cap, int64_t need, size_t elem, int64_t lim
         c = limit;
     void *q = pl_realloc(*arr, (size_t)c * elem);
     if (!q)
-        return 0;
+        return -1;
     memset((char *)q + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
     *arr = q;
     *cap = c;
@@ -58,8 +59,8 @@ static pl_status err(const vm *m, const char *msg)
 static pl_pk *node(vm *m, pl_pk_kind kind)
 {
     pl_pickle *d = m->doc;
-    if (!grow((void **)&d->nodes, &d->cap_nodes, d->n_nodes + 1, sizeof *d->nodes,
-              PL_PICKLE_MAX_NODES))
+    if (grow((void **)&d->nodes, &d->cap_nodes, d->n_nodes + 1, sizeof *d->nodes,
+             PL_PICKLE_MAX_NODES) != 1)
         return NULL;
     pl_pk *x = pl_calloc(1, sizeof *x);
     if (!x)
@@ -74,7 +75,11 @@ static pl_status push(vm *m, pl_pk *x)
     if (!x)
         return pl_errorf(PL_ERR_NOMEM, "%s: out of memory (or more than %d pickle nodes)", m->what,
                          PL_PICKLE_MAX_NODES);
-    if (!grow((void **)&m->stack, &m->cap, m->sp + 1, sizeof *m->stack, PL_PICKLE_MAX_STACK))
+    const int g = grow((void **)&m->stack, &m->cap, m->sp + 1, sizeof *m->stack,
+                       PL_PICKLE_MAX_STACK);
+    if (g < 0)
+        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+    if (!g)
         return err(m, "the stack exceeds its limit");
     m->stack[m->sp++] = x;
     return PL_OK;
@@ -111,8 +116,9 @@ static uint64_t le(const uint8_t *b, int n)
 
 static pl_status add_item(vm *m, pl_pk *c, pl_pk *x)
 {
-    if (!grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v, PL_PICKLE_MAX_NODES))
-        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+    if (grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v, PL_PICKLE_MAX_NODES) != 1)
+        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory (or more than %d items)", m->what,
+                         PL_PICKLE_MAX_NODES);
     c->v[c->n++] = x;
     return PL_OK;
 }
@@ -353,9 +359,12 @@ static pl_status memo_put(vm *m, uint64_t idx)
     pl_pk *x = top(m);
     if (!x)
         return err(m, "PUT with an empty stack");
-    if (idx >= PL_PICKLE_MAX_MEMO ||
-        !grow((void **)&m->memo, &m->cap_memo, (int64_t)idx + 1, sizeof *m->memo,
-              PL_PICKLE_MAX_MEMO))
+    const int g = idx >= PL_PICKLE_MAX_MEMO ? 0
+                  : grow((void **)&m->memo, &m->cap_memo, (int64_t)idx + 1, sizeof *m->memo,
+                         PL_PICKLE_MAX_MEMO);
+    if (g < 0)
+        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+    if (!g)
         return err(m, "a memo index beyond plait's limit");
     m->memo_len += m->memo[idx] == NULL;
     m->memo[idx] = x;
@@ -474,9 +483,12 @@ static pl_status step(vm *m, uint8_t op, int *stop)
     case '}': return push(m, node(m, PL_PK_DICT));
     case ')': return push(m, node(m, PL_PK_TUPLE));
     case '(': /* MARK */
-        if (!grow((void **)&m->marks, &m->cap_marks, m->n_marks + 1, sizeof *m->marks,
-                  PL_PICKLE_MAX_STACK))
-            return err(m, "too many MARKs");
+        switch (grow((void **)&m->marks, &m->cap_marks, m->n_marks + 1, sizeof *m->marks,
+                     PL_PICKLE_MAX_STACK)) {
+        case -1: return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+        case 0: return err(m, "too many MARKs");
+        default: break;
+        }
         m->marks[m->n_marks++] = m->sp;
         return PL_OK;
     case 't': case 'l': case 'd': { /* TUPLE, LIST, DICT */
