@@ -20,7 +20,7 @@ typedef struct ckpt_opts {
     int json, no_verify;
     const char *out;
     int64_t tp, pp;
-    int weights_only, bf16, fp32, release;
+    int weights_only, bf16, fp32, release, no_zero_fp32;
     const char *format, *max_shard_size;
     int64_t divisible_by, vocab_size;
 } ckpt_opts;
@@ -86,6 +86,11 @@ static const pl_option import_table[] = {
      "hf: pad the vocabulary to a multiple of this times TP (Megatron's)", NULL, 0},
     {"--vocab-size", PL_OPT_INT, "0", F(vocab_size),
      "megatron, nemo: the tokenizer's vocabulary (default: every padded row)", NULL, 0},
+    {"--no-zero-fp32", PL_OPT_BOOL, NULL, F(no_zero_fp32),
+     "megatron: read DeepSpeed's model_states weights even beside ZeRO stage 1-2 shards "
+     "(zero_pp_rank_D_mp_rank_TT_optim_states.pt, whose fp32 weights are read by default; ZeRO 3 "
+     "needs them)", NULL,
+     0},
 };
 #undef F
 #define SPEC(name, summary, table) {name, summary, table, (int)(sizeof table / sizeof *table), 0}
@@ -315,7 +320,7 @@ static int run_import(int argc, char **argv)
                                       "expected sizes >= 1", (long long)o.tp, (long long)o.pp,
                                       (long long)o.divisible_by, (long long)o.vocab_size));
     pl_status st = check_format(&o, 1);
-    pl_megatron_import_opts mo = {(int)o.tp, (int)o.pp, o.vocab_size};
+    pl_megatron_import_opts mo = {(int)o.tp, (int)o.pp, o.vocab_size, o.no_zero_fp32};
     if (!st && strcmp(o.format, "megatron") == 0) {
         st = pl_megatron_import(path, o.out, &mo);
     } else if (!st && strcmp(o.format, "nemo") == 0) {

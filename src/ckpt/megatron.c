@@ -19,9 +19,12 @@
 
 enum { MG_PATH = 4096, MG_FILE = MG_PATH + 128 };
 
-/* One rank file: its "model" (Megatron) or "module" (DeepSpeed's engine) dict. */
+/* One rank file: its "model" (Megatron) or "module" (DeepSpeed's engine) dict, unless z3
+ * (ZeRO 3's placeholders); then, unless zero is NULL, the fp32 weights of DeepSpeed's ZeRO
+ * shards in that directory when present (*used), which z3 requires. */
 static pl_status read_rank(const char *file, const pl_model_config *cfg, int tp, int pp, int t,
-                           int p, const pl_registry *g, float *global, int qkv_blocks)
+                           int p, const pl_registry *g, float *global, int qkv_blocks,
+                           const char *zero, int z3, int *used)
 {
     pl_pt f;
     pl_status st = pl_pt_open(&f, file);
@@ -33,8 +36,15 @@ static pl_status read_rank(const char *file, const pl_model_config *cfg, int tp,
         st = pl_errorf(PL_ERR_FORMAT, "%s: no \"model\" dict (%s)", file,
                        pl_pk_get(root, "model0") ? "model0, model1, ...: virtual pipeline chunks, "
                        "which the import does not read" : "not a Megatron checkpoint?");
-    if (!st)
+    if (!st && !z3)
         st = pl_mg_take_rank(&f, model, cfg, tp, pp, t, p, g, global, qkv_blocks);
+    *used = 0;
+    if (!st && zero)
+        st = pl_mg_zero_read(zero, &f, cfg, tp, t, g, global, qkv_blocks, used);
+    if (!st && z3 && !*used)
+        st = pl_errorf(PL_ERR_FORMAT, "%s: ZeRO 3's model states hold no weights%s", file,
+                       zero ? ", and its zero_pp_rank_0_mp_rank_TT_optim_states.pt is missing"
+                            : ": --no-zero-fp32 cannot be followed");
     pl_pt_close(&f);
     return st;
 }
@@ -43,6 +53,8 @@ static void rank_file(const char *idir, int ds, int t, int p, int pp, char *out,
 {
     if (strlen(idir) + 48 > n)
         snprintf(out, n, "(path too long)");
+    else if (ds == 3) /* ZeRO 3: one per DP rank too (its placeholders), rank 0's read */
+        snprintf(out, n, "%.4000s/zero_pp_rank_0_mp_rank_%02d_model_states.pt", idir, t);
     else if (ds) /* DeepSpeed's engine: one file per model-parallel rank */
         snprintf(out, n, "%.4000s/mp_rank_%02d_model_states.pt", idir, t);
     else if (pp > 1)
@@ -133,6 +145,13 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     rank_file(idir, ds, 0, 0, 1, file, sizeof file);
     if (!ds && !pl_file_exists(file))
         rank_file(idir, ds, 0, 0, 2, file, sizeof file);
+    int z3 = 0; /* ZeRO 3: zero_pp_rank_D_mp_rank_TT_model_states.pt instead */
+    if (ds && !pl_file_exists(file)) {
+        char alt[MG_FILE];
+        rank_file(idir, 3, 0, 0, 1, alt, sizeof alt);
+        if ((z3 = pl_file_exists(alt)))
+            snprintf(file, sizeof file, "%s", alt);
+    }
     pl_pt first;
     pl_registry g;
     pl_registry_init(&g, 1, 0, 0);
@@ -169,12 +188,29 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st && !(global = pl_calloc((size_t)(g.numel > 0 ? g.numel : 1), sizeof(float))))
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's %lld parameters",
                        (long long)g.numel);
-    if (!st && pipe)
+    if (!st && pipe) {
+        char zfile[MG_FILE];
+        snprintf(zfile, sizeof zfile, "%.4000s/zero_pp_rank_0_mp_rank_00_optim_states.pt", idir);
+        if (pl_file_exists(zfile))
+            pl_log_warn("%s: ZeRO shards beside the pipeline engine's layer files, whose fp32 "
+                        "weights the import does not read: the layer files' weights are taken",
+                        zfile);
         st = pl_mg_pipe_read(idir, &cfg, tp, &g, global, blocks);
+    }
+    int zero = 0;
     for (int t = 0; t < tp && !st && !pipe; t++)
         for (int p = 0; p < pp && !st; p++) {
-            rank_file(idir, ds, t, p, pp, file, sizeof file);
-            st = read_rank(file, &cfg, tp, pp, t, p, &g, global, blocks);
+            int used = 0;
+            rank_file(idir, z3 ? 3 : ds, t, p, pp, file, sizeof file);
+            st = read_rank(file, &cfg, tp, pp, t, p, &g, global, blocks,
+                           ds && !o->no_zero_fp32 ? idir : NULL, z3, &used);
+            if (!st && t > 0 && used != zero)
+                st = pl_errorf(PL_ERR_FORMAT, "%s/zero_pp_rank_0_mp_rank_%02d_optim_states.pt: "
+                               "%s, but TP rank 0's ZeRO shards %s (give --no-zero-fp32 to read "
+                               "the model_states' weights)", idir, t, used ? "present" : "missing",
+                               zero ? "are there" : "are not");
+            if (t == 0)
+                zero = used;
         }
     pl_model_config target = cfg;
     const int out_tp = o->tp > 0 ? o->tp : tp, out_pp = o->pp > 0 ? o->pp : pp;
@@ -191,7 +227,7 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st)
         st = pl_ckpt_import_write(out, &target, &meta, &g, global, out_tp, out_pp);
     if (!st)
-        pl_ckpt_import_log(out, pipe ? "Megatron-DeepSpeed pipeline" : "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
+        pl_ckpt_import_log(out, pipe ? "Megatron-DeepSpeed pipeline" : zero ? "Megatron-DeepSpeed ZeRO fp32" : "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
     pl_free(global);
     pl_registry_free(&g);
     pl_pt_close(&first);

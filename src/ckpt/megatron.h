@@ -14,6 +14,13 @@
  *   DIR/global_stepN/layer_NN-model_TT-model_states.pt  one layer's state dict
  *                                                       (megatron_pipe.c says which)
  *
+ * and beside DeepSpeed's engine's model states, ZeRO stage 1-3 optimizer shards (unless
+ * no_zero_fp32), whose fp32 weights are taken instead of the model states' bf16/fp16 copies
+ * (megatron_zero.c says how); ZeRO 3's model states (placeholders) are one per DP rank:
+ *
+ *   DIR/global_stepN/zero_pp_rank_D_mp_rank_TT_optim_states.pt   DP rank D's partition
+ *   DIR/global_stepN/zero_pp_rank_D_mp_rank_TT_model_states.pt   ZeRO 3 (D 0's read)
+ *
  * args with ds_sequence_parallel_fpdt (Megatron-DeepSpeed since 2024-12-04): query_key_value
  * rows in [Q; K; V] thirds per TP rank, read so (refused with key/value groups).
  *
@@ -50,6 +57,7 @@
 typedef struct pl_megatron_import_opts {
     int tp, pp;         /* the layout to write (0: the checkpoint's) */
     int64_t vocab_size; /* the tokenizer's vocabulary (0: padded_vocab_size, every row kept) */
+    int no_zero_fp32;   /* DeepSpeed: the model_states' weights even beside ZeRO shards */
 } pl_megatron_import_opts;
 
 /* path: a save directory (its latest iteration, DeepSpeed's latest tag first) or an

@@ -67,4 +67,12 @@ pl_status pl_mg_rank_end(pl_mg_rank *r, const char *what, pl_status st);
 pl_status pl_mg_pipe_read(const char *idir, const pl_model_config *cfg, int tp,
                           const pl_registry *g, float *global, int qkv_blocks);
 
+/* DeepSpeed ZeRO stage 1-3 shards of TP rank t in idir (megatron_zero.c says which), when
+ * zero_pp_rank_0_mp_rank_TT_optim_states.pt is there (*used 1, else 0 and nothing read): the
+ * fp32 weights into the global model over the rank's, by states' (the rank's model states)
+ * param_shapes; every shard, group, size and tensor checked. */
+pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_config *cfg,
+                          int tp, int t, const pl_registry *g, float *global, int qkv_blocks,
+                          int *used);
+
 #endif

@@ -29,6 +29,7 @@ typedef struct vm {
     int64_t cap_memo, memo_len; /* memo_len: entries stored (MEMOIZE's next index) */
 } vm;
 
+/* 1: arr holds need elements; 0: need is past limit; -1: out of memory. */
 static int grow(void **arr, int64_t *cap, int64_t need, size_t elem, int64_t limit)
 {
     if (need <= *cap)
@@ -42,7 +43,7 @@ static int grow(void **arr, int64_t *cap, int64_t need, size_t elem, int64_t lim
         c = limit;
     void *q = pl_realloc(*arr, (size_t)c * elem);
     if (!q)
-        return 0;
+        return -1;
     memset((char *)q + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
     *arr = q;
     *cap = c;
@@ -58,8 +59,8 @@ static pl_status err(const vm *m, const char *msg)
 static pl_pk *node(vm *m, pl_pk_kind kind)
 {
     pl_pickle *d = m->doc;
-    if (!grow((void **)&d->nodes, &d->cap_nodes, d->n_nodes + 1, sizeof *d->nodes,
-              PL_PICKLE_MAX_NODES))
+    if (grow((void **)&d->nodes, &d->cap_nodes, d->n_nodes + 1, sizeof *d->nodes,
+             PL_PICKLE_MAX_NODES) != 1)
         return NULL;
     pl_pk *x = pl_calloc(1, sizeof *x);
     if (!x)
@@ -74,7 +75,11 @@ static pl_status push(vm *m, pl_pk *x)
     if (!x)
         return pl_errorf(PL_ERR_NOMEM, "%s: out of memory (or more than %d pickle nodes)", m->what,
                          PL_PICKLE_MAX_NODES);
-    if (!grow((void **)&m->stack, &m->cap, m->sp + 1, sizeof *m->stack, PL_PICKLE_MAX_STACK))
+    const int g = grow((void **)&m->stack, &m->cap, m->sp + 1, sizeof *m->stack,
+                       PL_PICKLE_MAX_STACK);
+    if (g < 0)
+        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+    if (!g)
         return err(m, "the stack exceeds its limit");
     m->stack[m->sp++] = x;
     return PL_OK;
@@ -111,8 +116,9 @@ static uint64_t le(const uint8_t *b, int n)
 
 static pl_status add_item(vm *m, pl_pk *c, pl_pk *x)
 {
-    if (!grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v, PL_PICKLE_MAX_NODES))
-        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+    if (grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v, PL_PICKLE_MAX_NODES) != 1)
+        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory (or more than %d items)", m->what,
+                         PL_PICKLE_MAX_NODES);
     c->v[c->n++] = x;
     return PL_OK;
 }
@@ -161,7 +167,7 @@ static pl_status integer(vm *m, pl_pk_kind kind, int64_t v)
 }
 
 /* The allow list: name -> what a REDUCE / NEWOBJ of it builds. */
-typedef enum { G_TYPE, G_ODICT, G_TENSOR, G_PARAM, G_NAMESPACE, G_OPAQUE } g_role;
+typedef enum { G_TYPE, G_ODICT, G_TENSOR, G_PARAM, G_NAMESPACE, G_OPAQUE, G_GETATTR } g_role;
 static const struct {
     const char *name;
     g_role role;
@@ -176,6 +182,13 @@ static const struct {
     {"numpy.ndarray", G_OPAQUE, NULL},
     {"numpy.dtype", G_OPAQUE, NULL},
     {"_codecs.encode", G_OPAQUE, NULL},
+    {"torch.Size", G_OPAQUE, NULL}, /* DeepSpeed's param_shapes */
+    {"__builtin__.getattr", G_GETATTR, NULL}, /* an enum member by name (Python >= 3.12) */
+    {"builtins.getattr", G_GETATTR, NULL},
+    {"deepspeed.runtime.zero.config.ZeroStageEnum", G_OPAQUE, NULL},
+    {"deepspeed.runtime.fp16.loss_scaler.LossScaler", G_OPAQUE, NULL},
+    {"deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler", G_OPAQUE, NULL},
+    {"deepspeed.utils.tensor_fragment.fragment_address", G_OPAQUE, NULL},
     {"torch.FloatStorage", G_TYPE, "F32"},
     {"torch.BFloat16Storage", G_TYPE, "BF16"},
     {"torch.HalfStorage", G_TYPE, "F16"},
@@ -281,6 +294,22 @@ static pl_status reduce(vm *m, int newobj)
             return err(m, "_rebuild_parameter of something other than a tensor");
         return push(m, args->v[0]);
     }
+    if (role == G_GETATTR && !newobj) { /* getattr(allowed class, "name"): named, not run */
+        if (args->n != 2 || args->v[0]->kind != PL_PK_GLOBAL || args->v[1]->kind != PL_PK_STR)
+            return err(m, "getattr of something other than an allowed global and a name");
+        pl_pk *o = node(m, PL_PK_OBJECT);
+        const size_t a = strlen(args->v[0]->s), b = strlen(args->v[1]->s);
+        if (o && !(o->s = pl_malloc(a + b + 2)))
+            o = NULL;
+        if (o) {
+            memcpy(o->s, args->v[0]->s, a);
+            o->s[a] = '.';
+            memcpy(o->s + a + 1, args->v[1]->s, b + 1);
+            if (add_item(m, o, args) || add_item(m, o, NULL))
+                o = NULL;
+        }
+        return push(m, o);
+    }
     if ((role == G_NAMESPACE && newobj) || role == G_OPAQUE) {
         pl_pk *o = node(m, PL_PK_OBJECT);
         if (o) {
@@ -330,9 +359,12 @@ static pl_status memo_put(vm *m, uint64_t idx)
     pl_pk *x = top(m);
     if (!x)
         return err(m, "PUT with an empty stack");
-    if (idx >= PL_PICKLE_MAX_MEMO ||
-        !grow((void **)&m->memo, &m->cap_memo, (int64_t)idx + 1, sizeof *m->memo,
-              PL_PICKLE_MAX_MEMO))
+    const int g = idx >= PL_PICKLE_MAX_MEMO ? 0
+                  : grow((void **)&m->memo, &m->cap_memo, (int64_t)idx + 1, sizeof *m->memo,
+                         PL_PICKLE_MAX_MEMO);
+    if (g < 0)
+        return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+    if (!g)
         return err(m, "a memo index beyond plait's limit");
     m->memo_len += m->memo[idx] == NULL;
     m->memo[idx] = x;
@@ -451,9 +483,12 @@ static pl_status step(vm *m, uint8_t op, int *stop)
     case '}': return push(m, node(m, PL_PK_DICT));
     case ')': return push(m, node(m, PL_PK_TUPLE));
     case '(': /* MARK */
-        if (!grow((void **)&m->marks, &m->cap_marks, m->n_marks + 1, sizeof *m->marks,
-                  PL_PICKLE_MAX_STACK))
-            return err(m, "too many MARKs");
+        switch (grow((void **)&m->marks, &m->cap_marks, m->n_marks + 1, sizeof *m->marks,
+                     PL_PICKLE_MAX_STACK)) {
+        case -1: return pl_errorf(PL_ERR_NOMEM, "%s: out of memory", m->what);
+        case 0: return err(m, "too many MARKs");
+        default: break;
+        }
         m->marks[m->n_marks++] = m->sp;
         return PL_OK;
     case 't': case 'l': case 'd': { /* TUPLE, LIST, DICT */

@@ -15,6 +15,11 @@
  *   numpy.core.multiarray._reconstruct, numpy.ndarray, numpy.dtype,
  *   _codecs.encode                             opaque objects (the RNG states
  *                                              Megatron saves), kept as data
+ *   torch.Size, deepspeed's ZeroStageEnum,     opaque objects too (DeepSpeed's ZeRO
+ *   LossScaler, DynamicLossScaler,             shards and param_shapes)
+ *   fragment_address
+ *   builtins.getattr(allowed global, "name")   an object named "global.name" (an enum
+ *                                              member as Python >= 3.12 pickles it)
  *
  * Any other global is refused with its name ("os.system"); so is any opcode
  * outside the subset (named by its byte), a truncated stream, a memo index

@@ -3,7 +3,7 @@
 layout megatron/training/checkpointing.py saves (reference: megatron-facts.md section 10.1),
 from the weights of a Hugging Face GPT-2 or Llama directory (read by hf_models.py):
 
-  megatron_write.py HF_DIR SAVE_DIR TP PP legacy|core|deepspeed [ARG=VALUE ...]
+  megatron_write.py HF_DIR SAVE_DIR TP PP legacy|core|deepspeed|dspipe|zero|zero3 [ARG=VALUE ...]
 
 SAVE_DIR/latest_checkpointed_iteration.txt holds 7; SAVE_DIR/iter_0000007/mp_rank_TT[_PPP]/
 model_optim_rng.pt holds, per (TP, PP) rank: args (argparse.Namespace, ARG=VALUE overriding,
@@ -25,6 +25,10 @@ EmbeddingPipe (word_embeddings.weight, position_embeddings.weight), layer_02 .. 
 ParallelTransformerLayerPipe (input_layernorm.weight, self_attention.query_key_value.weight,
 ...), layer_{L+2} the final norm (weight, bias), layer_{L+3} LMHeadPipe (lm_head.weight) when
 untied (tied: the head reuses layer 01's module through a functools.partial: no file).
+`zero`: `deepspeed` with ZeRO stage 2 at DP 2: "module" holds bf16 copies, the fp32 weights are
+in global_step7/zero_pp_rank_D_mp_rank_TT_optim_states.pt (write_zero_shards), param_shapes
+beside "module". `zero3`: ZeRO stage 3 at DP 3 (write_zero3_shards): "module" holds empty
+placeholders in zero_pp_rank_D_mp_rank_TT_model_states.pt, one per DP rank.
 With ds_sequence_parallel_fpdt among the ARGs (Megatron-DeepSpeed since 2024-12-04) each rank's
 query_key_value rows are [Q; K; V] thirds, as that version's attention splits them. The tensors are Megatron's TP slices: QKV rows per key/value
 group [its query heads; k; v] (per head [q; k; v] without groups) split by rows, SwiGLU's
@@ -182,12 +186,14 @@ def write(hf_dir, save, tp, pp, style, extra):
     extra = dict(extra)
     cfg = hf_models.json.load(open(os.path.join(hf_dir, "config.json")))
     W = {k: torch.from_numpy(hf_models.as_f64(dt, a).numpy().astype(np.float32)) for k, (dt, a) in hf_models.read_dir(hf_dir).items()}
+    zero_opts = {k: extra.pop(k) for k in ("partition_count", "stage", "trim") if k in extra}  # zero: write_zero_shards
     g, args, L = global_tensors(cfg, W, extra.pop("make_vocab_size_divisible_by", 64), tp)
     args.update(pipeline_model_parallel_size=pp, iteration=7)
     args.update(extra)
     ns = argparse.Namespace(**args)
     pipe = style == "dspipe"  # DeepSpeed's pipeline engine: layer files
-    ds = style == "deepspeed" or pipe  # Megatron-DeepSpeed through DeepSpeed's engine (legacy names)
+    zero = style in ("zero", "zero3")  # fp32 weights in the optimizer shards, bf16 (ZeRO 3: none) in "module"
+    ds = style == "deepspeed" or pipe or zero  # Megatron-DeepSpeed through DeepSpeed's engine (legacy names)
     it = os.path.join(save, "global_step7" if ds else "iter_0000007")
     rng = np.random.RandomState(1234)
     for t in range(tp):
@@ -202,12 +208,23 @@ def write(hf_dir, save, tp, pp, style, extra):
             if pipe:
                 write_layer_files(model, L, d, t)
                 model = None
-            if ds:
-                torch.save({"module": model, "buffer_names": [], "optimizer": None, "lr_scheduler": {"num_steps": 56},
+            extra_keys, names = {}, [f"mp_rank_{t:02d}_model_states.pt"]
+            if style == "zero3":  # DP 3, so that parameters are padded
+                shapes = write_zero3_shards(model, d, t, 3)
+                model = placeholders(model)
+                names = [f"zero_pp_rank_{r}_mp_rank_{t:02d}_model_states.pt" for r in range(3)]
+            elif zero:
+                shapes = write_zero_shards(model, d, t, 2, **zero_opts)
+                model = to_bf16(model)
+            if zero:
+                extra_keys = {"param_shapes": shapes, "shared_params": {}, "frozen_param_shapes": None}
+            for name in names if ds else []:
+                torch.save({"module": model, "buffer_names": [], **extra_keys, "optimizer": None, "lr_scheduler": {"num_steps": 56},
                             "global_steps": 7, "global_samples": 56, "dp_world_size": 1, "mp_world_size": tp,
                             "ds_config": {"train_batch_size": 8, "zero_optimization": {"stage": 1}},
                             "ds_version": "0.9.5", "args": ns, "iteration": 7, "checkpoint_version": 3.0},
-                           os.path.join(d, f"mp_rank_{t:02d}_model_states.pt"))
+                           os.path.join(d, name))
+            if ds:
                 continue
             state = {"args": ns, "checkpoint_version": 3.0, "iteration": 7, "model": model,
                      "optimizer": {"optimizer": {"state": {i: {"exp_avg": torch.zeros(3), "exp_avg_sq": torch.ones(3)}
@@ -225,6 +242,115 @@ def write(hf_dir, save, tp, pp, style, extra):
     if ds:
         with open(os.path.join(save, "latest"), "w") as f:
             f.write("global_step7")
+
+
+def to_bf16(d):
+    return collections.OrderedDict((k, to_bf16(v) if isinstance(v, dict) else v.to(torch.bfloat16))
+                                   for k, v in d.items())
+
+
+def deepspeed_classes():
+    """Stand-ins under DeepSpeed's module names for the classes its ZeRO shards pickle
+    (ZeroStageEnum, DynamicLossScaler, fragment_address), so the pickles name the same globals."""
+    import dataclasses
+    import enum
+    import types
+    names = {"deepspeed.runtime.zero.config": "ZeroStageEnum",
+             "deepspeed.runtime.fp16.loss_scaler": "DynamicLossScaler",
+             "deepspeed.utils.tensor_fragment": "fragment_address"}
+    if "deepspeed.runtime.zero.config" not in sys.modules:
+        for mod in list(names) + ["deepspeed", "deepspeed.runtime", "deepspeed.runtime.zero",
+                                  "deepspeed.runtime.fp16", "deepspeed.utils"]:
+            sys.modules.setdefault(mod, types.ModuleType(mod))
+        classes = {"ZeroStageEnum": enum.IntEnum("ZeroStageEnum", {"disabled": 0, "optimizer_states": 1,
+                                                                  "gradients": 2, "weights": 3}),
+                   "DynamicLossScaler": type("DynamicLossScaler", (), {}),
+                   "fragment_address": dataclasses.make_dataclass("fragment_address", [("numel", int), ("start", int)])}
+        for mod, name in names.items():
+            classes[name].__module__ = mod
+            classes[name].__qualname__ = name
+            setattr(sys.modules[mod], name, classes[name])
+    return [getattr(sys.modules[m], n) for m, n in names.items()]
+
+
+def write_zero_shards(model, d, t, dp, partition_count=None, stage=2, trim=0):
+    """TP rank t's fp32 parameters as DeepSpeed's ZeRO stage 2 saves them at DP dp
+    (stage_1_and_2.py state_dict, engine._save_zero_checkpoint; undone by zero_to_fp32.py):
+    two param groups (matrices in reverse order, then the rest), each flattened in that order,
+    padded to a multiple of 2 x dp, split into dp equal partitions, the padding cut from the
+    last one; d/zero_pp_rank_D_mp_rank_TT_optim_states.pt per DP rank D. Returns param_shapes.
+    For refusals: partition_count recorded instead of dp, zero_stage 1 (the same layout) or
+    3, trim elements cut from (negative: added to) the last partition of group 0."""
+    ZeroStageEnum, DynamicLossScaler, fragment_address = deepspeed_classes()
+    params = flat(model, "", collections.OrderedDict())
+    mats = [k for k, v in params.items() if v.dim() == 2][::-1]
+    groups = [mats, [k for k, v in params.items() if v.dim() != 2]]
+    shapes = [collections.OrderedDict((k, params[k].shape) for k in grp) for grp in groups]
+    parts = [[None] * len(groups) for _ in range(dp)]
+    pads = []
+    for i, grp in enumerate(groups):
+        flat32 = torch.cat([params[k].reshape(-1) for k in grp])
+        pad = -flat32.numel() % (2 * dp)
+        pads.append(pad)
+        padded = torch.cat([flat32, torch.full((pad,), 7.0)])
+        n = padded.numel() // dp
+        for r in range(dp):
+            keep = n - (pad if r == dp - 1 else 0)
+            parts[r][i] = padded[r * n: r * n + keep].clone()
+    if trim > 0:
+        parts[dp - 1][0] = parts[dp - 1][0][:-trim].clone()
+    elif trim < 0:
+        parts[dp - 1][0] = torch.cat([parts[dp - 1][0], torch.zeros(-trim)])
+    for r in range(dp):
+        scaler = DynamicLossScaler()
+        scaler.cur_scale, scaler.scale_window = 65536.0, 1000
+        osd = {"loss_scaler": scaler, "dynamic_loss_scale": True, "overflow": False, "clip_grad": 1.0,
+               "base_optimizer_state": [{"exp_avg": torch.zeros_like(x), "exp_avg_sq": torch.ones_like(x)}
+                                        for x in parts[r]],
+               "single_partition_of_fp32_groups": parts[r], "zero_stage": ZeroStageEnum(stage),
+               "group_paddings": [p if r == dp - 1 else 0 for p in pads],
+               "partition_count": [partition_count or dp] * len(groups), "ds_version": "0.16.5",
+               "param_slice_mappings": [collections.OrderedDict((k, fragment_address(params[k].numel(), 0))
+                                                                for k in grp) for grp in groups]}
+        torch.save({"optimizer_state_dict": osd, "ds_config": {"zero_optimization": {"stage": 2}, "bf16": {"enabled": True}},
+                    "ds_version": "0.16.5"}, os.path.join(d, f"zero_pp_rank_{r}_mp_rank_{t:02d}_optim_states.pt"))
+    return shapes
+
+
+def placeholders(d):
+    """ZeRO 3's module state dict: each partitioned parameter an empty bf16 tensor."""
+    return collections.OrderedDict((k, placeholders(v) if isinstance(v, dict) else torch.empty(0, dtype=torch.bfloat16))
+                                   for k, v in d.items())
+
+
+def write_zero3_shards(model, d, t, dp):
+    """TP rank t's fp32 parameters as ZeRO stage 3 saves them at DP dp (stage3.py
+    _rigid_state_dict; undone by zero_to_fp32.py's _zero3_merge_trainable_params): each
+    parameter padded to a multiple of dp and split in dp equal pieces, rank r's pieces back to
+    back in its fp32_flat_groups (two sub-groups, matrices reversed then the rest);
+    d/zero_pp_rank_D_mp_rank_TT_optim_states.pt per DP rank D. Returns param_shapes."""
+    ZeroStageEnum, DynamicLossScaler, _ = deepspeed_classes()
+    params = flat(model, "", collections.OrderedDict())
+    mats = [k for k, v in params.items() if v.dim() == 2][::-1]
+    groups = [mats, [k for k, v in params.items() if v.dim() != 2]]
+    shapes = [collections.OrderedDict((k, params[k].shape) for k in grp) for grp in groups]
+    for r in range(dp):
+        flats = []
+        for grp in groups:
+            pieces = []
+            for k in grp:
+                x = params[k].reshape(-1)
+                pn = -(-x.numel() // dp)
+                x = torch.cat([x, torch.full((pn * dp - x.numel(),), 7.0)])
+                pieces.append(x[r * pn:(r + 1) * pn])
+            flats.append(torch.cat(pieces).clone())
+        osd = {"zero_stage": ZeroStageEnum(3), "loss_scaler": DynamicLossScaler(), "dynamic_loss_scale": True,
+               "overflow": False, "partition_count": dp, "fp32_flat_groups": flats, "ds_version": "0.16.5",
+               "optimizer_state_dict": {"state": {i: {"exp_avg": torch.zeros_like(x)} for i, x in enumerate(flats)},
+                                        "param_groups": [{"lr": 1e-3, "params": [0, 1]}]}}
+        torch.save({"optimizer_state_dict": osd, "ds_config": {"zero_optimization": {"stage": 3}},
+                    "ds_version": "0.16.5"}, os.path.join(d, f"zero_pp_rank_{r}_mp_rank_{t:02d}_optim_states.pt"))
+    return shapes
 
 
 def write_layer_files(model, L, d, t):

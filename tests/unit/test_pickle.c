@@ -102,6 +102,35 @@ TEST(any_other_global_is_refused_by_name)
 
 #define REFUSED(lit, want) refused(lit, sizeof lit - 1, want)
 
+TEST(deepspeeds_enum_member_and_torch_size_are_named_not_run)
+{
+    /* PROTO 2, getattr(deepspeed.runtime.zero.config.ZeroStageEnum, 'gradients') (an enum
+     * member as Python >= 3.12 pickles it), then torch.Size((2, 3)), in a tuple */
+    static const char b[] = "\x80\x02" "c__builtin__\ngetattr\n" "cdeepspeed.runtime.zero.config\n"
+                            "ZeroStageEnum\n" "X\x09\x00\x00\x00gradients\x86R"
+                            "ctorch\nSize\nK\x02K\x03\x86\x85R\x86.";
+    int ok;
+    pl_pickle *p = parse(b, sizeof b - 1, &ok);
+    CHECK(ok, "%s", pl_error_msg());
+    const pl_pk *r = ok ? pl_pickle_root(p) : NULL;
+    CHECK(!ok || (r->kind == PL_PK_TUPLE && r->n == 2), "a pair");
+    if (ok && r->n == 2) {
+        CHECK(r->v[0]->kind == PL_PK_OBJECT &&
+                  !strcmp(r->v[0]->s, "deepspeed.runtime.zero.config.ZeroStageEnum.gradients"),
+              "the member is named: %s", r->v[0]->s ? r->v[0]->s : "(none)");
+        const pl_pk *sz = r->v[1];
+        CHECK(sz->kind == PL_PK_OBJECT && !strcmp(sz->s, "torch.Size") && sz->v[0]->n == 1 &&
+                  sz->v[0]->v[0]->n == 2 && sz->v[0]->v[0]->v[1]->i == 3,
+              "torch.Size((2, 3)) kept as data");
+    }
+    pl_pickle_free(p);
+    /* getattr(1, 'x'), and getattr of a global off the allow list */
+    static const char n[] = "\x80\x02" "c__builtin__\ngetattr\n" "K\x01X\x01\x00\x00\x00x\x86R.";
+    refused(n, sizeof n - 1, "getattr of something other than an allowed global and a name");
+    static const char o[] = "\x80\x02" "c__builtin__\ngetattr\n" "cos\nsystem\n" "X\x01\x00\x00\x00x\x86R.";
+    refused(o, sizeof o - 1, "the global os.system, which plait refuses");
+}
+
 TEST(malformed_streams_are_refused_with_the_reason)
 {
     REFUSED("\x80\x02]q\x00", "without STOP (truncated)");
@@ -139,6 +168,7 @@ int main(void)
     RUN(a_tensor_is_a_view_of_its_storage);
     RUN(a_view_past_its_storage_is_refused);
     RUN(any_other_global_is_refused_by_name);
+    RUN(deepspeeds_enum_member_and_torch_size_are_named_not_run);
     RUN(malformed_streams_are_refused_with_the_reason);
     RUN(shared_and_cyclic_nodes_are_marked_once);
     return test_summary("pickle");
