@@ -245,18 +245,7 @@ static pl_status check_flags(const s2s_opts *o, const unsigned char *given)
                              "--beam-size too");
         return PL_OK;
     }
-    if (o->temperature > 0)
-        return pl_errorf(PL_ERR_ARG, "--beam-size %lld with --temperature %g: beam search is "
-                         "deterministic; give one or the other", (long long)o->beam_size,
-                         o->temperature);
-    if (o->top_k > 0 || o->top_p < 1)
-        return pl_errorf(PL_ERR_ARG, "--beam-size with --top-k or --top-p: those are sampling's");
-    if (o->beam_size < 1)
-        return pl_errorf(PL_ERR_ARG, "--beam-size %lld: need at least 1", (long long)o->beam_size);
-    if (o->num_return < 1 || o->num_return > o->beam_size)
-        return pl_errorf(PL_ERR_ARG, "--num-return %lld: need 1 to --beam-size (%lld)",
-                         (long long)o->num_return, (long long)o->beam_size);
-    return PL_OK;
+    return pl_beam_check_flags(o->beam_size, o->num_return, o->temperature, o->top_k, o->top_p);
 }
 
 static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, int64_t len, const int32_t *tok,

@@ -281,3 +281,19 @@ void pl_beam_result(const pl_beam *b, int64_t i, const int32_t **tokens,
     *n = b->hyp_len[h];
     *score = b->hyp_score[h];
 }
+
+pl_status pl_beam_check_flags(int64_t width, int64_t num_return, double temperature,
+                              int64_t top_k, double top_p)
+{
+    if (temperature > 0)
+        return pl_errorf(PL_ERR_ARG, "--beam-size %lld with --temperature %g: beam search is "
+                         "deterministic; give one or the other", (long long)width, temperature);
+    if (top_k > 0 || top_p < 1)
+        return pl_errorf(PL_ERR_ARG, "--beam-size with --top-k or --top-p: those are sampling's");
+    if (width < 1)
+        return pl_errorf(PL_ERR_ARG, "--beam-size %lld: need at least 1", (long long)width);
+    if (num_return < 1 || num_return > width)
+        return pl_errorf(PL_ERR_ARG, "--num-return %lld: need 1 to --beam-size (%lld)",
+                         (long long)num_return, (long long)width);
+    return PL_OK;
+}

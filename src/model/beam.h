@@ -79,6 +79,11 @@ typedef struct pl_beam {
 /* For searching with g (not kept: pass it to every call).
  * Errors: width outside 1..vocab_size, a length penalty that is not finite
  * (both named by their flags), memory. */
+/* The beam flags of plait generate and plait seq2seq against the sampling ones:
+ * --beam-size W >= 1, --num-return 1..W, and no sampling (temperature > 0, top_k >
+ * 0 or top_p < 1): an error naming the flags, else PL_OK. */
+pl_status pl_beam_check_flags(int64_t width, int64_t num_return, double temperature,
+                              int64_t top_k, double top_p);
 pl_status pl_beam_init(pl_beam *b, const pl_generator *g, const pl_beam_opts *opts);
 void pl_beam_free(pl_beam *b);
 
