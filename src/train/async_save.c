@@ -76,6 +76,48 @@ static pl_status start(pl_train_async *as, void *(*fn)(void *), const char *what
     return PL_OK;
 }
 
+/* Floats of the snapshot of what this rank writes out of buf: its model file's tensors
+ * (DP rank 0: the parameters, and the moments without ZeRO) and its ZeRO shard's moments. */
+static size_t snap_floats(const pl_ckpt_buffers *buf, int dp_rank)
+{
+    const int model = dp_rank == 0;
+    const int moments = model && !buf->zero && buf->exp_avg;
+    const int64_t zc = buf->zero ? buf->zero->count : 0;
+    return (size_t)(model ? buf->reg->numel : 0) * (moments ? 3 : 1) + 2 * (size_t)zc;
+}
+
+/* The snapshot buffer grown to need floats, its pages faulted in now (the first touch
+ * of ~1.5 GB costs seconds: at start-up, not inside a save's stall). */
+static pl_status snap_reserve(pl_train_async *as, size_t need)
+{
+    if (need <= as->snap_floats)
+        return PL_OK;
+    pl_free(as->snap);
+    as->snap_floats = 0;
+    as->snap = pl_malloc((need ? need : 1) * sizeof(float));
+    if (!as->snap)
+        return pl_errorf(PL_ERR_NOMEM, "--async-save: out of memory for the checkpoint's "
+                         "snapshot (%.1f MiB)", (double)need * sizeof(float) / (1 << 20));
+    memset(as->snap, 0, need * sizeof(float));
+    as->snap_floats = need;
+    return PL_OK;
+}
+
+static pl_train_async *async_state(pl_trainer *t)
+{
+    if (!t->async)
+        t->async = pl_calloc(1, sizeof *t->async);
+    return t->async;
+}
+
+pl_status pl_train_async_reserve(pl_trainer *t, const pl_ckpt_buffers *buf)
+{
+    pl_train_async *as = async_state(t);
+    if (!as)
+        return pl_errorf(PL_ERR_NOMEM, "--async-save: out of memory");
+    return snap_reserve(as, snap_floats(buf, t->grid.dp_rank));
+}
+
 /* Copies what this rank writes out of buf into the snapshot and points as->buf at it. */
 static pl_status snapshot(pl_train_async *as, const pl_ckpt_buffers *buf, int dp_rank)
 {
@@ -83,16 +125,9 @@ static pl_status snapshot(pl_train_async *as, const pl_ckpt_buffers *buf, int dp
     const int model = dp_rank == 0;                 /* this rank writes its slice's model file */
     const int moments = model && !buf->zero && buf->exp_avg;
     const int64_t zc = buf->zero ? buf->zero->count : 0;
-    size_t need = (size_t)(model ? numel : 0) * (moments ? 3 : 1) + 2 * (size_t)zc;
-    if (need > as->snap_floats) {
-        pl_free(as->snap);
-        as->snap_floats = 0;
-        as->snap = pl_malloc((need ? need : 1) * sizeof(float));
-        if (!as->snap)
-            return pl_errorf(PL_ERR_NOMEM, "--async-save: out of memory for the checkpoint's "
-                             "snapshot (%.1f MiB)", (double)need * sizeof(float) / (1 << 20));
-        as->snap_floats = need;
-    }
+    pl_status st = snap_reserve(as, snap_floats(buf, dp_rank));
+    if (st)
+        return st;
     float *at = as->snap;
     as->buf = *buf;
     as->buf.params = as->buf.exp_avg = as->buf.exp_avg_sq = NULL;
@@ -123,12 +158,9 @@ static pl_status snapshot(pl_train_async *as, const pl_ckpt_buffers *buf, int dp
 pl_status pl_train_async_begin(pl_trainer *t, const char *dir, const pl_ckpt_meta *meta,
                                const pl_ckpt_buffers *buf)
 {
-    pl_train_async *as = t->async;
-    if (!as) {
-        as = t->async = pl_calloc(1, sizeof *as);
-        if (!as)
-            return pl_errorf(PL_ERR_NOMEM, "--async-save: out of memory");
-    }
+    pl_train_async *as = async_state(t);
+    if (!as)
+        return pl_errorf(PL_ERR_NOMEM, "--async-save: out of memory");
     PL_ASSERT(as->state == IDLE);
     const double t0 = pl_time_now();
     pl_comm *world = pl_grid_comm(&t->grid, PL_GRID_WORLD);

@@ -63,6 +63,14 @@ static pl_status full_params(pl_trainer *t, float **out)
 
 pl_status pl_train_save(pl_trainer *t) { return pl_train_save_to(t, t->a->save); }
 
+pl_status pl_train_async_prepare(pl_trainer *t)
+{
+    pl_ckpt_zero zs = zero_shard(t, 1);
+    pl_ckpt_buffers buf = {&t->reg, t->params, t->zero_stage ? NULL : t->exp_avg,
+                           t->zero_stage ? NULL : t->exp_avg_sq, t->zero_stage ? &zs : NULL, 0};
+    return pl_train_async_reserve(t, &buf);
+}
+
 pl_status pl_train_save_to(pl_trainer *t, const char *dir)
 {
     if (t->a->async_save) { /* one pending save at a time: the previous one ends first */

@@ -400,6 +400,8 @@ skip_buckets:
     if (!pl_train_peak_preset(&measured))
         PL_TRY(measure_gemm_peak(t->gemm, t->model.act_mem, t->model.act_floats, &measured));
     PL_TRY(pl_train_peak_init(t, measured));
+    if (t->a->async_save && t->a->save) /* the snapshot's memory, faulted in before step 1 */
+        PL_TRY(pl_train_async_prepare(t));
 fail:
     return st;
 }

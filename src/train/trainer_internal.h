@@ -272,6 +272,10 @@ struct pl_ckpt_buffers;
 pl_status pl_train_async_begin(pl_trainer *t, const char *dir, const struct pl_ckpt_meta *meta,
                                const struct pl_ckpt_buffers *buf);
 pl_status pl_train_async_poll(pl_trainer *t, int wait);
+/* The snapshot buffer for a save of buf's sizes, allocated and faulted in ahead (setup). */
+pl_status pl_train_async_reserve(pl_trainer *t, const struct pl_ckpt_buffers *buf);
+/* checkpoints.c: that, for this run's checkpoints (--async-save). */
+pl_status pl_train_async_prepare(pl_trainer *t);
 void pl_train_async_free(pl_trainer *t);
 /* What the trainer takes from a loaded checkpoint's state (train/resume.c):
  * Megatron's load_checkpoint (megatron/training/checkpointing.py). --finetune:
