@@ -178,20 +178,11 @@ static pl_status prompt_ids(pl_tokenizer *tok, const gen_opts *o, const pl_model
 {
     pl_status st = PL_OK;
     if (o->ids) {
-        for (const char *c = o->prompt; !st;) {
-            while (*c == ' ')
-                c++;
-            if (!*c)
-                break;
-            char *end;
-            errno = 0;
-            const long long v = strtoll(c, &end, 10);
-            if (end == c || errno || v < 0 || v >= cfg->vocab_size)
-                return pl_errorf(PL_ERR_ARG, "--prompt with --ids: '%.20s' is not a token id (0 "
-                                 "to %lld)", c, (long long)cfg->vocab_size - 1);
-            st = pl_ids_push(ids, (int32_t)v);
-            c = end;
-        }
+        const char *bad = NULL;
+        st = pl_ids_parse(ids, o->prompt, cfg->vocab_size, &bad);
+        if (st == PL_ERR_ARG)
+            return pl_errorf(PL_ERR_ARG, "--prompt with --ids: '%.20s' is not a token id (0 "
+                             "to %lld)", bad, (long long)cfg->vocab_size - 1);
     } else {
         st = pl_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids);
     }

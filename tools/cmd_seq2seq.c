@@ -179,23 +179,14 @@ static pl_status source(s2s *s, const s2s_opts *o, int64_t i, const char *text, 
     s->ids.n = 0;
     pl_status st = PL_OK;
     if (o->ids) { /* space-separated ids, each in the vocabulary */
-        const char *c = text;
-        for (;;) {
-            while (*c == ' ' || *c == '\t' || *c == '\r')
-                c++;
-            if (!*c)
-                break;
-            char *end;
-            errno = 0;
-            const long long v = strtoll(c, &end, 10);
-            if (end == c || errno || v < 0 || v >= s->cfg.vocab_size)
-                return pl_errorf(PL_ERR_FORMAT, "%s:%lld: --ids: '%.20s' is not a token id "
-                                 "(0 to %lld)", o->input, (long long)i + 1, c,
-                                 (long long)s->cfg.vocab_size - 1);
-            const int32_t id = (int32_t)v;
-            PL_TRY(pl_ids_push(&s->ids, id));
-            c = end;
-        }
+        const char *bad = NULL;
+        st = pl_ids_parse(&s->ids, text, s->cfg.vocab_size, &bad);
+        if (st == PL_ERR_ARG)
+            return pl_errorf(PL_ERR_FORMAT, "%s:%lld: --ids: '%.20s' is not a token id "
+                             "(0 to %lld)", o->input, (long long)i + 1, bad,
+                             (long long)s->cfg.vocab_size - 1);
+        if (st)
+            return st;
     } else {
         PL_TRY(pl_tokenizer_encode(s->tok, text, strlen(text), &s->ids));
     }

@@ -3,7 +3,9 @@
 
 #include "base/alloc.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -132,4 +134,25 @@ void pl_bytes_free(pl_bytes *b)
     pl_free(b->data);
     b->data = NULL;
     b->n = b->cap = 0;
+}
+
+pl_status pl_ids_parse(pl_ids *v, const char *s, int64_t vocab, const char **bad)
+{
+    for (const char *c = s;;) {
+        while (*c == ' ' || *c == '\t' || *c == '\r' || *c == '\n')
+            c++;
+        if (!*c)
+            return PL_OK;
+        char *end;
+        errno = 0;
+        const long long x = strtoll(c, &end, 10);
+        if (end == c || errno || x < 0 || x >= vocab) {
+            *bad = c;
+            return PL_ERR_ARG;
+        }
+        pl_status st = pl_ids_push(v, (int32_t)x);
+        if (st)
+            return st;
+        c = end;
+    }
 }

@@ -29,6 +29,10 @@ pl_status pl_ids_reserve(pl_ids *v, int64_t cap);
 pl_status pl_ids_push(pl_ids *v, int32_t id);
 pl_status pl_ids_append(pl_ids *v, const int32_t *ids, int64_t n);
 void pl_ids_free(pl_ids *v);
+/* Appends the whitespace-separated decimal token ids of s to v, each in [0, vocab).
+ * A word that is not one: PL_ERR_ARG with *bad at it (the caller names the source);
+ * out of memory: PL_ERR_NOMEM. */
+pl_status pl_ids_parse(pl_ids *v, const char *s, int64_t vocab, const char **bad);
 
 pl_status pl_i64s_push(pl_i64s *v, int64_t x);
 void pl_i64s_free(pl_i64s *v);

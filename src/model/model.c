@@ -266,8 +266,11 @@ const char *pl_recompute_name(const pl_recompute *rc, char *buf, size_t n)
  * 16; at most the micro-batch's. */
 static int64_t lm_rows(int64_t want, int64_t N, int64_t V)
 {
-    int64_t r = want > 0 ? want : ((int64_t)25 << 20) / V / 16 * 16;
-    r = want > 0 ? r : r < 16 ? 16 : r;
+    int64_t r = want;
+    if (r <= 0) {
+        r = ((int64_t)25 << 20) / V / 16 * 16;
+        r = r < 16 ? 16 : r;
+    }
     return r < N ? r : N;
 }
 
