@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,6 +17,7 @@
 
 typedef struct hb_beat {
     int64_t seq;     /* beats from this sender to this receiver so far, from 1 */
+    int64_t sent_ns; /* the sender's CLOCK_MONOTONIC when it sent the beat */
     int32_t in_mpi;  /* 1: blocked in `what` on `comm` for `ms`; 0: outside MPI for `ms` */
     int32_t ms;
     char what[28];
@@ -30,7 +32,9 @@ static struct {
     hb_beat *out;           /* per peer: the beat in flight to it */
     MPI_Request *sends;     /* per peer; MPI_REQUEST_NULL when free */
     int64_t *sent, *got;    /* per peer: beats sent to it, received from it */
-    long long *heard_ns;    /* per peer: when its last beat arrived (its start: init time) */
+    long long *heard_ns;    /* per peer: when its last beat was sent, by this host's clock
+                             * (same_clock), else when it arrived; at first the init time */
+    unsigned char *same_clock; /* per peer: on this host, its monotonic clock agrees with ours */
     hb_beat *last;          /* per peer: its last beat */
     hb_beat in;
     MPI_Request recv;
@@ -51,7 +55,9 @@ static void release(void)
     pl_free(hb.got);
     pl_free(hb.heard_ns);
     pl_free(hb.last);
+    pl_free(hb.same_clock);
     hb.out = hb.last = NULL;
+    hb.same_clock = NULL;
     hb.sends = NULL;
     hb.sent = hb.got = NULL;
     hb.heard_ns = NULL;
@@ -64,6 +70,49 @@ static int post_recv(void)
 {
     return MPI_Irecv(&hb.in, (int)sizeof hb.in, MPI_BYTE, MPI_ANY_SOURCE, HB_TAG, hb.comm,
                      &hb.recv);
+}
+
+/* Marks the peers whose beats can be timed by their own send time: those on this
+ * host (a shared-memory split) whose CLOCK_MONOTONIC, read right after a barrier,
+ * is within 0.25 s of this rank's (not in another time namespace). A beat that
+ * arrives late, because this rank's watchdog thread was starved or the transport
+ * delivered it late, then still counts from when it was sent; a frozen rank's last
+ * beat cannot look recent. Collective over hb.comm. */
+static int find_same_clock(void)
+{
+    MPI_Comm node;
+    int rc = MPI_Comm_split_type(hb.comm, MPI_COMM_TYPE_SHARED, hb.rank, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int n = 0;
+    MPI_Comm_size(node, &n);
+    long long *t = pl_calloc((size_t)n, sizeof *t);
+    int *local = pl_calloc((size_t)n, sizeof *local), *world = pl_calloc((size_t)n, sizeof *world);
+    MPI_Group gn = MPI_GROUP_NULL, gw = MPI_GROUP_NULL;
+    rc = !t || !local || !world ? MPI_ERR_NO_MEM : MPI_Barrier(node);
+    long long mine = now_ns();
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Allgather(&mine, 1, MPI_LONG_LONG, t, 1, MPI_LONG_LONG, node);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_group(node, &gn);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_group(hb.comm, &gw);
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+        local[i] = i;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Group_translate_ranks(gn, n, local, gw, world);
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+        if (world[i] >= 0 && world[i] < hb.size)
+            hb.same_clock[world[i]] = llabs(t[i] - mine) < 250000000LL;
+    if (gn != MPI_GROUP_NULL)
+        MPI_Group_free(&gn);
+    if (gw != MPI_GROUP_NULL)
+        MPI_Group_free(&gw);
+    MPI_Comm_free(&node);
+    pl_free(t);
+    pl_free(local);
+    pl_free(world);
+    return rc;
 }
 
 pl_status pl_heartbeat_init(MPI_Comm world)
@@ -84,7 +133,9 @@ pl_status pl_heartbeat_init(MPI_Comm world)
     hb.got = pl_calloc(n, sizeof *hb.got);
     hb.heard_ns = pl_calloc(n, sizeof *hb.heard_ns);
     hb.last = pl_calloc(n, sizeof *hb.last);
-    if (!hb.out || !hb.sends || !hb.sent || !hb.got || !hb.heard_ns || !hb.last) {
+    hb.same_clock = pl_calloc(n, sizeof *hb.same_clock);
+    if (!hb.out || !hb.sends || !hb.sent || !hb.got || !hb.heard_ns || !hb.last ||
+        !hb.same_clock) {
         release();
         return pl_errorf(PL_ERR_NOMEM, "heartbeat state for %d ranks", hb.size);
     }
@@ -94,6 +145,11 @@ pl_status pl_heartbeat_init(MPI_Comm world)
         return pl_errorf(PL_ERR_IO, "rank %d: MPI_Comm_dup for the heartbeat failed", hb.rank);
     }
     MPI_Comm_set_errhandler(hb.comm, MPI_ERRORS_RETURN);
+    if (find_same_clock() != MPI_SUCCESS) {
+        release();
+        return pl_errorf(PL_ERR_IO, "rank %d: finding the heartbeat's peers on this host failed",
+                         hb.rank);
+    }
     if (post_recv() != MPI_SUCCESS) {
         release();
         return pl_errorf(PL_ERR_IO, "rank %d: MPI_Irecv for the heartbeat failed", hb.rank);
@@ -123,7 +179,7 @@ static void take_in(long long now)
         int p = s.MPI_SOURCE;
         if (p >= 0 && p < hb.size) {
             hb.last[p] = hb.in;
-            hb.heard_ns[p] = now;
+            hb.heard_ns[p] = hb.same_clock[p] && hb.in.sent_ns < now ? hb.in.sent_ns : now;
             hb.got[p]++;
         }
         if (post_recv() != MPI_SUCCESS)
@@ -162,6 +218,7 @@ void pl_heartbeat_poll(void *ctx)
             continue; /* the last one is still in flight: a stopped receiver */
         hb.out[p] = b;
         hb.out[p].seq = hb.sent[p] + 1;
+        hb.out[p].sent_ns = now_ns();
         if (MPI_Isend(&hb.out[p], (int)sizeof b, MPI_BYTE, p, HB_TAG, hb.comm, &hb.sends[p]) ==
             MPI_SUCCESS)
             hb.sent[p]++;

@@ -14,6 +14,10 @@
  *     not come to the collective (stuck in compute, I/O, a loop);
  *   - this process itself when its own watchdog did not run for more than half the
  *     timeout (it was the one stopped, and has just been resumed).
+ * A beat's age is counted from when it was sent, by the sender's monotonic clock, for
+ * the ranks on this host whose clock agrees with ours (checked at init); from when it
+ * arrived for the others. So a beat taken in late — this rank's watchdog thread
+ * starved on a loaded node, or delivered late — cannot make a frozen rank look alive.
  *
  * Why point-to-point beats and not one-sided counters: passive-target RMA makes
  * progress at the target only inside MPI calls on Open MPI's TCP/shared-memory
@@ -23,7 +27,7 @@
  * watchdog thread calls MPI while the main thread does); pl_heartbeat_init says
  * PL_ERR_UNSUPPORTED otherwise and the watchdog runs without names.
  *
- * Cost: per rank and look, one Isend of 56 bytes to each other rank (a rank whose
+ * Cost: per rank and look, one Isend of 64 bytes to each other rank (a rank whose
  * previous beat is still in flight is skipped) and the tests; above 256 ranks a rank
  * beats every ceil(world / 256)-th look. Nothing in the step loop.
  *
