@@ -135,6 +135,29 @@ static void tokenizer(const pl_mg_args *a, pl_ckpt_meta *m)
     m->tokenizer_model = files[2];
 }
 
+pl_status pl_mg_import_finish(const char *out, const pl_mg_args *a, const pl_model_config *cfg,
+                              int tp, int pp, const pl_registry *g, float *global,
+                              const pl_megatron_import_opts *o, const char *what)
+{
+    pl_ckpt_meta meta = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .seed = 1234, .dp = 1};
+    pl_model_config target = *cfg;
+    const int out_tp = o->tp > 0 ? o->tp : tp, out_pp = o->pp > 0 ? o->pp : pp;
+    tokenizer(a, &meta);
+    if (o->vocab_size > 0) {
+        if (o->vocab_size > cfg->padded_vocab)
+            return pl_errorf(PL_ERR_ARG, "--vocab-size %lld exceeds the checkpoint's padded "
+                             "vocabulary %lld", (long long)o->vocab_size, (long long)cfg->padded_vocab);
+        target.vocab_size = o->vocab_size;
+    }
+    target.padded_vocab = pl_model_padded_vocab(target.vocab_size, target.divisible_by, out_tp);
+    meta.tp = out_tp;
+    meta.pp = out_pp;
+    pl_status st = pl_ckpt_import_write(out, &target, &meta, g, global, out_tp, out_pp);
+    if (!st)
+        pl_ckpt_import_log(out, what, cfg, tp, pp, &target, out_tp, out_pp);
+    return st;
+}
+
 pl_status pl_megatron_import(const char *path, const char *out, const pl_megatron_import_opts *o)
 {
     char idir[MG_PATH + 32], file[MG_FILE];
@@ -142,6 +165,8 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     pl_status st = locate(path, idir, sizeof idir, &ds);
     if (st)
         return st;
+    if (!ds && pl_mg_dist_is(idir)) /* --ckpt-format torch_dist (megatron_dist.c) */
+        return pl_mg_dist_import(idir, out, o);
     rank_file(idir, ds, 0, 0, 1, file, sizeof file);
     if (!ds && !pl_file_exists(file))
         rank_file(idir, ds, 0, 0, 2, file, sizeof file);
@@ -158,7 +183,6 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     float *global = NULL;
     pl_model_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    pl_ckpt_meta meta = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .seed = 1234, .dp = 1};
     int tp = 1, pp = 1;
     if ((st = pl_pt_open(&first, file))) {
         pl_pt_close(&first);
@@ -181,8 +205,6 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     int blocks = 0;
     if (!st)
         st = pl_mg_qkv_blocks(&a, &cfg, &blocks);
-    if (!st)
-        tokenizer(&a, &meta);
     if (!st)
         st = pl_model_register(&g, &cfg, 1);
     if (!st && !(global = pl_calloc((size_t)(g.numel > 0 ? g.numel : 1), sizeof(float))))
@@ -212,22 +234,9 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
             if (t == 0)
                 zero = used;
         }
-    pl_model_config target = cfg;
-    const int out_tp = o->tp > 0 ? o->tp : tp, out_pp = o->pp > 0 ? o->pp : pp;
-    if (!st && o->vocab_size > 0) {
-        if (o->vocab_size > cfg.padded_vocab)
-            st = pl_errorf(PL_ERR_ARG, "--vocab-size %lld exceeds the checkpoint's padded "
-                           "vocabulary %lld", (long long)o->vocab_size, (long long)cfg.padded_vocab);
-        target.vocab_size = o->vocab_size;
-    }
     if (!st)
-        target.padded_vocab = pl_model_padded_vocab(target.vocab_size, target.divisible_by, out_tp);
-    meta.tp = out_tp;
-    meta.pp = out_pp;
-    if (!st)
-        st = pl_ckpt_import_write(out, &target, &meta, &g, global, out_tp, out_pp);
-    if (!st)
-        pl_ckpt_import_log(out, pipe ? "Megatron-DeepSpeed pipeline" : zero ? "Megatron-DeepSpeed ZeRO fp32" : "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
+        st = pl_mg_import_finish(out, &a, &cfg, tp, pp, &g, global, o,
+                                 pipe ? "Megatron-DeepSpeed pipeline" : zero ? "Megatron-DeepSpeed ZeRO fp32" : "Megatron");
     pl_free(global);
     pl_registry_free(&g);
     pl_pt_close(&first);

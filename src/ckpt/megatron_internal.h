@@ -2,6 +2,7 @@
 #ifndef PL_CKPT_MEGATRON_INTERNAL_H
 #define PL_CKPT_MEGATRON_INTERNAL_H
 
+#include "ckpt/megatron.h"
 #include "ckpt/torch_file.h"
 #include "model/config.h"
 
@@ -74,5 +75,29 @@ pl_status pl_mg_pipe_read(const char *idir, const pl_model_config *cfg, int tp,
 pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_config *cfg,
                           int tp, int t, const pl_registry *g, float *global, int qkv_blocks,
                           int *used);
+
+/* torch.Size((d0, d1, ...)) -> its dims (each in [0, 2^40], at most PL_PK_MAX_DIMS);
+ * 0 when s is something else. */
+int pl_mg_size_dims(const pl_pk *s, int64_t *dims, int *nd);
+
+/* plait's global name of Megatron's state dict key in (legacy or core, TE's fused norms,
+ * NeMo's "model." prefixes) whose layer N is local to a stage of layers [l0, l0 + nl);
+ * 0 when the layer is outside. */
+int pl_mg_plait_name(const char *in, int64_t l0, int64_t nl, char *out, size_t n);
+
+/* The end of every Megatron import: the global model g / global (in cfg's layout, saved at
+ * tp x pp) written to out as a plait release checkpoint in o's layout, with the tokenizer
+ * args name when its files are here; what names the source in the log. */
+pl_status pl_mg_import_finish(const char *out, const pl_mg_args *a, const pl_model_config *cfg,
+                              int tp, int pp, const pl_registry *g, float *global,
+                              const pl_megatron_import_opts *o, const char *what);
+
+/* Megatron-LM's --ckpt-format torch_dist iteration directories (megatron_dist.c): whether
+ * idir holds one (its metadata.json), and its import. */
+int pl_mg_dist_is(const char *idir);
+pl_status pl_mg_dist_import(const char *idir, const char *out, const pl_megatron_import_opts *o);
+/* The .metadata pickle data[0..size) parsed and its entries checked as the import does, no
+ * file opened (the fuzzing target's entry). */
+pl_status pl_mg_dist_metadata_check(const uint8_t *data, size_t size, const char *what);
 
 #endif

@@ -47,8 +47,7 @@ static int pk_int(const pl_pk *x, int64_t *v)
     return 1;
 }
 
-/* torch.Size((d0, d1, ...)) -> its dims; 0 when it is something else. */
-static int size_dims(const pl_pk *s, int64_t *dims, int *nd)
+int pl_mg_size_dims(const pl_pk *s, int64_t *dims, int *nd)
 {
     if (!s || s->kind != PL_PK_OBJECT || strcmp(s->s, "torch.Size") || s->n < 1 || !s->v[0] ||
         s->v[0]->kind != PL_PK_TUPLE || s->v[0]->n != 1)
@@ -131,7 +130,7 @@ static pl_status place_group(pl_mg_rank *r, const pl_pt *f, const pl_pk *shapes,
         const pl_pk *name = shapes->v[k];
         pl_pk t = {.kind = PL_PK_TENSOR, .storage = &storage, .dtype = "F32", .shape = dims,
                    .stride = dims + PL_PK_MAX_DIMS};
-        if (name->kind != PL_PK_STR || !size_dims(shapes->v[k + 1], dims, &t.ndim))
+        if (name->kind != PL_PK_STR || !pl_mg_size_dims(shapes->v[k + 1], dims, &t.ndim))
             return pl_errorf(PL_ERR_FORMAT, "%s: param_shapes[%d] entry %lld is not a name and a "
                              "torch.Size", f->what, i, (long long)k / 2);
         int64_t numel = 1;
@@ -169,7 +168,7 @@ static pl_status place_stage3(pl_mg_rank *r, const pl_pt *f, const pl_pk *ps, co
         for (int64_t k = 0; ps->v[i]->kind == PL_PK_DICT && k + 1 < ps->v[i]->n; k += 2) {
             int nd;
             int64_t e = 1;
-            if (size_dims(ps->v[i]->v[k + 1], dims, &nd))
+            if (pl_mg_size_dims(ps->v[i]->v[k + 1], dims, &nd))
                 for (int d = 0; d < nd; d++)
                     e *= dims[d];
             most = e > most ? e : most;
@@ -190,7 +189,7 @@ static pl_status place_stage3(pl_mg_rank *r, const pl_pt *f, const pl_pk *ps, co
             const pl_pk *name = shapes->v[k];
             pl_pk t = {.kind = PL_PK_TENSOR, .storage = &storage, .dtype = "F32", .shape = dims,
                        .stride = dims + PL_PK_MAX_DIMS};
-            if (name->kind != PL_PK_STR || !size_dims(shapes->v[k + 1], dims, &t.ndim)) {
+            if (name->kind != PL_PK_STR || !pl_mg_size_dims(shapes->v[k + 1], dims, &t.ndim)) {
                 st = pl_errorf(PL_ERR_FORMAT, "%s: param_shapes[%lld] entry %lld is not a name "
                                "and a torch.Size", f->what, (long long)i, (long long)k / 2);
                 break;
