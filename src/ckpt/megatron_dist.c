@@ -491,12 +491,24 @@ pl_status pl_mg_dist_metadata_check(const uint8_t *data, size_t size, const char
     c.dir = ".";
     snprintf(c.what, sizeof c.what, "%s", what);
     pl_status st = parse_metadata(&c, data, size);
-    for (int64_t k = 0; !st && c.sdm && k + 1 < c.sdm->n; k += 2) {
-        int64_t dims[PL_PK_MAX_DIMS];
-        int nd;
+    for (int64_t k = 0; !st && k + 1 < c.sdm->n; k += 2) {
+        int64_t gsize[PL_PK_MAX_DIMS], off[PL_PK_MAX_DIMS], sz[PL_PK_MAX_DIMS];
+        int nd, ond, snd;
         const pl_pk *tsm = instance(c.sdm->v[k + 1], MD, "TensorStorageMetadata");
-        if (tsm && !pl_mg_size_dims(pl_pk_get(tsm, "size"), dims, &nd))
-            st = pl_errorf(PL_ERR_FORMAT, "%s: a tensor without a torch.Size", what);
+        const pl_pk *chunks = pl_pk_get(tsm, "chunks");
+        if (!tsm || c.sdm->v[k]->kind != PL_PK_STR)
+            continue;
+        if (!pl_mg_size_dims(pl_pk_get(tsm, "size"), gsize, &nd) || !chunks ||
+            chunks->kind != PL_PK_LIST)
+            st = pl_errorf(PL_ERR_FORMAT, "%s: a tensor without a size and chunks", what);
+        for (int64_t i = 0; !st && i < chunks->n; i++) {
+            const pl_pk *ch = instance(chunks->v[i], MD, "ChunkStorageMetadata");
+            if (!ch || !pl_mg_size_dims(pl_pk_get(ch, "offsets"), off, &ond) ||
+                !pl_mg_size_dims(pl_pk_get(ch, "sizes"), sz, &snd) || ond != nd || snd != nd)
+                st = pl_errorf(PL_ERR_FORMAT, "%s: a malformed chunk", what);
+            else if (!find_item(&c, c.sdm->v[k]->s, off, nd))
+                st = pl_errorf(PL_ERR_FORMAT, "%s: a chunk without storage", what);
+        }
     }
     td_close(&c);
     return st;
