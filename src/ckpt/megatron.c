@@ -213,6 +213,9 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st && pipe) {
         char zfile[MG_FILE];
         snprintf(zfile, sizeof zfile, "%.4000s/zero_pp_rank_0_mp_rank_00_optim_states.pt", idir);
+        if (!pl_file_exists(zfile)) /* DeepSpeed's name under bf16 (BF16_Optimizer's too) */
+            snprintf(zfile, sizeof zfile, "%.4000s/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt",
+                     idir);
         if (pl_file_exists(zfile))
             pl_log_warn("%s: ZeRO shards beside the pipeline engine's layer files, whose fp32 "
                         "weights the import does not read: the layer files' weights are taken",

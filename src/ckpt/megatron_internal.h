@@ -76,6 +76,13 @@ pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_
                           int tp, int t, const pl_registry *g, float *global, int qkv_blocks,
                           int *used);
 
+/* DeepSpeed's BF16_Optimizer shards of TP rank t in idir (megatron_bf16.c says which; the caller
+ * found bf16_zero_pp_rank_0_mp_rank_TT_optim_states.pt without zero_stage): the fp32 weights
+ * into the global model over the rank's, named by their param_slice_mappings, shaped as states'
+ * (the rank's model states) module tensors; every shard, group, fragment and size checked. */
+pl_status pl_mg_bf16_read(const char *idir, const pl_pt *states, const pl_model_config *cfg,
+                          int tp, int t, const pl_registry *g, float *global, int qkv_blocks);
+
 /* torch.Size((d0, d1, ...)) -> its dims (each in [0, 2^40], at most PL_PK_MAX_DIMS);
  * 0 when s is something else. */
 int pl_mg_size_dims(const pl_pk *s, int64_t *dims, int *nd);
