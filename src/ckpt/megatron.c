@@ -210,19 +210,21 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st && !(global = pl_calloc((size_t)(g.numel > 0 ? g.numel : 1), sizeof(float))))
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's %lld parameters",
                        (long long)g.numel);
+    int zero = 0;
     if (!st && pipe) {
+        st = pl_mg_pipe_read(idir, &cfg, tp, &g, global, blocks);
+        if (!st && !o->no_zero_fp32) /* BF16_Optimizer's fp32 weights (megatron_bf16.c) */
+            st = pl_mg_bf16_pipe_read(idir, &cfg, tp, pp, &g, global, blocks, &zero);
         char zfile[MG_FILE];
         snprintf(zfile, sizeof zfile, "%.4000s/zero_pp_rank_0_mp_rank_00_optim_states.pt", idir);
-        if (!pl_file_exists(zfile)) /* DeepSpeed's name under bf16 (BF16_Optimizer's too) */
+        if (!pl_file_exists(zfile)) /* DeepSpeed's name under bf16 */
             snprintf(zfile, sizeof zfile, "%.4000s/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt",
                      idir);
-        if (pl_file_exists(zfile))
-            pl_log_warn("%s: ZeRO shards beside the pipeline engine's layer files, whose fp32 "
-                        "weights the import does not read: the layer files' weights are taken",
-                        zfile);
-        st = pl_mg_pipe_read(idir, &cfg, tp, &g, global, blocks);
+        if (!st && !zero && pl_file_exists(zfile))
+            pl_log_warn("%s: %s beside the pipeline engine's layer files, whose fp32 weights the "
+                        "import does not read: the layer files' weights are taken", zfile,
+                        o->no_zero_fp32 ? "optimizer shards (--no-zero-fp32)" : "ZeRO shards");
     }
-    int zero = 0;
     for (int t = 0; t < tp && !st && !pipe; t++)
         for (int p = 0; p < pp && !st; p++) {
             int used = 0;
@@ -239,7 +241,10 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
         }
     if (!st)
         st = pl_mg_import_finish(out, &a, &cfg, tp, pp, &g, global, o,
-                                 pipe ? "Megatron-DeepSpeed pipeline" : zero ? "Megatron-DeepSpeed ZeRO fp32" : "Megatron");
+                                 pipe && zero ? "Megatron-DeepSpeed pipeline, BF16_Optimizer fp32"
+                                 : pipe       ? "Megatron-DeepSpeed pipeline"
+                                 : zero       ? "Megatron-DeepSpeed ZeRO fp32"
+                                              : "Megatron");
     pl_free(global);
     pl_registry_free(&g);
     pl_pt_close(&first);

@@ -22,8 +22,17 @@
  * ends its partition, the next starts the next one) and the parameters one another. The
  * model states (mp_rank_TT_model_states.pt, DP rank 0's) give the shapes: their module's
  * tensor of each name (bf16 copies), whose elements must be the parameter's. Each parameter
- * is then placed as the ZeRO import places its own. Not read: the Adam moments
- * (base_optimizer_state), groups of different partition counts (experts). */
+ * is then placed as the ZeRO import places its own.
+ *
+ * DeepSpeed's pipeline engine (Megatron-DeepSpeed's GPTModelPipe, module None, layer files):
+ * each stage p has its own optimizer, whose shards carry the pipeline grid's model-parallel
+ * rank p x TP + t (deepspeed/runtime/pipe/topology.py: ds_model_rank, the rank's index among
+ * those of its data-parallel index, axes pipe, data, model) and PipelineModule's parameter
+ * names: "N.<name>" (layer list entry N) and "tied_modules.embed.<name>" (the tied
+ * EmbeddingPipe, on the first and the last stage: the first's read). They are mapped as the
+ * layer files' keys (megatron_pipe.c) and shaped as plait's slices, which the layer files,
+ * read before, were checked to match. Not read: the Adam moments (base_optimizer_state),
+ * groups of different partition counts (experts). */
 #include "ckpt/megatron_internal.h"
 
 #include "base/alloc.h"
@@ -34,11 +43,6 @@
 #include <string.h>
 
 enum { BF_FILE = 4200 };
-
-static void bf16_name(const char *idir, int d, int t, char *out, size_t n)
-{
-    snprintf(out, n, "%.4000s/bf16_zero_pp_rank_%d_mp_rank_%02d_optim_states.pt", idir, d, t);
-}
 
 static int get_int(const pl_pk *x, int64_t *v)
 {
@@ -98,35 +102,59 @@ static const pl_pk *module_tensor(const pl_pk *m, const char *name, int depth)
     return NULL;
 }
 
-/* Parameter name, elements [start, start + numel) of buf's group (storage), shaped as the
- * module's tensor of that name, into r. */
-static pl_status take(pl_mg_rank *r, const pl_pt *f, pl_pk *storage, const pl_pk *module,
-                      const char *name, int64_t start, int64_t numel, const char *states,
-                      const char *what)
+/* Where the parameters' shapes and Megatron names come from: the model states' module
+ * (DeepSpeed's engine), or (module NULL) DeepSpeed's pipeline engine's parameter names, shaped
+ * as plait's slice of them (the layer files, read before, were checked to be so shaped). */
+typedef struct bf_src {
+    const pl_pk *module;
+    const char *states; /* the model states file, named in errors */
+    const pl_model_config *cfg;
+    int stage;
+} bf_src;
+
+/* Parameter name, elements [start, start + numel) of the group (storage), into r. */
+static pl_status take(pl_mg_rank *r, const pl_pt *f, pl_pk *storage, const bf_src *src,
+                      const char *name, int64_t start, int64_t numel, const char *what)
 {
     int64_t dims[2 * PL_PK_MAX_DIMS];
-    const pl_pk *mt = module_tensor(module, name, 0);
+    char legacy[600], pname[600];
     pl_pk t = {.kind = PL_PK_TENSOR, .storage = storage, .dtype = "F32", .shape = dims,
                .stride = dims + PL_PK_MAX_DIMS, .i = start};
-    if (!mt || mt->ndim > PL_PK_MAX_DIMS)
-        return pl_errorf(PL_ERR_FORMAT, "%s: no tensor %s in %s's module, which would give its "
-                         "shape", what, name, states);
-    t.ndim = mt->ndim;
+    if (src->module) {
+        const pl_pk *mt = module_tensor(src->module, name, 0);
+        if (!mt || mt->ndim > PL_PK_MAX_DIMS)
+            return pl_errorf(PL_ERR_FORMAT, "%s: no tensor %s in %s's module, which would give its "
+                             "shape", what, name, src->states);
+        t.ndim = mt->ndim;
+        memcpy(dims, mt->shape, (size_t)t.ndim * sizeof *dims);
+        snprintf(legacy, sizeof legacy, "%s", name);
+    } else {
+        if (src->stage > 0 && !strncmp(name, "tied_modules.", 13))
+            return PL_OK; /* the last stage's copy of the tied embedding: the first stage's read */
+        const pl_param *p = NULL;
+        if (pl_mg_pipe_legacy_name(name, src->cfg, legacy, sizeof legacy) &&
+            pl_mg_plait_name(legacy, r->l0, r->nl, pname, sizeof pname))
+            p = pl_registry_find(&r->reg, pname);
+        if (!p || p->offset < 0)
+            return pl_errorf(PL_ERR_FORMAT, "%s: %s is not a parameter of GPTModelPipe's layers "
+                             "the args describe", what, name);
+        t.ndim = p->ndim;
+        memcpy(dims, p->local_shape, (size_t)t.ndim * sizeof *dims);
+    }
     int64_t count = 1;
     for (int e = t.ndim - 1; e >= 0; e--) {
-        dims[e] = mt->shape[e];
         t.stride[e] = count;
         count *= dims[e];
     }
     if (count != numel)
-        return pl_errorf(PL_ERR_FORMAT, "%s: %s has %lld fp32 elements in the shards, %lld in "
-                         "%s's module", what, name, (long long)numel, (long long)count, states);
-    return pl_mg_rank_tensor(r, f, name, &t);
+        return pl_errorf(PL_ERR_FORMAT, "%s: %s has %lld fp32 elements in the shards, its tensor "
+                         "%lld", what, name, (long long)numel, (long long)count);
+    return pl_mg_rank_tensor(r, f, legacy, &t);
 }
 
 /* Group i's parameters, read from buf (the ranks' partitions of psize elements concatenated). */
 static pl_status place(pl_mg_rank *r, pl_pt *f, int64_t dp, int64_t i, int64_t psize, float *buf,
-                       const pl_pk *module, const char *states, const char *what)
+                       const bf_src *src, const char *what)
 {
     pl_pk storage = {.kind = PL_PK_STORAGE, .dtype = "F32", .i = dp * psize,
                      .data = (const uint8_t *)buf};
@@ -150,7 +178,7 @@ static pl_status place(pl_mg_rank *r, pl_pt *f, int64_t dp, int64_t i, int64_t p
                 numel += n;
                 continue;
             }
-            if (open && !(st = take(r, &f[0], &storage, module, open, start, numel, states, what)))
+            if (open && !(st = take(r, &f[0], &storage, src, open, start, numel, what)))
                 end = start + numel;
             if (!st && d * psize + s != end)
                 return pl_errorf(PL_ERR_FORMAT, "%s: %s starts at element %lld of group %lld, the "
@@ -161,7 +189,7 @@ static pl_status place(pl_mg_rank *r, pl_pt *f, int64_t dp, int64_t i, int64_t p
             numel = n;
         }
     }
-    if (!st && open && !(st = take(r, &f[0], &storage, module, open, start, numel, states, what)))
+    if (!st && open && !(st = take(r, &f[0], &storage, src, open, start, numel, what)))
         end = start + numel;
     int64_t pad = 0;
     if (!st && (!get_int(osd_list(&f[dp - 1], "group_paddings")->v[i], &pad) ||
@@ -172,76 +200,133 @@ static pl_status place(pl_mg_rank *r, pl_pt *f, int64_t dp, int64_t i, int64_t p
     return st;
 }
 
-pl_status pl_mg_bf16_read(const char *idir, const pl_pt *states, const pl_model_config *cfg,
-                          int tp, int t, const pl_registry *g, float *global, int qkv_blocks)
+static void shard_path(const char *idir, int d, int mp, char *out, size_t n)
+{
+    snprintf(out, n, "%.4000s/bf16_zero_pp_rank_%d_mp_rank_%02d_optim_states.pt", idir, d, mp);
+}
+
+/* Model-parallel rank mp's shards (every DP rank's) into r; *dp, *groups what they hold. */
+static pl_status read_shards(pl_mg_rank *r, const char *idir, int mp, const bf_src *src,
+                             int64_t *dp, int64_t *groups)
 {
     char file[BF_FILE], what[BF_FILE + 64];
-    snprintf(what, sizeof what, "%.4000s/bf16_zero_pp_rank_*_mp_rank_%02d_optim_states.pt", idir, t);
-    const pl_pk *module = pl_pk_get(pl_pt_root(states), "module");
-    if (!module || module->kind != PL_PK_DICT)
-        return pl_errorf(PL_ERR_FORMAT, "%s: no module state dict, whose tensors give the shapes "
-                         "of BF16_Optimizer's fp32 weights", states->what);
-    int64_t dp = 0, groups = 0, opened = 0;
+    snprintf(what, sizeof what, "%.4000s/bf16_zero_pp_rank_*_mp_rank_%02d_optim_states.pt", idir, mp);
+    int64_t opened = 0;
     pl_pt first;
-    bf16_name(idir, 0, t, file, sizeof file);
-    pl_status st = pl_pt_open(&first, file);
+    memset(&first, 0, sizeof first);
+    shard_path(idir, 0, mp, file, sizeof file);
+    pl_status st = pl_file_exists(file) ? pl_pt_open(&first, file)
+                 : pl_errorf(PL_ERR_FORMAT, "%s: missing beside DP rank 0's shards of model-"
+                             "parallel rank 0", file);
     if (!st)
-        st = header(&first, &dp, &groups);
+        st = header(&first, dp, groups);
     pl_pt_close(&first);
     if (st)
         return st;
-    bf16_name(idir, (int)dp, t, file, sizeof file);
+    shard_path(idir, (int)*dp, mp, file, sizeof file);
     if (pl_file_exists(file))
         return pl_errorf(PL_ERR_FORMAT, "%s: present, but partition_count says %lld DP ranks", file,
-                         (long long)dp);
-    pl_pt *f = pl_calloc((size_t)dp, sizeof *f);
+                         (long long)*dp);
+    pl_pt *f = pl_calloc((size_t)*dp, sizeof *f);
     float *buf = NULL;
     if (!f)
-        return pl_errorf(PL_ERR_NOMEM, "out of memory for %lld shard files", (long long)dp);
-    for (int64_t d = 0; d < dp && !st; d++, opened++) {
+        return pl_errorf(PL_ERR_NOMEM, "out of memory for %lld shard files", (long long)*dp);
+    for (int64_t d = 0; d < *dp && !st; d++, opened++) {
         int64_t dd, gd;
-        bf16_name(idir, (int)d, t, file, sizeof file);
+        shard_path(idir, (int)d, mp, file, sizeof file);
         if (!pl_file_exists(file))
             st = pl_errorf(PL_ERR_FORMAT, "%s: missing: partition_count says %lld DP ranks", file,
-                           (long long)dp);
+                           (long long)*dp);
         else if (!(st = pl_pt_open(&f[d], file)) && !(st = header(&f[d], &dd, &gd)) &&
-                 (dd != dp || gd != groups))
+                 (dd != *dp || gd != *groups))
             st = pl_errorf(PL_ERR_FORMAT, "%s: %lld groups of partition_count %lld, rank 0's %lld "
-                           "of %lld", file, (long long)gd, (long long)dd, (long long)groups,
-                           (long long)dp);
+                           "of %lld", file, (long long)gd, (long long)dd, (long long)*groups,
+                           (long long)*dp);
     }
-    pl_mg_rank r;
-    int begun = 0;
-    if (!st && !(st = pl_mg_rank_begin(&r, cfg, tp, 1, t, 0, g, global))) {
-        begun = 1;
-        r.qkv_blocks = qkv_blocks;
-        r.label = "";
-    }
-    for (int64_t i = 0; i < groups && !st; i++) {
+    for (int64_t i = 0; i < *groups && !st; i++) {
         const int64_t psize = pl_pk_numel(osd_list(&f[0], "single_partition_of_fp32_groups")->v[i]);
-        for (int64_t d = 1; d < dp && !st; d++)
+        for (int64_t d = 1; d < *dp && !st; d++)
             if (pl_pk_numel(osd_list(&f[d], "single_partition_of_fp32_groups")->v[i]) != psize)
                 st = pl_errorf(PL_ERR_FORMAT, "%s: group %lld's partition is not rank 0's %lld "
                                "elements", f[d].what, (long long)i, (long long)psize);
         pl_free(buf);
-        if (!st && !(buf = pl_malloc((size_t)(psize * dp > 0 ? psize * dp : 1) * sizeof *buf)))
+        if (!st && !(buf = pl_malloc((size_t)(psize * *dp > 0 ? psize * *dp : 1) * sizeof *buf)))
             st = pl_errorf(PL_ERR_NOMEM, "out of memory for group %lld's %lld x %lld elements",
-                           (long long)i, (long long)dp, (long long)psize);
-        for (int64_t d = 0; d < dp && !st; d++)
+                           (long long)i, (long long)*dp, (long long)psize);
+        for (int64_t d = 0; d < *dp && !st; d++)
             st = pl_pt_tensor_floats(&f[d], osd_list(&f[d], "single_partition_of_fp32_groups")->v[i],
                                      buf + d * psize, psize);
         if (!st)
-            st = place(&r, f, dp, i, psize, buf, module, states->what, what);
+            st = place(r, f, *dp, i, psize, buf, src, what);
     }
-    if (begun)
-        st = pl_mg_rank_end(&r, what, st);
-    if (!st)
-        pl_log_info("TP rank %d: fp32 weights from BF16_Optimizer's shards (%lld DP partitions, "
-                    "%lld groups) instead of %s's bf16 copies", t, (long long)dp, (long long)groups,
-                    states->what);
     pl_free(buf);
     for (int64_t d = 0; d < opened; d++)
         pl_pt_close(&f[d]);
     pl_free(f);
+    return st;
+}
+
+pl_status pl_mg_bf16_read(const char *idir, const pl_pt *states, const pl_model_config *cfg,
+                          int tp, int t, const pl_registry *g, float *global, int qkv_blocks)
+{
+    char what[BF_FILE + 64];
+    snprintf(what, sizeof what, "%.4000s/bf16_zero_pp_rank_*_mp_rank_%02d_optim_states.pt", idir, t);
+    const bf_src src = {pl_pk_get(pl_pt_root(states), "module"), states->what, cfg, 0};
+    if (!src.module || src.module->kind != PL_PK_DICT)
+        return pl_errorf(PL_ERR_FORMAT, "%s: no module state dict, whose tensors give the shapes "
+                         "of BF16_Optimizer's fp32 weights", states->what);
+    pl_mg_rank r;
+    int64_t dp = 0, groups = 0;
+    pl_status st = pl_mg_rank_begin(&r, cfg, tp, 1, t, 0, g, global);
+    if (st)
+        return st;
+    r.qkv_blocks = qkv_blocks;
+    r.label = "";
+    st = pl_mg_rank_end(&r, what, read_shards(&r, idir, t, &src, &dp, &groups));
+    if (!st)
+        pl_log_info("TP rank %d: fp32 weights from BF16_Optimizer's shards (%lld DP partitions, "
+                    "%lld groups) instead of %s's bf16 copies", t, (long long)dp, (long long)groups,
+                    states->what);
+    return st;
+}
+
+pl_status pl_mg_bf16_pipe_read(const char *idir, const pl_model_config *cfg, int tp, int pp,
+                               const pl_registry *g, float *global, int qkv_blocks, int *used)
+{
+    char file[BF_FILE], what[BF_FILE + 64];
+    pl_pt first;
+    shard_path(idir, 0, 0, file, sizeof file);
+    *used = pl_file_exists(file);
+    if (!*used)
+        return PL_OK;
+    pl_status st = pl_pt_open(&first, file);
+    const pl_pk *osd = st ? NULL : pl_pk_get(pl_pt_root(&first), "optimizer_state_dict");
+    *used = osd && osd->kind == PL_PK_DICT && !pl_pk_get(osd, "zero_stage");
+    pl_pt_close(&first);
+    if (st || !*used)
+        return st;
+    shard_path(idir, 0, pp * tp, file, sizeof file);
+    if (pl_file_exists(file))
+        return pl_errorf(PL_ERR_FORMAT, "%s: present, but args say PP %d x TP %d model-parallel "
+                         "ranks", file, pp, tp);
+    for (int t = 0; t < tp && !st; t++) {
+        pl_mg_rank r;
+        int64_t dp = 0, groups = 0;
+        if ((st = pl_mg_rank_begin(&r, cfg, tp, 1, t, 0, g, global)))
+            break;
+        r.qkv_blocks = qkv_blocks;
+        r.label = "";
+        for (int p = 0; p < pp && !st; p++) {
+            const bf_src src = {NULL, NULL, cfg, p};
+            st = read_shards(&r, idir, p * tp + t, &src, &dp, &groups);
+        }
+        snprintf(what, sizeof what, "%.4000s/bf16_zero_pp_rank_*_mp_rank_*_optim_states.pt of TP "
+                 "rank %d", idir, t);
+        st = pl_mg_rank_end(&r, what, st);
+        if (!st)
+            pl_log_info("TP rank %d: fp32 weights from BF16_Optimizer's shards of %d stages (%lld "
+                        "DP partitions) instead of the layer files' bf16 copies", t, pp,
+                        (long long)dp);
+    }
     return st;
 }

@@ -68,6 +68,18 @@ pl_status pl_mg_rank_end(pl_mg_rank *r, const char *what, pl_status st);
 pl_status pl_mg_pipe_read(const char *idir, const pl_model_config *cfg, int tp,
                           const pl_registry *g, float *global, int qkv_blocks);
 
+/* Megatron's legacy name of PipelineModule's parameter param (GPTModelPipe's: "N.<name>" of
+ * layer list entry N, or "tied_modules.embed.<name>"), as megatron_pipe.c maps its layer
+ * files' keys; 0 when param is none of them. */
+int pl_mg_pipe_legacy_name(const char *param, const pl_model_config *cfg, char *out, size_t n);
+
+/* BF16_Optimizer's shards beside DeepSpeed's pipeline engine's layer files (megatron_bf16.c):
+ * per stage p and TP rank t, bf16_zero_pp_rank_D_mp_rank_{p x tp + t}_optim_states.pt, whose
+ * fp32 weights replace the layer files' bf16 ones in the global model (*used 1; 0 and nothing
+ * read when bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt is absent or ZeRO's). */
+pl_status pl_mg_bf16_pipe_read(const char *idir, const pl_model_config *cfg, int tp, int pp,
+                               const pl_registry *g, float *global, int qkv_blocks, int *used);
+
 /* DeepSpeed ZeRO stage 1-3 shards of TP rank t in idir (megatron_zero.c says which), when
  * zero_pp_rank_0_mp_rank_TT_optim_states.pt is there (*used 1, else 0 and nothing read): the
  * fp32 weights into the global model over the rank's, by states' (the rank's model states)

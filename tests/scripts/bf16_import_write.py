@@ -19,6 +19,8 @@ TMP/bf16_zero1  the same saved under ZeRO stage 1 with bf16 (also BF16_Optimizer
                 the same, param_shapes in the model states)
 TMP/bf16_z2     megatron_write.py's ZeRO 2 checkpoint with its shards named bf16_zero_pp_rank_*
                 (as DeepSpeed names every ZeRO shard under bf16)
+TMP/bf16_pipe   Megatron-DeepSpeed's GPTModelPipe through DeepSpeed's pipeline engine (layer files
+                in bf16, TP 2, args PP 2) with BF16_Optimizer's shards per stage (write_pipe)
 TMP/bf16_gap, TMP/bf16_pad   refusals: a fragment that does not continue its piece on the
                 previous rank; a group_paddings one too large"""
 import collections
@@ -36,8 +38,13 @@ import megatron_write  # noqa: E402
 
 def write_bf16_shards(model, d, t, dp, spoil=None):
     """TP rank t's fp32 parameters as BF16_Optimizer saves them at DP dp."""
+    return write_shards(megatron_write.flat(model, "", collections.OrderedDict()), d, t, dp, spoil)
+
+
+def write_shards(params, d, mp, dp, spoil=None):
+    """Model-parallel rank mp's fp32 parameters {name: tensor} as BF16_Optimizer saves them at DP
+    dp; returns their param_shapes."""
     _, _, fragment_address = megatron_write.deepspeed_classes()
-    params = megatron_write.flat(model, "", collections.OrderedDict())
     mats = [k for k, v in params.items() if v.dim() == 2][::-1]
     groups = [mats, [k for k, v in params.items() if v.dim() != 2]]
     parts, pads, maps = [[None] * len(groups) for _ in range(dp)], [], [[None] * len(groups) for _ in range(dp)]
@@ -75,7 +82,7 @@ def write_bf16_shards(model, d, t, dp, spoil=None):
                "single_partition_of_fp32_groups": parts[r], "group_paddings": paddings,
                "partition_count": [dp] * len(groups), "ds_version": "0.16.5", "param_slice_mappings": maps[r]}
         torch.save({"optimizer_state_dict": osd, "ds_config": {"bf16": {"enabled": True}}, "ds_version": "0.16.5"},
-                   os.path.join(d, f"bf16_zero_pp_rank_{r}_mp_rank_{t:02d}_optim_states.pt"))
+                   os.path.join(d, f"bf16_zero_pp_rank_{r}_mp_rank_{mp:02d}_optim_states.pt"))
     return [collections.OrderedDict((k, params[k].shape) for k in grp) for grp in groups]
 
 
@@ -100,6 +107,42 @@ def write(tmp, name, zero1=False, spoil=None):
         torch.save(states, path)
 
 
+def write_pipe(tmp, name):
+    """megatron_write's DeepSpeed pipeline engine layout (GPTModelPipe's layer files, tied, TP 2,
+    args PP 2) with BF16_Optimizer's shards per stage p and TP rank t at DP 2
+    (bf16_zero_pp_rank_D_mp_rank_{p x 2 + t}: the pipeline grid's model-parallel rank), named as
+    PipelineModule names its parameters: "tied_modules.embed.<name>" for the tied EmbeddingPipe
+    (on both stages; the last stage's copy here off by one, which the import must not take),
+    "<N>.<name>" for layer list entry N (2, 3: the transformer layers, 4: the final norm). The
+    layer files hold the weights rounded to bf16, so the fp32 import differs from them."""
+    save = f"{tmp}/{name}"
+    megatron_write.write(f"{tmp}/hf_gpt", save, 2, 2, "dspipe", {})
+    d = f"{save}/global_step7"
+    cfg = hf_models.json.load(open(f"{tmp}/hf_gpt/config.json"))
+    W = {k: torch.from_numpy(hf_models.as_f64(dt, a).numpy().astype(np.float32))
+         for k, (dt, a) in hf_models.read_dir(f"{tmp}/hf_gpt").items()}
+    g, _, L = megatron_write.global_tensors(cfg, W, 64, 2)
+    for f in os.listdir(d):  # the layer files in bf16, as a bf16 run saves them
+        if f.startswith("layer_"):
+            sd = torch.load(f"{d}/{f}")
+            torch.save(collections.OrderedDict((k, v.to(torch.bfloat16)) for k, v in sd.items()), f"{d}/{f}")
+    for t in range(2):
+        lm = megatron_write.rank_model(g, L, 2, 1, t, 0, "legacy")["language_model"]
+        emb = megatron_write.flat(lm["embedding"], "tied_modules.embed.", collections.OrderedDict())
+        enc = lm["encoder"]
+        stages = [collections.OrderedDict(), collections.OrderedDict()]
+        stages[0].update(emb)
+        for k, v in enc.items():
+            if k.startswith("layers."):
+                l, rest = k[len("layers."):].split(".", 1)
+                stages[int(l) * 2 // L][f"{2 + int(l)}.{rest}"] = v
+            else:
+                stages[1][f"{L + 2}.{k[len('final_layernorm.'):]}"] = v
+        stages[1].update((k, v + 1) for k, v in emb.items())
+        for p in range(2):
+            write_shards(stages[p], d, p * 2 + t, 2)
+
+
 if __name__ == "__main__":
     tmp = sys.argv[1]
     hf_models.make_random("gpt2", f"{tmp}/hf_gpt", 1)
@@ -107,6 +150,7 @@ if __name__ == "__main__":
     write(tmp, "bf16_zero1", zero1=True)
     write(tmp, "bf16_gap", spoil="gap")
     write(tmp, "bf16_pad", spoil="pad")
+    write_pipe(tmp, "bf16_pipe")
     megatron_write.write(f"{tmp}/hf_gpt", f"{tmp}/bf16_z2", 2, 1, "zero", {})
     for f in os.listdir(f"{tmp}/bf16_z2/global_step7"):
         if f.startswith("zero_pp_rank_"):
