@@ -188,7 +188,7 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
         pl_pt_close(&first);
         return st;
     }
-    pl_mg_args a = {pl_pk_get(pl_pt_root(&first), "args"), NULL, 0, file};
+    pl_mg_args a = {pl_pk_get(pl_pt_root(&first), "args"), NULL, 0, file, 0};
     if (!a.ns || a.ns->kind != PL_PK_OBJECT)
         st = pl_errorf(PL_ERR_FORMAT, "%s: no \"args\" (argparse.Namespace): the model's sizes are "
                        "unknown", file);

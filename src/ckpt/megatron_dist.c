@@ -533,7 +533,7 @@ pl_status pl_mg_dist_import(const char *idir, const char *out, const pl_megatron
         st = map_files(&c);
     if (!st)
         st = open_common(&c, &root);
-    pl_mg_args a = {root ? pl_pk_get(root, "args") : NULL, NULL, 0, c.common.what};
+    pl_mg_args a = {root ? pl_pk_get(root, "args") : NULL, NULL, 0, c.common.what, 1};
     if (!st && (!a.ns || a.ns->kind != PL_PK_OBJECT))
         st = pl_errorf(PL_ERR_FORMAT, "%s: no \"args\" (argparse.Namespace) in the common state: "
                        "the model's sizes are unknown", c.common.what);

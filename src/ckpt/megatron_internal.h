@@ -18,6 +18,8 @@ typedef struct pl_mg_args {
     const pl_mg_kv *kv;
     int nkv;
     const char *file; /* named in errors */
+    int global_keys;  /* the tensors are named globally (torch_dist): virtual pipeline chunks,
+                       * which only change which rank saved a layer, are read */
 } pl_mg_args;
 
 const char *pl_mg_arg_str(const pl_mg_args *a, const char *key);

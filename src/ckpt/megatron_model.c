@@ -139,7 +139,7 @@ static pl_status refuse_args(const pl_mg_args *a)
             return pl_errorf(PL_ERR_ARG, "%s: args.%s is set, which plait's GPT/Llama block does not "
                              "run", a->file, on[k]);
     const char *set[] = {"virtual_pipeline_model_parallel_size", "num_experts", NULL};
-    for (int k = 0; set[k]; k++) {
+    for (int k = a->global_keys ? 1 : 0; set[k]; k++) {
         double v;
         int present;
         pl_status st = arg_num(a, set[k], 0, &v, &present);

@@ -6,7 +6,9 @@
 # (class names as in the real files), from random Hugging Face GPT-2 and Llama models: GPT at
 # TP 2 x PP 2 with Transformer Engine's fused norm names and the common state inside the DCP
 # checkpoint; Llama (GQA, SwiGLU) at TP 2 in bf16 with a legacy common.pt; Llama with
-# non-homogeneous layers (decoder.layers.<l>.* keys, SwiGLU as weight_w / weight_v); beside
+# non-homogeneous layers (decoder.layers.<l>.* keys, SwiGLU as weight_w / weight_v); a 4-layer
+# GPT at PP 2 with virtual pipeline chunks (whose keys are global: read, unlike the torch
+# format's model0, model1); beside
 # the model, optimizer tensors and ShardedObjects the import skips. Checked: the imports (into
 # another layout too), exported as Hugging Face, hold the original tensors bit for bit (the
 # bf16 one: the originals rounded to bf16); plait's logits of the imports equal the independent
@@ -39,6 +41,9 @@ check "llama, TP 2, bf16, legacy common.pt: imported with --vocab-size 100 and e
 check "llama, non-homogeneous layers (decoder.layers.<l>.*, weight_w / weight_v): imported into TP 1" bash -c "
     '$PLAIT' ckpt import '$TMP/td_llama_nh' --format megatron --out '$TMP/ni' --vocab-size 100 \
         --tensor-model-parallel-size 1 && '$PLAIT' ckpt export '$TMP/ni' --out '$TMP/ni_hf'"
+check "gpt, 4 layers at PP 2 with 2 virtual pipeline chunks (args.virtual_pipeline_model_parallel_size 2): imported" bash -c "
+    '$PLAIT' ckpt import '$TMP/td_vpp' --format megatron --out '$TMP/vi' >/dev/null 2>&1 &&
+    '$PLAIT' ckpt export '$TMP/vi' --out '$TMP/vi_hf'"
 check "gpt and llama: plait's logits of the imports written" bash -c "
     '$LOGITS' '$TMP/gi' '$TMP/gi_logits.safetensors' 64 && '$LOGITS' '$TMP/ni' '$TMP/ni_logits.safetensors' 64"
 
@@ -65,7 +70,7 @@ check_fails "a backend other than torch_dist is refused by name" \
 
 OMP_NUM_THREADS=2 /usr/bin/python3 "$HF" \
     same "$TMP/hf_gpt" "$TMP/gi_hf" :: same "$TMP/hf_gpt" "$TMP/gi12_hf" :: same "$TMP/hf_llama16" "$TMP/li_hf" :: \
-    same "$TMP/hf_llama" "$TMP/ni_hf" :: \
+    same "$TMP/hf_llama" "$TMP/ni_hf" :: same "$TMP/hf_gpt4" "$TMP/vi_hf" :: \
     logits "$TMP/hf_gpt" "$TMP/gi_logits.safetensors" :: logits "$TMP/hf_llama" "$TMP/ni_logits.safetensors" \
     | tee "$TMP/py.out"
 read -r p f < <(sed -nE 's/^hf_models: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")

@@ -41,6 +41,8 @@ TMP/td_llama   Llama (GQA, SwiGLU, untied), TP 2 x PP 1, local names, legacy com
                (TMP/hf_llama16: the Llama rounded to bf16, the import's expected tensors)
 TMP/td_llama_nh  the Llama at TP 2 with non-homogeneous layers (decoder.layers.<l>.* keys, no
                layer axis, SwiGLU as weight_w / weight_v), fp32
+TMP/hf_gpt4, TMP/td_vpp  a 4-layer GPT-2 at PP 2 with 2 virtual pipeline chunks per stage (layers
+               0 and 2 saved by stage 0, 1 and 3 by stage 1; the keys the same)
 TMP/td_bad_*   td_gpt spoiled: trunc (a .distcp cut short), offset (an item's offset past its
                file), global (planner_data naming os.system), missing (a key dropped from the
                metadata), path (a relative_path ../x), transform (transform_descriptors)"""
@@ -171,9 +173,10 @@ LAYER_NAMES = {"ln1": ("input_layernorm", "self_attention.linear_qkv.layer_norm_
 SPLIT = {"qkv": 0, "fc1": 0, "proj": 1, "fc2": 1}  # column- / row-parallel weights' TP axis
 
 
-def sharded_tensors(g, L, tp, pp, te, homogeneous):
-    """Megatron's ShardedTensors: [(key, global shape, [(global rank, offsets, chunk)])]."""
-    lps = L // pp
+def sharded_tensors(g, L, tp, pp, te, homogeneous, vpp=1):
+    """Megatron's ShardedTensors: [(key, global shape, [(global rank, offsets, chunk)])]; with vpp
+    virtual pipeline chunks of L / (pp x vpp) layers, chunk c on stage c % pp."""
+    per_chunk = L // (pp * vpp)
     out = collections.OrderedDict()
 
     def add(key, x, axis, stage, layer=None, frag=None):
@@ -201,7 +204,7 @@ def sharded_tensors(g, L, tp, pp, te, homogeneous):
     if "pos" in g:
         add("embedding.position_embeddings.weight", g["pos"], None, 0)
     for l in range(L):
-        stage = l // lps
+        stage = (l // per_chunk) % pp
         for key in ["ln1", "qkv", "proj", "ln2", "fc1", "fc2"]:
             for wb in ["weight", "bias"]:
                 local, fused = LAYER_NAMES[key]
@@ -241,7 +244,7 @@ def torch_save_bytes(obj):
     return buf.getvalue()
 
 
-def write(hf_dir, save, tp, pp, te=True, homogeneous=True, legacy_common=False, dtype=torch.float32):
+def write(hf_dir, save, tp, pp, te=True, homogeneous=True, legacy_common=False, dtype=torch.float32, vpp=1):
     cfg = hf_models.json.load(open(os.path.join(hf_dir, "config.json")))
     W = {k: torch.from_numpy(hf_models.as_f64(dt, a).numpy().astype(np.float32))
          for k, (dt, a) in hf_models.read_dir(hf_dir).items()}
@@ -249,6 +252,8 @@ def write(hf_dir, save, tp, pp, te=True, homogeneous=True, legacy_common=False, 
     args.update(pipeline_model_parallel_size=pp, iteration=7, ckpt_format="torch_dist",
                 params_dtype=torch.float32 if dtype == torch.float32 else torch.bfloat16,
                 bf16=dtype == torch.bfloat16, model_type=ModelType.encoder_or_decoder)
+    if vpp > 1:
+        args.update(virtual_pipeline_model_parallel_size=vpp, num_layers_per_virtual_pipeline_stage=L // (pp * vpp))
     ns = argparse.Namespace(**args)
     common = {"args": ns, "checkpoint_version": 3.0, "iteration": 7,
               "num_floating_point_operations_so_far": 12345,
@@ -258,7 +263,7 @@ def write(hf_dir, save, tp, pp, te=True, homogeneous=True, legacy_common=False, 
     world = tp * pp
     items = [[] for _ in range(world)]  # per global rank: (fqn, offsets or None, bytes)
     sdm = collections.OrderedDict()
-    for key, (shape, chunks) in sharded_tensors(g, L, tp, pp, te, homogeneous).items():
+    for key, (shape, chunks) in sharded_tensors(g, L, tp, pp, te, homogeneous, vpp).items():
         meta = []
         for rank, offs, x in chunks:
             x = x.to(dtype)
@@ -335,6 +340,8 @@ if __name__ == "__main__":
     write(f"{tmp}/hf_gpt", f"{tmp}/td_gpt", 2, 2)
     write(f"{tmp}/hf_llama", f"{tmp}/td_llama", 2, 1, te=False, legacy_common=True, dtype=torch.bfloat16)
     write(f"{tmp}/hf_llama", f"{tmp}/td_llama_nh", 2, 1, te=False, homogeneous=False)
+    hf_models.make_random("gpt2", f"{tmp}/hf_gpt4", 3, layers=4)
+    write(f"{tmp}/hf_gpt4", f"{tmp}/td_vpp", 1, 2, vpp=2)
     W = hf_models.read_dir(f"{tmp}/hf_llama")
     os.makedirs(f"{tmp}/hf_llama16", exist_ok=True)
     shutil.copy(f"{tmp}/hf_llama/config.json", f"{tmp}/hf_llama16/config.json")
