@@ -76,8 +76,8 @@ static const pl_option import_table[] = {
     {"--out", PL_OPT_STRING, NULL, F(out), "save directory to write (DIR/release)", NULL,
      PL_OPT_REQUIRED},
     {"--format", PL_OPT_STRING, "hf", F(format),
-     "hf: a Hugging Face directory; megatron: a Megatron-LM (or Megatron-DeepSpeed) torch "
-     "checkpoint; nemo: a NeMo .nemo archive", NULL, 0},
+     "hf: a Hugging Face directory; megatron: a Megatron-LM (or Megatron-DeepSpeed) torch or "
+     "torch_dist checkpoint; nemo: a NeMo .nemo archive", NULL, 0},
     {"--tensor-model-parallel-size", PL_OPT_INT, "0", F(tp),
      "TP size to write (default: hf 1, megatron and nemo the checkpoint's)", NULL, 0},
     {"--pipeline-model-parallel-size", PL_OPT_INT, "0", F(pp),
@@ -87,9 +87,9 @@ static const pl_option import_table[] = {
     {"--vocab-size", PL_OPT_INT, "0", F(vocab_size),
      "megatron, nemo: the tokenizer's vocabulary (default: every padded row)", NULL, 0},
     {"--no-zero-fp32", PL_OPT_BOOL, NULL, F(no_zero_fp32),
-     "megatron: read DeepSpeed's model_states weights even beside ZeRO stage 1-2 shards "
-     "(zero_pp_rank_D_mp_rank_TT_optim_states.pt, whose fp32 weights are read by default; ZeRO 3 "
-     "needs them)", NULL,
+     "megatron: read DeepSpeed's model_states (or layer files') weights even beside ZeRO stage "
+     "1-2 or BF16_Optimizer shards ([bf16_]zero_pp_rank_D_mp_rank_TT_optim_states.pt, whose fp32 "
+     "weights are read by default; ZeRO 3 needs them)", NULL,
      0},
 };
 #undef F
@@ -110,7 +110,8 @@ static const pl_command_spec export_cmd =
          "(--format megatron)", export_table);
 static const pl_command_spec import_cmd =
     SPEC("ckpt import DIR", "Write a Hugging Face GPT-2 / Llama directory (--format hf), a "
-         "Megatron-LM torch checkpoint (--format megatron) or a NeMo .nemo archive (--format nemo) "
+         "Megatron-LM torch or torch_dist checkpoint (--format megatron) or a NeMo .nemo archive "
+         "(--format nemo) "
          "as a plait release checkpoint in any TP x PP layout", import_table);
 
 static void print_text(const cJSON *d)

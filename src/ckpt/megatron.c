@@ -135,6 +135,29 @@ static void tokenizer(const pl_mg_args *a, pl_ckpt_meta *m)
     m->tokenizer_model = files[2];
 }
 
+pl_status pl_mg_import_finish(const char *out, const pl_mg_args *a, const pl_model_config *cfg,
+                              int tp, int pp, const pl_registry *g, float *global,
+                              const pl_megatron_import_opts *o, const char *what)
+{
+    pl_ckpt_meta meta = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .seed = 1234, .dp = 1};
+    pl_model_config target = *cfg;
+    const int out_tp = o->tp > 0 ? o->tp : tp, out_pp = o->pp > 0 ? o->pp : pp;
+    tokenizer(a, &meta);
+    if (o->vocab_size > 0) {
+        if (o->vocab_size > cfg->padded_vocab)
+            return pl_errorf(PL_ERR_ARG, "--vocab-size %lld exceeds the checkpoint's padded "
+                             "vocabulary %lld", (long long)o->vocab_size, (long long)cfg->padded_vocab);
+        target.vocab_size = o->vocab_size;
+    }
+    target.padded_vocab = pl_model_padded_vocab(target.vocab_size, target.divisible_by, out_tp);
+    meta.tp = out_tp;
+    meta.pp = out_pp;
+    pl_status st = pl_ckpt_import_write(out, &target, &meta, g, global, out_tp, out_pp);
+    if (!st)
+        pl_ckpt_import_log(out, what, cfg, tp, pp, &target, out_tp, out_pp);
+    return st;
+}
+
 pl_status pl_megatron_import(const char *path, const char *out, const pl_megatron_import_opts *o)
 {
     char idir[MG_PATH + 32], file[MG_FILE];
@@ -142,6 +165,8 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     pl_status st = locate(path, idir, sizeof idir, &ds);
     if (st)
         return st;
+    if (!ds && pl_mg_dist_is(idir)) /* --ckpt-format torch_dist (megatron_dist.c) */
+        return pl_mg_dist_import(idir, out, o);
     rank_file(idir, ds, 0, 0, 1, file, sizeof file);
     if (!ds && !pl_file_exists(file))
         rank_file(idir, ds, 0, 0, 2, file, sizeof file);
@@ -158,13 +183,12 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     float *global = NULL;
     pl_model_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    pl_ckpt_meta meta = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .seed = 1234, .dp = 1};
     int tp = 1, pp = 1;
     if ((st = pl_pt_open(&first, file))) {
         pl_pt_close(&first);
         return st;
     }
-    pl_mg_args a = {pl_pk_get(pl_pt_root(&first), "args"), NULL, 0, file};
+    pl_mg_args a = {pl_pk_get(pl_pt_root(&first), "args"), NULL, 0, file, 0};
     if (!a.ns || a.ns->kind != PL_PK_OBJECT)
         st = pl_errorf(PL_ERR_FORMAT, "%s: no \"args\" (argparse.Namespace): the model's sizes are "
                        "unknown", file);
@@ -182,22 +206,25 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
     if (!st)
         st = pl_mg_qkv_blocks(&a, &cfg, &blocks);
     if (!st)
-        tokenizer(&a, &meta);
-    if (!st)
         st = pl_model_register(&g, &cfg, 1);
     if (!st && !(global = pl_calloc((size_t)(g.numel > 0 ? g.numel : 1), sizeof(float))))
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the model's %lld parameters",
                        (long long)g.numel);
+    int zero = 0;
     if (!st && pipe) {
+        st = pl_mg_pipe_read(idir, &cfg, tp, &g, global, blocks);
+        if (!st && !o->no_zero_fp32) /* BF16_Optimizer's fp32 weights (megatron_bf16.c) */
+            st = pl_mg_bf16_pipe_read(idir, &cfg, tp, pp, &g, global, blocks, &zero);
         char zfile[MG_FILE];
         snprintf(zfile, sizeof zfile, "%.4000s/zero_pp_rank_0_mp_rank_00_optim_states.pt", idir);
-        if (pl_file_exists(zfile))
-            pl_log_warn("%s: ZeRO shards beside the pipeline engine's layer files, whose fp32 "
-                        "weights the import does not read: the layer files' weights are taken",
-                        zfile);
-        st = pl_mg_pipe_read(idir, &cfg, tp, &g, global, blocks);
+        if (!pl_file_exists(zfile)) /* DeepSpeed's name under bf16 */
+            snprintf(zfile, sizeof zfile, "%.4000s/bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt",
+                     idir);
+        if (!st && !zero && pl_file_exists(zfile))
+            pl_log_warn("%s: %s beside the pipeline engine's layer files, whose fp32 weights the "
+                        "import does not read: the layer files' weights are taken", zfile,
+                        o->no_zero_fp32 ? "optimizer shards (--no-zero-fp32)" : "ZeRO shards");
     }
-    int zero = 0;
     for (int t = 0; t < tp && !st && !pipe; t++)
         for (int p = 0; p < pp && !st; p++) {
             int used = 0;
@@ -212,22 +239,12 @@ pl_status pl_megatron_import(const char *path, const char *out, const pl_megatro
             if (t == 0)
                 zero = used;
         }
-    pl_model_config target = cfg;
-    const int out_tp = o->tp > 0 ? o->tp : tp, out_pp = o->pp > 0 ? o->pp : pp;
-    if (!st && o->vocab_size > 0) {
-        if (o->vocab_size > cfg.padded_vocab)
-            st = pl_errorf(PL_ERR_ARG, "--vocab-size %lld exceeds the checkpoint's padded "
-                           "vocabulary %lld", (long long)o->vocab_size, (long long)cfg.padded_vocab);
-        target.vocab_size = o->vocab_size;
-    }
     if (!st)
-        target.padded_vocab = pl_model_padded_vocab(target.vocab_size, target.divisible_by, out_tp);
-    meta.tp = out_tp;
-    meta.pp = out_pp;
-    if (!st)
-        st = pl_ckpt_import_write(out, &target, &meta, &g, global, out_tp, out_pp);
-    if (!st)
-        pl_ckpt_import_log(out, pipe ? "Megatron-DeepSpeed pipeline" : zero ? "Megatron-DeepSpeed ZeRO fp32" : "Megatron", &cfg, tp, pp, &target, out_tp, out_pp);
+        st = pl_mg_import_finish(out, &a, &cfg, tp, pp, &g, global, o,
+                                 pipe && zero ? "Megatron-DeepSpeed pipeline, BF16_Optimizer fp32"
+                                 : pipe       ? "Megatron-DeepSpeed pipeline"
+                                 : zero       ? "Megatron-DeepSpeed ZeRO fp32"
+                                              : "Megatron");
     pl_free(global);
     pl_registry_free(&g);
     pl_pt_close(&first);

@@ -21,6 +21,14 @@
  *   DIR/global_stepN/zero_pp_rank_D_mp_rank_TT_optim_states.pt   DP rank D's partition
  *   DIR/global_stepN/zero_pp_rank_D_mp_rank_TT_model_states.pt   ZeRO 3 (D 0's read)
  *
+ * Under bf16 DeepSpeed names those shards bf16_zero_pp_rank_D_mp_rank_TT_optim_states.pt; the ones
+ * without zero_stage are BF16_Optimizer's, whose fp32 weights are read the same way
+ * (megatron_bf16.c says how).
+ *
+ * Megatron-LM's --ckpt-format torch_dist (its default today): an iteration directory with
+ * metadata.json, a PyTorch Distributed Checkpoint (.metadata, __R_K.distcp; megatron_dist.c
+ * says what is read), whatever layout saved it.
+ *
  * args with ds_sequence_parallel_fpdt (Megatron-DeepSpeed since 2024-12-04): query_key_value
  * rows in [Q; K; V] thirds per TP rank, read so (refused with key/value groups).
  *

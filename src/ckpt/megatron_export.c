@@ -118,7 +118,7 @@ static pl_status check_args(const mx_args *t, const pl_model_config *c)
         else
             snprintf(kv[k].val, sizeof kv[k].val, "%s", a->s);
     }
-    pl_mg_args a = {NULL, kv, t->n, "the exported args"};
+    pl_mg_args a = {NULL, kv, t->n, "the exported args", 0};
     pl_model_config back;
     int tp, pp;
     pl_status st = pl_mg_config(&a, NULL, &back, &tp, &pp);

@@ -2,6 +2,7 @@
 #ifndef PL_CKPT_MEGATRON_INTERNAL_H
 #define PL_CKPT_MEGATRON_INTERNAL_H
 
+#include "ckpt/megatron.h"
 #include "ckpt/torch_file.h"
 #include "model/config.h"
 
@@ -17,6 +18,8 @@ typedef struct pl_mg_args {
     const pl_mg_kv *kv;
     int nkv;
     const char *file; /* named in errors */
+    int global_keys;  /* the tensors are named globally (torch_dist): virtual pipeline chunks,
+                       * which only change which rank saved a layer, are read */
 } pl_mg_args;
 
 const char *pl_mg_arg_str(const pl_mg_args *a, const char *key);
@@ -67,6 +70,18 @@ pl_status pl_mg_rank_end(pl_mg_rank *r, const char *what, pl_status st);
 pl_status pl_mg_pipe_read(const char *idir, const pl_model_config *cfg, int tp,
                           const pl_registry *g, float *global, int qkv_blocks);
 
+/* Megatron's legacy name of PipelineModule's parameter param (GPTModelPipe's: "N.<name>" of
+ * layer list entry N, or "tied_modules.embed.<name>"), as megatron_pipe.c maps its layer
+ * files' keys; 0 when param is none of them. */
+int pl_mg_pipe_legacy_name(const char *param, const pl_model_config *cfg, char *out, size_t n);
+
+/* BF16_Optimizer's shards beside DeepSpeed's pipeline engine's layer files (megatron_bf16.c):
+ * per stage p and TP rank t, bf16_zero_pp_rank_D_mp_rank_{p x tp + t}_optim_states.pt, whose
+ * fp32 weights replace the layer files' bf16 ones in the global model (*used 1; 0 and nothing
+ * read when bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt is absent or ZeRO's). */
+pl_status pl_mg_bf16_pipe_read(const char *idir, const pl_model_config *cfg, int tp, int pp,
+                               const pl_registry *g, float *global, int qkv_blocks, int *used);
+
 /* DeepSpeed ZeRO stage 1-3 shards of TP rank t in idir (megatron_zero.c says which), when
  * zero_pp_rank_0_mp_rank_TT_optim_states.pt is there (*used 1, else 0 and nothing read): the
  * fp32 weights into the global model over the rank's, by states' (the rank's model states)
@@ -74,5 +89,36 @@ pl_status pl_mg_pipe_read(const char *idir, const pl_model_config *cfg, int tp,
 pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_config *cfg,
                           int tp, int t, const pl_registry *g, float *global, int qkv_blocks,
                           int *used);
+
+/* DeepSpeed's BF16_Optimizer shards of TP rank t in idir (megatron_bf16.c says which; the caller
+ * found bf16_zero_pp_rank_0_mp_rank_TT_optim_states.pt without zero_stage): the fp32 weights
+ * into the global model over the rank's, named by their param_slice_mappings, shaped as states'
+ * (the rank's model states) module tensors; every shard, group, fragment and size checked. */
+pl_status pl_mg_bf16_read(const char *idir, const pl_pt *states, const pl_model_config *cfg,
+                          int tp, int t, const pl_registry *g, float *global, int qkv_blocks);
+
+/* torch.Size((d0, d1, ...)) -> its dims (each in [0, 2^40], at most PL_PK_MAX_DIMS);
+ * 0 when s is something else. */
+int pl_mg_size_dims(const pl_pk *s, int64_t *dims, int *nd);
+
+/* plait's global name of Megatron's state dict key in (legacy or core, TE's fused norms,
+ * NeMo's "model." prefixes) whose layer N is local to a stage of layers [l0, l0 + nl);
+ * 0 when the layer is outside. */
+int pl_mg_plait_name(const char *in, int64_t l0, int64_t nl, char *out, size_t n);
+
+/* The end of every Megatron import: the global model g / global (in cfg's layout, saved at
+ * tp x pp) written to out as a plait release checkpoint in o's layout, with the tokenizer
+ * args name when its files are here; what names the source in the log. */
+pl_status pl_mg_import_finish(const char *out, const pl_mg_args *a, const pl_model_config *cfg,
+                              int tp, int pp, const pl_registry *g, float *global,
+                              const pl_megatron_import_opts *o, const char *what);
+
+/* Megatron-LM's --ckpt-format torch_dist iteration directories (megatron_dist.c): whether
+ * idir holds one (its metadata.json), and its import. */
+int pl_mg_dist_is(const char *idir);
+pl_status pl_mg_dist_import(const char *idir, const char *out, const pl_megatron_import_opts *o);
+/* The .metadata pickle data[0..size) parsed and its entries checked as the import does, no
+ * file opened (the fuzzing target's entry). */
+pl_status pl_mg_dist_metadata_check(const uint8_t *data, size_t size, const char *what);
 
 #endif

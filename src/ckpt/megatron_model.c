@@ -139,7 +139,7 @@ static pl_status refuse_args(const pl_mg_args *a)
             return pl_errorf(PL_ERR_ARG, "%s: args.%s is set, which plait's GPT/Llama block does not "
                              "run", a->file, on[k]);
     const char *set[] = {"virtual_pipeline_model_parallel_size", "num_experts", NULL};
-    for (int k = 0; set[k]; k++) {
+    for (int k = a->global_keys ? 1 : 0; set[k]; k++) {
         double v;
         int present;
         pl_status st = arg_num(a, set[k], 0, &v, &present);
@@ -285,7 +285,7 @@ static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)
 
 /* plait's global name of Megatron's name in (the `model` dict's flattened key) on
  * stage layers [l0, l0 + nl); 0 when unknown. */
-static int plait_name(const char *in, int64_t l0, int64_t nl, char *out, size_t n)
+int pl_mg_plait_name(const char *in, int64_t l0, int64_t nl, char *out, size_t n)
 {
     char buf[512];
     while (starts(in, "model.") || starts(in, "module.")) /* NeMo's wrapper, Float16Module */
@@ -329,7 +329,7 @@ pl_status pl_mg_rank_tensor(pl_mg_rank *r, const pl_pt *f, const char *key, cons
     char name[600];
     const char *shown = key + r->hide;
     r->f = f;
-    if (!plait_name(key, r->l0, r->nl, name, sizeof name))
+    if (!pl_mg_plait_name(key, r->l0, r->nl, name, sizeof name))
         return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s%s: a layer outside this stage's %lld "
                          "layers", f->what, r->label, shown, (long long)r->nl);
     const pl_param *p = pl_registry_find(&r->reg, name);

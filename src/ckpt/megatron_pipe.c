@@ -77,6 +77,30 @@ static void layer_path(const char *idir, int idx, int t, int with_rank, char *ou
         snprintf(out, n, "%.4000s/layer_%02d-model_states.pt", idir, idx);
 }
 
+int pl_mg_pipe_legacy_name(const char *param, const pl_model_config *cfg, char *out, size_t n)
+{
+    const int L = (int)cfg->num_layers;
+    int idx = 0, used = 0;
+    pipe_kind k;
+    const char *rest;
+    if (!strncmp(param, "tied_modules.", 13) && (rest = strchr(param + 13, '.'))) {
+        k = K_EMBED; /* TiedLayerSpec('embed', EmbeddingPipe) */
+        rest++;
+    } else if (sscanf(param, "%d.%n", &idx, &used) == 1 && used > 0 && idx >= 1 &&
+               idx <= L + 2 + (cfg->untie ? 1 : 0)) {
+        k = idx == 1 ? K_EMBED : idx <= L + 1 ? K_LAYER : idx == L + 2 ? K_NORM : K_HEAD;
+        rest = param + used;
+    } else {
+        return 0;
+    }
+    if (!known(k, rest))
+        return 0;
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, kinds[k].prefix, idx - 2);
+    const int w = snprintf(out, n, "%s%s", prefix, k == K_HEAD ? "weight" : rest);
+    return w > 0 && (size_t)w < n;
+}
+
 /* One layer file's state dict into r. */
 static pl_status take_file(pl_mg_rank *r, const char *path, pipe_kind k, int layer)
 {

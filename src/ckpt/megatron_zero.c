@@ -17,7 +17,8 @@
  * to back; what is left over must vanish when both ends are rounded up to 2 x DP elements
  * (zero_to_fp32's check). Stage 3: each parameter is its pieces at the same offset of every
  * rank's groups (concatenated), cut to its numel; the pieces must use up every rank's
- * elements exactly. Not read: BF16_Optimizer's bf16_zero_pp_rank_* files, frozen parameters
+ * elements exactly. DeepSpeed names the files bf16_zero_pp_rank_D_... under bf16; those without
+ * zero_stage are BF16_Optimizer's (megatron_bf16.c). Not read: frozen parameters
  * (frozen_param_shapes, refused), shared_params, the Adam moments. */
 #include "ckpt/megatron_internal.h"
 
@@ -30,9 +31,12 @@
 
 enum { ZR_FILE = 4200 };
 
-static void shard_name(const char *idir, int d, int t, char *out, size_t n)
+/* DeepSpeed names the shards bf16_zero_pp_rank_* whenever bf16 is on (engine.py
+ * _get_zero_ckpt_name), ZeRO's and BF16_Optimizer's alike. */
+static void shard_name(const char *idir, int bf16, int d, int t, char *out, size_t n)
 {
-    snprintf(out, n, "%.4000s/zero_pp_rank_%d_mp_rank_%02d_optim_states.pt", idir, d, t);
+    snprintf(out, n, "%.4000s/%szero_pp_rank_%d_mp_rank_%02d_optim_states.pt", idir,
+             bf16 ? "bf16_" : "", d, t);
 }
 
 /* An int, or DeepSpeed's ZeroStageEnum(n) (an object whose argument is n). */
@@ -47,8 +51,7 @@ static int pk_int(const pl_pk *x, int64_t *v)
     return 1;
 }
 
-/* torch.Size((d0, d1, ...)) -> its dims; 0 when it is something else. */
-static int size_dims(const pl_pk *s, int64_t *dims, int *nd)
+int pl_mg_size_dims(const pl_pk *s, int64_t *dims, int *nd)
 {
     if (!s || s->kind != PL_PK_OBJECT || strcmp(s->s, "torch.Size") || s->n < 1 || !s->v[0] ||
         s->v[0]->kind != PL_PK_TUPLE || s->v[0]->n != 1)
@@ -131,7 +134,7 @@ static pl_status place_group(pl_mg_rank *r, const pl_pt *f, const pl_pk *shapes,
         const pl_pk *name = shapes->v[k];
         pl_pk t = {.kind = PL_PK_TENSOR, .storage = &storage, .dtype = "F32", .shape = dims,
                    .stride = dims + PL_PK_MAX_DIMS};
-        if (name->kind != PL_PK_STR || !size_dims(shapes->v[k + 1], dims, &t.ndim))
+        if (name->kind != PL_PK_STR || !pl_mg_size_dims(shapes->v[k + 1], dims, &t.ndim))
             return pl_errorf(PL_ERR_FORMAT, "%s: param_shapes[%d] entry %lld is not a name and a "
                              "torch.Size", f->what, i, (long long)k / 2);
         int64_t numel = 1;
@@ -169,7 +172,7 @@ static pl_status place_stage3(pl_mg_rank *r, const pl_pt *f, const pl_pk *ps, co
         for (int64_t k = 0; ps->v[i]->kind == PL_PK_DICT && k + 1 < ps->v[i]->n; k += 2) {
             int nd;
             int64_t e = 1;
-            if (size_dims(ps->v[i]->v[k + 1], dims, &nd))
+            if (pl_mg_size_dims(ps->v[i]->v[k + 1], dims, &nd))
                 for (int d = 0; d < nd; d++)
                     e *= dims[d];
             most = e > most ? e : most;
@@ -190,7 +193,7 @@ static pl_status place_stage3(pl_mg_rank *r, const pl_pt *f, const pl_pk *ps, co
             const pl_pk *name = shapes->v[k];
             pl_pk t = {.kind = PL_PK_TENSOR, .storage = &storage, .dtype = "F32", .shape = dims,
                        .stride = dims + PL_PK_MAX_DIMS};
-            if (name->kind != PL_PK_STR || !size_dims(shapes->v[k + 1], dims, &t.ndim)) {
+            if (name->kind != PL_PK_STR || !pl_mg_size_dims(shapes->v[k + 1], dims, &t.ndim)) {
                 st = pl_errorf(PL_ERR_FORMAT, "%s: param_shapes[%lld] entry %lld is not a name "
                                "and a torch.Size", f->what, (long long)i, (long long)k / 2);
                 break;
@@ -226,11 +229,24 @@ pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_
                           int *used)
 {
     char file[ZR_FILE], what[ZR_FILE + 64];
-    shard_name(idir, 0, t, file, sizeof file);
+    int bf16 = 0;
+    shard_name(idir, 0, 0, t, file, sizeof file);
+    if (!pl_file_exists(file))
+        shard_name(idir, bf16 = 1, 0, t, file, sizeof file);
     *used = pl_file_exists(file);
     if (!*used)
         return PL_OK;
-    snprintf(what, sizeof what, "%.4000s/zero_pp_rank_*_mp_rank_%02d_optim_states.pt", idir, t);
+    snprintf(what, sizeof what, "%.4000s/%szero_pp_rank_*_mp_rank_%02d_optim_states.pt", idir,
+             bf16 ? "bf16_" : "", t);
+    if (bf16) { /* BF16_Optimizer's shards (no zero_stage: megatron_bf16.c) or ZeRO's */
+        pl_pt first;
+        pl_status st = pl_pt_open(&first, file);
+        const pl_pk *osd = st ? NULL : pl_pk_get(pl_pt_root(&first), "optimizer_state_dict");
+        const int opt = osd && osd->kind == PL_PK_DICT && !pl_pk_get(osd, "zero_stage");
+        pl_pt_close(&first);
+        if (st || opt)
+            return st ? st : pl_mg_bf16_read(idir, states, cfg, tp, t, g, global, qkv_blocks);
+    }
     const pl_pk *ps = pl_pk_get(pl_pt_root(states), "param_shapes");
     if (!ps || ps->kind != PL_PK_LIST)
         return pl_errorf(PL_ERR_FORMAT, "%s: no param_shapes list (which ZeRO's shards need): "
@@ -251,14 +267,14 @@ pl_status pl_mg_zero_read(const char *idir, const pl_pt *states, const pl_model_
         return st;
     }
     pl_pt_close(&first);
-    shard_name(idir, (int)dp, t, file, sizeof file);
+    shard_name(idir, bf16, (int)dp, t, file, sizeof file);
     if (pl_file_exists(file))
         return pl_errorf(PL_ERR_FORMAT, "%s: present, but partition_count says %lld DP ranks "
                          "(0..%lld)", file, (long long)dp, (long long)dp - 1);
     if (!(f = pl_calloc((size_t)dp, sizeof *f)))
         return pl_errorf(PL_ERR_NOMEM, "out of memory for %lld shard files", (long long)dp);
     for (int64_t d = 0; d < dp && !st; d++, opened++) {
-        shard_name(idir, (int)d, t, file, sizeof file);
+        shard_name(idir, bf16, (int)d, t, file, sizeof file);
         if (!pl_file_exists(file)) {
             st = pl_errorf(PL_ERR_FORMAT, "%s: missing: partition_count says %lld DP ranks", file,
                            (long long)dp);

@@ -227,7 +227,7 @@ pl_status pl_nemo_import(const char *path, const char *out, const pl_megatron_im
         put(a, "padded_vocab_size", buf);
     }
     pl_pt_close(&f);
-    pl_mg_args args = {NULL, a ? a->kv : NULL, a ? a->n : 0, what};
+    pl_mg_args args = {NULL, a ? a->kv : NULL, a ? a->n : 0, what, 0};
     snprintf(what, sizeof what, "%s: model_config.yaml", path);
     if (!st)
         st = pl_mg_config(&args, NULL, &cfg, &tp, &pp);

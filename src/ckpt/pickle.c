@@ -167,7 +167,7 @@ static pl_status integer(vm *m, pl_pk_kind kind, int64_t v)
 }
 
 /* The allow list: name -> what a REDUCE / NEWOBJ of it builds. */
-typedef enum { G_TYPE, G_ODICT, G_TENSOR, G_PARAM, G_NAMESPACE, G_OPAQUE, G_GETATTR } g_role;
+typedef enum { G_TYPE, G_ODICT, G_TENSOR, G_PARAM, G_NAMESPACE, G_OPAQUE, G_GETATTR, G_NAME } g_role;
 static const struct {
     const char *name;
     g_role role;
@@ -189,6 +189,45 @@ static const struct {
     {"deepspeed.runtime.fp16.loss_scaler.LossScaler", G_OPAQUE, NULL},
     {"deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler", G_OPAQUE, NULL},
     {"deepspeed.utils.tensor_fragment.fragment_address", G_OPAQUE, NULL},
+    /* PyTorch's Distributed Checkpoint .metadata (torch/distributed/checkpoint/metadata.py,
+     * filesystem.py; TensorProperties and its encoding in _shard before 2.4) */
+    {"torch.distributed.checkpoint.metadata.Metadata", G_OPAQUE, NULL},
+    {"torch.distributed.checkpoint.metadata.TensorStorageMetadata", G_OPAQUE, NULL},
+    {"torch.distributed.checkpoint.metadata.BytesStorageMetadata", G_OPAQUE, NULL},
+    {"torch.distributed.checkpoint.metadata.ChunkStorageMetadata", G_OPAQUE, NULL},
+    {"torch.distributed.checkpoint.metadata.MetadataIndex", G_OPAQUE, NULL},
+    {"torch.distributed.checkpoint.metadata.TensorProperties", G_OPAQUE, NULL},
+    {"torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING", G_OPAQUE, NULL},
+    {"torch.distributed.checkpoint.metadata.StorageMeta", G_OPAQUE, NULL},
+    {"torch.distributed.checkpoint.filesystem._StorageInfo", G_OPAQUE, NULL},
+    {"torch.distributed._shard.sharded_tensor.metadata.TensorProperties", G_OPAQUE, NULL},
+    {"torch.distributed._shard.sharded_tensor.metadata.MEM_FORMAT_ENCODING", G_OPAQUE, NULL},
+    {"torch.serialization._get_layout", G_OPAQUE, NULL}, /* torch.strided, as torch pickles it */
+    {"pathlib.PosixPath", G_OPAQUE, NULL},
+    /* Megatron's args and common state (megatron/core/safe_globals.py's list) */
+    {"types.SimpleNamespace", G_OPAQUE, NULL},
+    {"signal.Signals", G_OPAQUE, NULL},
+    {"numpy.dtypes.UInt32DType", G_OPAQUE, NULL},
+    {"megatron.core.enums.ModelType", G_OPAQUE, NULL},
+    {"megatron.core.transformer.enums.AttnBackend", G_OPAQUE, NULL},
+    {"megatron.core.transformer.enums.CudaGraphModule", G_OPAQUE, NULL},
+    {"megatron.core.transformer.enums.CudaGraphScope", G_OPAQUE, NULL},
+    {"megatron.core.transformer.enums.InferenceCudaGraphScope", G_OPAQUE, NULL},
+    {"megatron.core.rerun_state_machine.RerunMode", G_OPAQUE, NULL},
+    {"megatron.core.rerun_state_machine.RerunState", G_OPAQUE, NULL},
+    {"megatron.core.rerun_state_machine.RerunDiagnostic", G_OPAQUE, NULL},
+    {"megatron.core.optimizer.optimizer_config.OptimizerConfig", G_OPAQUE, NULL},
+    /* torch dtypes as values (args.params_dtype, TensorProperties.dtype): names, never called */
+    {"torch.float32", G_NAME, NULL},
+    {"torch.float64", G_NAME, NULL},
+    {"torch.float16", G_NAME, NULL},
+    {"torch.bfloat16", G_NAME, NULL},
+    {"torch.int64", G_NAME, NULL},
+    {"torch.int32", G_NAME, NULL},
+    {"torch.int16", G_NAME, NULL},
+    {"torch.int8", G_NAME, NULL},
+    {"torch.uint8", G_NAME, NULL},
+    {"torch.bool", G_NAME, NULL},
     {"torch.FloatStorage", G_TYPE, "F32"},
     {"torch.BFloat16Storage", G_TYPE, "BF16"},
     {"torch.HalfStorage", G_TYPE, "F16"},

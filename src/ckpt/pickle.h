@@ -19,7 +19,20 @@
  *   LossScaler, DynamicLossScaler,             shards and param_shapes)
  *   fragment_address
  *   builtins.getattr(allowed global, "name")   an object named "global.name" (an enum
- *                                              member as Python >= 3.12 pickles it)
+ *                                              member as Python >= 3.11 pickles it)
+ *   torch.distributed.checkpoint.metadata.     opaque objects: a PyTorch Distributed
+ *     {Metadata, TensorStorageMetadata,        Checkpoint's .metadata (megatron_dist.c);
+ *     BytesStorageMetadata, ChunkStorageMetadata,  TensorProperties and its encoding also
+ *     MetadataIndex, TensorProperties,         under torch.distributed._shard.sharded_tensor.
+ *     _MEM_FORMAT_ENCODING, StorageMeta},      metadata (before 2.4)
+ *   torch.distributed.checkpoint.filesystem._StorageInfo,
+ *   torch.serialization._get_layout, pathlib.PosixPath
+ *   megatron.core's ModelType, AttnBackend,    opaque objects: Megatron's args and common
+ *   CudaGraph*Scope, RerunMode/State/Diagnostic,  state (megatron/core/safe_globals.py's
+ *   OptimizerConfig; types.SimpleNamespace,    list)
+ *   signal.Signals, numpy.dtypes.UInt32DType
+ *   torch.float32, torch.bfloat16, ...         dtypes as values (args.params_dtype): names
+ *                                              only, never called
  *
  * Any other global is refused with its name ("os.system"); so is any opcode
  * outside the subset (named by its byte), a truncated stream, a memo index

@@ -86,7 +86,7 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def make_random(arch, d, seed):
+def make_random(arch, d, seed, layers=2):
     """A small Hugging Face directory with random weights: gpt2 (tied, 128 tokens) or llama
     (2 key/value groups of 4 heads, untied, 100 tokens, rope base 500000 with llama3 scaling);
     llama_tied: the same Llama with its output layer tied (as Llama 3.2 1B), no lm_head."""
@@ -94,7 +94,7 @@ def make_random(arch, d, seed):
     r = lambda *shape: (rng.standard_normal(shape) * 0.1).astype(np.float32)
     ln = lambda n: (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
     os.makedirs(d, exist_ok=True)
-    C, H, L, T = 64, 4, 2, 64
+    C, H, L, T = 64, 4, layers, 64
     W = {}
     if arch == "gpt2":
         V, F = 128, 256

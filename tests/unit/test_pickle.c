@@ -161,6 +161,22 @@ TEST(shared_and_cyclic_nodes_are_marked_once)
     pl_pickle_free(p);
 }
 
+TEST(a_torch_dtype_is_a_name_never_called)
+{
+    /* [torch.float32] (args.params_dtype, DCP's TensorProperties.dtype): a name, kept as data */
+    static const char b[] = "\x80\x02]ctorch\nfloat32\na.";
+    int ok;
+    pl_pickle *p = parse(b, sizeof b - 1, &ok);
+    CHECK(ok, "%s", pl_error_msg());
+    const pl_pk *l = ok ? pl_pickle_root(p) : NULL;
+    CHECK(l && l->kind == PL_PK_LIST && l->n == 1 && l->v[0]->kind == PL_PK_GLOBAL &&
+              !strcmp(l->v[0]->s, "torch.float32"), "[torch.float32] read as a name");
+    pl_pickle_free(p);
+    /* torch.float32("x"): calling it is refused */
+    static const char c[] = "\x80\x02" "ctorch\nfloat32\nX\x01\x00\x00\x00" "x\x85R.";
+    refused(c, sizeof c - 1, "calls torch.float32, which plait does not build");
+}
+
 int main(void)
 {
     RUN(numbers_strings_and_containers_are_built);
@@ -171,5 +187,6 @@ int main(void)
     RUN(deepspeeds_enum_member_and_torch_size_are_named_not_run);
     RUN(malformed_streams_are_refused_with_the_reason);
     RUN(shared_and_cyclic_nodes_are_marked_once);
+    RUN(a_torch_dtype_is_a_name_never_called);
     return test_summary("pickle");
 }
