@@ -25,8 +25,9 @@
  * model); every stage loads every micro-batch (its own stack's tokens, and the
  * decoder's stages the encoder's lengths, its padding mask). This file holds the
  * per-slot buffers the transfers need and is called by pipeline.c's interpreter
- * and by encdec_train.c. Not here: interleaving, ZB-H1, ZeRO 2-3 (refused in
- * pipeline.c). */
+ * and by encdec_train.c; ZeRO 2-3's regions are trainer.c's (what precedes a stage's
+ * first layer is its region outside the layers). Not here: interleaving, ZB-H1
+ * (refused in pipeline.c). */
 #include "train/trainer_internal.h"
 
 #include "base/alloc.h"
@@ -184,18 +185,20 @@ pl_status pl_train_encdec_pp_load(pl_trainer *t, pl_split s, const int64_t *idx,
     return PL_OK;
 }
 
-pl_status pl_train_encdec_pp_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready,
-                                      void *ctx)
+void pl_train_encdec_pp_backward_begin(pl_trainer *t, pl_model *m)
 {
     pl_train_encdec_pp *e = t->edpp;
-    const int64_t k = m->cur;
-    pl_train_encdec_pp_bind(t, m, k);
+    pl_train_encdec_pp_bind(t, m, m->cur);
     if (e->stack && m->stage.last) /* the last decoder stage starts the sum */
-        memset(e->denc + k * e->ne, 0, (size_t)e->ne * sizeof(float));
-    pl_status st = pl_model_backward(m, ready, ctx);
-    if (!st && e->stack && t->grid.pp_rank == e->split)
-        st = pl_block_enc_grad(&m->blk, e->dsum + k * e->nel, e->denc + k * e->ne);
-    return st;
+        memset(e->denc + m->cur * e->ne, 0, (size_t)e->ne * sizeof(float));
+}
+
+pl_status pl_train_encdec_pp_backward_end(pl_trainer *t, pl_model *m)
+{
+    pl_train_encdec_pp *e = t->edpp;
+    if (!e->stack || t->grid.pp_rank != e->split)
+        return PL_OK;
+    return pl_block_enc_grad(&m->blk, e->dsum + m->cur * e->nel, e->denc + m->cur * e->ne);
 }
 
 int pl_train_encdec_pp_tensors(pl_trainer *t, pl_model *m, int64_t k, pl_pp_op op,

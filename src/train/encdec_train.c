@@ -55,11 +55,21 @@ pl_status pl_train_encdec_layer_lo(const pl_trainer *t, int64_t l, int64_t *lo)
 {
     pl_model_config part[2];
     pl_model_encdec_parts(&t->cfg, &part[0], &part[1]);
-    const int k = l >= t->cfg.num_layers;
+    int k = l >= t->cfg.num_layers;
+    int64_t j = k ? l - t->cfg.num_layers : l;
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+    if (t->cfg.pp_split > 0 && P > 1) { /* pipelined: the stage's l-th layer of its stack */
+        int s0, ns;
+        int64_t l0, nl;
+        k = pl_model_encdec_stage_stack(&t->cfg, P, r, &s0, &ns);
+        pl_status st = pl_model_stage_layers(&part[k], P, r, &l0, &nl);
+        if (st)
+            return st;
+        j = l0 + l;
+    }
     pl_block_weights tmp;
     int64_t hi;
-    return pl_model_layer_bind(&t->reg, &part[k], NULL, k ? l - t->cfg.num_layers : l, &tmp, lo,
-                               &hi);
+    return pl_model_layer_bind(&t->reg, &part[k], NULL, j, &tmp, lo, &hi);
 }
 
 pl_status pl_train_encdec_setup(pl_trainer *t)
@@ -151,8 +161,11 @@ pl_status pl_train_forward(pl_trainer *t, pl_model *m)
 
 pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, void *ctx)
 {
-    if (t->edpp)
-        return pl_train_encdec_pp_backward(t, m, ready, ctx);
+    if (t->edpp) {
+        pl_train_encdec_pp_backward_begin(t, m);
+        pl_status st = pl_model_backward(m, ready, ctx);
+        return st ? st : pl_train_encdec_pp_backward_end(t, m);
+    }
     if (!t->ed || m != &t->model)
         return pl_model_backward(m, ready, ctx);
     return pl_encdec_backward(&t->ed->e, ready, ctx);

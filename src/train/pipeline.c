@@ -87,10 +87,6 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s with --model %s: an "
                          "encoder-decoder pipeline runs 1f1b and gpipe (not interleaved, not "
                          "zb-h1)", pl_pp_kind_name(kind), t->a->model);
-    if (pl_model_is_encdec(&t->cfg) && t->zero_stage >= 2)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--model %s with --pipeline-model-parallel-size %d "
-                         "and ZeRO stage %d: a pipelined encoder-decoder runs ZeRO 0 and 1 "
-                         "(--use-distributed-optimizer)", t->a->model, P, t->zero_stage);
     const pl_pp_spec spec = {kind, P, (int)t->num_micro, v};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
     PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
@@ -325,11 +321,15 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             pl_model_use(m, k);
             const int last = a->mb == M - 1;
             const double tc = pl_time_now();
+            if (t->edpp) /* t5, bart: the encoder output's gradient */
+                pl_train_encdec_pp_backward_begin(t, m);
             if (t->zero_stage >= 2)
                 PL_TRY(pl_train_zero_pp_backward(t, m));
             else
-                PL_TRY(pl_train_backward(t, m, last && t->zero_stage == 0 ? pl_train_grad_ready
-                                                                          : NULL, t));
+                PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? pl_train_grad_ready : NULL,
+                                         t));
+            if (t->edpp)
+                PL_TRY(pl_train_encdec_pp_backward_end(t, m));
             op_time(t, PL_PP_BWD, tc);
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;

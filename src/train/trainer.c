@@ -111,10 +111,17 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
     const pl_param *lnw = pl_model_final_norm(&t->reg, &t->cfg);
     const int regions = t->zero_stage >= 2;
     const int v = t->nchunks > 1 ? t->nchunks : 1; /* model chunks: their layers in turn */
-    const int64_t L = !regions ? 0 : t->cfg.dec_layers ? t->cfg.num_layers + t->cfg.dec_layers
-                                                       : v * stage->nl; /* t5, bart: both stacks */
-    t->zr_emb = regions && stage->first ? 0 : -1;
-    t->zr_l0 = regions && stage->first ? 1 : 0;
+    const int encpp = t->cfg.pp_split > 0 && t->grid.layout.pp > 1; /* t5, bart pipelined */
+    const int64_t L = !regions ? 0 : encpp ? stage->nl
+                      : t->cfg.dec_layers  ? t->cfg.num_layers + t->cfg.dec_layers
+                                           : v * stage->nl; /* t5, bart: both stacks */
+    /* pipelined t5 and bart: a stage's parameters before its first layer (the encoder's
+     * final norm on its last stage, the decoder's embedding copies on its first) */
+    int64_t before = 0;
+    if (regions && encpp && (st = pl_train_encdec_layer_lo(t, 0, &before)))
+        return st;
+    t->zr_emb = regions && (stage->first || before > 0) ? 0 : -1;
+    t->zr_l0 = t->zr_emb >= 0 ? 1 : 0;
     t->zr_tail = regions && lnw->offset >= 0 ? t->zr_l0 + (int)L : -1;
     int nst = 0;
     int64_t *starts = pl_malloc((size_t)(L + 2) * sizeof *starts);

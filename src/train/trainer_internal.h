@@ -207,7 +207,7 @@ int64_t pl_train_data_len(const pl_trainer *t, pl_split s);
 /* encdec_train.c, --model t5 (t->model is the encoder, t->ed holds the decoder):
  * _config sets the decoder's sizes from the flags (nothing for other families);
  * _layer_lo is the flat offset of the whole model's layer l (the encoder's, then
- * the decoder's: ZeRO's regions); _setup, after t->model and ZeRO's hooks, builds
+ * the decoder's: ZeRO's regions; pipelined, of the stage's l-th layer); _setup, after t->model and ZeRO's hooks, builds
  * the decoder on the same buffers and wires the two; _load is a micro-batch of
  * T5 samples. pl_train_forward / pl_train_backward run model chunk m (t->model:
  * with an encoder-decoder, both stacks), backward telling ready each layer. */
@@ -231,8 +231,9 @@ pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, 
  * gradient buffers, the embedding groups); _piped 1 once set up; _bytes what it
  * allocated; _bind points decoder model m's cross-attention at slot k's encoder
  * output, gradient and lengths; _load a micro-batch into this stage's stack;
- * _backward m's current micro-batch, the split stage summing the encoder output's
- * gradient over TP; _tensors the buffers (at most 2) and floats of transfer op of
+ * _backward_begin before m's backward of its current micro-batch (the last stage
+ * zeroes the encoder output's gradient), _backward_end after it (the split stage
+ * sums that over TP); _tensors the buffers (at most 2) and floats of transfer op of
  * slot k, in the order both sides post them; _tied_grads the embedding copies'
  * gradients summed over Megatron's embedding and position-embedding groups. */
 pl_status pl_train_encdec_pp_setup(pl_trainer *t);
@@ -242,8 +243,8 @@ size_t pl_train_encdec_pp_bytes(const pl_trainer *t);
 void pl_train_encdec_pp_bind(pl_trainer *t, pl_model *m, int64_t k);
 pl_status pl_train_encdec_pp_load(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
                                   int64_t *n_loss);
-pl_status pl_train_encdec_pp_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready,
-                                      void *ctx);
+void pl_train_encdec_pp_backward_begin(pl_trainer *t, pl_model *m);
+pl_status pl_train_encdec_pp_backward_end(pl_trainer *t, pl_model *m);
 int pl_train_encdec_pp_tensors(pl_trainer *t, pl_model *m, int64_t k, pl_pp_op op,
                                float *buf[2], int64_t n[2]);
 pl_status pl_train_encdec_pp_tied_grads(pl_trainer *t);

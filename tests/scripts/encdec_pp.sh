@@ -2,8 +2,9 @@
 # Pipelined encoder-decoders (train/encdec_pipe.c, docs/pipeline.md): T5 and BART with
 # --pipeline-model-parallel-split-rank give one process's losses, validation and final
 # parameters (within the bounds train_lib.sh argues: only the order of additions changes)
-# at PP 2 (split 1), TP 2 x PP 2 with sequence parallelism, PP 2 x DP 2 with ZeRO 1, and
-# with Megatron core's --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); the
+# at PP 2 (split 1), TP 2 x PP 2 with sequence parallelism, PP 2 x DP 2 with ZeRO 1, 2 and
+# 3, PP 4 (a middle decoder stage), and with Megatron core's
+# --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); the
 # decoder's copies of the embeddings stay bit-identical to the originals; the first
 # iteration's loss is bit for bit one process's (the same forward, operation for
 # operation); a PP 2 checkpoint resumes at PP 1 and a PP 1 one at PP 2; plait seq2seq
@@ -30,6 +31,12 @@ check "t5 pp 2: the banner names the split and the stage's stack" \
     grep -q "pipeline split: the encoder on stages 0..0, the decoder on 1..1" "$TMP/t_pp2.log"
 layout_checks t5 t_single t_tp2_pp2 "4 2 1 2" "${SPLIT[@]}" --sequence-parallel
 layout_checks t5 t_single t_pp2_dp2_z1 "4 1 2 2" "${SPLIT[@]}" --use-distributed-optimizer
+layout_checks t5 t_single t_pp2_dp2_z2 "4 1 2 2" "${SPLIT[@]}" --zero-stage 2
+layout_checks t5 t_single t_pp2_dp2_z3 "4 1 2 2" "${SPLIT[@]}" --zero-stage 3
+# 4 stages, the decoder on 3: a middle decoder stage passes both tensors on, and the last
+# stage's output layer is a third copy of the word embeddings (Megatron's group 0, S, P-1)
+check "t5 with 3 decoder layers: one process" run t_single3 1 1 1 --decoder-num-layers 3
+layout_checks t5 t_single3 t_pp4 "4 1 1 4" "${SPLIT[@]}" --decoder-num-layers 3
 # Megatron core 0.9's flag: 2 encoder stages before --pipeline-model-parallel-size 1 decoder stage
 EPP=--encoder-pipeline-model-parallel-size
 check "t5 $EPP 2 (GPipe) runs" run t_epp2 3 1 1 $EPP 2 --pipeline-schedule gpipe
@@ -106,9 +113,6 @@ check_fails "interleaving is refused by name" "model chunks .*are not supported"
     timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${T5[@]}" --num-layers 4 \
     --decoder-num-layers 4 --pipeline-model-parallel-size 2 "${SPLIT[@]}" \
     --virtual-pipeline-model-parallel-size 2
-check_fails "ZeRO 2 is refused by name" "a pipelined encoder-decoder runs ZeRO 0 and 1" \
-    timeout -k 5 60 mpirun.openmpi -n 4 "$PLAIT" train "${T5[@]}" --global-batch-size 4 \
-    --pipeline-model-parallel-size 2 "${SPLIT[@]}" --zero-stage 2
 check_fails "the split flag is refused for a decoder-only model" \
     "--pipeline-model-parallel-split-rank is for --model t5 or bart" \
     "$PLAIT" train --mock-data --vocab-size 100 --num-layers 2 --hidden-size 8 \
