@@ -49,8 +49,6 @@ typedef struct pl_train_encdec_pp {
     pl_comm embd, posd; /* the embedding and position-embedding groups (members only) */
 } pl_train_encdec_pp;
 
-int pl_train_encdec_piped(const pl_trainer *t) { return t->edpp != NULL; }
-
 /* The members of one group of pipeline stages (a stage in it: member), over the PP group. */
 static pl_status group_split(pl_trainer *t, int member, const char *name, pl_comm *out)
 {
@@ -76,9 +74,8 @@ pl_status pl_train_encdec_pp_setup(pl_trainer *t)
     e->split = S;
     e->slots = t->pp_slots;
     const int64_t B = t->mbs, Te = t->cfg.seq_length, Td = t->cfg.dec_seq_length, C = m->C;
-    const int tp = t->grid.layout.tp;
     e->ne = B * Te * C;
-    e->nel = t->cfg.sequence_parallel && tp > 1 ? e->ne / tp : e->ne;
+    e->nel = m->blk.sp ? e->ne / t->grid.layout.tp : e->ne; /* sp: the rows of this TP rank */
     const size_t slots = (size_t)e->slots;
     e->scratch = pl_calloc((size_t)(Te > 2 * Td ? Te : 2 * Td), sizeof(int32_t));
     if (e->stack) {

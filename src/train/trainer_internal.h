@@ -228,7 +228,7 @@ void pl_train_encdec_data_free(pl_trainer *t);
 pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, void *ctx);
 /* encdec_pipe.c, a pipelined encoder-decoder (t->model: this stage's part of one
  * stack): _setup after the schedule and t->model (its per-slot encoder output and
- * gradient buffers, the embedding groups); _piped 1 once set up; _bytes what it
+ * gradient buffers, the embedding groups; t->edpp from then on); _bytes what it
  * allocated; _bind points decoder model m's cross-attention at slot k's encoder
  * output, gradient and lengths; _load a micro-batch into this stage's stack;
  * _backward_begin before m's backward of its current micro-batch (the last stage
@@ -238,7 +238,6 @@ pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, 
  * gradients summed over Megatron's embedding and position-embedding groups. */
 pl_status pl_train_encdec_pp_setup(pl_trainer *t);
 void pl_train_encdec_pp_free(pl_trainer *t);
-int pl_train_encdec_piped(const pl_trainer *t);
 size_t pl_train_encdec_pp_bytes(const pl_trainer *t);
 void pl_train_encdec_pp_bind(pl_trainer *t, pl_model *m, int64_t k);
 pl_status pl_train_encdec_pp_load(pl_trainer *t, pl_split s, const int64_t *idx, double scale,

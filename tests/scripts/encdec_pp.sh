@@ -3,7 +3,7 @@
 # --pipeline-model-parallel-split-rank give one process's losses, validation and final
 # parameters (within the bounds train_lib.sh argues: only the order of additions changes)
 # at PP 2 (split 1), TP 2 x PP 2 with sequence parallelism, PP 2 x DP 2 with ZeRO 1, 2 and
-# 3, PP 4 (a middle decoder stage), and with Megatron core's
+# 3, PP 4 (a middle decoder stage), full recomputation at PP 2 (bit for bit), and with Megatron core's
 # --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); the
 # decoder's copies of the embeddings stay bit-identical to the originals; the first
 # iteration's loss is bit for bit one process's (the same forward, operation for
@@ -37,6 +37,11 @@ layout_checks t5 t_single t_pp2_dp2_z3 "4 1 2 2" "${SPLIT[@]}" --zero-stage 3
 # stage's output layer is a third copy of the word embeddings (Megatron's group 0, S, P-1)
 check "t5 with 3 decoder layers: one process" run t_single3 1 1 1 --decoder-num-layers 3
 layout_checks t5 t_single3 t_pp4 "4 1 1 4" "${SPLIT[@]}" --decoder-num-layers 3
+# Full recomputation reruns each stage's layers: PP 2's losses, bit for bit.
+check "t5 pp 2 with full recomputation runs" run t_pp2_rc 2 1 2 "${SPLIT[@]}" \
+    --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
+check "t5 pp 2: full recomputation gives its losses bit for bit" \
+    diff <(losses "$TMP/t_pp2.jsonl") <(losses "$TMP/t_pp2_rc.jsonl")
 # Megatron core 0.9's flag: 2 encoder stages before --pipeline-model-parallel-size 1 decoder stage
 EPP=--encoder-pipeline-model-parallel-size
 check "t5 $EPP 2 (GPipe) runs" run t_epp2 3 1 1 $EPP 2 --pipeline-schedule gpipe
