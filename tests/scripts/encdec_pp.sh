@@ -2,14 +2,14 @@
 # Pipelined encoder-decoders (train/encdec_pipe.c, docs/pipeline.md): T5 and BART with
 # --pipeline-model-parallel-split-rank give one process's losses, validation and final
 # parameters (within the bounds train_lib.sh argues: only the order of additions changes)
-# at PP 2 (split 1), TP 2 x PP 2 with sequence parallelism, PP 2 x DP 2 with ZeRO 1, 2 and
-# 3, PP 4 (a middle decoder stage), full recomputation at PP 2 (bit for bit), and with Megatron core's
-# --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); the
-# decoder's copies of the embeddings stay bit-identical to the originals; the first
-# iteration's loss is bit for bit one process's (the same forward, operation for
-# operation); a PP 2 checkpoint resumes at PP 1 and a PP 1 one at PP 2; plait seq2seq
-# decodes a pipelined checkpoint as the one-process one; what is not supported is refused
-# by name.
+# at PP 2 (split 1), TP 2 x PP 2 with sequence parallelism, PP 2 x DP 2 with ZeRO 0, 1,
+# 2 and 3, PP 4 (a middle decoder stage), and with Megatron core's
+# --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); full recomputation at PP 2
+# gives PP 2's losses bit for bit; the decoder's copies of the embeddings stay
+# bit-identical to the originals; the first iteration's loss is bit for bit one
+# process's (the same forward, operation for operation); a PP 2 checkpoint resumes at
+# PP 1 and a PP 1 one at PP 2; plait seq2seq decodes a pipelined checkpoint as the
+# one-process one; what is not supported is refused by name.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -30,6 +30,7 @@ check "t5 pp 2: the first iteration's loss is one process's bit for bit" first_l
 check "t5 pp 2: the banner names the split and the stage's stack" \
     grep -q "pipeline split: the encoder on stages 0..0, the decoder on 1..1" "$TMP/t_pp2.log"
 layout_checks t5 t_single t_tp2_pp2 "4 2 1 2" "${SPLIT[@]}" --sequence-parallel
+layout_checks t5 t_single t_pp2_dp2 "4 1 2 2" "${SPLIT[@]}"
 layout_checks t5 t_single t_pp2_dp2_z1 "4 1 2 2" "${SPLIT[@]}" --use-distributed-optimizer
 layout_checks t5 t_single t_pp2_dp2_z2 "4 1 2 2" "${SPLIT[@]}" --zero-stage 2
 layout_checks t5 t_single t_pp2_dp2_z3 "4 1 2 2" "${SPLIT[@]}" --zero-stage 3
