@@ -85,6 +85,10 @@ check "plait seq2seq decodes a PP 2 checkpoint as the one-process one" \
              '$PLAIT' seq2seq --load '$TMP/t_single' --input '$TMP/src.txt' --max-new-tokens 6 \
                  > '$TMP/s2s_1.txt' &&
              [ \$(wc -l < '$TMP/s2s_pp2.txt') = 2 ] && diff '$TMP/s2s_1.txt' '$TMP/s2s_pp2.txt'"
+check "plait seq2seq decodes a TP 2 x PP 2 checkpoint on 2 ranks (TP 2) as one process" \
+    bash -c "timeout -k 5 60 mpirun.openmpi -n 2 '$PLAIT' seq2seq --load '$TMP/t_tp2_pp2' \
+             --input '$TMP/src.txt' --max-new-tokens 6 > '$TMP/s2s_tp2_pp2.txt' &&
+             diff '$TMP/s2s_1.txt' '$TMP/s2s_tp2_pp2.txt'"
 
 # BART (NeMo's BART dataset, post-LN as Hugging Face's): TP 2 x PP 2.
 COMMON=(--model bart --data-path "$TMP/kjv_sent" --vocab-file "$PLAIT_DATA/bert/vocab.txt"
