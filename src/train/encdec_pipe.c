@@ -26,8 +26,9 @@
  * decoder's stages the encoder's lengths, its padding mask). This file holds the
  * per-slot buffers the transfers need and is called by pipeline.c's interpreter
  * and by encdec_train.c; ZeRO 2-3's regions are trainer.c's (what precedes a stage's
- * first layer is its region outside the layers). Not here: interleaving, ZB-H1
- * (refused in pipeline.c). */
+ * first layer is its region outside the layers). ZB-H1: the encoder output's
+ * gradient is an input's, formed by the input half. Not here: interleaving (refused
+ * at registration and in pipeline.c). */
 #include "train/trainer_internal.h"
 
 #include "base/alloc.h"

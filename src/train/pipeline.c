@@ -83,10 +83,10 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
         kind != PL_PP_INTERLEAVED)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b, "
                          "gpipe, zb-h1 and interleaved", pl_pp_kind_name(kind));
-    if (pl_model_is_encdec(&t->cfg) && kind != PL_PP_1F1B && kind != PL_PP_GPIPE)
+    if (pl_model_is_encdec(&t->cfg) && kind == PL_PP_INTERLEAVED)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s with --model %s: an "
-                         "encoder-decoder pipeline runs 1f1b and gpipe (not interleaved, not "
-                         "zb-h1)", pl_pp_kind_name(kind), t->a->model);
+                         "encoder-decoder pipeline runs 1f1b, gpipe and zb-h1 (no model chunks)",
+                         pl_pp_kind_name(kind), t->a->model);
     const pl_pp_spec spec = {kind, P, (int)t->num_micro, v};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
     PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
@@ -340,7 +340,11 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k + 1]));
             pl_model_use(m, k);
             const double tc = pl_time_now();
+            if (t->edpp) /* t5, bart: the encoder output's gradient is an input's */
+                pl_train_encdec_pp_backward_begin(t, m);
             PL_TRY(pl_model_backward_input(m));
+            if (t->edpp)
+                PL_TRY(pl_train_encdec_pp_backward_end(t, m));
             op_time(t, PL_PP_BWD_INPUT, tc);
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;
@@ -348,6 +352,8 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
         }
         case PL_PP_BWD_WEIGHT: {
             pl_model_use(m, k);
+            if (t->edpp) /* the cross-attention's weights read the slot's encoder output */
+                pl_train_encdec_pp_bind(t, m, k);
             const int last = a->mb == M - 1; /* weight halves run in micro-batch order */
             if (t->zero_stage >= 2)
                 PL_TRY(pl_train_zero_pp_backward_weight(t, m));

@@ -3,7 +3,8 @@
 # --pipeline-model-parallel-split-rank give one process's losses, validation and final
 # parameters (within the bounds train_lib.sh argues: only the order of additions changes)
 # at PP 2 (split 1), TP 2 x PP 2 with sequence parallelism, PP 2 x DP 2 with ZeRO 0, 1,
-# 2 and 3, PP 4 (a middle decoder stage), and with Megatron core's
+# 2 and 3, PP 4 (a middle decoder stage; under ZB-H1 1F1B's run bit for bit), and with
+# Megatron core's
 # --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); full recomputation at PP 2
 # gives PP 2's losses bit for bit; the decoder's copies of the embeddings stay
 # bit-identical to the originals; the first iteration's loss is bit for bit one
@@ -38,6 +39,14 @@ layout_checks t5 t_single t_pp2_dp2_z3 "4 1 2 2" "${SPLIT[@]}" --zero-stage 3
 # stage's output layer is a third copy of the word embeddings (Megatron's group 0, S, P-1)
 check "t5 with 3 decoder layers: one process" run t_single3 1 1 1 --decoder-num-layers 3
 layout_checks t5 t_single3 t_pp4 "4 1 1 4" "${SPLIT[@]}" --decoder-num-layers 3
+# ZB-H1: each backward in its input half (the encoder output's gradient among the inputs')
+# and its weight half, later: 1F1B's run bit for bit (the same sums in the same order)
+check "t5 pp 4 under zb-h1 runs" run t_pp4_zb 4 1 4 "${SPLIT[@]}" --decoder-num-layers 3 \
+    --pipeline-schedule zb-h1
+check "t5 pp 4: zb-h1 gives 1f1b's losses bit for bit" \
+    diff <(losses "$TMP/t_pp4.jsonl") <(losses "$TMP/t_pp4_zb.jsonl")
+check "t5 pp 4: zb-h1 gives 1f1b's final parameters bit for bit" \
+    $PY "$CK" same "$TMP/t_pp4_zb/iter_0000010" "$TMP/t_pp4/iter_0000010" 0 0
 # Full recomputation reruns each stage's layers: PP 2's losses, bit for bit.
 check "t5 pp 2 with full recomputation runs" run t_pp2_rc 2 1 2 "${SPLIT[@]}" \
     --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
@@ -117,8 +126,6 @@ check_fails "both split flags together are refused" \
     "give --pipeline-model-parallel-split-rank or --encoder-pipeline-model-parallel-size, not both" \
     "$PLAIT" train "${T5[@]}" --pipeline-model-parallel-size 2 "${SPLIT[@]}" \
     --encoder-pipeline-model-parallel-size 1
-check_fails "zb-h1 is refused by name" "encoder-decoder pipeline runs 1f1b and gpipe" \
-    mpi2 "${T5[@]}" --pipeline-model-parallel-size 2 "${SPLIT[@]}" --pipeline-schedule zb-h1
 check_fails "interleaving is refused by name" "model chunks .*are not supported" \
     timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${T5[@]}" --num-layers 4 \
     --decoder-num-layers 4 --pipeline-model-parallel-size 2 "${SPLIT[@]}" \
