@@ -352,8 +352,9 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
             return pl_errorf(PL_ERR_UNSUPPORTED, "--model %s with --pipeline-model-parallel-"
                              "split-rank: model chunks (--virtual-pipeline-model-parallel-size) and "
                              "--decoder-first/last-pipeline-num-layers are not supported; each "
-                             "stack's layers are shared evenly by its stages",
-                             pl_family_get(c->family)->name);
+                             "stack's layers are shared evenly by its stages (Megatron: "
+                             "\"Interleaving is not supported when xattn is required between "
+                             "encoder and decoder\")", pl_family_get(c->family)->name);
         if (S > 0) { /* the decoder's first stage embeds too: copies of the embeddings */
             const int np = c->block.pos == PL_POS_LEARNED ? 2 : 1;
             for (int i = 0; i < np; i++) {
