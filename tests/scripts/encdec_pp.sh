@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Pipelined encoder-decoders (train/encdec_pipe.c, docs/pipeline.md): T5 and BART with
-# --pipeline-model-parallel-split-rank give one process's losses, validation and final
+# Pipelined encoder-decoders (train/encdec_pipe.c, docs/pipeline.md): T5 with
+# --pipeline-model-parallel-split-rank gives one process's losses, validation and final
 # parameters (within the bounds train_lib.sh argues: only the order of additions changes)
 # at PP 2 (split 1), TP 2 x PP 2 with sequence parallelism, PP 2 x DP 2 with ZeRO 0, 1,
-# 2 and 3, PP 4 (a middle decoder stage; under ZB-H1 1F1B's run bit for bit), and with
-# Megatron core's
-# --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); full recomputation at PP 2
-# gives PP 2's losses bit for bit; the decoder's copies of the embeddings stay
-# bit-identical to the originals; the first iteration's loss is bit for bit one
-# process's (the same forward, operation for operation); a PP 2 checkpoint resumes at
-# PP 1 and a PP 1 one at PP 2; plait seq2seq decodes a pipelined checkpoint as the
-# one-process one; what is not supported is refused by name.
+# 2 and 3, PP 4 (a middle decoder stage) and with Megatron core's
+# --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); so does BART on
+# MegaMolBART's SMILES objective at TP 2 x PP 2. Full recomputation at PP 2 and ZB-H1 at
+# PP 4 give the 1F1B run bit for bit; the decoder's copies of the embeddings stay
+# bit-identical to the originals; the first iteration's loss is one process's bit for
+# bit (the same forward, operation for operation); a PP 2 checkpoint resumes at PP 1 and
+# a PP 1 one at PP 2; plait seq2seq decodes pipelined checkpoints as the one-process
+# one; what is not supported is refused by name.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -99,14 +99,34 @@ check "plait seq2seq decodes a TP 2 x PP 2 checkpoint on 2 ranks (TP 2) as one p
              --input '$TMP/src.txt' --max-new-tokens 6 > '$TMP/s2s_tp2_pp2.txt' &&
              diff '$TMP/s2s_1.txt' '$TMP/s2s_tp2_pp2.txt'"
 
-# BART (NeMo's BART dataset, post-LN as Hugging Face's): TP 2 x PP 2.
-COMMON=(--model bart --data-path "$TMP/kjv_sent" --vocab-file "$PLAIT_DATA/bert/vocab.txt"
-        --split 90,10,0 --seq-length 32 --num-layers 2 --hidden-size 32 --num-attention-heads 4
-        --micro-batch-size 2 --global-batch-size 8 --lr 1e-3 --min-lr 1e-4
-        --lr-decay-style cosine --lr-warmup-iters 2 --log-interval 1 --eval-iters 2
-        --eval-interval 5 --seed 7 --train-iters 10)
-check "bart: one process trains 10 iterations" run b_single 1 1 1
-layout_checks bart b_single b_tp2_pp2 "4 2 1 2" "${SPLIT[@]}"
+# BART on MegaMolBART's objective (SMILES, each stage augmenting and masking the same
+# samples alike: the encoder's stage the encoder input, the decoder's the decoder's): TP 2
+# x PP 2. Molecules: the shipped set's canonical SMILES (RDKit), as bart_train.sh.
+$PY - "$PLAIT_DATA/smiles" "$TMP/mols.csv" <<'PY'
+import csv, sys
+from rdkit import Chem, RDLogger
+RDLogger.DisableLog("rdApp.*")
+out = []
+for s, _ in csv.reader(open(f"{sys.argv[1]}/wehi_mols.csv")):
+    m = Chem.MolFromSmiles(s)
+    c = Chem.MolToSmiles(m) if m else None
+    if c and len(c) <= 150:
+        out.append(c)
+with open(sys.argv[2], "w") as f:
+    f.write("zinc_id,SMILES\n")
+    f.writelines(f"w{i},{s}\n" for i, s in enumerate(out[:1200]))
+PY
+"$PLAIT" data smiles-augment --input "$TMP/mols.csv" --csv-column 1 --skip-header --num 5 \
+    --keep-input --seed 3 2>/dev/null | tr "\t" "\n" >"$TMP/aug.txt"
+"$PLAIT" data build-vocab --tokenizer-type SmilesTokenizer --input "$TMP/aug.txt" \
+    --output "$TMP/mmb.vocab" >/dev/null 2>&1
+COMMON=(--model bart --tokenizer-type SmilesTokenizer --vocab-file "$TMP/mmb.vocab"
+        --data-path "$TMP/mols.csv" --split 90,10,0 --seq-length 64 --num-layers 2
+        --hidden-size 32 --num-attention-heads 4 --micro-batch-size 2 --global-batch-size 8
+        --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 2 --log-interval 1
+        --eval-iters 2 --eval-interval 5 --seed 7 --train-iters 10)
+check "MegaMolBART: one process trains 10 iterations" run m_single 1 1 1
+layout_checks MegaMolBART m_single m_tp2_pp2 "4 2 1 2" "${SPLIT[@]}"
 
 # Refusals, each naming the flags and what is expected.
 T5=(--model t5 --data-path "$TMP/kjv_sent" --vocab-file "$PLAIT_DATA/bert/vocab.txt"
