@@ -9,8 +9,8 @@
 # PP 4 give the 1F1B run bit for bit; the decoder's copies of the embeddings stay
 # bit-identical to the originals; the first iteration's loss is one process's bit for
 # bit (the same forward, operation for operation); a PP 2 checkpoint resumes at PP 1 and
-# a PP 1 one at PP 2; plait seq2seq decodes pipelined checkpoints as the one-process
-# one; what is not supported is refused by name.
+# a PP 1 one at PP 2, also through plait ckpt reshard; plait seq2seq decodes pipelined
+# checkpoints as the one-process one; what is not supported is refused by name.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -86,6 +86,20 @@ check "t5: ... its losses are one process's" later_losses t_res_pp2
 ckpt_both t_res_pp2 t_single
 check "t5: ... its final parameters are one process's" ckpt_passed t_res_pp2 same
 check "t5: ... the decoder's copies equal their originals" ckpt_passed t_res_pp2 replicas
+# plait ckpt reshard writes the PP 2 layout offline (the split recorded in the manifest):
+# resuming from it is resuming from the one-process checkpoint at PP 2, bit for bit.
+check "ckpt reshard writes a one-process T5 checkpoint at PP 2, split rank 1" \
+    bash -c "'$PLAIT' ckpt reshard '$TMP/t_single' --ckpt-step 5 --out '$TMP/t_rs' \
+                 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 2 \
+                 --pipeline-model-parallel-split-rank 1 >/dev/null &&
+             '$PLAIT' ckpt inspect '$TMP/t_rs' | grep -q 'PP 2 x DP 1, ZeRO stage 0, the decoder from stage 1'"
+check "t5: the resharded checkpoint resumes at PP 2" resume t_res_rs t_rs 2 2 "${SPLIT[@]}"
+check "t5: ... as the one-process checkpoint does, bit for bit" \
+    diff <(losses "$TMP/t_res_rs.jsonl") <(losses "$TMP/t_res_pp2.jsonl")
+check_fails "ckpt reshard of T5 to PP 2 without a split rank is refused, naming the flag" \
+    "--pipeline-model-parallel-split-rank 0 must be in 1..1" \
+    "$PLAIT" ckpt reshard "$TMP/t_single" --out "$TMP/t_rs_bad" --tensor-model-parallel-size 1 \
+    --pipeline-model-parallel-size 2
 
 printf 'in the beginning god created the heaven\nand the earth\n' >"$TMP/src.txt"
 check "plait seq2seq decodes a PP 2 checkpoint as the one-process one" \
