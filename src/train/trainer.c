@@ -338,6 +338,8 @@ static pl_status setup_model(pl_trainer *t)
     int s0, ns;
     const int stack = c->pp_split > 0 && pl_model_encdec_stage_stack(c, t->grid.layout.pp,
                                                                       t->grid.pp_rank, &s0, &ns);
+    if (parts[stack].recompute.num_layers > stage.nl) /* capped to the stage, as each stack is */
+        parts[stack].recompute.num_layers = stage.nl;
     PL_TRY(pl_model_init(&t->model, pl_model_is_encdec(c) ? &parts[stack] : c, &t->reg, t->params,
                          t->grads, t->mbs, &stage, pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;

@@ -5,8 +5,8 @@
 # at PP 2 (split 1), TP 2 x PP 2 with sequence parallelism, PP 2 x DP 2 with ZeRO 0, 1,
 # 2 and 3, PP 4 (a middle decoder stage) and with Megatron core's
 # --encoder-pipeline-model-parallel-size 2 (3 stages, GPipe); so does BART on
-# MegaMolBART's SMILES objective at TP 2 x PP 2. Full recomputation at PP 2 and ZB-H1 at
-# PP 4 give the 1F1B run bit for bit; the decoder's copies of the embeddings stay
+# MegaMolBART's SMILES objective at TP 2 x PP 2. Full recomputation and ZB-H1 at PP 4
+# give the 1F1B run bit for bit; the decoder's copies of the embeddings stay
 # bit-identical to the originals; the first iteration's loss is one process's bit for
 # bit (the same forward, operation for operation); a PP 2 checkpoint resumes at PP 1 and
 # a PP 1 one at PP 2, also through plait ckpt reshard; plait seq2seq decodes pipelined
@@ -39,6 +39,13 @@ layout_checks t5 t_single t_pp2_dp2_z3 "4 1 2 2" "${SPLIT[@]}" --zero-stage 3
 # stage's output layer is a third copy of the word embeddings (Megatron's group 0, S, P-1)
 check "t5 with 3 decoder layers: one process" run t_single3 1 1 1 --decoder-num-layers 3
 layout_checks t5 t_single3 t_pp4 "4 1 1 4" "${SPLIT[@]}" --decoder-num-layers 3
+# Full recomputation reruns each stage's layers (2 a group, capped to a decoder stage's 1
+# as a stack's count is capped to its layers): the run bit for bit.
+check "t5 pp 4 with full recomputation of 2 layers a group runs" run t_pp4_rc 4 1 4 \
+    "${SPLIT[@]}" --decoder-num-layers 3 --recompute-granularity full \
+    --recompute-method uniform --recompute-num-layers 2
+check "t5 pp 4: full recomputation gives its losses bit for bit" \
+    diff <(losses "$TMP/t_pp4.jsonl") <(losses "$TMP/t_pp4_rc.jsonl")
 # ZB-H1: each backward in its input half (the encoder output's gradient among the inputs')
 # and its weight half, later: 1F1B's run bit for bit (the same sums in the same order)
 check "t5 pp 4 under zb-h1 runs" run t_pp4_zb 4 1 4 "${SPLIT[@]}" --decoder-num-layers 3 \
@@ -47,11 +54,6 @@ check "t5 pp 4: zb-h1 gives 1f1b's losses bit for bit" \
     diff <(losses "$TMP/t_pp4.jsonl") <(losses "$TMP/t_pp4_zb.jsonl")
 check "t5 pp 4: zb-h1 gives 1f1b's final parameters bit for bit" \
     $PY "$CK" same "$TMP/t_pp4_zb/iter_0000010" "$TMP/t_pp4/iter_0000010" 0 0
-# Full recomputation reruns each stage's layers: PP 2's losses, bit for bit.
-check "t5 pp 2 with full recomputation runs" run t_pp2_rc 2 1 2 "${SPLIT[@]}" \
-    --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
-check "t5 pp 2: full recomputation gives its losses bit for bit" \
-    diff <(losses "$TMP/t_pp2.jsonl") <(losses "$TMP/t_pp2_rc.jsonl")
 # Megatron core 0.9's flag: 2 encoder stages before --pipeline-model-parallel-size 1 decoder stage
 EPP=--encoder-pipeline-model-parallel-size
 check "t5 $EPP 2 (GPipe) runs" run t_epp2 3 1 1 $EPP 2 --pipeline-schedule gpipe
