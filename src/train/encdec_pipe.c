@@ -50,6 +50,15 @@ typedef struct pl_train_encdec_pp {
     pl_comm embd, posd; /* the embedding and position-embedding groups (members only) */
 } pl_train_encdec_pp;
 
+/* n floats, zeroed: their pages faulted in now, not in the first step */
+static float *touched(size_t n)
+{
+    float *p = pl_malloc((n ? n : 1) * sizeof(float));
+    if (p)
+        memset(p, 0, (n ? n : 1) * sizeof(float));
+    return p;
+}
+
 /* The members of one group of pipeline stages (a stage in it: member), over the PP group. */
 static pl_status group_split(pl_trainer *t, int member, const char *name, pl_comm *out)
 {
@@ -81,18 +90,18 @@ pl_status pl_train_encdec_pp_setup(pl_trainer *t)
     e->scratch = pl_calloc((size_t)(Te > 2 * Td ? Te : 2 * Td), sizeof(int32_t));
     if (e->stack) {
         m->layer_id0 = t->cfg.num_layers; /* the dropout masks' layer numbers, as one process's */
-        e->enc_out = pl_calloc(slots * (size_t)e->ne, sizeof(float));
-        e->denc = pl_calloc(slots * (size_t)e->ne, sizeof(float));
+        e->enc_out = touched(slots * (size_t)e->ne);
+        e->denc = touched(slots * (size_t)e->ne);
         e->enc_len = pl_calloc(slots * (size_t)B, sizeof(int32_t));
         if (r == S)
-            e->dsum = pl_calloc(slots * (size_t)e->nel, sizeof(float));
+            e->dsum = touched(slots * (size_t)e->nel);
         if (!e->enc_out || !e->denc || !e->enc_len || (r == S && !e->dsum))
             return pl_errorf(PL_ERR_NOMEM, "out of memory for the encoder output's slots");
         for (int64_t i = 0; i < (int64_t)slots * B; i++)
             e->enc_len[i] = (int32_t)Te;
         pl_train_encdec_pp_bind(t, m, 0);
     } else if (r == S - 1) {
-        e->dlnf = pl_calloc((size_t)e->nel, sizeof(float));
+        e->dlnf = touched((size_t)e->nel);
         if (!e->dlnf)
             return pl_errorf(PL_ERR_NOMEM, "out of memory for the encoder output's gradient");
         m->dlnf_in = e->dlnf;
