@@ -19,7 +19,7 @@ typedef struct ckpt_opts {
     int64_t ckpt_step;
     int json, no_verify;
     const char *out;
-    int64_t tp, pp;
+    int64_t tp, pp, pp_split;
     int weights_only, bf16, fp32, release, no_zero_fp32;
     const char *format, *max_shard_size;
     int64_t divisible_by, vocab_size;
@@ -38,6 +38,9 @@ static const pl_option reshard_table[] = {
     {"--tensor-model-parallel-size", PL_OPT_INT, NULL, F(tp), "TP size to write", NULL,
      PL_OPT_REQUIRED},
     {"--pipeline-model-parallel-size", PL_OPT_INT, "1", F(pp), "PP size to write", NULL, 0},
+    {"--pipeline-model-parallel-split-rank", PL_OPT_INT, "0", F(pp_split),
+     "t5, bart at PP > 1: the decoder's first stage (default: the saved one at the saved PP size)",
+     NULL, 0},
     {"--ckpt-step", PL_OPT_INT, "-1", F(ckpt_step), "iteration to read (default: the latest)", NULL,
      0},
     {"--weights-only", PL_OPT_BOOL, NULL, F(weights_only), "leave out Adam's moments", NULL, 0},
@@ -126,11 +129,15 @@ static void print_text(const cJSON *d)
     char *state = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(d, "state"));
     printf("directory: %s\nfamily: %s\n", cJSON_GetObjectItemCaseSensitive(d, "directory")->valuestring,
            cJSON_GetObjectItemCaseSensitive(d, "family")->valuestring);
-    printf("layout: TP %.0f x PP %.0f x DP %.0f, ZeRO stage %.0f\n",
+    const cJSON *split = cJSON_GetObjectItemCaseSensitive(lay, "pipeline_model_parallel_split_rank");
+    printf("layout: TP %.0f x PP %.0f x DP %.0f, ZeRO stage %.0f",
            cJSON_GetObjectItemCaseSensitive(lay, "tensor_model_parallel_size")->valuedouble,
            cJSON_GetObjectItemCaseSensitive(lay, "pipeline_model_parallel_size")->valuedouble,
            cJSON_GetObjectItemCaseSensitive(lay, "data_parallel_size")->valuedouble,
            cJSON_GetObjectItemCaseSensitive(lay, "zero_stage")->valuedouble);
+    if (split) /* a pipelined encoder-decoder */
+        printf(", the decoder from stage %.0f", split->valuedouble);
+    printf("\n");
     printf("model: %s\nstate: %s\n", model ? model : "?", state ? state : "?");
     cJSON_free(model);
     cJSON_free(state);
@@ -242,7 +249,7 @@ static int rewrite(const pl_command_spec *cmd, int argc, char **argv, int conver
     int64_t it;
     pl_status st = resolve(path, o.ckpt_step, dir, sizeof dir, &it);
     pl_ckpt_rewrite w = {convert ? 0 : (int)o.tp, convert ? 0 : (int)o.pp, o.weights_only, o.bf16,
-                         convert};
+                         convert, convert ? 0 : (int)o.pp_split};
     if (!st)
         st = pl_ckpt_rewrite_to(dir, it, o.out, &w);
     if (st)

@@ -45,6 +45,8 @@ typedef struct pl_ckpt_meta {
     double beta1, beta2, eps, weight_decay;
     uint64_t seed;
     int tp, pp, dp;
+    int pp_split; /* a pipelined t5 or bart: the decoder's first stage (Megatron's
+                   * pipeline_model_parallel_split_rank); 0: none */
     /* The tokenizer, for generate; strings may be NULL. Manifests written before
      * tokenizer_model existed lack it and the two numbers: they read as NULL / 0. */
     const char *tokenizer_type, *vocab_file, *merge_file, *tokenizer_model;

@@ -15,8 +15,8 @@ static pl_status slice(const pl_registry *reg, const pl_registry *g, const float
         const pl_param *p = &reg->params[i];
         if (p->offset < 0)
             continue;
-        const pl_param *gp = pl_registry_find(g, p->tied_copy ? "embedding.word_embeddings.weight"
-                                                              : p->name);
+        const char *orig = p->tied_copy ? pl_model_tied_original(p->name) : NULL;
+        const pl_param *gp = pl_registry_find(g, orig ? orig : p->name);
         if (!gp || gp->shape[1] != p->shape[1])
             return pl_errorf(PL_ERR_ARG, "plait's %s is not in the assembled model", p->name);
         const int64_t rows = p->local_shape[0], cols = p->local_shape[1];

@@ -135,6 +135,8 @@ cJSON *pl_ckpt_manifest_build(const pl_model_config *cfg, const pl_ckpt_meta *m,
     pl_ckpt_jnum(par, "tensor_model_parallel_size", m->tp, &b);
     pl_ckpt_jnum(par, "pipeline_model_parallel_size", m->pp, &b);
     pl_ckpt_jnum(par, "data_parallel_size", m->dp, &b);
+    if (m->pp_split > 0)
+        pl_ckpt_jnum(par, "pipeline_model_parallel_split_rank", m->pp_split, &b);
     cJSON *sch = pl_ckpt_jobj(root, "scheduler", &b);
     pl_ckpt_jnum(sch, "max_lr", m->schedule.max_lr, &b);
     pl_ckpt_jnum(sch, "min_lr", m->schedule.min_lr, &b);
@@ -389,6 +391,9 @@ static int encdec_shape(const pl_model_config *c, const char *name, int64_t *l, 
     pl_model_config part[2];
     pl_model_encdec_parts(c, &part[0], &part[1]);
     *l = -1;
+    const char *orig = pl_model_tied_original(name); /* pipelined: the decoder's copies */
+    if (orig && strncmp(name, "decoder_embedding.", 18) == 0)
+        name = orig;
     if (strcmp(name, pl_model_output_bias_name(c)) == 0) {
         shape[0] = c->padded_vocab, shape[1] = 0;
         return 1;
@@ -592,6 +597,14 @@ static pl_status state_read(const cJSON *root, int64_t it, const char *mpath, pl
     m->schedule.decay_steps = (int64_t)x[13];
     m->schedule.num_steps = (int64_t)x[14];
     m->tp = (int)x[15], m->pp = (int)x[16], m->dp = (int)x[17];
+    m->pp_split = 0;
+    if (cJSON_GetObjectItemCaseSensitive(par, "pipeline_model_parallel_split_rank")) {
+        /* optional: a pipelined encoder-decoder's */
+        if ((st = pl_ckpt_jfield(par, "parallel", "pipeline_model_parallel_split_rank", 1,
+                                 m->pp - 1, 1, mpath, &x[18])))
+            return st;
+        m->pp_split = (int)x[18];
+    }
     const cJSON *style = cJSON_GetObjectItemCaseSensitive(sch, "lr_decay_style");
     int sv = cJSON_IsString(style) ? pl_lr_style_parse(style->valuestring) : -1;
     if (sv < 0)

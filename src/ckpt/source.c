@@ -170,6 +170,7 @@ static pl_status build_saved(pl_ckpt_source *s, int t, pl_registry *out)
     pl_model_config c = s->cfg;
     c.pp_chunks = 0;
     c.pp_first_layers = c.pp_last_layers = 0;
+    c.pp_split = 0;
     pl_registry full;
     pl_registry_init(&full, s->tp, t, 0);
     pl_registry_init(out, s->tp, t, -1);
@@ -191,8 +192,11 @@ static pl_status build_saved(pl_ckpt_source *s, int t, pl_registry *out)
             break;
         const pl_param *q = pl_registry_find(&full, e->string);
         int tied = 0;
-        if (!q && strcmp(e->string, "output_layer.weight") == 0 && !c.untie) {
-            q = pl_registry_find(&full, "embedding.word_embeddings.weight");
+        /* a pipelined run's copies: the last stage's output layer (tied), the
+         * decoder's first stage's embeddings (t5, bart) */
+        const char *orig = pl_model_tied_original(e->string);
+        if (!q && orig && (strcmp(e->string, "output_layer.weight") != 0 || !c.untie)) {
+            q = pl_registry_find(&full, orig);
             tied = 1;
         }
         if (!q) {
@@ -445,8 +449,8 @@ static int saved_index(const pl_ckpt_source *s, const pl_param *p)
 {
     const pl_registry *r = &s->regs[0];
     for (int pass = 0; pass < 2; pass++) {
-        const char *want = pass == 0 ? p->name : "embedding.word_embeddings.weight";
-        if (pass == 1 && !p->tied_copy)
+        const char *want = pass == 0 ? p->name : pl_model_tied_original(p->name);
+        if (pass == 1 && (!p->tied_copy || !want))
             break;
         for (int i = 0; i < r->n; i++)
             if (strcmp(r->params[i].name, want) == 0)

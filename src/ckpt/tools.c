@@ -122,6 +122,7 @@ pl_status pl_ckpt_describe(const char *dir, int64_t it, int verify, cJSON **out)
                                      pl_family_get(pl_ckpt_source_config(s)->family)->name) &&
              (lay = cJSON_AddObjectToObject(root, "layout")) && add_num(lay, "tensor_model_parallel_size", m->tp) &&
              add_num(lay, "pipeline_model_parallel_size", m->pp) &&
+             (!m->pp_split || add_num(lay, "pipeline_model_parallel_split_rank", m->pp_split)) &&
              add_num(lay, "data_parallel_size", m->dp) &&
              add_num(lay, "zero_stage", pl_ckpt_source_zero_stage(s)) &&
              cJSON_AddItemToObject(root, "model", cJSON_Duplicate(
@@ -191,6 +192,8 @@ pl_status pl_ckpt_rewrite_to(const char *dir, int64_t it, const char *out,
     cfg.padded_vocab = pl_model_padded_vocab(cfg.vocab_size, cfg.divisible_by, tp);
     cfg.pp_chunks = 0;
     cfg.pp_first_layers = cfg.pp_last_layers = 0;
+    /* an encoder-decoder's split: given, or the saved one at the saved PP size */
+    cfg.pp_split = pp > 1 ? (w->pp_split > 0 ? w->pp_split : pp == meta.pp ? meta.pp_split : 0) : 0;
     if (!w->weights_only && !pl_ckpt_source_has_moments(s)) {
         st = pl_errorf(PL_ERR_FORMAT, "%s: a weights-only checkpoint: add --weights-only",
                        pl_ckpt_source_manifest_path(s));
@@ -203,6 +206,7 @@ pl_status pl_ckpt_rewrite_to(const char *dir, int64_t it, const char *out,
                                                          : "past the new padding are dropped");
     meta.tp = tp;
     meta.pp = pp;
+    meta.pp_split = (int)cfg.pp_split;
     meta.dp = 1;
     meta.iteration = w->release ? 0 : it;
     char tmp[4200];

@@ -38,6 +38,8 @@ typedef struct pl_ckpt_rewrite {
     int weights_only; /* no Adam moments */
     int bf16;         /* the parameters as BF16 (weights only) */
     int release;      /* write out/release (Megatron's name), else out/iter_N */
+    int pp_split;     /* t5, bart at pp > 1: the decoder's first stage (0: the saved one,
+                       * when pp is the saved PP size) */
 } pl_ckpt_rewrite;
 
 /* Writes iteration it of dir into the save directory out as w says. */

@@ -6,6 +6,7 @@
 #include "base/status.h"
 
 #include <math.h>
+#include <string.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -70,6 +71,32 @@ void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_mo
     for (int k = 0; k < 2; k++)
         if (part[k]->recompute.num_layers > part[k]->num_layers)
             part[k]->recompute.num_layers = part[k]->num_layers;
+}
+
+int pl_model_encdec_stage_stack(const pl_model_config *c, int pp_size, int stage, int *s0,
+                                int *ns)
+{
+    const int S = (int)c->pp_split;
+    const int dec = stage >= S;
+    *s0 = dec ? S : 0;
+    *ns = dec ? pp_size - S : S;
+    return dec;
+}
+
+/* The decoder's first stage's copies of the embeddings (a pipelined encoder-decoder),
+ * and the last stage's output layer, each tied to its original. */
+static const char *const tied_names[][2] = {
+    {"output_layer.weight", "embedding.word_embeddings.weight"},
+    {"decoder_embedding.word_embeddings.weight", "embedding.word_embeddings.weight"},
+    {"decoder_embedding.position_embeddings.weight", "embedding.position_embeddings.weight"},
+};
+
+const char *pl_model_tied_original(const char *copy)
+{
+    for (size_t i = 0; i < sizeof tied_names / sizeof *tied_names; i++)
+        if (strcmp(copy, tied_names[i][0]) == 0)
+            return tied_names[i][1];
+    return NULL;
 }
 
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c)
@@ -141,7 +168,11 @@ static pl_status register_final_norm(pl_registry *r, const pl_model_config *c, i
 {
     pl_status st = PL_OK;
     const int64_t C = c->hidden;
-    const int last = pp_size - 1;
+    int s0 = 0, ns = pp_size; /* a pipelined encoder-decoder: the last stage of the part's stack */
+    if (c->part != PL_PART_WHOLE && c->pp_split > 0)
+        pl_model_encdec_stage_stack(c, pp_size, c->part == PL_PART_DECODER ? pp_size - 1 : 0, &s0,
+                                    &ns);
+    const int last = s0 + ns - 1;
     const char *stack = pl_model_stack(c);
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
     snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", stack);
@@ -307,12 +338,35 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
          * flat buffer holds before its first layer, the embeddings' region and
          * DP bucket: its gradient is final when the encoder's backward ends, as
          * theirs), the encoder's layers, then the decoder's stack */
-        if (pp_size > 1)
-            return pl_errorf(PL_ERR_UNSUPPORTED, "--model %s with --pipeline-model-parallel-size "
-                             "%d: encoder-decoder models are not pipelined yet (Megatron's "
-                             "--pipeline-model-parallel-split-rank, the encoder's stages before "
-                             "the decoder's, is not implemented); use tensor and data "
-                             "parallelism", pl_family_get(c->family)->name, pp_size);
+        const int64_t S = c->pp_split;
+        if (pp_size > 1 && (S < 1 || S >= pp_size))
+            return pl_errorf(PL_ERR_ARG, "--model %s with --pipeline-model-parallel-size %d: "
+                             "--pipeline-model-parallel-split-rank %lld must be in 1..%d (the "
+                             "encoder's stages 0..S-1, the decoder's S..%d)",
+                             pl_family_get(c->family)->name, pp_size, (long long)S, pp_size - 1,
+                             pp_size - 1);
+        if (pp_size == 1 && S > 0)
+            return pl_errorf(PL_ERR_ARG, "--pipeline-model-parallel-split-rank %lld needs "
+                             "--pipeline-model-parallel-size 2 or more", (long long)S);
+        if (S > 0 && (c->pp_chunks > 1 || c->pp_first_layers || c->pp_last_layers))
+            return pl_errorf(PL_ERR_UNSUPPORTED, "--model %s with --pipeline-model-parallel-"
+                             "split-rank: model chunks (--virtual-pipeline-model-parallel-size) and "
+                             "--decoder-first/last-pipeline-num-layers are not supported; each "
+                             "stack's layers are shared evenly by its stages (Megatron: "
+                             "\"Interleaving is not supported when xattn is required between "
+                             "encoder and decoder\")", pl_family_get(c->family)->name);
+        if (S > 0) { /* the decoder's first stage embeds too: copies of the embeddings */
+            const int np = c->block.pos == PL_POS_LEARNED ? 2 : 1;
+            for (int i = 0; i < np; i++) {
+                pl_param_spec cp = emb[i];
+                cp.name = tied_names[1 + i][0];
+                cp.stage = (int)S;
+                PL_TRY(pl_registry_add(r, &cp));
+                pl_param *copy = &r->params[r->n - 1];
+                copy->init_stream = pl_hash_str(tied_names[1 + i][1]);
+                copy->tied_copy = 1;
+            }
+        }
         pl_model_config enc, dec;
         pl_model_encdec_parts(c, &enc, &dec);
         PL_TRY(register_final_norm(r, &enc, pp_size));
@@ -325,9 +379,12 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     }
     pl_param_spec out = {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1,
                          PL_INIT_NORMAL, std, 0, 0};
-    if (h->lm_head && (c->untie || pp_size > 1))
+    /* tied, the last stage's copy unless it embeds too (an encoder-decoder's decoder
+     * on one stage: its word embeddings are the output layer, as Megatron's) */
+    const int own_copy = pp_size > 1 && !(pl_model_is_encdec(c) && c->pp_split == last);
+    if (h->lm_head && (c->untie || own_copy))
         PL_TRY(pl_registry_add(r, &out));
-    if (h->lm_head && !c->untie && pp_size > 1) {
+    if (h->lm_head && !c->untie && own_copy) {
         /* Tied across stages (Megatron): the last stage's output layer is a copy of
          * the word embeddings, drawn alike; the embedding group sums their gradients. */
         pl_param *copy = &r->params[r->n - 1];
@@ -375,6 +432,22 @@ pl_status pl_model_stage_layers(const pl_model_config *c, int pp_size, int stage
 {
     const int64_t L = c->num_layers, P = pp_size;
     int64_t first = c->pp_first_layers, last = c->pp_last_layers;
+    if (c->part != PL_PART_WHOLE && c->pp_split > 0 && P > 1) {
+        int s0, ns;
+        const int dec = pl_model_encdec_stage_stack(c, pp_size, stage, &s0, &ns);
+        *l0 = 0, *nl = 0;
+        if (dec != (c->part == PL_PART_DECODER))
+            return PL_OK; /* the other stack's stage */
+        if (L % ns)
+            return pl_errorf(PL_ERR_ARG, "--%s-num-layers %lld is not divisible by its %d "
+                             "pipeline stages (--pipeline-model-parallel-split-rank %lld of "
+                             "--pipeline-model-parallel-size %d: the encoder's stages 0..%lld, "
+                             "the decoder's %lld..%d)", pl_model_stack(c), (long long)L, ns,
+                             (long long)c->pp_split, pp_size, (long long)c->pp_split - 1,
+                             (long long)c->pp_split, pp_size - 1);
+        *l0 = (stage - s0) * (L / ns), *nl = L / ns;
+        return PL_OK;
+    }
     if ((first || last) && P < 2)
         return pl_errorf(PL_ERR_ARG, "--decoder-first-pipeline-num-layers and "
                          "--decoder-last-pipeline-num-layers need --pipeline-model-parallel-size "
@@ -442,7 +515,8 @@ int pl_model_layer_stage(const pl_model_config *c, int pp_size, int64_t l)
         return (int)(l / (c->num_layers / ((int64_t)pp_size * v)) % pp_size);
     for (int s = 0; s < pp_size; s++) {
         int64_t l0, nl;
-        if (pl_model_stage_layers(c, pp_size, s, &l0, &nl) == PL_OK && l < l0 + nl)
+        if (pl_model_stage_layers(c, pp_size, s, &l0, &nl) == PL_OK && nl > 0 && l >= l0 &&
+            l < l0 + nl)
             return s;
     }
     return pp_size - 1;

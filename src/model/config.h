@@ -131,6 +131,9 @@ typedef struct pl_model_config {
     /* Model chunks per pipeline rank (Megatron's --virtual-pipeline-model-parallel-size;
      * 0 or 1: one): chunk k of rank r is virtual stage k P + r of P v */
     int64_t pp_chunks;
+    /* An encoder-decoder's pipeline split (Megatron's --pipeline-model-parallel-split-rank
+     * S; 0: not pipelined): stages 0..S-1 hold the encoder, S..P-1 the decoder */
+    int64_t pp_split;
     pl_recompute recompute; /* zero: keep every activation backward needs */
 } pl_model_config;
 
@@ -156,6 +159,16 @@ const char *pl_model_output_bias_name(const pl_model_config *c);
 void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_model_config *dec);
 /* 1 when c is an encoder-decoder family (T5). */
 int pl_model_is_encdec(const pl_model_config *c);
+/* A pipelined encoder-decoder (c->pp_split = S, P = pp_size stages): the stack
+ * stage `stage` holds, 0 the encoder (stages 0..S-1), 1 the decoder (S..P-1).
+ * Its stages: [*s0, *s0 + *ns). */
+int pl_model_encdec_stage_stack(const pl_model_config *c, int pp_size, int stage, int *s0,
+                                int *ns);
+/* The tensor a tied copy (pl_param.tied_copy) of the registry is a copy of: the
+ * word embeddings for the last stage's output layer and the decoder's first
+ * stage's word embeddings, the position embeddings for its position embeddings;
+ * NULL for a name that is no copy's. */
+const char *pl_model_tied_original(const char *copy);
 /* The final norm's weight in r: the first parameter of the last stage's tail
  * (the final norm, the output layer, the heads), which follows the layers. An
  * encoder-decoder's whole model: the decoder's (the encoder's is registered
@@ -190,7 +203,8 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *cfg, int pp_s
 /* The layers [*l0, *l0 + *nl) of pipeline stage `stage` of pp_size: the first and last
  * stages' counts as cfg says (0: an even share), the stages between share the rest
  * evenly. Errors name the flags when the layers cannot be split so, or a stage would
- * be empty. */
+ * be empty. A pipelined encoder-decoder's part (cfg->pp_split): its stack's layers
+ * shared evenly by its stages, none (*nl = 0) on the other stack's. */
 pl_status pl_model_stage_layers(const pl_model_config *cfg, int pp_size, int stage, int64_t *l0,
                                 int64_t *nl);
 

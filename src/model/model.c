@@ -51,7 +51,7 @@ pl_status pl_model_layer_bind(const pl_registry *reg, const pl_model_config *c, 
 pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                             pl_flat_locate_fn locate, void *ctx, int grad, pl_model_top *out)
 {
-    enum { NTOP = 21 };
+    enum { NTOP = 22 };
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
     snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
     snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
@@ -62,13 +62,16 @@ pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, co
         "lm_head.layer_norm.weight", "lm_head.layer_norm.bias", "pooler.dense.weight",
         "pooler.dense.bias", "binary_head.weight", "binary_head.bias",
         "classification_head.weight", "classification_head.bias", "classifier.mlp.layer0.weight",
-        "classifier.mlp.layer0.bias", NULL, NULL};
+        "classifier.mlp.layer0.bias",
+        /* a pipelined encoder-decoder's decoder embeds with copies on its first stage */
+        "decoder_embedding.word_embeddings.weight", "decoder_embedding.position_embeddings.weight",
+        NULL};
     pl_head_weights *h = &out->head;
     float **dst[NTOP] = {&out->wte,   &out->wpe,   &out->tte,    &out->lnf_w,  &out->lnf_b,
                          &out->out_w, &out->out_b, &h->dense_w,  &h->dense_b,  &h->ln_w,
                          &h->ln_b,    &h->pool_w,  &h->pool_b,   &h->bin_w,    &h->bin_b,
-                         &h->bin_w,   &h->bin_b,   &h->tok_w,    &h->tok_b,    NULL,
-                         NULL};
+                         &h->bin_w,   &h->bin_b,   &h->tok_w,    &h->tok_b,    &out->wte,
+                         &out->wpe,   NULL};
     memset(out, 0, sizeof *out);
     for (int k = 0; names[k]; k++) {
         const pl_param *p = pl_registry_find(reg, names[k]);

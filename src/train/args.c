@@ -502,12 +502,16 @@ static pl_status resolve_pp_size(pl_train_args *a)
                              (long long)a->pipeline_model_parallel_size_a4s);
         a->pipeline_model_parallel_size = a->pipeline_model_parallel_size_a4s;
     }
+    pl_status st = pl_train_encdec_pp_args(a);
+    if (st)
+        return st;
     const int64_t pp = a->pipeline_model_parallel_size;
     if (pp < 1)
         return pl_errorf(PL_ERR_ARG, "plait train: --pipeline-model-parallel-size must be at "
                          "least 1, got %lld", (long long)pp);
     const int uneven = a->decoder_first_pipeline_num_layers || a->decoder_last_pipeline_num_layers;
-    if (pp > 1 && !uneven && a->num_layers % pp) /* uneven splits: checked with the model */
+    /* uneven splits and encoder-decoder splits: checked with the model */
+    if (pp > 1 && !uneven && !a->pipeline_model_parallel_split_rank && a->num_layers % pp)
         return pl_errorf(PL_ERR_ARG, "plait train: --num-layers %lld is not divisible by "
                          "--pipeline-model-parallel-size %lld", (long long)a->num_layers,
                          (long long)pp);

@@ -41,6 +41,10 @@ typedef struct pl_train_args {
     int64_t num_layers, hidden_size, num_attention_heads, ffn_hidden_size;
     int64_t seq_length, max_position_embeddings, make_vocab_size_divisible_by, vocab_size;
     int64_t decoder_num_layers, decoder_seq_length; /* t5: 0 when not given (train/encdec_args.c) */
+    int64_t pipeline_model_parallel_split_rank;      /* t5, bart pipelined: the decoder's first
+                                                      * stage (encdec_args.c) */
+    int64_t encoder_pipeline_model_parallel_size;    /* Megatron core's: the encoder's stages,
+                                                      * beside the decoder's */
     double init_method_std, hidden_dropout, attention_dropout, layernorm_epsilon;
     const char *lm_head_logits; /* recompute|keep */
     /* architecture flags (NULL / 0 when not given: the --model family's default) */
@@ -203,11 +207,24 @@ pl_status pl_train_args_legacy(pl_train_args *a);
     {"--encoder-seq-length", PL_OPT_INT, NULL, offsetof(pl_train_args, seq_length),                \
      "t5, bart: the encoder's tokens per sample (= --seq-length)", NULL, 0},                       \
     {"--decoder-seq-length", PL_OPT_INT, NULL, offsetof(pl_train_args, decoder_seq_length),        \
-     "t5: the decoder's tokens per sample (bart: set by its dataset)", NULL, 0},
+     "t5: the decoder's tokens per sample (bart: set by its dataset)", NULL, 0},                   \
+    {"--pipeline-model-parallel-split-rank", PL_OPT_INT, NULL,                                     \
+     offsetof(pl_train_args, pipeline_model_parallel_split_rank),                                  \
+     "t5, bart pipelined: the decoder's first stage (stages before it hold the encoder)", NULL, 0}, \
+    {"--encoder-pipeline-model-parallel-size", PL_OPT_INT, NULL,                                   \
+     offsetof(pl_train_args, encoder_pipeline_model_parallel_size),                                \
+     "t5, bart: the encoder's pipeline stages, before --pipeline-model-parallel-size decoder "      \
+     "stages (Megatron core 0.9)", NULL, 0},
 /* Validates and resolves those flags (train/encdec_args.c), first thing in
  * validation: the T5 names mark --num-layers / --seq-length given; one name of
  * each pair only; --decoder-seq-length required for t5, the decoder's flags
- * refused for the other families; pipelining refused for t5. */
+ * refused for the other families. */
 pl_status pl_train_encdec_args(pl_train_args *a);
+/* The encoder-decoder's pipeline split, once the PP size is resolved: the split
+ * rank from --pipeline-model-parallel-split-rank or (Megatron core's)
+ * --encoder-pipeline-model-parallel-size E, which adds E encoder stages before
+ * the decoder's; refused for the other families, required for t5 and bart with
+ * more than one stage, in range and dividing both stacks' layers. */
+pl_status pl_train_encdec_pp_args(pl_train_args *a);
 
 #endif

@@ -27,6 +27,7 @@ static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
     m->seed = (uint64_t)t->a->seed;
     m->tp = t->grid.layout.tp;
     m->pp = t->grid.layout.pp;
+    m->pp_split = m->pp > 1 ? (int)t->cfg.pp_split : 0;
     m->dp = t->grid.layout.dp;
     m->tokenizer_type = t->a->tokenizer_type;
     m->vocab_file = t->a->vocab_file;

@@ -67,3 +67,54 @@ pl_status pl_train_encdec_args(pl_train_args *a)
 fail:
     return st;
 }
+
+pl_status pl_train_encdec_pp_args(pl_train_args *a)
+{
+    const int encdec = !strcmp(a->model, "t5") || !strcmp(a->model, "bart");
+    const int gs = pl_train_args_given(a, "--pipeline-model-parallel-split-rank");
+    const int ge = pl_train_args_given(a, "--encoder-pipeline-model-parallel-size");
+    const char *flag = ge ? "--encoder-pipeline-model-parallel-size"
+                          : "--pipeline-model-parallel-split-rank";
+    if (!encdec) {
+        if (gs || ge)
+            return pl_errorf(PL_ERR_ARG, "plait train: %s is for --model t5 or bart (a decoder-"
+                             "only model splits its layers evenly, or by "
+                             "--decoder-first/last-pipeline-num-layers)", flag);
+        return PL_OK;
+    }
+    if (gs && ge)
+        return pl_errorf(PL_ERR_ARG, "plait train: give --pipeline-model-parallel-split-rank or "
+                         "--encoder-pipeline-model-parallel-size, not both");
+    if (ge) { /* Megatron core 0.9: E encoder stages, then --pipeline-model-parallel-size
+               * decoder stages */
+        const int64_t e = a->encoder_pipeline_model_parallel_size;
+        if (e < 1 || a->pipeline_model_parallel_size < 1)
+            return pl_errorf(PL_ERR_ARG, "plait train: --encoder-pipeline-model-parallel-size "
+                             "%lld and --pipeline-model-parallel-size %lld (the decoder's "
+                             "stages) must be at least 1", (long long)e,
+                             (long long)a->pipeline_model_parallel_size);
+        a->pipeline_model_parallel_split_rank = e;
+        a->pipeline_model_parallel_size += e;
+    }
+    const int64_t pp = a->pipeline_model_parallel_size, s = a->pipeline_model_parallel_split_rank;
+    if (pp > 1 && !gs && !ge)
+        return pl_errorf(PL_ERR_ARG, "plait train: --model %s with --pipeline-model-parallel-size "
+                         "%lld needs --pipeline-model-parallel-split-rank S (the decoder's first "
+                         "stage: the encoder on stages 0..S-1) or "
+                         "--encoder-pipeline-model-parallel-size", a->model, (long long)pp);
+    if (!gs && !ge)
+        return PL_OK;
+    if (pp < 2 || s < 1 || s >= pp)
+        return pl_errorf(PL_ERR_ARG, "plait train: --pipeline-model-parallel-split-rank %lld with "
+                         "--pipeline-model-parallel-size %lld: expected 1 <= S < P (the encoder "
+                         "on stages 0..S-1, the decoder on S..P-1)", (long long)s, (long long)pp);
+    if (a->num_layers % s || a->decoder_num_layers % (pp - s))
+        return pl_errorf(PL_ERR_ARG, "plait train: --encoder-num-layers %lld over %lld encoder "
+                         "stages and --decoder-num-layers %lld over %lld decoder stages "
+                         "(--pipeline-model-parallel-split-rank %lld of "
+                         "--pipeline-model-parallel-size %lld): each must divide evenly",
+                         (long long)a->num_layers, (long long)s,
+                         (long long)a->decoder_num_layers, (long long)(pp - s), (long long)s,
+                         (long long)pp);
+    return PL_OK;
+}

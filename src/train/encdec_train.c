@@ -16,7 +16,8 @@
  * as the encoder's do. Recomputation: each stack plans and reruns its own
  * layers (pl_model_encdec_parts); the encoder output the decoder's
  * cross-attention reads is the encoder's final norm output, kept until the
- * encoder's backward. Not here: pipelining (refused at registration),
+ * encoder's backward. Pipelined (--pipeline-model-parallel-split-rank), each
+ * stage holds one stack's part and encdec_pipe.c does the rest. Not here:
  * --mock-data. Part of the trainer
  * (trainer_internal.h). */
 #include "train/trainer_internal.h"
@@ -34,7 +35,7 @@ typedef struct pl_train_encdec {
     pl_zero_chunk zc; /* ZeRO 2-3: the decoder's layers in the hooks' numbering */
 } pl_train_encdec;
 
-pl_model *pl_train_encdec_decoder(pl_trainer *t) { return &t->ed->dec; }
+pl_model *pl_train_encdec_decoder(pl_trainer *t) { return t->edpp ? &t->model : &t->ed->dec; }
 
 pl_status pl_train_encdec_config(const pl_train_args *a, pl_model_config *c)
 {
@@ -42,6 +43,7 @@ pl_status pl_train_encdec_config(const pl_train_args *a, pl_model_config *c)
         return PL_OK;
     c->dec_layers = a->decoder_num_layers;
     c->dec_seq_length = a->decoder_seq_length;
+    c->pp_split = a->pipeline_model_parallel_split_rank;
     if (c->dec_layers < 1 || c->dec_seq_length < 1)
         return pl_errorf(PL_ERR_ARG, "--model %s: --decoder-num-layers %lld and "
                          "--decoder-seq-length %lld must be positive", a->model,
@@ -53,11 +55,21 @@ pl_status pl_train_encdec_layer_lo(const pl_trainer *t, int64_t l, int64_t *lo)
 {
     pl_model_config part[2];
     pl_model_encdec_parts(&t->cfg, &part[0], &part[1]);
-    const int k = l >= t->cfg.num_layers;
+    int k = l >= t->cfg.num_layers;
+    int64_t j = k ? l - t->cfg.num_layers : l;
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+    if (t->cfg.pp_split > 0 && P > 1) { /* pipelined: the stage's l-th layer of its stack */
+        int s0, ns;
+        int64_t l0, nl;
+        k = pl_model_encdec_stage_stack(&t->cfg, P, r, &s0, &ns);
+        pl_status st = pl_model_stage_layers(&part[k], P, r, &l0, &nl);
+        if (st)
+            return st;
+        j = l0 + l;
+    }
     pl_block_weights tmp;
     int64_t hi;
-    return pl_model_layer_bind(&t->reg, &part[k], NULL, k ? l - t->cfg.num_layers : l, &tmp, lo,
-                               &hi);
+    return pl_model_layer_bind(&t->reg, &part[k], NULL, j, &tmp, lo, &hi);
 }
 
 pl_status pl_train_encdec_setup(pl_trainer *t)
@@ -69,6 +81,8 @@ pl_status pl_train_encdec_setup(pl_trainer *t)
     if (!ed)
         return pl_errorf(PL_ERR_NOMEM, "out of memory");
     t->ed = ed;
+    if (t->grid.layout.pp > 1) /* t->model is this stage's part of one stack */
+        return pl_train_encdec_pp_setup(t);
     pl_model_config enc, dec;
     pl_model_encdec_parts(&t->cfg, &enc, &dec);
     pl_model *m = &ed->dec;
@@ -105,6 +119,7 @@ void pl_train_encdec_free(pl_trainer *t)
     if (!ed)
         return;
     pl_train_encdec_data_free(t);
+    pl_train_encdec_pp_free(t);
     pl_encdec_free(&ed->e);
     if (ed->dec_up)
         pl_model_free(&ed->dec);
@@ -115,6 +130,8 @@ void pl_train_encdec_free(pl_trainer *t)
 pl_status pl_train_encdec_load(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
                                int64_t *n_loss)
 {
+    if (t->edpp)
+        return pl_train_encdec_pp_load(t, s, idx, scale, n_loss);
     pl_model *enc = &t->model, *dec = &t->ed->dec;
     const int64_t Te = enc->T, Td = dec->T;
     for (int64_t b = 0; b < t->mbs; b++) {
@@ -132,6 +149,10 @@ pl_status pl_train_encdec_load(pl_trainer *t, pl_split s, const int64_t *idx, do
 
 pl_status pl_train_forward(pl_trainer *t, pl_model *m)
 {
+    if (t->edpp) {
+        pl_train_encdec_pp_bind(t, m, m->cur);
+        return pl_model_forward(m);
+    }
     if (!t->ed || m != &t->model)
         return pl_model_forward(m);
     pl_encdec_set_pass(&t->ed->e, m->training, m->iteration, m->seed);
@@ -140,6 +161,11 @@ pl_status pl_train_forward(pl_trainer *t, pl_model *m)
 
 pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, void *ctx)
 {
+    if (t->edpp) {
+        pl_train_encdec_pp_backward_begin(t, m);
+        pl_status st = pl_model_backward(m, ready, ctx);
+        return st ? st : pl_train_encdec_pp_backward_end(t, m);
+    }
     if (!t->ed || m != &t->model)
         return pl_model_backward(m, ready, ctx);
     return pl_encdec_backward(&t->ed->e, ready, ctx);

@@ -40,8 +40,15 @@ static pl_status chunk_stage(pl_trainer *t, int k, pl_model_stage *stage)
     pl_status st = PL_OK;
     const int P = t->grid.layout.pp, r = t->grid.pp_rank, v = t->nchunks;
     int64_t l0, nl;
-    PL_TRY(pl_model_chunk_layers(&t->cfg, P, r, k, &l0, &nl));
-    *stage = (pl_model_stage){l0, nl, r == 0 && k == 0, r == P - 1 && k == v - 1, 1, 0};
+    const pl_model_config *c = &t->cfg;
+    pl_model_config part[2];
+    int s0 = 0, ns = P; /* a pipelined t5 or bart: the stages of this stage's stack */
+    if (pl_model_is_encdec(c) && c->pp_split > 0) {
+        pl_model_encdec_parts(c, &part[0], &part[1]);
+        c = &part[pl_model_encdec_stage_stack(c, P, r, &s0, &ns)];
+    }
+    PL_TRY(pl_model_chunk_layers(c, P, r, k, &l0, &nl));
+    *stage = (pl_model_stage){l0, nl, r == s0 && k == 0, r == s0 + ns - 1 && k == v - 1, 1, 0};
     if (P > 1) {
         stage->inflight = activations_alive(&t->pp, r, k);
         stage->split_bwd = t->pp.spec.kind == PL_PP_ZB_H1;
@@ -76,6 +83,10 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
         kind != PL_PP_INTERLEAVED)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s: this version runs 1f1b, "
                          "gpipe, zb-h1 and interleaved", pl_pp_kind_name(kind));
+    if (pl_model_is_encdec(&t->cfg) && kind == PL_PP_INTERLEAVED)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--pipeline-schedule %s with --model %s: an "
+                         "encoder-decoder pipeline runs 1f1b, gpipe and zb-h1 (no model chunks)",
+                         pl_pp_kind_name(kind), t->a->model);
     const pl_pp_spec spec = {kind, P, (int)t->num_micro, v};
     PL_TRY(pl_pp_schedule_init(&t->pp, &spec));
     PL_TRY(pl_pp_schedule_check(&t->pp, NULL, NULL)); /* every stage's list, before it runs */
@@ -87,7 +98,7 @@ pl_status pl_train_setup_pipeline(pl_trainer *t, pl_model_stage *stage)
             t->pp_slots = n;
     }
     t->pp_tied = !t->cfg.untie && t->cfg.head.lm_head; /* fine-tuning heads: no output layer */
-    const size_t nreq = (size_t)(v * t->pp_slots);
+    const size_t nreq = 2 * (size_t)(v * t->pp_slots); /* up to 2 tensors a transfer */
     t->pp_send_act = pl_calloc(nreq, sizeof *t->pp_send_act);
     t->pp_send_grad = pl_calloc(nreq, sizeof *t->pp_send_grad);
     t->pp_dp_wire = pl_calloc(3 * (size_t)P, sizeof *t->pp_dp_wire);
@@ -136,11 +147,48 @@ void pl_train_free_chunks(pl_trainer *t)
  * modulo inflight never collides. */
 static int64_t pp_slot(const pl_model *m, int mb) { return mb % m->stage.inflight; }
 
+int pl_train_pp_tensors(pl_trainer *t, pl_model *m, int64_t k, pl_pp_op op, float *buf[2],
+                        int64_t n[2])
+{
+    if (t->edpp)
+        return pl_train_encdec_pp_tensors(t, m, k, op, buf, n);
+    pl_model_mb *mb = &m->mb[k];
+    n[0] = m->blk.Nl * m->C;
+    switch (op) {
+    case PL_PP_RECV_ACT: buf[0] = mb->x0; return !m->stage.first;
+    case PL_PP_SEND_ACT: buf[0] = pl_model_output(m); return !m->stage.last;
+    case PL_PP_RECV_GRAD: buf[0] = mb->dout; return !m->stage.last;
+    case PL_PP_SEND_GRAD: buf[0] = mb->dx0; return !m->stage.first;
+    default: return 0;
+    }
+}
+
+pl_status pl_train_pp_eval_forward(pl_trainer *t, pl_model *m, int tag)
+{
+    pl_status st = PL_OK;
+    pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
+    const int P = t->grid.layout.pp, r = t->grid.pp_rank;
+    float *buf[2];
+    int64_t n[2];
+    int nt = pl_train_pp_tensors(t, m, 0, PL_PP_RECV_ACT, buf, n);
+    for (int j = 0; j < nt; j++)
+        PL_TRY(pl_comm_recv_f32(pp, buf[j], n[j], (r + P - 1) % P, tag));
+    PL_TRY(pl_train_forward(t, m));
+    nt = pl_train_pp_tensors(t, m, 0, PL_PP_SEND_ACT, buf, n);
+    for (int j = 0; j < nt; j++) /* (chunk c of the last rank feeds chunk c + 1 of the first) */
+        PL_TRY(pl_comm_send_f32(pp, buf[j], n[j], (r + 1) % P, r == P - 1 ? tag + 1 : tag));
+fail:
+    return st;
+}
+
 /* The tied word embeddings of the first stage and the output layer of the last
  * hold one tensor: their gradients are summed over the embedding group
- * (Megatron's _allreduce_word_embedding_grads), so both copies take the same step. */
+ * (Megatron's _allreduce_word_embedding_grads), so both copies take the same step.
+ * A pipelined t5 or bart: its groups (encdec_pipe.c). */
 static pl_status pp_tied_grads(pl_trainer *t)
 {
+    if (t->edpp)
+        return pl_train_encdec_pp_tied_grads(t);
     const pl_model *head = pl_train_head(t);
     if (!t->pp_tied || !(t->model.stage.first || head->stage.last))
         return PL_OK;
@@ -193,7 +241,6 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
     pl_status st = PL_OK;
     pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
     const int r = t->grid.pp_rank, M = (int)t->num_micro;
-    const int64_t n = t->model.blk.Nl * t->model.C; /* floats of a transfer */
     int na;
     const pl_pp_action *list = pl_pp_schedule_list(&t->pp, r, &na);
     int loaded = 0;
@@ -202,32 +249,41 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
     for (int i = 0; i < na; i++) {
         const pl_pp_action *a = &list[i];
         pl_model *m = pl_train_chunk(t, a->chunk);
-        const int64_t k = pp_slot(m, a->mb), req_k = a->chunk * t->pp_slots + k;
-        pl_model_mb *mb = &m->mb[k];
+        const int64_t k = pp_slot(m, a->mb), req_k = 2 * (a->chunk * t->pp_slots + k);
         const int tag = pl_pp_transfer_id(&t->pp.spec, r, a);
+        /* a transfer's tensors (two between t5's or bart's decoder stages), posted in
+         * the same order on both sides: MPI matches them in order */
+        float *buf[2];
+        int64_t n[2];
         pl_comm_req req;
         double t0 = pl_time_now();
         switch (a->op) {
         case PL_PP_RECV_ACT:
-            PL_TRY(pl_comm_irecv_f32(pp, mb->x0, n, a->peer, tag, &req));
-            PL_TRY(pl_comm_wait(&req));
+        case PL_PP_RECV_GRAD: {
+            /* the slot's last sends have left (a decoder stage sends what it received) */
+            pl_comm_req *sent = a->op == PL_PP_RECV_ACT ? t->pp_send_act : t->pp_send_grad;
+            PL_TRY(pl_comm_wait(&sent[req_k]));
+            PL_TRY(pl_comm_wait(&sent[req_k + 1]));
+            const int nt = pl_train_pp_tensors(t, m, k, a->op, buf, n);
+            for (int j = 0; j < nt; j++) {
+                PL_TRY(pl_comm_irecv_f32(pp, buf[j], n[j], a->peer, tag, &req));
+                PL_TRY(pl_comm_wait(&req));
+            }
             t->pp_wait_step += pl_time_now() - t0;
             break;
-        case PL_PP_RECV_GRAD:
-            PL_TRY(pl_comm_irecv_f32(pp, mb->dout, n, a->peer, tag, &req));
-            PL_TRY(pl_comm_wait(&req));
-            t->pp_wait_step += pl_time_now() - t0;
-            break;
+        }
         case PL_PP_SEND_ACT:
+        case PL_PP_SEND_GRAD: {
+            pl_comm_req *sent = a->op == PL_PP_SEND_ACT ? t->pp_send_act : t->pp_send_grad;
             pl_model_use(m, k);
-            PL_TRY(pl_comm_isend_f32(pp, pl_model_output(m), n, a->peer, tag,
-                                     &t->pp_send_act[req_k]));
+            const int nt = pl_train_pp_tensors(t, m, k, a->op, buf, n);
+            for (int j = 0; j < nt; j++)
+                PL_TRY(pl_comm_isend_f32(pp, buf[j], n[j], a->peer, tag, &sent[req_k + j]));
             break;
-        case PL_PP_SEND_GRAD:
-            PL_TRY(pl_comm_isend_f32(pp, mb->dx0, n, a->peer, tag, &t->pp_send_grad[req_k]));
-            break;
+        }
         case PL_PP_FWD: {
             PL_TRY(pl_comm_wait(&t->pp_send_act[req_k])); /* the slot's last output has left */
+            PL_TRY(pl_comm_wait(&t->pp_send_act[req_k + 1]));
             pl_model_use(m, k);
             if (a->chunk > 0) { /* chunk 0's slot holds the batch until its backward, the last */
                 pl_model_use(&t->model, pp_slot(&t->model, a->mb));
@@ -247,9 +303,9 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
             double t1 = pl_time_now();
             m->training = 1;
             m->iteration = t->iteration;
-            PL_TRY(pl_model_forward(m));
+            PL_TRY(pl_train_forward(t, m));
             op_time(t, PL_PP_FWD, t1);
-            if (m->stage.last) {
+            if (pl_train_loss_stage(m)) {
                 double mb_loss[2];
                 pl_train_micro_batch_losses(m, scale * ls, mb_loss);
                 loss_sum[0] += mb_loss[0] * scale, loss_sum[1] += mb_loss[1] * scale;
@@ -261,14 +317,19 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
         }
         case PL_PP_BWD: {
             PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k])); /* so has its last dx0 */
+            PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k + 1]));
             pl_model_use(m, k);
             const int last = a->mb == M - 1;
             const double tc = pl_time_now();
+            if (t->edpp) /* t5, bart: the encoder output's gradient */
+                pl_train_encdec_pp_backward_begin(t, m);
             if (t->zero_stage >= 2)
                 PL_TRY(pl_train_zero_pp_backward(t, m));
             else
                 PL_TRY(pl_model_backward(m, last && t->zero_stage == 0 ? pl_train_grad_ready : NULL,
                                          t));
+            if (t->edpp)
+                PL_TRY(pl_train_encdec_pp_backward_end(t, m));
             op_time(t, PL_PP_BWD, tc);
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;
@@ -276,9 +337,14 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
         }
         case PL_PP_BWD_INPUT: { /* what the previous stage waits for; the weights later */
             PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k]));
+            PL_TRY(pl_comm_wait(&t->pp_send_grad[req_k + 1]));
             pl_model_use(m, k);
             const double tc = pl_time_now();
+            if (t->edpp) /* t5, bart: the encoder output's gradient is an input's */
+                pl_train_encdec_pp_backward_begin(t, m);
             PL_TRY(pl_model_backward_input(m));
+            if (t->edpp)
+                PL_TRY(pl_train_encdec_pp_backward_end(t, m));
             op_time(t, PL_PP_BWD_INPUT, tc);
             t->prof.compute += pl_time_now() - t0;
             t->pp_compute_step += pl_time_now() - t0;
@@ -286,6 +352,8 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
         }
         case PL_PP_BWD_WEIGHT: {
             pl_model_use(m, k);
+            if (t->edpp) /* the cross-attention's weights read the slot's encoder output */
+                pl_train_encdec_pp_bind(t, m, k);
             const int last = a->mb == M - 1; /* weight halves run in micro-batch order */
             if (t->zero_stage >= 2)
                 PL_TRY(pl_train_zero_pp_backward_weight(t, m));
@@ -303,7 +371,7 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
         }
     }
     double tw = pl_time_now();
-    for (int64_t k = 0; k < t->nchunks * t->pp_slots; k++) {
+    for (int64_t k = 0; k < 2 * t->nchunks * t->pp_slots; k++) {
         PL_TRY(pl_comm_wait(&t->pp_send_act[k]));
         PL_TRY(pl_comm_wait(&t->pp_send_grad[k]));
     }
@@ -316,9 +384,9 @@ pl_status pl_train_run_pipeline(pl_trainer *t, pl_sampler *sampler, double scale
     if (t->zero_stage >= 2)
         PL_TRY(pl_train_zero_pp_finish(t));
     if (t->zero_stage == 0) { /* the regions outside the layers are final now */
-        if (pl_train_head(t)->stage.last && t->pp_tied)
+        if (pl_train_head(t)->stage.last && t->pp_tied && t->lnf_offset >= 0)
             PL_TRY(pl_dp_buckets_ready(t->buckets, t->lnf_offset, t->lnf_count));
-        if (t->model.stage.first)
+        if (t->emb_count > 0) /* the first stage's (t5, bart: any stage's before its layers) */
             PL_TRY(pl_dp_buckets_ready(t->buckets, 0, t->emb_count));
     }
 fail:

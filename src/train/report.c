@@ -23,10 +23,11 @@ size_t pl_train_act_bytes(const pl_trainer *t, int kept)
         const pl_model *m = k ? &t->chunk_more[k - 1] : &t->model;
         n += kept ? pl_model_activation_bytes_kept(m) : pl_model_activation_bytes(m);
     }
-    if (t->ed) { /* an encoder-decoder's decoder */
+    if (t->ed && !t->edpp) { /* an encoder-decoder's decoder */
         const pl_model *m = pl_train_head((pl_trainer *)t);
         n += kept ? pl_model_activation_bytes_kept(m) : pl_model_activation_bytes(m);
     }
+    n += pl_train_encdec_pp_bytes(t); /* pipelined: the encoder output's slots */
     return n;
 }
 
@@ -81,6 +82,12 @@ void pl_train_print_banner(const pl_trainer *t)
                     "%lld tokens (causal, cross-attention); FLOPs above per encoder token",
                     (long long)c->num_layers, (long long)c->seq_length, (long long)c->dec_layers,
                     (long long)c->dec_seq_length);
+    if (pl_model_is_encdec(c) && c->pp_split > 0)
+        pl_log_info("pipeline split: the encoder on stages 0..%lld, the decoder on %lld..%d "
+                    "(--pipeline-model-parallel-split-rank %lld); this stage holds the %s",
+                    (long long)c->pp_split - 1, (long long)c->pp_split, t->grid.layout.pp - 1,
+                    (long long)c->pp_split, t->model.cfg.part == PL_PART_DECODER ? "decoder's"
+                                                                                  : "encoder's");
     pl_log_info("layers: %s, %s, %s%s, %s, %s output layer%s", norms[c->block.norm],
                 acts[c->block.act], pos[c->block.pos],
                 c->block.pos == PL_POS_ROPE && c->rope.scaling ? " (Llama 3.1 scaling)" : "",

@@ -111,10 +111,17 @@ static pl_status setup_state(pl_trainer *t, const pl_model_stage *stage)
     const pl_param *lnw = pl_model_final_norm(&t->reg, &t->cfg);
     const int regions = t->zero_stage >= 2;
     const int v = t->nchunks > 1 ? t->nchunks : 1; /* model chunks: their layers in turn */
-    const int64_t L = !regions ? 0 : t->cfg.dec_layers ? t->cfg.num_layers + t->cfg.dec_layers
-                                                       : v * stage->nl; /* t5, bart: both stacks */
-    t->zr_emb = regions && stage->first ? 0 : -1;
-    t->zr_l0 = regions && stage->first ? 1 : 0;
+    const int encpp = t->cfg.pp_split > 0 && t->grid.layout.pp > 1; /* t5, bart pipelined */
+    const int64_t L = !regions ? 0 : encpp ? stage->nl
+                      : t->cfg.dec_layers  ? t->cfg.num_layers + t->cfg.dec_layers
+                                           : v * stage->nl; /* t5, bart: both stacks */
+    /* pipelined t5 and bart: a stage's parameters before its first layer (the encoder's
+     * final norm on its last stage, the decoder's embedding copies on its first) */
+    int64_t before = 0;
+    if (regions && encpp && (st = pl_train_encdec_layer_lo(t, 0, &before)))
+        return st;
+    t->zr_emb = regions && (stage->first || before > 0) ? 0 : -1;
+    t->zr_l0 = t->zr_emb >= 0 ? 1 : 0;
     t->zr_tail = regions && lnw->offset >= 0 ? t->zr_l0 + (int)L : -1;
     int nst = 0;
     int64_t *starts = pl_malloc((size_t)(L + 2) * sizeof *starts);
@@ -325,9 +332,15 @@ static pl_status setup_model(pl_trainer *t)
     PL_TRY(setup_state(t, &stage));
     PL_TRY(pl_gemm_init(&t->gemm));
     setup_precision(t);
-    pl_model_config parts[2]; /* an encoder-decoder: t->model is the encoder */
+    pl_model_config parts[2]; /* an encoder-decoder: t->model is the encoder (pipelined:
+                               * the stack of this stage) */
     pl_model_encdec_parts(c, &parts[0], &parts[1]);
-    PL_TRY(pl_model_init(&t->model, pl_model_is_encdec(c) ? &parts[0] : c, &t->reg, t->params,
+    int s0, ns;
+    const int stack = c->pp_split > 0 && pl_model_encdec_stage_stack(c, t->grid.layout.pp,
+                                                                      t->grid.pp_rank, &s0, &ns);
+    if (parts[stack].recompute.num_layers > stage.nl) /* capped to the stage, as each stack is */
+        parts[stack].recompute.num_layers = stage.nl;
+    PL_TRY(pl_model_init(&t->model, pl_model_is_encdec(c) ? &parts[stack] : c, &t->reg, t->params,
                          t->grads, t->mbs, &stage, pl_grid_comm(&t->grid, PL_GRID_TP), t->gemm));
     t->model_up = 1;
     t->model.seed = (uint64_t)a->seed;
@@ -361,7 +374,9 @@ static pl_status setup_model(pl_trainer *t)
     const int has_lnf = lnw->offset >= 0; /* the last stage (its last chunk) */
     t->lnf_offset = has_lnf ? lnw->offset : -1;
     t->lnf_count = has_lnf ? t->reg.numel - lnw->offset : 0;
-    t->emb_count = stage.first ? t->model.layer_offset[0] : 0;
+    /* pipelined t5 and bart: what precedes the layers on any stage (the encoder's
+     * final norm on its last, the embeddings' copies on the decoder's first) */
+    t->emb_count = stage.first || t->edpp ? t->model.layer_offset[0] : 0;
     if (t->zero_stage > 0)
         goto skip_buckets;
     int64_t *bounds = pl_malloc((size_t)(t->reg.n + 1) * sizeof *bounds);
@@ -746,23 +761,15 @@ static pl_status evaluate(pl_trainer *t, pl_split split, int64_t *consumed, doub
             PL_TRY(pl_train_load_micro_batch(t, split, t->batch_idx, 1.0, &n_loss));
             /* pipelined: forward only, each virtual stage's output passed to the next
              * (chunk c of the last rank feeds chunk c + 1 of the first) */
-            pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
-            const int P = t->grid.layout.pp, r = t->grid.pp_rank;
             for (int c = 0; c < t->nchunks; c++) {
                 pl_model *m = pl_train_chunk(t, c);
-                const int64_t n = m->blk.Nl * m->C;
                 const int tag = (int)(k * t->nchunks + c);
                 pl_model_use(m, 0);
                 if (c > 0)
                     pl_train_copy_batch(&t->model, m);
                 m->training = 0; /* Megatron evaluates in eval mode: no dropout */
-                if (!m->stage.first)
-                    PL_TRY(pl_comm_recv_f32(pp, m->x0, n, (r + P - 1) % P, tag));
-                PL_TRY(pl_train_forward(t, m));
-                if (!m->stage.last)
-                    PL_TRY(pl_comm_send_f32(pp, pl_model_output(m), n, (r + 1) % P,
-                                            r == P - 1 ? tag + 1 : tag));
-                if (m->stage.last) {
+                PL_TRY(pl_train_pp_eval_forward(t, m, tag));
+                if (m->stage.last && pl_train_loss_stage(pl_train_head(t))) {
                     double mb_loss[2];
                     pl_train_micro_batch_losses(pl_train_head(t), 1.0, mb_loss);
                     sum += mb_loss[0];

@@ -98,6 +98,8 @@ typedef struct pl_trainer {
     struct pl_train_bert_data *bert; /* --model bert or t5 on a --data-path (bert_data.c) */
     struct pl_train_encdec *ed;      /* --model t5 | bart: the decoder beside t->model, the
                                       * encoder (encdec_train.c) */
+    struct pl_train_encdec_pp *edpp; /* --model t5 | bart pipelined: this stage's side of
+                                      * the transfers (encdec_pipe.c) */
     struct pl_train_mmb *mmb;        /* --model bart on SMILES (encdec_data.c) */
     struct pl_train_ft *ft;          /* plait finetune's task and data (finetune.c) */
     int data_up;
@@ -161,7 +163,7 @@ pl_model *pl_train_encdec_decoder(pl_trainer *t);
  * (an encoder-decoder: the decoder). */
 static inline pl_model *pl_train_head(pl_trainer *t)
 {
-    return t->ed ? pl_train_encdec_decoder(t) : pl_train_chunk(t, t->nchunks - 1);
+    return t->ed && !t->edpp ? pl_train_encdec_decoder(t) : pl_train_chunk(t, t->nchunks - 1);
 }
 
 /* The model configuration of the flags: the --model family's row, then the
@@ -205,7 +207,7 @@ int64_t pl_train_data_len(const pl_trainer *t, pl_split s);
 /* encdec_train.c, --model t5 (t->model is the encoder, t->ed holds the decoder):
  * _config sets the decoder's sizes from the flags (nothing for other families);
  * _layer_lo is the flat offset of the whole model's layer l (the encoder's, then
- * the decoder's: ZeRO's regions); _setup, after t->model and ZeRO's hooks, builds
+ * the decoder's: ZeRO's regions; pipelined, of the stage's l-th layer); _setup, after t->model and ZeRO's hooks, builds
  * the decoder on the same buffers and wires the two; _load is a micro-batch of
  * T5 samples. pl_train_forward / pl_train_backward run model chunk m (t->model:
  * with an encoder-decoder, both stacks), backward telling ready each layer. */
@@ -224,6 +226,39 @@ pl_status pl_train_encdec_sample(pl_trainer *t, pl_split s, int64_t idx,
                                  struct pl_encdec_sample *x);
 void pl_train_encdec_data_free(pl_trainer *t);
 pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, void *ctx);
+/* encdec_pipe.c, a pipelined encoder-decoder (t->model: this stage's part of one
+ * stack): _setup after the schedule and t->model (its per-slot encoder output and
+ * gradient buffers, the embedding groups; t->edpp from then on); _bytes what it
+ * allocated; _bind points decoder model m's cross-attention at slot k's encoder
+ * output, gradient and lengths; _load a micro-batch into this stage's stack;
+ * _backward_begin before m's backward of its current micro-batch (the last stage
+ * zeroes the encoder output's gradient), _backward_end after it (the split stage
+ * sums that over TP); _tensors the buffers (at most 2) and floats of transfer op of
+ * slot k, in the order both sides post them; _tied_grads the embedding copies'
+ * gradients summed over Megatron's embedding and position-embedding groups. */
+pl_status pl_train_encdec_pp_setup(pl_trainer *t);
+void pl_train_encdec_pp_free(pl_trainer *t);
+size_t pl_train_encdec_pp_bytes(const pl_trainer *t);
+void pl_train_encdec_pp_bind(pl_trainer *t, pl_model *m, int64_t k);
+pl_status pl_train_encdec_pp_load(pl_trainer *t, pl_split s, const int64_t *idx, double scale,
+                                  int64_t *n_loss);
+void pl_train_encdec_pp_backward_begin(pl_trainer *t, pl_model *m);
+pl_status pl_train_encdec_pp_backward_end(pl_trainer *t, pl_model *m);
+int pl_train_encdec_pp_tensors(pl_trainer *t, pl_model *m, int64_t k, pl_pp_op op,
+                               float *buf[2], int64_t n[2]);
+pl_status pl_train_encdec_pp_tied_grads(pl_trainer *t);
+/* pipeline.c: the same for any model (one tensor a transfer unless t5 / bart). */
+int pl_train_pp_tensors(pl_trainer *t, pl_model *m, int64_t k, pl_pp_op op, float *buf[2],
+                        int64_t n[2]);
+/* Evaluation's forward of m's slot 0 on a pipelined rank: received from the previous
+ * stage, run, sent to the next (tag: the transfer's MPI tag). */
+pl_status pl_train_pp_eval_forward(pl_trainer *t, pl_model *m, int tag);
+/* The model that computes a loss: the last stage's, not an encoder's last stage. */
+static inline int pl_train_loss_stage(const pl_model *m)
+{
+    return m->stage.last && m->cfg.part != PL_PART_ENCODER;
+}
+
 /* batch.c: the loss weights of m's micro-batch (targets set): d loss[n] =
  * scale / (loss tokens) where a target is; the number of loss tokens. */
 void pl_train_loss_weights(pl_model *m, double scale, int64_t *n_loss);

@@ -98,6 +98,13 @@ def whole(idir, prefix='', trim=True):
     if not man['model'].get('untie_embeddings_and_output_weights') and 'output_layer.weight' in out:
         replicas['output_layer.weight (tied copy of the word embeddings)'] = [
             out['embedding.word_embeddings.weight'], out.pop('output_layer.weight')]
+    # A pipelined encoder-decoder's decoder embeds on its first stage with copies of the
+    # embeddings (Megatron's embedding and position-embedding groups): equal bit for bit.
+    for what in ('word_embeddings', 'position_embeddings'):
+        copy = f'decoder_embedding.{what}.weight'
+        if copy in out:
+            replicas[f'{copy} (the decoder\'s copy)'] = [out[f'embedding.{what}.weight'],
+                                                         out.pop(copy)]
     return out, replicas
 
 

@@ -161,6 +161,89 @@ TEST(model_chunks_hold_the_layers_of_their_virtual_stage)
     CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), "--decoder-first"), "%s", pl_error_msg());
 }
 
+/* A pipelined encoder-decoder (T5, 4 stages, split rank 1): the encoder's 2 layers and its
+ * final norm on stage 0, the decoder's 3 layers one per stage 1..3; stage 1 (the split)
+ * holds copies of the word and position embeddings ahead of its layer, stage 3 the output
+ * layer's copy; each copy draws its original's stream and is marked tied; a split rank
+ * out of range or layers not dividing over their stages are refused, naming the flags. */
+TEST(an_encoder_decoder_splits_its_stacks_at_the_split_rank)
+{
+    pl_model_config c = {.num_layers = 2, .dec_layers = 3, .hidden = 16, .heads = 2,
+                         .query_groups = 2, .ffn_hidden = 32, .seq_length = 8,
+                         .dec_seq_length = 4, .max_positions = 8, .vocab_size = 50,
+                         .divisible_by = 8, .init_std = 0.02, .pp_split = 1};
+    pl_family_apply(&c, PL_FAMILY_T5);
+    c.padded_vocab = pl_model_padded_vocab(c.vocab_size, 8, 1);
+    pl_model_config part[2];
+    pl_model_encdec_parts(&c, &part[0], &part[1]);
+    const int64_t want[4][2][2] = {{{0, 2}, {0, 0}}, {{0, 0}, {0, 1}}, {{0, 0}, {1, 1}},
+                                   {{0, 0}, {2, 1}}};
+    for (int r = 0; r < 4; r++)
+        for (int k = 0; k < 2; k++) {
+            int64_t l0 = -1, nl = -1;
+            CHECK_OK(pl_model_stage_layers(&part[k], 4, r, &l0, &nl));
+            CHECK(l0 == want[r][k][0] && nl == want[r][k][1], "stage %d, %s: [%lld, +%lld)", r,
+                  k ? "decoder" : "encoder", (long long)l0, (long long)nl);
+        }
+    const struct {
+        const char *name;
+        int stage, tied;
+    } where[] = {
+        {"embedding.word_embeddings.weight", 0, 0},
+        {"encoder.final_layernorm.weight", 0, 0},
+        {"encoder.layers.1.mlp.linear_fc1.weight", 0, 0},
+        {"decoder_embedding.word_embeddings.weight", 1, 1},
+        {"decoder_embedding.position_embeddings.weight", 1, 1},
+        {"decoder.layers.0.mlp.linear_fc1.weight", 1, 0},
+        {"decoder.layers.1.cross_attention.linear_q.weight", 2, 0},
+        {"decoder.layers.2.mlp.linear_fc1.weight", 3, 0},
+        {"decoder.final_layernorm.weight", 3, 0},
+        {"output_layer.weight", 3, 1},
+    };
+    for (int r = 0; r < 4; r++) {
+        pl_registry reg;
+        pl_registry_init(&reg, 1, 0, r);
+        CHECK_OK(pl_model_register(&reg, &c, 4));
+        for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
+            const pl_param *p = pl_registry_find(&reg, where[i].name);
+            CHECK(p && p->stage == where[i].stage && (p->offset >= 0) == (r == where[i].stage) &&
+                      p->tied_copy == where[i].tied,
+                  "stage %d: %s", r, where[i].name);
+            const char *orig = pl_model_tied_original(where[i].name);
+            if (p && where[i].tied)
+                CHECK(orig && p->init_stream == pl_registry_find(&reg, orig)->init_stream,
+                      "%s draws %s's values", where[i].name, orig ? orig : "?");
+        }
+        if (r == 1) /* the copies precede the stage's first layer */
+            CHECK(pl_registry_find(&reg, "decoder_embedding.word_embeddings.weight")->offset == 0,
+                  "the word embeddings' copy opens stage 1's buffer");
+        pl_registry_free(&reg);
+    }
+    /* S = P - 1: the split stage's word embeddings are the output layer (no third copy) */
+    pl_registry reg;
+    pl_registry_init(&reg, 1, 0, 1);
+    CHECK_OK(pl_model_register(&reg, &c, 2));
+    CHECK(!pl_registry_find(&reg, "output_layer.weight"), "no output layer copy at P = 2, S = 1");
+    pl_registry_free(&reg);
+    const struct {
+        int64_t split, dec_layers;
+        int pp;
+        const char *msg;
+    } bad[] = {
+        {4, 3, 4, "--pipeline-model-parallel-split-rank 4 must be in 1..3"},
+        {0, 3, 2, "--pipeline-model-parallel-split-rank 0 must be in 1..1"},
+        {1, 2, 4, "--decoder-num-layers 2 is not divisible by its 3 pipeline stages"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        c.pp_split = bad[i].split;
+        c.dec_layers = bad[i].dec_layers;
+        pl_registry_init(&reg, 1, 0, 0);
+        pl_status st = pl_model_register(&reg, &c, bad[i].pp);
+        CHECK(st == PL_ERR_ARG && strstr(pl_error_msg(), bad[i].msg), "%s", pl_error_msg());
+        pl_registry_free(&reg);
+    }
+}
+
 /* The name index: 200,000 entries (a quadratic lookup would take minutes) are each
  * found at their own entry, an absent name is not, a duplicate is refused naming it,
  * and a failed allocation while the index grows leaves the registry as it was. */
@@ -216,6 +299,7 @@ int main(void)
 {
     RUN(the_name_index_finds_every_entry_and_refuses_duplicates);
     RUN(model_chunks_hold_the_layers_of_their_virtual_stage);
+    RUN(an_encoder_decoder_splits_its_stacks_at_the_split_rank);
     RUN(shared_key_value_groups_map_each_rank_to_its_heads_and_its_groups_k_v);
     RUN(tp_slices_draw_the_same_global_values_as_one_rank);
     RUN(layout_offsets_splits_and_stages);
