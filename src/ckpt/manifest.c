@@ -76,7 +76,7 @@ static int64_t cfg_value(const pl_model_config *c, size_t i)
 /* ---- writing ---- */
 
 static const char *const norm_names[] = {"LayerNorm", "RMSNorm"};
-static const char *const pos_names[] = {"learned_absolute", "rope", "none"};
+static const char *const pos_names[] = {"learned_absolute", "rope", "none", "relative"};
 /* a fine-tuned model's task head (pl_task's order; plait finetune) */
 static const char *const task_names[] = {"none", "text_classification", "token_classification",
                                          "question_answering", "regression"};
@@ -107,6 +107,7 @@ static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b
         pl_ckpt_jnum(model, "decoder_num_layers", (double)c->dec_layers, b);
         pl_ckpt_jnum(model, "decoder_seq_length", (double)c->dec_seq_length, b);
     }
+    pl_ckpt_t5_arch_write(model, c, b);
 }
 
 cJSON *pl_ckpt_manifest_build(const pl_model_config *cfg, const pl_ckpt_meta *m,
@@ -268,7 +269,7 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
     int norm = 0, pos = 0;
     pl_status st = str_choice(model, "normalization", norm_names, 2, PL_NORM_LAYERNORM, mpath, &norm);
     if (!st)
-        st = str_choice(model, "position_embedding_type", pos_names, 3, PL_POS_LEARNED, mpath, &pos);
+        st = str_choice(model, "position_embedding_type", pos_names, 4, PL_POS_LEARNED, mpath, &pos);
     const struct {
         const char *key;
         double def, lo, hi;
@@ -325,6 +326,7 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
         c->dec_layers = (int64_t)v[0];
         c->dec_seq_length = (int64_t)v[1];
     }
+    PL_TRY(pl_ckpt_t5_arch_read(model, c, mpath));
 fail:
     return st;
 }
@@ -809,6 +811,8 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "--bert-no-binary-head";
     else if (saved->dec_layers != run->dec_layers)
         what = "--decoder-num-layers";
+    else if (pl_ckpt_t5_arch_differs(saved, run))
+        what = pl_ckpt_t5_arch_differs(saved, run);
     else if (saved->block.pos == PL_POS_ROPE &&
              ((float)saved->rope.base != (float)run->rope.base ||
               (float)saved->rope.percent != (float)run->rope.percent ||
