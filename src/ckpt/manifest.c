@@ -413,8 +413,10 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
         return encdec_shape(c, name, l, shape);
     const int64_t C = c->hidden, HS = C / c->heads, NH = c->heads, G = c->query_groups;
     const int64_t QKV = (NH + 2 * G) * HS, F = c->ffn_hidden;
-    const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
+    const int64_t F1 = pl_block_act_gated(c->block.act) ? 2 * F : F;
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX], pre[PL_PARAM_NAME_MAX];
+    char relpos[PL_PARAM_NAME_MAX];
+    pl_model_relpos_name(c, relpos, sizeof relpos);
     snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
     snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
     snprintf(pre, sizeof pre, "%s.layers.", pl_model_stack(c));
@@ -430,6 +432,7 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     } top[] = {{"embedding.word_embeddings.weight", 2, c->padded_vocab, C},
                {"embedding.position_embeddings.weight", 2, c->max_positions, C},
                {"output_layer.weight", 2, c->padded_vocab, C},
+               {relpos, 2, c->block.pos == PL_POS_RELATIVE ? c->rel_buckets : 0, NH},
                {lnf_w, 1, C, 0},
                {lnf_b, 1, C, 0},
                /* BERT's (a zero size: not in this model) */

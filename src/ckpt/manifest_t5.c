@@ -57,6 +57,7 @@ pl_status pl_ckpt_t5_arch_read(const cJSON *model, pl_model_config *c, const cha
     }
     c->softmax_scale = (float)v[2];
     c->output_scale = (float)v[3];
+    pl_model_encdec_output_bias(c);
 fail:
     return st;
 }

@@ -46,6 +46,12 @@ const char *pl_model_output_bias_name(const pl_model_config *c)
     return pl_model_is_encdec(c) ? "lm_head.output_layer.bias" : "output_layer.bias";
 }
 
+void pl_model_encdec_output_bias(pl_model_config *c)
+{
+    if (pl_model_is_encdec(c) && c->head.lm_head && (c->untie || c->output_scale > 0))
+        c->head.output_bias = 0;
+}
+
 int pl_model_is_encdec(const pl_model_config *c)
 {
     return c->family == PL_FAMILY_T5 || c->family == PL_FAMILY_BART;

@@ -160,6 +160,10 @@ const char *pl_model_output_bias_name(const pl_model_config *c);
  * head with the output bias). Both are laid out in the whole model's registry.
  * Both take c's recompute, its layer count capped at the stack's layers. */
 void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_model_config *dec);
+/* An encoder-decoder's output bias as Megatron core's T5LMHead has it: only with
+ * the output layer tied to the word embeddings (bias=share_embeddings_and_output_
+ * weights), and never with transformers' tied T5 (output_scale set). */
+void pl_model_encdec_output_bias(pl_model_config *c);
 /* 1 when c is an encoder-decoder family (T5). */
 int pl_model_is_encdec(const pl_model_config *c);
 /* The relative position bias table of c's stack ("encoder_relative_pos_emb.

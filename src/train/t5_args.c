@@ -34,5 +34,6 @@ pl_status pl_train_t5_config(const pl_train_args *a, pl_model_config *c)
                        : strcmp(act, "geglu") == 0 ? PL_ACT_GEGLU
                        : strcmp(act, "swiglu") == 0 ? PL_ACT_SWIGLU
                                                     : PL_ACT_GELU;
+    pl_model_encdec_output_bias(c);
     return PL_OK;
 }
