@@ -17,6 +17,7 @@
 #include "base/alloc.h"
 #include "base/fileio.h"
 #include "base/log.h"
+#include "data/tokenizer/tokenizer.h"
 #include "model/spec.h"
 
 #include <math.h>
@@ -248,8 +249,13 @@ pl_status pl_hf_t5_export_tokenizer(const pl_ckpt_meta *m, const pl_model_config
     } else if (!st) {
         st = pl_errorf(PL_ERR_NOMEM, "out of memory writing tokenizer_config.json");
     }
-    if (!st)
-        *eos = 1; /* T5's </s> */
+    pl_tokenizer *tok = NULL; /* eos: the model's </s> (T5's id 1), else its end of document */
+    if (!st && !(st = pl_tokenizer_open(&tok, &(pl_tokenizer_spec){type, NULL, NULL,
+                                                                    m->tokenizer_model, 0, 0}))) {
+        const int32_t id = pl_tokenizer_token_id(tok, "</s>");
+        *eos = id >= 0 ? id : tok->eod;
+    }
+    pl_tokenizer_free(tok);
     cJSON_free(text);
     cJSON_Delete(j);
     pl_free(data);

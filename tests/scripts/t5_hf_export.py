@@ -3,8 +3,8 @@
 names and config.json alone into the independent float64 T5 of t5_hf_ref.py, gives the
 logits plait computes for the same checkpoint (build/testtools/encdec_logits), within
 fp32 rounding (1e-5, t5_parity.py's bound for logits). A control: the same reference with
-the MLP's two input projections exchanged (gated-gelu) or the encoder's and decoder's bias
-tables exchanged (relu) must differ by more than 1e-3.
+the MLP's two input projections exchanged (gated-gelu), or a tied model's lm_head without
+the d_model^-0.5 scale, must differ by more than 1e-3.
 
 usage: t5_hf_export.py HF_DIR LOGITS.safetensors [HF_DIR LOGITS.safetensors ...]
 (prints "t5_hf_export: N passed, N failed")"""
@@ -46,11 +46,11 @@ def main():
         with torch.no_grad():
             logits = t5_hf_ref.forward(W, src, src_len, dec, cfg)[0]
             X = dict(W)
-            pairs = [(k, k.replace("wi_0", "wi_1")) for k in W if "wi_0" in k] or \
-                [(k, k.replace("encoder.", "decoder.")) for k in W if "relative_attention_bias" in k
-                 and k.startswith("encoder.")]
-            for a, b in pairs:
+            for a in [k for k in W if "wi_0" in k]:
+                b = a.replace("wi_0", "wi_1")
                 X[a], X[b] = W[b], W[a]
+            if cfg["tied"] and cfg["act"] != "geglu":
+                X["lm_head.weight"] = W["shared.weight"]  # unscaled
             other = t5_hf_ref.forward(X, src, src_len, dec, cfg)[0]
         name = os.path.basename(d)
         for what, e, ok in (("logits equal plait's", rel(L["logits"], logits), None),
