@@ -9,7 +9,9 @@
 # spiece.model comes along both ways; plait train starts from an import
 # (--use-checkpoint-args: the T5 flags from the checkpoint) and plait seq2seq generates from
 # it; KV-cached decoding with the decoder's bias tables equals the training forward at TP 1
-# and 2 (encdec_decode_check --hf-t5); Megatron's T5 and config.json values plait cannot
+# and 2 (encdec_decode_check --hf-t5); a T5 directory written by Python alone
+# (t5_hf_make.py) imports at TP 2, gives the PyTorch T5's logits and generates text with
+# its spiece.model; Megatron's T5 and config.json values plait cannot
 # run are refused naming the setting or the key.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
@@ -96,6 +98,25 @@ check "t5 hf: cached decoding with the bias tables equals the training forward (
 check "t5 hf: TP 2 equals the forward and TP 1's tokens" \
     bash -c "timeout -k 5 60 mpirun.openmpi -n 2 '$DEC' --hf-t5 > '$TMP/dec2.txt' &&
              diff <(grep ^source '$TMP/dec1.txt') <(grep ^source '$TMP/dec2.txt')"
+
+# a directory written independently of plait (t5_hf_make.py: t5-small's config style, no
+# tie_word_embeddings key, the embed_tokens copies, Llama 2's SentencePiece model as
+# spiece.model) imports, gives the PyTorch T5's logits, and generates from text
+for v in relu gated; do
+    check "t5 hf: a third-party $v T5 directory imports (TP 2)" bash -c "
+        $PY '$ROOT/tests/scripts/t5_hf_make.py' '$TMP/x_$v' '$PLAIT_DATA/llama2/tokenizer.model' \
+            $v > /dev/null && '$PLAIT' ckpt import '$TMP/x_$v' --format hf --out '$TMP/x_${v}_imp' \
+            --tensor-model-parallel-size 2 > '$TMP/x_$v.log' 2>&1 &&
+        '$LOGITS' '$TMP/x_${v}_imp' '$TMP/x_${v}_logits.safetensors'"
+done
+OMP_NUM_THREADS=2 $PY "$ROOT/tests/scripts/t5_hf_export.py" "$TMP/x_relu" "$TMP/x_relu_logits.safetensors" \
+    "$TMP/x_gated" "$TMP/x_gated_logits.safetensors" | tee "$TMP/py2.out" | grep -v '^ok'
+read -r p f < <(sed -nE 's/^t5_hf_export: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py2.out")
+_pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
+check "t5 hf: plait seq2seq generates text from it at TP 2 (decoder start 0, eos </s>)" bash -c "
+    timeout -k 5 60 mpirun.openmpi -n 2 '$PLAIT' seq2seq --load '$TMP/x_gated_imp' \
+        --input '$TMP/src.txt' --max-new-tokens 6 --output '$TMP/xgen.txt' > '$TMP/xgen.log' 2>&1 &&
+    [ \$(wc -l < '$TMP/xgen.txt') = 2 ]"
 
 # refusals
 check "t5 hf: Megatron's T5 trains (1 iteration)" \

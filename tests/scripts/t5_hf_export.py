@@ -28,7 +28,7 @@ def config_of(d):
             "buckets": j["relative_attention_num_buckets"],
             "max_distance": j["relative_attention_max_distance"],
             "act": {"relu": "relu", "gated-gelu": "geglu"}[j["feed_forward_proj"]],
-            "norm_eps": j["layer_norm_epsilon"], "tied": j["tie_word_embeddings"]}
+            "norm_eps": j["layer_norm_epsilon"], "tied": j.get("tie_word_embeddings", True)}  # T5Config default
 
 
 def main():
