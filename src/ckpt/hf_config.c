@@ -416,7 +416,7 @@ vocab:
     if (st)
         return st;
     PL_TRY(get_int(&r, "vocab_size", -1, 1, 1 << 24, &c->vocab_size));
-    if (c->hidden % c->heads)
+    if (c->hidden % c->heads && !c->kv_channels)
         return pl_errorf(PL_ERR_ARG, "%s: the hidden size %lld is not a multiple of the %lld heads",
                          path, (long long)c->hidden, (long long)c->heads);
     double std;

@@ -171,7 +171,8 @@ pl_status pl_hf_t5_config_parse(const cJSON *j, const char *path, pl_model_confi
         return pl_errorf(PL_ERR_FORMAT, "%s: \"tie_word_embeddings\" must be true or false", path);
     PL_TRY(int_key(j, path, "d_model", -1, 1, 1 << 20, &c->hidden));
     PL_TRY(int_key(j, path, "num_heads", -1, 1, 1 << 16, &c->heads));
-    PL_TRY(int_key(j, path, "d_kv", c->hidden / c->heads, 1, 1 << 20, &dkv));
+    PL_TRY(int_key(j, path, "d_kv", c->hidden / c->heads > 0 ? c->hidden / c->heads : 1, 1, 1 << 20,
+                   &dkv));
     PL_TRY(int_key(j, path, "d_ff", -1, 1, 1 << 24, &c->ffn_hidden));
     PL_TRY(int_key(j, path, "num_layers", -1, 1, 10000, &c->num_layers));
     PL_TRY(int_key(j, path, "num_decoder_layers", c->num_layers, 1, 10000, &c->dec_layers));
@@ -181,11 +182,8 @@ pl_status pl_hf_t5_config_parse(const cJSON *j, const char *path, pl_model_confi
     PL_TRY(int_key(j, path, "n_positions", 512, 1, 1 << 24, &npos));
     PL_TRY(num_key(j, path, "dropout_rate", 0.1, 0, 0.999, &drop));
     PL_TRY(num_key(j, path, "layer_norm_epsilon", 1e-6, 1e-30, 1, &eps));
-    if (c->hidden % c->heads || dkv * c->heads != c->hidden)
-        return pl_errorf(PL_ERR_ARG, "%s: \"d_kv\" %lld x \"num_heads\" %lld differs from "
-                         "\"d_model\" %lld: plait's heads are d_model / num_heads (T5 v1.1 small's "
-                         "inner width of 384 for 512 is not supported)", path, (long long)dkv,
-                         (long long)c->heads, (long long)c->hidden);
+    /* T5 v1.1 small: 6 heads of 64 in a 512 model (Megatron's --kv-channels) */
+    c->kv_channels = dkv * c->heads == c->hidden ? 0 : dkv;
     c->query_groups = c->heads;
     c->block.norm = PL_NORM_RMSNORM;
     c->block.norm_bias = c->block.bias = 0;

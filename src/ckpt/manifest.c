@@ -353,7 +353,7 @@ static pl_status model_read(const cJSON *model, int tp, const char *mpath, pl_mo
         c->ln_eps = (float)v;
     if (st)
         return st;
-    if (c->hidden % c->heads)
+    if (c->hidden % c->heads && !cJSON_HasObjectItem(model, "kv_channels"))
         return pl_errorf(PL_ERR_FORMAT, "%s: \"model.num_attention_heads\" %lld does not divide "
                          "\"model.hidden_size\" %lld", mpath, (long long)c->heads,
                          (long long)c->hidden);
@@ -411,7 +411,8 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
 {
     if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE)
         return encdec_shape(c, name, l, shape);
-    const int64_t C = c->hidden, HS = C / c->heads, NH = c->heads, G = c->query_groups;
+    const int64_t C = c->hidden, HS = pl_model_block_dims(c).HS, NH = c->heads;
+    const int64_t G = c->query_groups;
     const int64_t QKV = (NH + 2 * G) * HS, F = c->ffn_hidden;
     const int64_t F1 = pl_block_act_gated(c->block.act) ? 2 * F : F;
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX], pre[PL_PARAM_NAME_MAX];

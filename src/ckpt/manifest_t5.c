@@ -21,6 +21,8 @@ void pl_ckpt_t5_arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuil
         pl_ckpt_jnum(model, "softmax_scale", c->softmax_scale, b);
     if (c->output_scale > 0)
         pl_ckpt_jnum(model, "output_layer_input_scale", c->output_scale, b);
+    if (c->kv_channels > 0)
+        pl_ckpt_jnum(model, "kv_channels", (double)c->kv_channels, b);
 }
 
 /* An optional number: def when absent. */
@@ -46,17 +48,19 @@ pl_status pl_ckpt_t5_arch_read(const cJSON *model, pl_model_config *c, const cha
                              "\"geglu\"", mpath);
         c->block.act = (pl_act_kind)k;
     }
-    double v[4];
+    double v[5];
     PL_TRY(opt(model, "relative_attention_num_buckets", 32, 2, 1 << 20, 1, mpath, &v[0]));
     PL_TRY(opt(model, "relative_attention_max_distance", 128, 1, 1 << 30, 1, mpath, &v[1]));
     PL_TRY(opt(model, "softmax_scale", 0, 0, 1e30, 0, mpath, &v[2]));
     PL_TRY(opt(model, "output_layer_input_scale", 0, 0, 1e30, 0, mpath, &v[3]));
+    PL_TRY(opt(model, "kv_channels", 0, 0, 1 << 20, 1, mpath, &v[4]));
     if (c->block.pos == PL_POS_RELATIVE) {
         c->rel_buckets = (int64_t)v[0];
         c->rel_max_distance = (int64_t)v[1];
     }
     c->softmax_scale = (float)v[2];
     c->output_scale = (float)v[3];
+    c->kv_channels = (int64_t)v[4];
     pl_model_encdec_output_bias(c);
 fail:
     return st;
@@ -72,5 +76,7 @@ const char *pl_ckpt_t5_arch_differs(const pl_model_config *saved, const pl_model
         return "--softmax-scale";
     if (saved->output_scale != run->output_scale)
         return "--output-layer-input-scale";
+    if (saved->kv_channels != run->kv_channels)
+        return "--kv-channels";
     return NULL;
 }

@@ -62,7 +62,7 @@ static void build_args(mx_args *t, const pl_model_config *c, const pl_ckpt_meta 
     add(t, "hidden_size", 'i', c->hidden, 0, NULL);
     add(t, "ffn_hidden_size", 'i', c->ffn_hidden, 0, NULL);
     add(t, "num_attention_heads", 'i', c->heads, 0, NULL);
-    add(t, "kv_channels", 'i', c->hidden / c->heads, 0, NULL);
+    add(t, "kv_channels", 'i', pl_model_block_dims(c).HS, 0, NULL);
     add(t, "group_query_attention", 'b', c->query_groups != c->heads, 0, NULL);
     add(t, "num_query_groups", 'i', c->query_groups, 0, NULL);
     add(t, "seq_length", 'i', c->seq_length, 0, NULL);

@@ -127,7 +127,8 @@ const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config 
 pl_block_dims pl_model_block_dims(const pl_model_config *c)
 {
     pl_block_dims d = {c->hidden, c->heads, c->query_groups > 0 ? c->query_groups : c->heads,
-                       c->heads > 0 ? c->hidden / c->heads : 0, c->ffn_hidden};
+                       c->kv_channels > 0 ? c->kv_channels : c->heads > 0 ? c->hidden / c->heads : 0,
+                       c->ffn_hidden};
     return d;
 }
 
@@ -305,7 +306,7 @@ pl_status pl_model_check_size(const pl_model_config *c, int tp, int pp, double b
 pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_size)
 {
     const pl_block_dims d = pl_model_block_dims(c);
-    if (c->heads <= 0 || c->hidden % c->heads)
+    if (c->heads <= 0 || (c->kv_channels <= 0 && c->hidden % c->heads))
         return pl_errorf(PL_ERR_ARG, "--hidden-size %lld is not divisible by "
                          "--num-attention-heads %lld", (long long)c->hidden, (long long)c->heads);
     if (c->heads % r->tp_size)

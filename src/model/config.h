@@ -122,6 +122,8 @@ typedef struct pl_model_config {
      * --relative-attention-max-distance): a table per stack, nn/relbias.h */
     int64_t rel_buckets, rel_max_distance;
     float softmax_scale;  /* --softmax-scale: the attention scores' scale; 0: 1/sqrt(head size) */
+    int64_t kv_channels;  /* --kv-channels: the head size; 0: hidden / heads (T5 v1.1 small:
+                           * 64 for 6 heads of a 512 model) */
     float output_scale;   /* the output layer's input times this; 0: 1 (transformers' T5 with
                            * tied embeddings: hidden^-0.5) */
     int untie;            /* a separate output layer (Megatron's output_layer.weight) */

@@ -150,6 +150,10 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
     c->Fl = d->F / tps;
     c->F1l = pl_block_act_gated(spec->act) ? 2 * c->Fl : c->Fl;
     c->act_bf16 = pl_gemm_get_precision(gemm) == PL_GEMM_BF16;
+    if (c->act_bf16 && c->Al > d->C) /* backward widens the saved attention into norm_out */
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--bf16 with heads x --kv-channels (%lld) above "
+                         "--hidden-size (%lld) is not supported", (long long)(d->NH * d->HS),
+                         (long long)d->C);
     return PL_OK;
 }
 

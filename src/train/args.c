@@ -674,7 +674,7 @@ static pl_status validate(pl_train_args *a)
     PL_TRY(require_positive(a, "--hidden-size", a->hidden_size));
     PL_TRY(require_positive(a, "--num-attention-heads", a->num_attention_heads));
     PL_TRY(require_positive(a, "--seq-length", a->seq_length));
-    if (a->hidden_size % a->num_attention_heads)
+    if (a->hidden_size % a->num_attention_heads && !pl_train_args_given(a, "--kv-channels"))
         return pl_errorf(PL_ERR_ARG,
                          "plait train: --hidden-size %lld is not divisible by "
                          "--num-attention-heads %lld",

@@ -52,6 +52,7 @@ typedef struct pl_train_args {
     int64_t rel_buckets, rel_max_distance;
     double softmax_scale, output_scale;
     const char *ffn_activation;
+    int64_t kv_channels;
     double mask_prob, short_seq_prob; /* BERT's dataset */
     double rotary_base, rotary_percent, rope_scaling_factor;
     int64_t num_query_groups;
@@ -224,7 +225,9 @@ pl_status pl_train_args_legacy(pl_train_args *a);
      "(= --swiglu)", "gelu|relu|geglu|swiglu", 0},                                                 \
     {"--output-layer-input-scale", PL_OPT_FLOAT, NULL, offsetof(pl_train_args, output_scale),      \
      "multiplies the output layer's input (transformers' T5 with tied embeddings: "                \
-     "hidden^-0.5)", NULL, 0},
+     "hidden^-0.5)", NULL, 0},                                                                     \
+    {"--kv-channels", PL_OPT_INT, NULL, offsetof(pl_train_args, kv_channels),                      \
+     "the head size (default --hidden-size / --num-attention-heads; T5 v1.1 small: 64)", NULL, 0},
 
 /* Validates and resolves those flags (train/encdec_args.c), first thing in
  * validation: the T5 names mark --num-layers / --seq-length given; one name of

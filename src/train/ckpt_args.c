@@ -204,6 +204,8 @@ static pl_status apply(pl_train_args *a, const pl_model_config *c, const pl_ckpt
     }
     if (!st && (float)a->softmax_scale != c->softmax_scale)
         st = force_num(a, "--softmax-scale", a->softmax_scale, c->softmax_scale);
+    if (!st && c->kv_channels > 0)
+        st = force_num(a, "--kv-channels", (double)a->kv_channels, (double)c->kv_channels);
     if (!st && (float)a->output_scale != c->output_scale)
         st = force_num(a, "--output-layer-input-scale", a->output_scale, c->output_scale);
     if (!st && c->family == PL_FAMILY_BERT)

@@ -25,6 +25,11 @@ pl_status pl_train_t5_config(const pl_train_args *a, pl_model_config *c)
         !isfinite(a->output_scale))
         return pl_errorf(PL_ERR_ARG, "--softmax-scale %g and --output-layer-input-scale %g must "
                          "be positive (0: not used)", a->softmax_scale, a->output_scale);
+    if (a->kv_channels < 0 || a->kv_channels > (1 << 20))
+        return pl_errorf(PL_ERR_ARG, "--kv-channels %lld: expected a head size from 1 (0: hidden / "
+                         "heads)", (long long)a->kv_channels);
+    c->kv_channels = a->kv_channels == c->hidden / c->heads && c->hidden % c->heads == 0
+                         ? 0 : a->kv_channels; /* Megatron's default spelled out: the default */
     c->softmax_scale = (float)a->softmax_scale;
     c->output_scale = (float)a->output_scale;
     if (act && a->swiglu && strcmp(act, "swiglu") != 0)

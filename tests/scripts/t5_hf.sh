@@ -6,7 +6,8 @@
 # gradient and the parameters after 5 AdamW steps; small bias tables (8 buckets, max
 # distance 20: the logarithmic buckets within 24 positions) and T5's own (32, 128: the
 # float32 boundaries at distance 16), in one process and over 2 tensor-parallel ranks
-# (with sequence parallelism), each layout asserting its world size. In training
+# (with sequence parallelism), each layout asserting its world size; heads of
+# --kv-channels 24 and 12 (T5 v1.1 small's d_kv x heads other than d_model). In training
 # (`plait train --model t5` with the flags): DP 2 with ZeRO 1 and ZeRO 3 give one
 # process's losses (2e-7 relative: the DP sums' order), full and selective recomputation
 # its losses bit for bit; --bf16 with T5's MLPs and pipelining with relative positions
@@ -28,9 +29,10 @@ two() { # NAME FLAGS...
     check "t5 hf: $name ran on 2 tensor-parallel ranks" grep -q "tp 2" "$TMP/$name.log"
     FILES+=("$TMP/$name.safetensors")
 }
-one relu_untied --hf-t5 relu
+one relu_untied_kv24 --hf-t5 relu --kv-channels 24
 one geglu_tied --hf-t5 geglu --tied --buckets 32 --max-distance 128
-two geglu_tied_tp2_sp --hf-t5 geglu --tied --buckets 32 --max-distance 128 --sp
+two geglu_tied_tp2_sp_kv12 --hf-t5 geglu --tied --buckets 32 --max-distance 128 --sp \
+    --kv-channels 12
 two relu_untied_tp2 --hf-t5 relu
 OMP_NUM_THREADS=2 $PY "$ROOT/tests/scripts/t5_hf_parity.py" "${FILES[@]}" | tee "$TMP/py.out" |
     grep -v '^ok'

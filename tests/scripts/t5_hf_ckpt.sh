@@ -103,9 +103,10 @@ check "t5 hf: TP 2 equals the forward and TP 1's tokens" \
 # tie_word_embeddings key, the embed_tokens copies, Llama 2's SentencePiece model as
 # spiece.model) imports, gives the PyTorch T5's logits, and generates from text
 for v in relu gated; do
-    check "t5 hf: a third-party $v T5 directory imports (TP 2)" bash -c "
+    dkv=$([ $v = relu ] && echo 24 || echo 16) # relu: T5 v1.1 small's heads x d_kv != d_model
+    check "t5 hf: a third-party $v T5 directory (d_kv $dkv) imports (TP 2)" bash -c "
         $PY '$ROOT/tests/scripts/t5_hf_make.py' '$TMP/x_$v' '$PLAIT_DATA/llama2/tokenizer.model' \
-            $v > /dev/null && '$PLAIT' ckpt import '$TMP/x_$v' --format hf --out '$TMP/x_${v}_imp' \
+            $v $dkv > /dev/null && '$PLAIT' ckpt import '$TMP/x_$v' --format hf --out '$TMP/x_${v}_imp' \
             --tensor-model-parallel-size 2 > '$TMP/x_$v.log' 2>&1 &&
         '$LOGITS' '$TMP/x_${v}_imp' '$TMP/x_${v}_logits.safetensors'"
 done
@@ -136,6 +137,13 @@ json.dump(c, open(p, 'w'))" &&
 }
 check "t5 hf: feed_forward_proj gated-silu is refused naming the key" \
     bad_config feed_forward_proj '"gated-silu"' '"feed_forward_proj": "gated-silu"'
-check "t5 hf: d_kv x num_heads other than d_model is refused naming d_kv" \
-    bad_config d_kv 32 '"d_kv" 32'
+check "t5 hf: a d_kv that does not fit the tensors is refused naming the tensor" \
+    bad_config d_kv 32 'tensor encoder.block.0.layer.0.SelfAttention.q.weight has'
+check "t5 hf: heads x d_kv != d_model: export -> import -> export, the same bytes" bash -c "
+    '$PLAIT' ckpt export '$TMP/x_relu_imp' --format hf --out '$TMP/x_relu_hf2' > /dev/null 2>&1 &&
+    grep -q '\"d_kv\":.24' '$TMP/x_relu_hf2/config.json' &&
+    '$PLAIT' ckpt import '$TMP/x_relu_hf2' --format hf --out '$TMP/x_relu_imp3' > /dev/null 2>&1 &&
+    '$PLAIT' ckpt export '$TMP/x_relu_imp3' --format hf --out '$TMP/x_relu_hf3' > /dev/null 2>&1 &&
+    cmp '$TMP/x_relu_hf2/model.safetensors' '$TMP/x_relu_hf3/model.safetensors' &&
+    cmp '$TMP/x_relu_hf2/config.json' '$TMP/x_relu_hf3/config.json'"
 summary t5_hf_ckpt

@@ -7,7 +7,7 @@ shared.weight that older checkpoints hold, and a SentencePiece model as spiece.m
 Weights are drawn wide enough (std 0.12, bias tables 1.0) for the logits to be far from
 uniform, so that a wrong layout shows.
 
-usage: t5_hf_make.py OUT_DIR SPIECE_MODEL [gated]"""
+usage: t5_hf_make.py OUT_DIR SPIECE_MODEL [relu|gated [D_KV]]  (D_KV: default d_model / heads)"""
 import json
 import os
 import shutil
@@ -35,6 +35,8 @@ def main():
     out, spm = sys.argv[1], sys.argv[2]
     gated = len(sys.argv) > 3 and sys.argv[3] == "gated"
     d, H, F, Le, Ld, V, nb = 64, 4, 96, 2, 2, 32000, 32
+    dkv = int(sys.argv[4]) if len(sys.argv) > 4 else d // H
+    inner = H * dkv
     rng = np.random.default_rng(5)
     w = lambda *s: rng.normal(0, 0.12, s)  # noqa: E731
     T = {"shared.weight": w(V, d)}
@@ -48,8 +50,9 @@ def main():
             p = f"{stack}.block.{i}.layer."
             atts = ["0.SelfAttention"] + (["1.EncDecAttention"] if stack == "decoder" else [])
             for a in atts:
-                for x in "qkvo":
-                    T[f"{p}{a}.{x}.weight"] = w(d, d)
+                for x in "qkv":
+                    T[f"{p}{a}.{x}.weight"] = w(inner, d)
+                T[f"{p}{a}.o.weight"] = w(d, inner)
                 T[f"{p}{a[0]}.layer_norm.weight"] = 1 + 0.1 * rng.normal(size=d)
             m = "2" if stack == "decoder" else "1"
             T[f"{p}{m}.layer_norm.weight"] = 1 + 0.1 * rng.normal(size=d)
@@ -59,7 +62,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     write_safetensors(os.path.join(out, "model.safetensors"), T)
     cfg = {"architectures": ["T5ForConditionalGeneration"], "model_type": "t5",
-           "d_model": d, "d_kv": d // H, "d_ff": F, "num_layers": Le, "num_decoder_layers": Ld,
+           "d_model": d, "d_kv": dkv, "d_ff": F, "num_layers": Le, "num_decoder_layers": Ld,
            "num_heads": H, "relative_attention_num_buckets": nb,
            "relative_attention_max_distance": 128, "dropout_rate": 0.1,
            "layer_norm_epsilon": 1e-6, "initializer_factor": 1.0,

@@ -35,8 +35,9 @@ def run(path, check):
     opt = torch.optim.AdamW([{"params": [P[n] for n in decay], "weight_decay": cfg["weight_decay"]},
                              {"params": [P[n] for n in no_decay], "weight_decay": 0.0}],
                             lr=0.0, betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"])
-    tag = "[hf t5 %s, %s, buckets %d/%d] " % (cfg["act"], "tied" if cfg["tied"] else "untied",
-                                              cfg["buckets"], cfg["max_distance"])
+    tag = "[hf t5 %s, %s, buckets %d/%d%s] " % (
+        cfg["act"], "tied" if cfg["tied"] else "untied", cfg["buckets"], cfg["max_distance"],
+        ", heads of %d" % cfg["kv_channels"] if cfg.get("kv_channels") else "")
     for s in range(steps):
         row = batch[s]
         src = row[:B * Te].view(B, Te)
@@ -51,7 +52,8 @@ def run(path, check):
         if s == 0:  # control: Megatron's 1/sqrt(d) scores differ
             with torch.no_grad():
                 other = forward(plait_to_hf(P, cfg), src, src_len, dec,
-                                dict(cfg, score_scale=(cfg["hidden"] // cfg["heads"]) ** -0.5))
+                                dict(cfg, score_scale=(cfg.get("kv_channels") or
+                                                       cfg["hidden"] // cfg["heads"]) ** -0.5))
             e = rel(T_["logits"], other.reshape(-1, other.shape[-1]))
             check(f"{tag}the reference with 1/sqrt(d) scores differs ({e:.2e})", -e, -1e-3)
             check(tag + "logits", rel(T_["logits"], logits.detach().reshape(-1, logits.shape[-1])),

@@ -49,7 +49,7 @@ def rms(x, w, eps):
 def forward(W, src, src_len, dec, cfg):
     """logits (B, Td, V) of an HF-named state dict W (float64 tensors)."""
     C, NH = cfg["hidden"], cfg["heads"]
-    HS = cfg.get("d_kv", C // NH)
+    HS = cfg.get("d_kv") or cfg.get("kv_channels") or C // NH
     eps = cfg.get("norm_eps", 1e-6)  # transformers: layer_norm_epsilon
     B, Te = src.shape
     Td = dec.shape[1]
@@ -106,7 +106,7 @@ def plait_to_hf(P, cfg):
     """HF-named views of plait's parameters (Megatron core names): qkv rows per head
     [q; k; v], linear_kv per head [k; v], fc1 of GEGLU [wi_0; wi_1]."""
     C, NH = cfg["hidden"], cfg["heads"]
-    HS = C // NH
+    HS = cfg.get("kv_channels") or C // NH
     W = {"shared.weight": P["embedding.word_embeddings.weight"]}
     if "output_layer.weight" in P:
         W["lm_head.weight"] = P["output_layer.weight"]

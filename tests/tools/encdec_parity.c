@@ -18,7 +18,8 @@
  * RMSNorm with eps 1e-6, no biases (nor the output bias), relative position bias
  * tables (--buckets N, default 8, --max-distance M, default 20), scores unscaled,
  * the MLP's ReLU or GEGLU; an untied output layer, or with --tied the word
- * embeddings with the output layer's input scaled by hidden^-0.5. */
+ * embeddings with the output layer's input scaled by hidden^-0.5; --kv-channels N: heads
+ * of N (T5 v1.1 small's d_kv, heads x N other than the hidden size). */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "ckpt/safetensors.h"
@@ -84,7 +85,7 @@ static pl_status grad_sumsq(const pl_registry *reg, const float *grads, double *
 /* transformers' T5 layer (--hf-t5) */
 typedef struct hf_opts {
     int on, geglu, tied;
-    int64_t buckets, max_distance;
+    int64_t buckets, max_distance, kv_channels;
 } hf_opts;
 
 static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *out);
@@ -92,7 +93,7 @@ static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *ou
 int main(int argc, char **argv)
 {
     int bf16 = 0, sp = 0, res_post = 0, bad = argc < 2;
-    hf_opts hf = {0, 0, 0, 8, 20};
+    hf_opts hf = {0, 0, 0, 8, 20, 0};
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--hf-t5") == 0 && i + 1 < argc) {
             hf.on = 1;
@@ -104,6 +105,8 @@ int main(int argc, char **argv)
             hf.buckets = atoll(argv[++i]);
         else if (strcmp(argv[i], "--max-distance") == 0 && i + 1 < argc)
             hf.max_distance = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--kv-channels") == 0 && i + 1 < argc)
+            hf.kv_channels = atoll(argv[++i]);
         else if (strcmp(argv[i], "--bf16") == 0)
             bf16 = 1;
         else if (strcmp(argv[i], "--sp") == 0)
@@ -116,7 +119,7 @@ int main(int argc, char **argv)
     if (bad) {
         fprintf(stderr, "usage: [mpirun -n P] encdec_parity OUT.safetensors [--bf16] [--sp] "
                         "[--res-post-norm] [--hf-t5 relu|geglu [--tied] [--buckets N] "
-                        "[--max-distance M]]\n");
+                        "[--max-distance M] [--kv-channels N]]\n");
         return 2;
     }
     pl_dist dist;
@@ -145,6 +148,7 @@ static void hf_layer(pl_model_config *cfg, const hf_opts *hf)
     cfg->ln_eps = 1e-6f;
     cfg->untie = !hf->tied;
     cfg->output_scale = hf->tied ? 1.0f / sqrtf((float)C) : 0.0f;
+    cfg->kv_channels = hf->kv_channels;
 }
 
 static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *out)
@@ -314,10 +318,10 @@ static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *ou
              "\"steps\": %d, \"beta1\": 0.9, \"beta2\": 0.95, \"eps\": 1e-8, \"weight_decay\": 0.1, "
              "\"clip_grad\": 0.05, \"precision\": \"%s\", \"res_post_norm\": %d, "
              "\"hf_t5\": %d, \"act\": \"%s\", \"tied\": %d, \"buckets\": %lld, "
-             "\"max_distance\": %lld}",
+             "\"max_distance\": %lld, \"kv_channels\": %lld}",
              LE, LD, C, NH, TE, TD, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32", res_post,
              hf->on, hf->geglu ? "geglu" : "relu", hf->tied, (long long)hf->buckets,
-             (long long)hf->max_distance);
+             (long long)hf->max_distance, (long long)hf->kv_channels);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, out)))
         return fail(st);
