@@ -1,5 +1,7 @@
 /* Hugging Face checkpoints out of and into plait's (plait ckpt export / import
- * --format hf): transformers' GPT2LMHeadModel and LlamaForCausalLM.
+ * --format hf): transformers' GPT2LMHeadModel and LlamaForCausalLM, and
+ * T5ForConditionalGeneration (hf_t5.c: its config, tokenizer and skipped copies;
+ * its names in model/hf_t5_names.c).
  *
  * Export reads any plait checkpoint (any TP x PP layout and ZeRO stage, through
  * the global-slice reads of ckpt/source.h, gathered into one process) and writes

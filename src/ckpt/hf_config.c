@@ -404,14 +404,15 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
     if (cJSON_IsString(arch) && strcmp(arch->valuestring, "GPT2LMHeadModel") != 0 &&
         strcmp(arch->valuestring, "LlamaForCausalLM") != 0)
         return pl_errorf(PL_ERR_ARG, "%s: \"architectures\": %s is not supported (plait imports "
-                         "GPT2LMHeadModel and LlamaForCausalLM)", path, arch->valuestring);
+                         "GPT2LMHeadModel, LlamaForCausalLM and T5ForConditionalGeneration)", path,
+                         arch->valuestring);
     if (strcmp(type, "gpt2") == 0)
         st = parse_gpt2(&r, c);
     else if (strcmp(type, "llama") == 0)
         st = parse_llama(&r, c);
     else
-        return pl_errorf(PL_ERR_ARG, "%s: \"model_type\": %s is not supported (plait imports gpt2 "
-                         "and llama)", path, type);
+        return pl_errorf(PL_ERR_ARG, "%s: \"model_type\": %s is not supported (plait imports gpt2, "
+                         "llama and t5)", path, type);
 vocab:
     if (st)
         return st;
