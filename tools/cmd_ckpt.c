@@ -109,10 +109,10 @@ static const pl_command_spec convert_cmd =
 
 static const pl_command_spec export_cmd =
     SPEC("ckpt export DIR", "Write a checkpoint as a Hugging Face model directory (GPT2LMHeadModel, "
-         "LlamaForCausalLM; --format hf) or as a Megatron-LM torch checkpoint, weights only "
+         "LlamaForCausalLM, T5ForConditionalGeneration; --format hf) or as a Megatron-LM torch checkpoint, weights only "
          "(--format megatron)", export_table);
 static const pl_command_spec import_cmd =
-    SPEC("ckpt import DIR", "Write a Hugging Face GPT-2 / Llama directory (--format hf), a "
+    SPEC("ckpt import DIR", "Write a Hugging Face GPT-2 / Llama / T5 directory (--format hf), a "
          "Megatron-LM torch or torch_dist checkpoint (--format megatron) or a NeMo .nemo archive "
          "(--format nemo) "
          "as a plait release checkpoint in any TP x PP layout", import_table);

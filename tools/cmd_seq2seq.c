@@ -246,11 +246,18 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
 {
     pl_status st = PL_OK;
     const int smiles = !strcmp(s->tok->type, "SmilesTokenizer");
-    const int32_t bos = pl_tokenizer_token_id(s->tok, smiles ? "^" : "[BOS]");
-    const int32_t eos = pl_tokenizer_token_id(s->tok, smiles ? "&" : "[EOS]");
+    int32_t bos = pl_tokenizer_token_id(s->tok, smiles ? "^" : "[BOS]");
+    int32_t eos = pl_tokenizer_token_id(s->tok, smiles ? "&" : "[EOS]");
+    const int32_t t5_eos = pl_tokenizer_token_id(s->tok, "</s>");
+    if (bos < 0 && !smiles && t5_eos >= 0 && s->cfg.block.pos == PL_POS_RELATIVE) {
+        bos = 0; /* transformers' T5: decoder_start_token_id 0 (<pad>), eos </s> */
+        eos = t5_eos;
+    }
     if (bos < 0 || eos < 0)
-        return pl_errorf(PL_ERR_ARG, "the tokenizer has no %s / %s tokens", smiles ? "^" : "[BOS]",
-                         smiles ? "&" : "[EOS]");
+        return pl_errorf(PL_ERR_ARG, "the tokenizer has no %s / %s tokens%s", smiles ? "^" : "[BOS]",
+                         smiles ? "&" : "[EOS]",
+                         smiles ? "" : " (nor </s>, with which a T5 with relative positions starts "
+                                       "from token 0 as transformers' T5 does)");
     const int64_t Td = s->cfg.dec_seq_length;
     const int64_t max_new = o->max_new_tokens > 0 && o->max_new_tokens < Td ? o->max_new_tokens
                                                                              : Td;

@@ -1,5 +1,7 @@
 /* Hugging Face checkpoints out of and into plait's (plait ckpt export / import
- * --format hf): transformers' GPT2LMHeadModel and LlamaForCausalLM.
+ * --format hf): transformers' GPT2LMHeadModel and LlamaForCausalLM, and
+ * T5ForConditionalGeneration (hf_t5.c: its config, tokenizer and skipped copies;
+ * its names in model/hf_t5_names.c).
  *
  * Export reads any plait checkpoint (any TP x PP layout and ZeRO stage, through
  * the global-slice reads of ckpt/source.h, gathered into one process) and writes
@@ -58,6 +60,20 @@ pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, in
  * vocab_size by divisible_by x tp. */
 pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divisible_by, int tp,
                              pl_model_config *c);
+
+/* transformers' T5ForConditionalGeneration (ckpt/hf_t5.c): its config.json
+ * (eos: the token id, -1: T5's 1), the T5Config read into c (family, layer and
+ * sizes; the caller sets the vocabulary), the tensors of a T5 directory that are
+ * copies of shared.weight, and its tokenizer: a SentencePieceTokenizer written
+ * as spiece.model with a T5Tokenizer config (*eos set), and spiece.model found
+ * on import (a, n: the path's buffer; returns 1 when found). */
+pl_status pl_hf_t5_config_build(const pl_model_config *c, int bf16, int64_t eos, cJSON **out);
+pl_status pl_hf_t5_config_parse(const cJSON *j, const char *path, pl_model_config *c);
+int pl_hf_t5_tied_copy(const pl_model_config *c, const char *name);
+pl_status pl_hf_t5_export_tokenizer(const pl_ckpt_meta *m, const pl_model_config *c,
+                                    const char *tmp, int64_t *eos);
+int pl_hf_t5_find_tokenizer(const char *in, const pl_model_config *c, pl_ckpt_meta *m, char *a,
+                            size_t n);
 
 /* "5GB", "500MB", "2GiB", "1000": bytes (HF's units: KB = 1e3, KiB = 2^10). */
 pl_status pl_hf_parse_size(const char *s, int64_t *bytes);

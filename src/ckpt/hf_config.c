@@ -81,6 +81,8 @@ pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, in
     /* a GPT with Llama's layer (SwiGLU) is a tied Llama, as model/hf_names.h maps it */
     const char *cls = c->family == PL_FAMILY_GPT && c->block.act == PL_ACT_SWIGLU
                           ? "LlamaForCausalLM" : pl_family_get(c->family)->hf_architecture;
+    if (c->family == PL_FAMILY_T5)
+        return pl_hf_t5_config_build(c, bf16, eos, out);
     if (c->family == PL_FAMILY_BERT)
         return pl_errorf(PL_ERR_ARG, "a bert checkpoint: plait's BERT is Megatron core's, "
                          "pre-LayerNorm with a final LayerNorm; transformers' BertForMaskedLM and "
@@ -393,22 +395,29 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(config, "model_type");
     const cJSON *arch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(config, "architectures"), 0);
     const char *type = cJSON_IsString(mt) ? mt->valuestring : "(none)";
+    pl_status st;
+    if (strcmp(type, "t5") == 0 &&
+        (!cJSON_IsString(arch) || strcmp(arch->valuestring, "T5ForConditionalGeneration") == 0)) {
+        st = pl_hf_t5_config_parse(config, path, c);
+        goto vocab;
+    }
     if (cJSON_IsString(arch) && strcmp(arch->valuestring, "GPT2LMHeadModel") != 0 &&
         strcmp(arch->valuestring, "LlamaForCausalLM") != 0)
         return pl_errorf(PL_ERR_ARG, "%s: \"architectures\": %s is not supported (plait imports "
-                         "GPT2LMHeadModel and LlamaForCausalLM)", path, arch->valuestring);
-    pl_status st;
+                         "GPT2LMHeadModel, LlamaForCausalLM and T5ForConditionalGeneration)", path,
+                         arch->valuestring);
     if (strcmp(type, "gpt2") == 0)
         st = parse_gpt2(&r, c);
     else if (strcmp(type, "llama") == 0)
         st = parse_llama(&r, c);
     else
-        return pl_errorf(PL_ERR_ARG, "%s: \"model_type\": %s is not supported (plait imports gpt2 "
-                         "and llama)", path, type);
+        return pl_errorf(PL_ERR_ARG, "%s: \"model_type\": %s is not supported (plait imports gpt2, "
+                         "llama and t5)", path, type);
+vocab:
     if (st)
         return st;
     PL_TRY(get_int(&r, "vocab_size", -1, 1, 1 << 24, &c->vocab_size));
-    if (c->hidden % c->heads)
+    if (c->hidden % c->heads && !c->kv_channels)
         return pl_errorf(PL_ERR_ARG, "%s: the hidden size %lld is not a multiple of the %lld heads",
                          path, (long long)c->hidden, (long long)c->heads);
     double std;

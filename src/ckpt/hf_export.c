@@ -345,7 +345,9 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
         st = write_shard(&e, k, tmp);
     if (!st && e.n_shards > 1)
         st = write_index(&e, tmp);
-    if (!st)
+    if (!st && e.cfg.family == PL_FAMILY_T5)
+        st = pl_hf_t5_export_tokenizer(m, &e.cfg, tmp, &eos);
+    else if (!st)
         st = export_tokenizer(m, &e.cfg, tmp, &bos, &eos);
     if (!st)
         st = pl_hf_config_build(&e.cfg, e.bf16, bos, eos, &config);

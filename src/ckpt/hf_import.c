@@ -259,7 +259,8 @@ static pl_status assemble(const hf_files *f, const pl_model_config *c, const pl_
                 return pl_errorf(PL_ERR_FORMAT, "%s/%s: a key that is not a string", dir,
                                  f->names[i]);
             const char *name = key ? key->s : f->st[i].tensors[k].name;
-            if (skipped_buffer(name) || (!c->untie && strcmp(name, "lm_head.weight") == 0))
+            if (skipped_buffer(name) || pl_hf_t5_tied_copy(c, name) ||
+                (!c->untie && strcmp(name, "lm_head.weight") == 0))
                 continue;
             int found = 0;
             for (int p = 0; p < reg->n && !found; p++) {
@@ -280,6 +281,8 @@ static pl_status assemble(const hf_files *f, const pl_model_config *c, const pl_
 static void find_tokenizer(const char *in, const pl_model_config *c, pl_ckpt_meta *m, char *a,
                            char *b, size_t n)
 {
+    if (pl_hf_t5_find_tokenizer(in, c, m, a, n))
+        return;
     snprintf(a, n, "%s/vocab.json", in);
     snprintf(b, n, "%s/merges.txt", in);
     if (pl_file_exists(a) && pl_file_exists(b)) {

@@ -76,7 +76,7 @@ static int64_t cfg_value(const pl_model_config *c, size_t i)
 /* ---- writing ---- */
 
 static const char *const norm_names[] = {"LayerNorm", "RMSNorm"};
-static const char *const pos_names[] = {"learned_absolute", "rope", "none"};
+static const char *const pos_names[] = {"learned_absolute", "rope", "none", "relative"};
 /* a fine-tuned model's task head (pl_task's order; plait finetune) */
 static const char *const task_names[] = {"none", "text_classification", "token_classification",
                                          "question_answering", "regression"};
@@ -107,6 +107,7 @@ static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b
         pl_ckpt_jnum(model, "decoder_num_layers", (double)c->dec_layers, b);
         pl_ckpt_jnum(model, "decoder_seq_length", (double)c->dec_seq_length, b);
     }
+    pl_ckpt_t5_arch_write(model, c, b);
 }
 
 cJSON *pl_ckpt_manifest_build(const pl_model_config *cfg, const pl_ckpt_meta *m,
@@ -270,7 +271,7 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
     int norm = 0, pos = 0;
     pl_status st = str_choice(model, "normalization", norm_names, 2, PL_NORM_LAYERNORM, mpath, &norm);
     if (!st)
-        st = str_choice(model, "position_embedding_type", pos_names, 3, PL_POS_LEARNED, mpath, &pos);
+        st = str_choice(model, "position_embedding_type", pos_names, 4, PL_POS_LEARNED, mpath, &pos);
     const struct {
         const char *key;
         double def, lo, hi;
@@ -327,6 +328,7 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
         c->dec_layers = (int64_t)v[0];
         c->dec_seq_length = (int64_t)v[1];
     }
+    PL_TRY(pl_ckpt_t5_arch_read(model, c, mpath));
 fail:
     return st;
 }
@@ -353,7 +355,7 @@ static pl_status model_read(const cJSON *model, int tp, const char *mpath, pl_mo
         c->ln_eps = (float)v;
     if (st)
         return st;
-    if (c->hidden % c->heads)
+    if (c->hidden % c->heads && !cJSON_HasObjectItem(model, "kv_channels"))
         return pl_errorf(PL_ERR_FORMAT, "%s: \"model.num_attention_heads\" %lld does not divide "
                          "\"model.hidden_size\" %lld", mpath, (long long)c->heads,
                          (long long)c->hidden);
@@ -414,10 +416,13 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
 {
     if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE)
         return encdec_shape(c, name, l, shape);
-    const int64_t C = c->hidden, HS = C / c->heads, NH = c->heads, G = c->query_groups;
+    const int64_t C = c->hidden, HS = pl_model_block_dims(c).HS, NH = c->heads;
+    const int64_t G = c->query_groups;
     const int64_t QKV = (NH + 2 * G) * HS, F = c->ffn_hidden;
-    const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
+    const int64_t F1 = pl_block_act_gated(c->block.act) ? 2 * F : F;
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX], pre[PL_PARAM_NAME_MAX];
+    char relpos[PL_PARAM_NAME_MAX];
+    pl_model_relpos_name(c, relpos, sizeof relpos);
     snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
     snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
     snprintf(pre, sizeof pre, "%s.layers.", pl_model_stack(c));
@@ -433,6 +438,7 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     } top[] = {{"embedding.word_embeddings.weight", 2, c->padded_vocab, C},
                {"embedding.position_embeddings.weight", 2, c->max_positions, C},
                {"output_layer.weight", 2, c->padded_vocab, C},
+               {relpos, 2, c->block.pos == PL_POS_RELATIVE ? c->rel_buckets : 0, NH},
                {lnf_w, 1, C, 0},
                {lnf_b, 1, C, 0},
                /* BERT's (a zero size: not in this model) */
@@ -822,6 +828,8 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "--bert-no-binary-head";
     else if (saved->dec_layers != run->dec_layers)
         what = "--decoder-num-layers";
+    else if (pl_ckpt_t5_arch_differs(saved, run))
+        what = pl_ckpt_t5_arch_differs(saved, run);
     else if (saved->block.pos == PL_POS_ROPE &&
              ((float)saved->rope.base != (float)run->rope.base ||
               (float)saved->rope.percent != (float)run->rope.percent ||

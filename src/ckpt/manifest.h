@@ -58,6 +58,13 @@ pl_status pl_ckpt_manifest_read(int idfd, const char *idir, int64_t it, cJSON **
 pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_config *run,
                                const char *mpath);
 
+/* transformers' T5 layer's keys (ckpt/manifest_t5.c): written when the model
+ * has them, read with their defaults when absent; the flag of the first
+ * difference between two configs, or NULL. */
+void pl_ckpt_t5_arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b);
+pl_status pl_ckpt_t5_arch_read(const cJSON *model, pl_model_config *c, const char *mpath);
+const char *pl_ckpt_t5_arch_differs(const pl_model_config *saved, const pl_model_config *run);
+
 /* A required number field of o (named obj in messages) in [lo, hi], and an
  * integer when integral; mpath names the manifest. */
 pl_status pl_ckpt_jfield(const cJSON *o, const char *obj, const char *key, double lo, double hi,

@@ -62,7 +62,7 @@ static void build_args(mx_args *t, const pl_model_config *c, const pl_ckpt_meta 
     add(t, "hidden_size", 'i', c->hidden, 0, NULL);
     add(t, "ffn_hidden_size", 'i', c->ffn_hidden, 0, NULL);
     add(t, "num_attention_heads", 'i', c->heads, 0, NULL);
-    add(t, "kv_channels", 'i', c->hidden / c->heads, 0, NULL);
+    add(t, "kv_channels", 'i', pl_model_block_dims(c).HS, 0, NULL);
     add(t, "group_query_attention", 'b', c->query_groups != c->heads, 0, NULL);
     add(t, "num_query_groups", 'i', c->query_groups, 0, NULL);
     add(t, "seq_length", 'i', c->seq_length, 0, NULL);
@@ -326,6 +326,11 @@ pl_status pl_megatron_export(const char *dir, int64_t it, const char *out,
     if (e.cfg.family != PL_FAMILY_GPT && e.cfg.family != PL_FAMILY_LLAMA)
         st = pl_errorf(PL_ERR_ARG, "%s: a %s model: the Megatron export writes GPT and Llama "
                        "models", dir, e.cfg.family == PL_FAMILY_BERT ? "BERT" : "T5 / BART");
+    else if (e.cfg.block.pos == PL_POS_RELATIVE || e.cfg.block.act == PL_ACT_RELU ||
+             e.cfg.block.act == PL_ACT_GEGLU || e.cfg.softmax_scale > 0 || e.cfg.output_scale > 0)
+        st = pl_errorf(PL_ERR_ARG, "%s: transformers' T5 layer (relative positions, ReLU or GEGLU, "
+                       "--softmax-scale, --output-layer-input-scale) has no GPT args in this "
+                       "export", dir);
     else if (e.tp < 1 || e.pp < 1 || e.cfg.num_layers % e.pp)
         st = pl_errorf(PL_ERR_ARG, "TP %d x PP %d: expected sizes >= 1 and PP dividing the %lld "
                        "layers (Megatron's args hold no uneven split)", e.tp, e.pp,

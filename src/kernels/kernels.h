@@ -161,6 +161,17 @@ PL_KERNEL(gelu_bwd, float *dinp, const float *inp, const float *dout, int64_t n)
 PL_KERNEL(gelu_fwd_bf16, float *out, const uint16_t *inp, int64_t n);
 PL_KERNEL(gelu_bwd_bf16, float *dinp, const uint16_t *inp, const float *dout, int64_t n);
 
+/* ---- T5's feed-forward activations -----------------------------------------
+ * ReLU (T5 v1.0's DenseReluDense): out = max(x, 0); dinp += (x > 0) dout.
+ * GEGLU (T5 v1.1 and flan-t5's "gated-gelu"): a row of fc1's output is
+ * [gate (F) | up (F)] as SwiGLU's, out = gelu(gate) * up with the tanh GELU
+ * above (transformers' gelu_new). fp32 only. */
+PL_KERNEL(relu_fwd, float *out, const float *inp, int64_t n);
+PL_KERNEL(relu_bwd, float *dinp, const float *inp, const float *dout, int64_t n);
+/* inp (N,2F), out (N,F); dinp (N,2F) += the gradient from dout (N,F). */
+PL_KERNEL(geglu_fwd, float *out, const float *inp, int64_t N, int64_t F);
+PL_KERNEL(geglu_bwd, float *dinp, const float *inp, const float *dout, int64_t N, int64_t F);
+
 /* ---- LayerNorm ---------------------------------------------------------- */
 
 /* out (N,C) = (inp - mean) * rstd * weight + bias; saves mean (N), rstd (N). */
@@ -267,13 +278,15 @@ PL_KERNEL(dropout, float *out, const float *inp, int64_t n0, int64_t rows, int64
  * query heads, then its k, then its v; query head h = g*QG + j uses group g.
  * G = NH is the per-head [q, k, v] layout. out (B,T,NH,HS), head h at h*HS.
  * lse (B,NH,T) = log-sum-exp of each query's scaled, masked scores (dropout
- * does not change it), saved for backward. Scale 1/sqrt(HS).
+ * does not change it), saved for backward. Scale 1/sqrt(HS), or the shape's.
  *   P = softmax(S), out = sum_k Z(q,k)/(1-p) P(q,k) v_k (Z = 1 if kept).
  * Tiled with an online softmax: no (T,T) buffer per head; key tiles that are
  * masked for a whole query tile are skipped. The workspace holds one slot per
  * OpenMP thread: it is sized for omp_get_max_threads() at the time of the
  * call, and the kernels must not then run with more threads than that; its
- * size depends on T, HS and NH/G (not on the masks or dropout). */
+ * size depends on T, HS and NH/G (not on the masks or dropout), and with a
+ * relative position bias also on B and NH (the backward's per-sample bias
+ * gradients, summed over samples in order: the same bits for any thread count). */
 typedef struct pl_attn_shape {
     int64_t B, T;      /* batch, sequence (queries = keys = T) */
     /* query heads on this rank, KV groups on this rank (NH % G == 0), head size */
@@ -289,6 +302,14 @@ typedef struct pl_attn_shape {
      * parallelism); NHg = NH, h0 = 0 on one rank */
     int64_t NHg, h0;
     int64_t Tk;        /* cross-attention: keys per sample (self-attention ignores it) */
+    /* The softmax scale, 0: 1/sqrt(HS) (Megatron's default; T5 uses 1). */
+    float scale;
+    /* Self-attention only: NULL, or T5's relative position bias (NH, 2T-1), whose
+     * element h (2T-1) + T-1 + k - q is added to the scaled score of query q and
+     * key k of head h, before the masks and the softmax. */
+    const float *rel_bias;
+    /* Backward with rel_bias: the bias's gradient (NH, 2T-1), added into. */
+    float *drel_bias;
 } pl_attn_shape;
 size_t pl_attention_workspace(const pl_attn_shape *s);
 /* PL_ASSERTs (on in release builds) the shape's invariants above; both twins
@@ -325,9 +346,12 @@ PL_KERNEL(attention_cross_bwd, float *dq, float *dkv, const float *dout, const f
  * The attention of one new token: qkv (G, QG + 2, HS) is its QKV row in the
  * grouped layout above (QG = NH / G query heads per group, then k, then v);
  * kc, vc (len, G, HS) hold the keys and values of positions 0..len-1, the new
- * token's included. out (NH, HS); scores: scratch of NH * len floats. */
+ * token's included. Scores are scaled by scale (the caller's 1/sqrt(HS), or
+ * T5's 1), plus bias[h bias_ld + t] for key t of head h when bias is not NULL
+ * (a relative position bias). out (NH, HS); scores: scratch of NH * len floats. */
 PL_KERNEL(attention_decode, float *out, const float *qkv, const float *kc, const float *vc,
-          int64_t len, int64_t NH, int64_t G, int64_t HS, float *scores);
+          int64_t len, int64_t NH, int64_t G, int64_t HS, float scale, const float *bias,
+          int64_t bias_ld, float *scores);
 
 /* ---- LM head fused with softmax cross-entropy ------------------------------
  * logits (N,V) = x (N,C) . w^T (+ bias (V), when not NULL: BERT's and T5's output

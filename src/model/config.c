@@ -47,6 +47,12 @@ const char *pl_model_output_bias_name(const pl_model_config *c)
     return pl_model_is_encdec(c) ? "lm_head.output_layer.bias" : "output_layer.bias";
 }
 
+void pl_model_encdec_output_bias(pl_model_config *c)
+{
+    if (pl_model_is_encdec(c) && c->head.lm_head && (c->untie || c->output_scale > 0))
+        c->head.output_bias = 0;
+}
+
 int pl_model_is_encdec(const pl_model_config *c)
 {
     return c->family == PL_FAMILY_T5 || c->family == PL_FAMILY_BART;
@@ -99,6 +105,43 @@ const char *pl_model_tied_original(const char *copy)
     return NULL;
 }
 
+void pl_model_relpos_name(const pl_model_config *c, char *name, size_t n)
+{
+    snprintf(name, n, "%s_relative_pos_emb.relative_attention_bias.weight", pl_model_stack(c));
+}
+
+/* The relative position bias tables (buckets, NH), whole on every TP rank as
+ * Megatron core's RelativePositionEmbedding (an nn.Embedding) holds them, with
+ * the embeddings: their gradients are final when the backward ends. */
+static pl_status register_relpos(pl_registry *r, const pl_model_config *c, int pp_size)
+{
+    pl_status st = PL_OK;
+    if (c->block.pos != PL_POS_RELATIVE)
+        return PL_OK;
+    if (pp_size > 1)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--position-embedding-type relative with "
+                         "--pipeline-model-parallel-size %d: every stage reads its stack's bias "
+                         "table, which is not shared across stages yet", pp_size);
+    if (c->rel_buckets < 2 || c->rel_max_distance <= c->rel_buckets / 4)
+        return pl_errorf(PL_ERR_ARG, "--relative-attention-num-buckets %lld must be at least 2 "
+                         "and --relative-attention-max-distance %lld above a quarter of it (the "
+                         "bucket rule's exact range)", (long long)c->rel_buckets,
+                         (long long)c->rel_max_distance);
+    pl_model_config part[2] = {*c, *c};
+    int n = 1;
+    if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE)
+        pl_model_encdec_parts(c, &part[0], &part[1]), n = 2;
+    for (int k = 0; k < n; k++) {
+        char name[PL_PARAM_NAME_MAX];
+        pl_model_relpos_name(&part[k], name, sizeof name);
+        pl_param_spec t = {name, 2, {c->rel_buckets, c->heads}, PL_TP_REPLICATED, 0, -1, 1,
+                           PL_INIT_NORMAL, (float)c->init_std, 0, 0};
+        PL_TRY(pl_registry_add(r, &t));
+    }
+fail:
+    return st;
+}
+
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c)
 {
     char name[PL_PARAM_NAME_MAX];
@@ -111,7 +154,8 @@ const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config 
 pl_block_dims pl_model_block_dims(const pl_model_config *c)
 {
     pl_block_dims d = {c->hidden, c->heads, c->query_groups > 0 ? c->query_groups : c->heads,
-                       c->heads > 0 ? c->hidden / c->heads : 0, c->ffn_hidden};
+                       c->kv_channels > 0 ? c->kv_channels : c->heads > 0 ? c->hidden / c->heads : 0,
+                       c->ffn_hidden};
     return d;
 }
 
@@ -120,8 +164,8 @@ pl_param_spec pl_model_layer_param(const pl_model_config *c, size_t field, const
 {
     const pl_block_dims d = pl_model_block_dims(c);
     const int64_t C = d.C, QKV = (d.NH + 2 * d.G) * d.HS, A = d.NH * d.HS;
-    const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * d.F : d.F;
-    const pl_tp_split fc1_split = c->block.act == PL_ACT_SWIGLU ? PL_TP_ROWS_HALVES : PL_TP_ROWS;
+    const int64_t F1 = pl_block_act_gated(c->block.act) ? 2 * d.F : d.F;
+    const pl_tp_split fc1_split = pl_block_act_gated(c->block.act) ? PL_TP_ROWS_HALVES : PL_TP_ROWS;
     const pl_tp_split qkv_split = d.G % tp ? PL_TP_QKV_SHARED_KV : PL_TP_ROWS;
     const float std = (float)c->init_std;
     const float out_std = (float)(c->init_std / sqrt(2.0 * (double)c->num_layers));
@@ -293,7 +337,7 @@ pl_status pl_model_check_size(const pl_model_config *c, int tp, int pp, double b
 pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_size)
 {
     const pl_block_dims d = pl_model_block_dims(c);
-    if (c->heads <= 0 || c->hidden % c->heads)
+    if (c->heads <= 0 || (c->kv_channels <= 0 && c->hidden % c->heads))
         return pl_errorf(PL_ERR_ARG, "--hidden-size %lld is not divisible by "
                          "--num-attention-heads %lld", (long long)c->hidden, (long long)c->heads);
     if (c->heads % r->tp_size)
@@ -327,6 +371,7 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     };
     for (int i = 0; i < (c->block.pos == PL_POS_LEARNED ? 2 : 1); i++)
         PL_TRY(pl_registry_add(r, &emb[i]));
+    PL_TRY(register_relpos(r, c, pp_size));
     const pl_head_spec *h = &c->head;
     if (h->tokentypes > 0) {
         pl_param_spec tt = {"embedding.tokentype_embeddings.weight", 2, {h->tokentypes, C},
@@ -526,7 +571,7 @@ int64_t pl_model_num_params(const pl_model_config *c)
 {
     const pl_block_dims d = pl_model_block_dims(c);
     const int64_t C = c->hidden, F = c->ffn_hidden, QKV = (d.NH + 2 * d.G) * d.HS, A = d.NH * d.HS;
-    const int64_t F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
+    const int64_t F1 = pl_block_act_gated(c->block.act) ? 2 * F : F;
     const int nb = c->block.norm_bias, b = c->block.bias;
     int64_t per_layer = 2 * C * (1 + nb) + QKV * C + A * C + F1 * C + C * F;
     if (b)
@@ -534,6 +579,8 @@ int64_t pl_model_num_params(const pl_model_config *c)
     int64_t n = c->vocab_size * C + c->num_layers * per_layer + C * (1 + nb);
     if (c->block.pos == PL_POS_LEARNED)
         n += c->max_positions * C;
+    if (c->block.pos == PL_POS_RELATIVE) /* a table per stack */
+        n += c->rel_buckets * c->heads * (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE ? 2 : 1);
     if (c->untie)
         n += c->vocab_size * C;
     const pl_head_spec *h = &c->head;
@@ -553,7 +600,7 @@ double pl_model_flops_per_token(const pl_model_config *c)
     const pl_block_dims d = pl_model_block_dims(c);
     const double C = (double)c->hidden, F = (double)c->ffn_hidden, L = (double)c->num_layers;
     const double QKV = (double)((d.NH + 2 * d.G) * d.HS), A = (double)(d.NH * d.HS);
-    const double F1 = c->block.act == PL_ACT_SWIGLU ? 2 * F : F;
+    const double F1 = pl_block_act_gated(c->block.act) ? 2 * F : F;
     double matmul_params = L * (QKV * C + A * C + F1 * C + F * C) +
                            (c->head.lm_head ? (double)c->padded_vocab * C : 0.0);
     if (c->head.lm_transform) /* lm_head.dense on every position (the pooler's: once a sample) */
@@ -580,7 +627,7 @@ double pl_model_megatron_flops(const pl_model_config *c, int64_t batch)
     const pl_block_dims d = pl_model_block_dims(c);
     const double C = (double)c->hidden, L = (double)c->num_layers, T = (double)c->seq_length;
     const double Q = (double)(d.NH * d.HS), KV = (double)(d.G * d.HS);
-    const double ffn = (double)d.F * (c->block.act == PL_ACT_SWIGLU ? 3.0 : 2.0);
+    const double ffn = (double)d.F * (pl_block_act_gated(c->block.act) ? 3.0 : 2.0);
     /* forward + backward (3) x multiply-add (2) */
     const double per_token = 6.0 * C * (ffn + Q + 2 * KV + Q) * L + 6.0 * C * (double)c->padded_vocab;
     const double per_sample_sq = 6.0 * Q * L;

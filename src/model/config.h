@@ -118,6 +118,14 @@ typedef struct pl_model_config {
     pl_block_spec block;  /* the layer's kinds (from the family's row, then flags) */
     pl_head_spec head;    /* around the layers (from the family's row, then flags) */
     pl_rope_config rope;  /* block.pos == PL_POS_ROPE */
+    /* block.pos == PL_POS_RELATIVE (Megatron's --relative-attention-num-buckets and
+     * --relative-attention-max-distance): a table per stack, nn/relbias.h */
+    int64_t rel_buckets, rel_max_distance;
+    float softmax_scale;  /* --softmax-scale: the attention scores' scale; 0: 1/sqrt(head size) */
+    int64_t kv_channels;  /* --kv-channels: the head size; 0: hidden / heads (T5 v1.1 small:
+                           * 64 for 6 heads of a 512 model) */
+    float output_scale;   /* the output layer's input times this; 0: 1 (transformers' T5 with
+                           * tied embeddings: hidden^-0.5) */
     int untie;            /* a separate output layer (Megatron's output_layer.weight) */
     float hidden_dropout, attention_dropout;
     /* How to run it (not saved in checkpoints): the LM head's logits
@@ -157,6 +165,10 @@ const char *pl_model_output_bias_name(const pl_model_config *c);
  * head with the output bias). Both are laid out in the whole model's registry.
  * Both take c's recompute, its layer count capped at the stack's layers. */
 void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_model_config *dec);
+/* An encoder-decoder's output bias as Megatron core's T5LMHead has it: only with
+ * the output layer tied to the word embeddings (bias=share_embeddings_and_output_
+ * weights), and never with transformers' tied T5 (output_scale set). */
+void pl_model_encdec_output_bias(pl_model_config *c);
 /* 1 when c is an encoder-decoder family (T5). */
 int pl_model_is_encdec(const pl_model_config *c);
 /* A pipelined encoder-decoder (c->pp_split = S, P = pp_size stages): the stack
@@ -169,6 +181,10 @@ int pl_model_encdec_stage_stack(const pl_model_config *c, int pp_size, int stage
  * stage's word embeddings, the position embeddings for its position embeddings;
  * NULL for a name that is no copy's. */
 const char *pl_model_tied_original(const char *copy);
+/* The relative position bias table of c's stack ("encoder_relative_pos_emb.
+ * relative_attention_bias.weight", Megatron core's T5Model names) into name. */
+void pl_model_relpos_name(const pl_model_config *c, char *name, size_t n);
+
 /* The final norm's weight in r: the first parameter of the last stage's tail
  * (the final norm, the output layer, the heads), which follows the layers. An
  * encoder-decoder's whole model: the decoder's (the encoder's is registered

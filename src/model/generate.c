@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "model/spec.h"
 #include "nn/plan.h"
+#include "nn/relbias.h"
 #include "parallel/tp/layers.h"
 
 #include <math.h>
@@ -96,6 +97,8 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
                              &g->prof));
     g->blk.enc_len = &g->enc_len;
     g->blk.rope_rows = cfg->max_positions;
+    g->blk.rel_rows = cfg->max_positions;
+    g->blk.softmax_scale = cfg->softmax_scale;
     const int64_t L = cfg->num_layers;
     g->w = pl_calloc((size_t)L, sizeof *g->w);
     pl_plan count = {NULL, 0};
@@ -123,9 +126,16 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
     g->wte = top.wte, g->wpe = top.wpe, g->lnf_w = top.lnf_w, g->lnf_b = top.lnf_b;
     g->out_w = top.out_w;
     g->out_b = top.out_b;
-    if (!g->wte || !g->lnf_w || !g->out_w || (cfg->block.pos == PL_POS_LEARNED && !g->wpe)) {
-        st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing");
+    if (!g->wte || !g->lnf_w || !g->out_w || (cfg->block.pos == PL_POS_LEARNED && !g->wpe) ||
+        (cfg->block.pos == PL_POS_RELATIVE && !top.relpos)) {
+        st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm, output layer or relative position "
+                       "table missing");
         goto fail;
+    }
+    if (cfg->block.pos == PL_POS_RELATIVE) { /* causal: the decoder's one-way buckets */
+        const pl_nn_relbias_spec rs = {cfg->rel_buckets, cfg->rel_max_distance, 0};
+        pl_nn_relbias_fill(g->blk.rel_bias, top.relpos, &rs, cfg->heads,
+                           (int64_t)tpr * g->blk.NHl, g->blk.NHl, g->blk.rel_rows);
     }
     PL_TRY(prepare(g, head_cols(g)));
     return PL_OK;
@@ -189,6 +199,8 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
     }
     pl_nn_norm_fwd(c->block.norm, g->lnf, g->lnf_mean, g->lnf_rstd, L ? g->acts.res2 : g->x,
                    g->lnf_w, g->lnf_b, 1, C, c->ln_eps);
+    for (int64_t i = 0; c->output_scale > 0 && i < C; i++)
+        g->lnf[i] *= c->output_scale;
     /* logits[v0, v0 + n) = lnf (1, C) . out_w^T, out_w (Vl, C) this rank's rows */
     const int64_t n = head_cols(g);
     double t0 = pl_time_now();

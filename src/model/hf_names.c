@@ -89,6 +89,8 @@ static void hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *
         break;
     case PL_HF_GATE:
     case PL_HF_UP:
+    case PL_HF_XK:
+    case PL_HF_XV:
         t->shape[0] = p->shape[0] / 2;
         break;
     }
@@ -98,6 +100,8 @@ int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_H
 {
     int layer = -1, used = 0;
     const char *suffix = p->name;
+    if (c->family == PL_FAMILY_T5)
+        return pl_hf_t5_map(c, p, out);
     if (sscanf(p->name, "decoder.layers.%d.%n", &layer, &used) == 1 && used > 0)
         suffix = p->name + used;
     for (const hf_row *r = family_rows(c); r->plait; r++) {
@@ -145,6 +149,9 @@ int64_t pl_hf_source_index(const pl_model_config *c, const pl_param *p, const pl
         return i;
     case PL_HF_UP:
         return (p->shape[0] / 2 + row) * pcols + col;
+    case PL_HF_XK:
+    case PL_HF_XV:
+        return pl_hf_t5_source_index(c, p, t, i);
     }
     return -1;
 }

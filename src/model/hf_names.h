@@ -32,6 +32,8 @@ typedef enum pl_hf_transform {
     PL_HF_V,
     PL_HF_GATE,
     PL_HF_UP,
+    PL_HF_XK, /* T5's EncDecAttention k and v: the halves of each head's rows of linear_kv */
+    PL_HF_XV,
 } pl_hf_transform;
 
 enum { PL_HF_MAX_PER_PARAM = 3 };
@@ -50,6 +52,12 @@ typedef struct pl_hf_tensor {
  * serve --model llama and a GPT with SwiGLU (a Llama whose output layer is
  * tied), GPT-2's the other GPTs. */
 int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
+
+/* transformers' T5ForConditionalGeneration (model/hf_t5_names.c): pl_hf_map
+ * and pl_hf_source_index of --model t5 (its XK and XV transforms). */
+int pl_hf_t5_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
+int64_t pl_hf_t5_source_index(const pl_model_config *c, const pl_param *p, const pl_hf_tensor *t,
+                              int64_t i);
 
 /* Where element i (row-major) of Hugging Face tensor t comes from: its
  * row-major index in the global plait tensor p. */

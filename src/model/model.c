@@ -7,6 +7,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "nn/plan.h"
+#include "nn/relbias.h"
 #include "parallel/tp/layers.h"
 
 #include <stdlib.h>
@@ -51,8 +52,9 @@ pl_status pl_model_layer_bind(const pl_registry *reg, const pl_model_config *c, 
 pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                             pl_flat_locate_fn locate, void *ctx, int grad, pl_model_top *out)
 {
-    enum { NTOP = 22 };
-    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
+    enum { NTOP = 23 };
+    char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX], relpos[PL_PARAM_NAME_MAX];
+    pl_model_relpos_name(c, relpos, sizeof relpos);
     snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
     snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
     const char *const names[NTOP] = {
@@ -65,13 +67,13 @@ pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, co
         "classifier.mlp.layer0.bias",
         /* a pipelined encoder-decoder's decoder embeds with copies on its first stage */
         "decoder_embedding.word_embeddings.weight", "decoder_embedding.position_embeddings.weight",
-        NULL};
+        relpos, NULL};
     pl_head_weights *h = &out->head;
     float **dst[NTOP] = {&out->wte,   &out->wpe,   &out->tte,    &out->lnf_w,  &out->lnf_b,
                          &out->out_w, &out->out_b, &h->dense_w,  &h->dense_b,  &h->ln_w,
                          &h->ln_b,    &h->pool_w,  &h->pool_b,   &h->bin_w,    &h->bin_b,
                          &h->bin_w,   &h->bin_b,   &h->tok_w,    &h->tok_b,    &out->wte,
-                         &out->wpe,   NULL};
+                         &out->wpe,   &out->relpos, NULL};
     memset(out, 0, sizeof *out);
     for (int k = 0; names[k]; k++) {
         const pl_param *p = pl_registry_find(reg, names[k]);
@@ -231,6 +233,8 @@ static size_t plan(pl_model *m, float *base, int recompute)
                                      m->stage.inflight == 1 && probe.used <= lm_ws
                                  ? &inner : &b);
     pl_block_take_rope(c, &b, &m->cfg.rope);
+    if (m->cfg.block.pos == PL_POS_RELATIVE) /* the table's gradient before its TP sum */
+        m->rel_dtable = pl_plan_take(&b, m->cfg.rel_buckets * m->cfg.heads);
     return b.used;
 }
 
@@ -304,6 +308,7 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     PL_TRY(pl_block_kv_comm(&m->kv_comm, tp, &dims));
     m->blk.kv = &m->kv_comm;
     m->blk.split_bwd = sg->split_bwd;
+    m->blk.softmax_scale = cfg->softmax_scale;
     if (sg->split_bwd && cfg->recompute.granularity != PL_RECOMPUTE_NONE)
         return pl_errorf(PL_ERR_UNSUPPORTED, "a zero-bubble schedule (the backward in two "
                          "halves) with activation recomputation: the recomputed layers' buffers "
@@ -348,6 +353,7 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     PL_TRY(bind_top(m, 0, params, NULL, NULL));
     PL_TRY(bind_top(m, 1, grads, NULL, NULL));
     if (params && ((sg->first && (!m->p.wte || (cfg->block.pos == PL_POS_LEARNED && !m->p.wpe) ||
+                                  (cfg->block.pos == PL_POS_RELATIVE && !m->p.relpos) ||
                                   (cfg->head.tokentypes && !m->p.tte))) ||
                    (sg->last && (!m->p.lnf_w || (cfg->head.lm_head && !m->p.out_w) ||
                                  (cfg->head.output_bias && !m->p.out_b) ||
@@ -554,6 +560,48 @@ static pl_status tokentype_fwd(pl_model *m, float *x)
     return PL_OK;
 }
 
+/* x (n) *= a. */
+static void scale(float *x, int64_t n, float a)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] *= a;
+}
+
+/* The relative position bias table's rule for this stack. */
+static pl_nn_relbias_spec relpos_spec(const pl_model *m)
+{
+    pl_nn_relbias_spec s = {m->cfg.rel_buckets, m->cfg.rel_max_distance,
+                            m->cfg.block.mask != PL_MASK_CAUSAL};
+    return s;
+}
+
+/* The stack's bias vectors of this rank's heads from its table. */
+static void relpos_fill(pl_model *m)
+{
+    const pl_nn_relbias_spec s = relpos_spec(m);
+    pl_nn_relbias_fill(m->blk.rel_bias, m->p.relpos, &s, m->cfg.heads, m->blk.tp_rank * m->blk.NHl,
+                       m->blk.NHl, m->blk.rel_rows);
+}
+
+/* After the layers' backward: the bias vectors' gradient into the table's,
+ * this rank's heads' columns, summed over the TP group (each rank holds the
+ * whole table, as Megatron's). */
+static pl_status relpos_grad(pl_model *m)
+{
+    const pl_nn_relbias_spec s = relpos_spec(m);
+    const int64_t n = m->cfg.rel_buckets * m->cfg.heads;
+    memset(m->rel_dtable, 0, (size_t)n * sizeof(float));
+    pl_nn_relbias_grad(m->rel_dtable, m->blk.drel_bias, &s, m->cfg.heads,
+                       m->blk.tp_rank * m->blk.NHl, m->blk.NHl, m->blk.rel_rows);
+    if (m->blk.tp_size > 1) {
+        pl_status st = pl_comm_allreduce_f32(m->tp, m->rel_dtable, n, PL_COMM_SUM);
+        if (st)
+            return st;
+    }
+    pl_cpu_add(m->d.relpos, m->d.relpos, m->rel_dtable, n);
+    return PL_OK;
+}
+
 pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
@@ -569,6 +617,8 @@ pl_status pl_model_forward(pl_model *m)
             PL_TRY(tokentype_fwd(m, m->x0));
         embedding_dropout(m, m->x0);
     }
+    if (m->cfg.block.pos == PL_POS_RELATIVE)
+        relpos_fill(m);
     for (int64_t j = 0; j < L; j++) {
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, j, 0));
@@ -578,6 +628,8 @@ pl_status pl_model_forward(pl_model *m)
         return PL_OK;
     PL_TRY(pl_block_norm_fwd(&m->blk, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L),
                              m->p.lnf_w, m->p.lnf_b));
+    if (m->cfg.output_scale > 0 && m->cfg.head.lm_head)
+        scale(m->lnf, m->N * C, m->cfg.output_scale);
     double t0 = pl_time_now();
     st = heads_fwd(m);
     m->prof.lmhead += pl_time_now() - t0;
@@ -652,6 +704,8 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
                              "gradient of its output (dlnf_in)");
         if (!headless)
             PL_TRY(heads_bwd(m, dln));
+        if (m->cfg.output_scale > 0 && m->cfg.head.lm_head)
+            scale(dln, N * C, m->cfg.output_scale);
         m->prof.lmhead += pl_time_now() - t0;
         /* the heads leave the final norm's output gradient whole; the LM head
          * alone, under sp, this rank's rows first */
@@ -662,6 +716,9 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
     } else {
         memcpy(m->dres, mb->dout, (size_t)(Nl * C) * sizeof(float));
     }
+    if (m->cfg.block.pos == PL_POS_RELATIVE)
+        memset(m->blk.drel_bias, 0,
+               (size_t)(m->blk.NHl * (2 * m->blk.rel_rows - 1)) * sizeof(float));
     for (int64_t j = L - 1; j >= 0; j--) {
         const int64_t g = m->group_start[j];
         if (g >= 0 && (j + 1 == L || m->group_start[j + 1] != g)) {
@@ -685,6 +742,8 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
         if (ready)
             PL_TRY(ready(ctx, m->layer_offset[j], m->layer_count[j]));
     }
+    if (m->cfg.block.pos == PL_POS_RELATIVE) /* a split backward's input half has it all */
+        PL_TRY(relpos_grad(m));
     if (!m->stage.first) {
         memcpy(mb->dx0, m->dres, (size_t)(Nl * C) * sizeof(float));
         return PL_OK;

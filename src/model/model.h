@@ -29,6 +29,7 @@ pl_status pl_model_layer_bind(const pl_registry *reg, const pl_model_config *c, 
  * BERT's heads. Absent ones are NULL. */
 typedef struct pl_model_top {
     float *wte, *wpe, *tte, *lnf_w, *lnf_b, *out_w, *out_b;
+    float *relpos; /* the stack's relative position bias table (buckets, NH) */
     pl_head_weights head;
 } pl_model_top;
 
@@ -116,6 +117,7 @@ typedef struct pl_model {
     pl_block_acts *slots;     /* [nl] full recompute: one layer's buffers per group position */
     float *rows;
     float *dres;              /* (Nl,C) gradient of the residual stream */
+    float *rel_dtable;        /* relative positions: (buckets, NH) the table's gradient scratch */
     float *lm_ws;
     float *head_ws;           /* the heads' backward scratch */
     float *dhead;             /* (N, C) the gradient of the lm transform's output */

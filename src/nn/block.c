@@ -5,6 +5,7 @@
 #include "nn/linear.h"
 #include "parallel/tp/layers.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -59,15 +60,25 @@ uint64_t pl_block_dropout_stream(int64_t iteration, int64_t layer, int site)
                                   (uint64_t)(site & 3)) ^ (uint64_t)(site >> 2) << 62;
 }
 
+int pl_block_act_gated(pl_act_kind act) { return act == PL_ACT_SWIGLU || act == PL_ACT_GEGLU; }
+
+/* The attention scores' scale. */
+static float attn_scale(const pl_block_ctx *c)
+{
+    return c->softmax_scale > 0 ? c->softmax_scale : 1.0f / sqrtf((float)c->dims.HS);
+}
+
 /* The fused attention's shape on this rank: heads and groups of the rank, the
- * spec's mask, and layer's attention dropout keyed by the global heads. */
+ * spec's mask, and layer's attention dropout keyed by the global heads; the
+ * scale and the relative position bias. */
 static pl_attn_shape attn_shape(const pl_block_ctx *c, int64_t layer)
 {
     const pl_dropout_key *k = &c->drop;
     pl_attn_shape s = {c->B, c->T, c->NHl, c->Gl, c->dims.HS, c->spec.mask == PL_MASK_CAUSAL,
                        c->spec.mask == PL_MASK_PADDING ? c->pad_len : NULL, k->attention,
                        k->seed, pl_block_dropout_stream(k->iteration, layer, 0), k->sample,
-                       c->dims.NH, (int64_t)c->tp_rank * c->NHl, 0};
+                       c->dims.NH, (int64_t)c->tp_rank * c->NHl, 0, c->softmax_scale,
+                       c->rel_bias, c->drel_bias};
     return s;
 }
 
@@ -77,7 +88,8 @@ static pl_attn_shape cross_shape(const pl_block_ctx *c, int64_t layer)
     const pl_dropout_key *k = &c->drop;
     pl_attn_shape s = {c->B, c->T, c->NHl, c->NHl, c->dims.HS, 0, c->enc_len, k->attention,
                        k->seed, pl_block_dropout_stream(k->iteration, layer, 4), k->sample,
-                       c->dims.NH, (int64_t)c->tp_rank * c->NHl, c->Tk};
+                       c->dims.NH, (int64_t)c->tp_rank * c->NHl, c->Tk, c->softmax_scale,
+                       NULL, NULL};
     return s;
 }
 
@@ -100,6 +112,11 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
                          "--tensor-model-parallel-size %d, heads by query groups (%lld), and "
                          "groups by the TP size or the TP size by groups",
                          (long long)d->NH, (long long)d->F, tps, (long long)d->G);
+    if (spec->act != PL_ACT_GELU && spec->act != PL_ACT_SWIGLU &&
+        pl_gemm_get_precision(gemm) == PL_GEMM_BF16)
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--bf16 with T5's ReLU or GEGLU MLP: their kernels "
+                         "are fp32 only (the activations are saved in bf16 under --bf16); use "
+                         "--fp16 or fp32");
     if (sp && tps > 1 && (B * T) % tps)
         return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x --seq-length (%lld) "
                          "must divide by --tensor-model-parallel-size %d", (long long)(B * T), tps);
@@ -116,6 +133,7 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
     c->Tk = spec->cross_attention ? Tk : 0;
     c->Nk = B * c->Tk;
     c->rope_rows = T;
+    c->rel_rows = T;
     c->tp = tp;
     c->tp_size = tps;
     c->tp_rank = tp_rank;
@@ -130,8 +148,12 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
     c->Al = c->NHl * d->HS;
     c->QKVl = (c->NHl + 2 * c->Gl) * d->HS;
     c->Fl = d->F / tps;
-    c->F1l = spec->act == PL_ACT_SWIGLU ? 2 * c->Fl : c->Fl;
+    c->F1l = pl_block_act_gated(spec->act) ? 2 * c->Fl : c->Fl;
     c->act_bf16 = pl_gemm_get_precision(gemm) == PL_GEMM_BF16;
+    if (c->act_bf16 && c->Al > d->C) /* backward widens the saved attention into norm_out */
+        return pl_errorf(PL_ERR_UNSUPPORTED, "--bf16 with heads x --kv-channels (%lld) above "
+                         "--hidden-size (%lld) is not supported", (long long)(d->NH * d->HS),
+                         (long long)d->C);
     return PL_OK;
 }
 
@@ -205,6 +227,10 @@ void pl_block_take_acts(const pl_block_ctx *c, pl_plan *p, pl_block_acts *a, int
  * attention and fc1 steps before they are saved in bf16 (dact holds F1 columns). */
 void pl_block_take_rope(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope)
 {
+    if (c->spec.pos == PL_POS_RELATIVE) {
+        c->rel_bias = pl_plan_take(p, c->NHl * (2 * c->rel_rows - 1));
+        c->drel_bias = pl_plan_take(p, c->NHl * (2 * c->rel_rows - 1));
+    }
     if (c->spec.pos != PL_POS_ROPE)
         return;
     /* Megatron: rotary dims = kv_channels * rotary_percent (even) */
@@ -225,7 +251,11 @@ void pl_block_take_scratch(pl_block_ctx *c, pl_plan *p)
     c->act = c->dfc1; /* forward's act(fc1); backward rebuilds it there before dfc1 */
     c->dact = pl_plan_take(p, nf);
     c->qkv_f32 = c->dfc1;
-    const pl_attn_shape s = attn_shape(c, 0), xs = cross_shape(c, 0);
+    pl_attn_shape s = attn_shape(c, 0);
+    const pl_attn_shape xs = cross_shape(c, 0);
+    static const float planned = 0.0f; /* a bias's workspace, before its vectors are placed */
+    if (c->spec.pos == PL_POS_RELATIVE)
+        s.rel_bias = &planned;
     size_t ws = pl_attention_workspace(&s);
     if (c->spec.cross_attention && pl_attention_workspace(&xs) > ws)
         ws = pl_attention_workspace(&xs);
@@ -381,7 +411,11 @@ static pl_status row_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, const
 static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
 {
     const int64_t n = c->N * c->Fl;
-    if (c->spec.act == PL_ACT_SWIGLU && c->act_bf16)
+    if (c->spec.act == PL_ACT_RELU)
+        pl_cpu_relu_fwd(c->act, a->fc1, n);
+    else if (c->spec.act == PL_ACT_GEGLU)
+        pl_cpu_geglu_fwd(c->act, a->fc1, c->N, c->Fl);
+    else if (c->spec.act == PL_ACT_SWIGLU && c->act_bf16)
         pl_cpu_swiglu_fwd_bf16(c->act, a->fc1_bf16, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_SWIGLU)
         pl_cpu_swiglu_fwd(c->act, a->fc1, c->N, c->Fl);
@@ -395,7 +429,11 @@ static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
 static void act_bwd(pl_block_ctx *c, const pl_block_acts *a)
 {
     const int64_t n = c->N * c->Fl;
-    if (c->spec.act == PL_ACT_SWIGLU && c->act_bf16)
+    if (c->spec.act == PL_ACT_RELU)
+        pl_cpu_relu_bwd(c->dfc1, a->fc1, c->dact, n);
+    else if (c->spec.act == PL_ACT_GEGLU)
+        pl_cpu_geglu_bwd(c->dfc1, a->fc1, c->dact, c->N, c->Fl);
+    else if (c->spec.act == PL_ACT_SWIGLU && c->act_bf16)
         pl_cpu_swiglu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_SWIGLU)
         pl_cpu_swiglu_bwd(c->dfc1, a->fc1, c->dact, c->N, c->Fl);
@@ -469,6 +507,12 @@ static pl_status branch_grad(pl_block_ctx *c, const float *dres, int64_t layer, 
     return c->sp ? pl_tp_gather_rows(c->tp, c->dnorm, c->N, C) : PL_OK;
 }
 
+/* Decoding position pos: the relative position bias of keys 0..pos (NULL without). */
+static const float *dec_bias(const pl_block_ctx *c, int64_t pos)
+{
+    return c->rel_bias ? c->rel_bias + c->rel_rows - 1 - pos : NULL;
+}
+
 /* Generation's attention step: where the new token's key and value go, and
  * the attention over the cached positions 0..pos. */
 typedef struct decode_step {
@@ -495,7 +539,8 @@ static void attend(pl_block_ctx *c, float *out, float *lse, const float *qkv, in
                (size_t)HS * sizeof(float));
     }
     double t0 = pl_time_now();
-    pl_cpu_attention_decode(out, qkv, dec->kc, dec->vc, dec->pos + 1, c->NHl, G, HS, dec->scores);
+    pl_cpu_attention_decode(out, qkv, dec->kc, dec->vc, dec->pos + 1, c->NHl, G, HS,
+                            attn_scale(c), dec_bias(c, dec->pos), 2 * c->rel_rows - 1, dec->scores);
     prof_add(&c->prof->attention, t0);
 }
 

@@ -71,8 +71,21 @@
 #include "parallel/comm.h"
 #include "parallel/tp/layers.h"
 
-typedef enum pl_act_kind { PL_ACT_GELU = 0, PL_ACT_SWIGLU = 1 } pl_act_kind;
-typedef enum pl_pos_kind { PL_POS_LEARNED = 0, PL_POS_ROPE = 1, PL_POS_NONE = 2 } pl_pos_kind;
+/* The MLP's activation: GELU (tanh), SwiGLU, and T5's ReLU (v1.0) and GEGLU
+ * (v1.1, flan-t5: gated GELU, fc1 rows [wi_0; wi_1] as SwiGLU's [gate; up]). */
+typedef enum pl_act_kind {
+    PL_ACT_GELU = 0,
+    PL_ACT_SWIGLU = 1,
+    PL_ACT_RELU = 2,
+    PL_ACT_GEGLU = 3
+} pl_act_kind;
+/* relative: T5's relative position bias on the self-attention scores (nn/relbias.h) */
+typedef enum pl_pos_kind {
+    PL_POS_LEARNED = 0,
+    PL_POS_ROPE = 1,
+    PL_POS_NONE = 2,
+    PL_POS_RELATIVE = 3
+} pl_pos_kind;
 typedef enum pl_mask_kind { PL_MASK_CAUSAL = 0, PL_MASK_PADDING = 1, PL_MASK_NONE = 2 } pl_mask_kind;
 
 /* What a family's layer is made of (the rows of model/spec.c). */
@@ -88,6 +101,9 @@ typedef struct pl_block_spec {
     int res_post_norm;   /* pre-norm only: the residual is the norm's output (Megatron's
                           * --apply-residual-connection-post-layernorm) */
 } pl_block_spec;
+
+/* 1 when act's fc1 has two halves [gate; up] (SwiGLU, GEGLU). */
+int pl_block_act_gated(pl_act_kind act);
 
 /* Sizes of the global layer (before tensor parallelism). */
 typedef struct pl_block_dims {
@@ -214,6 +230,13 @@ typedef struct pl_block_ctx {
     int64_t rope_rot;
     int64_t rope_rows;       /* positions the tables cover: T (set a larger value before
                               * planning for generation) */
+    float softmax_scale;     /* the attention scores' scale; 0: 1/sqrt(HS) (T5: 1) */
+    /* pos relative: this rank's heads' bias vectors (NHl, 2 rel_rows - 1) of the stack
+     * (pl_nn_relbias_fill, by the caller before a forward) and their gradient (added
+     * into by every layer's backward; zeroed and scattered to the table by the caller);
+     * rel_rows = T (set it to the positions generation covers before planning) */
+    float *rel_bias, *drel_bias;
+    int64_t rel_rows;
 } pl_block_ctx;
 
 /* Sets up c for micro-batches of B x T rows on a tensor-parallel group tp
@@ -228,9 +251,10 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
  * is left a non-member. Free with pl_comm_free. */
 pl_status pl_block_kv_comm(pl_comm *kv, pl_comm *tp, const pl_block_dims *d);
 
-/* The RoPE tables on p (nothing without RoPE), and their filling once the plan
- * has placed them. They live as long as the context: not in scratch that other
- * buffers share. */
+/* The RoPE tables on p (nothing without RoPE), or the relative position bias
+ * vectors and their gradient (rel_bias, drel_bias), and the RoPE tables' filling
+ * once the plan has placed them. They live as long as the context: not in
+ * scratch that other buffers share. */
 void pl_block_take_rope(pl_block_ctx *c, pl_plan *p, const pl_rope_config *rope);
 void pl_block_rope_fill(pl_block_ctx *c, const pl_rope_config *rope);
 

@@ -35,6 +35,7 @@ static const pl_option train_options[] = {
     {"--ffn-hidden-size", PL_OPT_INT, NULL, F(ffn_hidden_size), "MLP hidden size (default 4 x hidden)", NULL, 0},
     {"--seq-length", PL_OPT_INT, NULL, F(seq_length), "tokens per sample", NULL, 0},
     PL_TRAIN_ENCDEC_OPTIONS /* --encoder-num-layers, --decoder-seq-length, ... (encdec_args.c) */
+    PL_TRAIN_T5_OPTIONS     /* --relative-attention-num-buckets, --softmax-scale, ... (t5_args.c) */
     {"--max-position-embeddings", PL_OPT_INT, NULL, F(max_position_embeddings),
      "position embedding rows (default --seq-length)", NULL, 0},
     {"--make-vocab-size-divisible-by", PL_OPT_INT, "128", F(make_vocab_size_divisible_by),
@@ -55,7 +56,7 @@ static const pl_option train_options[] = {
      "norm of every layer and the final norm (gpt: LayerNorm, llama: RMSNorm)", "LayerNorm|RMSNorm", 0},
     {"--position-embedding-type", PL_OPT_CHOICE, NULL, F(position_embedding_type),
      "learned absolute positions, rotary embeddings or none (gpt: learned_absolute, llama: rope)",
-     "learned_absolute|rope|none", 0},
+     "learned_absolute|rope|none|relative", 0},
     {"--use-rotary-position-embeddings", PL_OPT_BOOL, NULL, F(use_rotary_position_embeddings),
      "= --position-embedding-type rope (Megatron's older flag)", NULL, 0},
     {"--rotary-base", PL_OPT_FLOAT, "10000", F(rotary_base), "RoPE base (Llama 3: 500000)", NULL, 0},
@@ -677,7 +678,7 @@ static pl_status validate(pl_train_args *a)
     PL_TRY(require_positive(a, "--hidden-size", a->hidden_size));
     PL_TRY(require_positive(a, "--num-attention-heads", a->num_attention_heads));
     PL_TRY(require_positive(a, "--seq-length", a->seq_length));
-    if (a->hidden_size % a->num_attention_heads)
+    if (a->hidden_size % a->num_attention_heads && !pl_train_args_given(a, "--kv-channels"))
         return pl_errorf(PL_ERR_ARG,
                          "plait train: --hidden-size %lld is not divisible by "
                          "--num-attention-heads %lld",

@@ -52,6 +52,11 @@ typedef struct pl_train_args {
     int use_rotary_position_embeddings, use_rope_scaling, swiglu, group_query_attention;
     int untie, disable_bias_linear, bert_no_binary_head;
     int res_post_norm; /* --apply-residual-connection-post-layernorm */
+    /* transformers' T5 layer (train/t5_args.c) */
+    int64_t rel_buckets, rel_max_distance;
+    double softmax_scale, output_scale;
+    const char *ffn_activation;
+    int64_t kv_channels;
     double mask_prob, short_seq_prob; /* BERT's dataset */
     double rotary_base, rotary_percent, rope_scaling_factor;
     int64_t num_query_groups;
@@ -215,6 +220,26 @@ pl_status pl_train_args_legacy(pl_train_args *a);
      offsetof(pl_train_args, encoder_pipeline_model_parallel_size),                                \
      "t5, bart: the encoder's pipeline stages, before --pipeline-model-parallel-size decoder "      \
      "stages (Megatron core 0.9)", NULL, 0},
+/* transformers' T5 layer: Megatron's relative position flags, the scores' scale
+ * (Megatron's TransformerConfig.softmax_scale), T5's MLP activations and the
+ * tied output layer's input scale (train/t5_args.c). */
+#define PL_TRAIN_T5_OPTIONS                                                                        \
+    {"--relative-attention-num-buckets", PL_OPT_INT, "32", offsetof(pl_train_args, rel_buckets),   \
+     "--position-embedding-type relative: rows of each stack's bias table", NULL, 0},              \
+    {"--relative-attention-max-distance", PL_OPT_INT, "128",                                       \
+     offsetof(pl_train_args, rel_max_distance),                                                    \
+     "--position-embedding-type relative: distances from here share the last bucket", NULL, 0},    \
+    {"--softmax-scale", PL_OPT_FLOAT, NULL, offsetof(pl_train_args, softmax_scale),                \
+     "the attention scores' scale (default 1/sqrt(head size); transformers' T5: 1)", NULL, 0},     \
+    {"--ffn-activation", PL_OPT_CHOICE, NULL, offsetof(pl_train_args, ffn_activation),             \
+     "the MLP's activation: relu (T5 v1.0), geglu (T5 v1.1 / flan-t5 gated-gelu), gelu, swiglu "   \
+     "(= --swiglu)", "gelu|relu|geglu|swiglu", 0},                                                 \
+    {"--output-layer-input-scale", PL_OPT_FLOAT, NULL, offsetof(pl_train_args, output_scale),      \
+     "multiplies the output layer's input (transformers' T5 with tied embeddings: "                \
+     "hidden^-0.5)", NULL, 0},                                                                     \
+    {"--kv-channels", PL_OPT_INT, NULL, offsetof(pl_train_args, kv_channels),                      \
+     "the head size (default --hidden-size / --num-attention-heads; T5 v1.1 small: 64)", NULL, 0},
+
 /* Validates and resolves those flags (train/encdec_args.c), first thing in
  * validation: the T5 names mark --num-layers / --seq-length given; one name of
  * each pair only; --decoder-seq-length required for t5, the decoder's flags

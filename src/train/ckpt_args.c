@@ -15,7 +15,9 @@
  *     --group-query-attention / --num-query-groups, --disable-bias-linear,
  *     --untie-embeddings-and-output-weights, --rotary-base, --rotary-percent,
  *     --use-rope-scaling / --rope-scaling-factor, --bert-no-binary-head,
- *     --apply-residual-connection-post-layernorm.
+ *     --apply-residual-connection-post-layernorm; transformers' T5 layer's
+ *     --ffn-activation, --relative-attention-num-buckets / -max-distance,
+ *     --softmax-scale and --output-layer-input-scale.
  *
  * Each value set is a note (rank 0 prints the notes at start), as Megatron's
  * "Setting num_layers to 2 from checkpoint". Unlike Megatron, the layout
@@ -128,7 +130,8 @@ static pl_status fill_tokenizer(pl_train_args *a, const pl_ckpt_meta *m, const p
 static pl_status apply(pl_train_args *a, const pl_model_config *c, const pl_ckpt_meta *m)
 {
     static const char *const norms[] = {"LayerNorm", "RMSNorm"};
-    static const char *const pos[] = {"learned_absolute", "rope", "none"};
+    static const char *const pos[] = {"learned_absolute", "rope", "none", "relative"};
+    static const char *const acts[] = {"gelu", "swiglu", "relu", "geglu"};
     const int gqa = c->query_groups != c->heads;
     const char *family = pl_family_get(c->family)->name;
     pl_status st = PL_OK;
@@ -189,6 +192,22 @@ static pl_status apply(pl_train_args *a, const pl_model_config *c, const pl_ckpt
         if (!st && c->rope.scaling)
             st = force_num(a, "--rope-scaling-factor", a->rope_scaling_factor, c->rope.factor);
     }
+    /* transformers' T5 layer (train/t5_args.c) */
+    if (!st && (c->block.act == PL_ACT_RELU || c->block.act == PL_ACT_GEGLU))
+        st = force_str(a, "--ffn-activation", a->ffn_activation, acts[c->block.act]);
+    if (!st && c->block.pos == PL_POS_RELATIVE) {
+        st = force_num(a, "--relative-attention-num-buckets", (double)a->rel_buckets,
+                       (double)c->rel_buckets);
+        if (!st)
+            st = force_num(a, "--relative-attention-max-distance", (double)a->rel_max_distance,
+                           (double)c->rel_max_distance);
+    }
+    if (!st && (float)a->softmax_scale != c->softmax_scale)
+        st = force_num(a, "--softmax-scale", a->softmax_scale, c->softmax_scale);
+    if (!st && c->kv_channels > 0)
+        st = force_num(a, "--kv-channels", (double)a->kv_channels, (double)c->kv_channels);
+    if (!st && (float)a->output_scale != c->output_scale)
+        st = force_num(a, "--output-layer-input-scale", a->output_scale, c->output_scale);
     if (!st && c->family == PL_FAMILY_BERT)
         st = force_bool(a, "--bert-no-binary-head", &a->bert_no_binary_head, !c->head.binary_head,
                         0);

@@ -69,8 +69,10 @@ void pl_train_print_banner(const pl_trainer *t)
                 t->grid.layout.dp, t->grid.layout.pp,
                 c->sequence_parallel && t->grid.layout.tp > 1 ? " (sequence parallel)" : "",
                 omp_get_max_threads());
-    static const char *const norms[] = {"LayerNorm", "RMSNorm"}, *const acts[] = {"GELU", "SwiGLU"};
-    static const char *const pos[] = {"learned positions", "rope", "no positions"};
+    static const char *const norms[] = {"LayerNorm", "RMSNorm"},
+                             *const acts[] = {"GELU", "SwiGLU", "ReLU", "GEGLU"};
+    static const char *const pos[] = {"learned positions", "rope", "no positions",
+                                      "relative position bias"};
     pl_log_info("model: %s, %lld layers, hidden %lld, %lld heads (%lld query groups), ffn %lld, "
                 "seq %lld, vocab %lld (padded %lld), %.2fM parameters, %.1f MFLOP per token",
                 pl_family_get(c->family)->name, (long long)c->num_layers, (long long)c->hidden,

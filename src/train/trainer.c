@@ -287,7 +287,8 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
     c->ln_eps = (float)a->layernorm_epsilon;
     c->rope = (pl_rope_config){a->rotary_base, a->rotary_percent, a->use_rope_scaling,
                                a->rope_scaling_factor, 1.0, 4.0, 8192};
-    return pl_train_encdec_config(a, c);
+    pl_status st = pl_train_t5_config(a, c);
+    return st ? st : pl_train_encdec_config(a, c);
 }
 
 static pl_status setup_model(pl_trainer *t)

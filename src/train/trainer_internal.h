@@ -212,6 +212,9 @@ int64_t pl_train_data_len(const pl_trainer *t, pl_split s);
  * T5 samples. pl_train_forward / pl_train_backward run model chunk m (t->model:
  * with an encoder-decoder, both stacks), backward telling ready each layer. */
 pl_status pl_train_encdec_config(const pl_train_args *a, pl_model_config *c);
+/* PL_TRAIN_T5_OPTIONS (train/args.h) applied to c, after the family's row and the
+ * other architecture flags (train/t5_args.c); errors name the flag and the value. */
+pl_status pl_train_t5_config(const pl_train_args *a, pl_model_config *c);
 pl_status pl_train_encdec_layer_lo(const pl_trainer *t, int64_t l, int64_t *lo);
 pl_status pl_train_encdec_setup(pl_trainer *t);
 void pl_train_encdec_free(pl_trainer *t);

@@ -9,7 +9,11 @@
  * terms in another order) and the forward's argmax is the token greedy chose
  * (or [EOS] where it stopped). Under mpirun -n P: TP P, each rank its vocabulary
  * slice; rank 0 prints the tokens, so runs at different TP sizes can be diffed.
- *   usage: [mpirun -n P] encdec_decode_check */
+ * --hf-t5: transformers' T5 layer instead (RMSNorm, no biases, relative position
+ * bias tables of 8 buckets up to distance 20, unscaled scores, GEGLU, the tied
+ * output layer's input scaled by hidden^-0.5): the cached steps read the
+ * decoder's one-way bias of each distance.
+ *   usage: [mpirun -n P] encdec_decode_check [--hf-t5] */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "kernels/kernels.h"
@@ -32,7 +36,7 @@ static int fail(pl_status st)
     return st ? 1 : 0;
 }
 
-static int run(void)
+static int run(int hf)
 {
     pl_model_config cfg = {.num_layers = LE, .dec_layers = LD, .hidden = C, .heads = NH,
                            .ffn_hidden = 4 * C, .seq_length = TE, .dec_seq_length = TD,
@@ -42,6 +46,17 @@ static int run(void)
     cfg.query_groups = NH;
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, tp.size);
+    if (hf) {
+        cfg.block.norm = PL_NORM_RMSNORM;
+        cfg.block.norm_bias = cfg.block.bias = 0;
+        cfg.block.pos = PL_POS_RELATIVE;
+        cfg.block.act = PL_ACT_GEGLU;
+        cfg.head.output_bias = 0;
+        cfg.rel_buckets = 8;
+        cfg.rel_max_distance = 20;
+        cfg.softmax_scale = 1.0f;
+        cfg.output_scale = 1.0f / sqrtf((float)C);
+    }
     pl_registry reg;
     pl_registry_init(&reg, tp.size, tp.rank, 0);
     pl_status st = pl_model_register(&reg, &cfg, 1);
@@ -103,7 +118,8 @@ static int run(void)
             return fail(st);
         for (int64_t p = 0; p <= got && p < TD; p++) {
             pl_ref_gemm(0, 1, 1, Vl, C, e.dec->lnf + p * C, C, e.dec->p.out_w, C, 0.0f, row, Vl);
-            pl_cpu_add(row, row, e.dec->p.out_b, Vl);
+            if (e.dec->p.out_b)
+                pl_cpu_add(row, row, e.dec->p.out_b, Vl);
             double big = 0, diff = 0;
             int64_t arg = -1;
             float best = -INFINITY;
@@ -155,7 +171,7 @@ int main(int argc, char **argv)
         return fail(st);
     if ((st = pl_comm_init(&tp, MPI_COMM_WORLD, "tp", 0)))
         return fail(st);
-    int rc = run();
+    int rc = run(argc > 1 && strcmp(argv[1], "--hf-t5") == 0);
     pl_comm_free(&tp);
     pl_dist_finalize(&dist);
     return rc;

@@ -13,7 +13,13 @@
  * the second sample's source is padded after 17 tokens (the encoder's padding
  * mask and the cross-attention's keys), its decoder after 11 (targets -1: no
  * loss there); the objective is the mean cross-entropy over the targets.
- * --res-post-norm: Megatron's --apply-residual-connection-post-layernorm in both stacks. */
+ * --res-post-norm: Megatron's --apply-residual-connection-post-layernorm in both stacks.
+ * --hf-t5 relu|geglu: transformers' T5 layer instead (tests/scripts/t5_hf_parity.py):
+ * RMSNorm with eps 1e-6, no biases (nor the output bias), relative position bias
+ * tables (--buckets N, default 8, --max-distance M, default 20), scores unscaled,
+ * the MLP's ReLU or GEGLU; an untied output layer, or with --tied the word
+ * embeddings with the output layer's input scaled by hidden^-0.5; --kv-channels N: heads
+ * of N (T5 v1.1 small's d_kv, heads x N other than the hidden size). */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "ckpt/safetensors.h"
@@ -25,6 +31,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { LE = 2, LD = 2, C = 64, NH = 4, TE = 24, TD = 16, B = 2, V = 1000, STEPS = 5, SEED = 4321 };
@@ -75,13 +82,32 @@ static pl_status grad_sumsq(const pl_registry *reg, const float *grads, double *
     return tp.size > 1 ? pl_comm_allreduce_f64(&tp, out, 1, PL_COMM_SUM) : PL_OK;
 }
 
-static int run(int bf16, int sp, int res_post, const char *out);
+/* transformers' T5 layer (--hf-t5) */
+typedef struct hf_opts {
+    int on, geglu, tied;
+    int64_t buckets, max_distance, kv_channels;
+} hf_opts;
+
+static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *out);
 
 int main(int argc, char **argv)
 {
     int bf16 = 0, sp = 0, res_post = 0, bad = argc < 2;
+    hf_opts hf = {0, 0, 0, 8, 20, 0};
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--bf16") == 0)
+        if (strcmp(argv[i], "--hf-t5") == 0 && i + 1 < argc) {
+            hf.on = 1;
+            hf.geglu = strcmp(argv[++i], "geglu") == 0;
+            bad |= !hf.geglu && strcmp(argv[i], "relu") != 0;
+        } else if (strcmp(argv[i], "--tied") == 0)
+            hf.tied = 1;
+        else if (strcmp(argv[i], "--buckets") == 0 && i + 1 < argc)
+            hf.buckets = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--max-distance") == 0 && i + 1 < argc)
+            hf.max_distance = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--kv-channels") == 0 && i + 1 < argc)
+            hf.kv_channels = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--bf16") == 0)
             bf16 = 1;
         else if (strcmp(argv[i], "--sp") == 0)
             sp = 1;
@@ -92,7 +118,8 @@ int main(int argc, char **argv)
     }
     if (bad) {
         fprintf(stderr, "usage: [mpirun -n P] encdec_parity OUT.safetensors [--bf16] [--sp] "
-                        "[--res-post-norm]\n");
+                        "[--res-post-norm] [--hf-t5 relu|geglu [--tied] [--buckets N] "
+                        "[--max-distance M] [--kv-channels N]]\n");
         return 2;
     }
     pl_dist dist;
@@ -101,13 +128,30 @@ int main(int argc, char **argv)
         return fail(st);
     if ((st = pl_comm_init(&tp, MPI_COMM_WORLD, "tp", 0)))
         return fail(st);
-    int rc = run(bf16, sp && tp.size > 1, res_post, argv[1]);
+    int rc = run(bf16, sp && tp.size > 1, res_post, &hf, argv[1]);
     pl_comm_free(&tp);
     pl_dist_finalize(&dist);
     return rc;
 }
 
-static int run(int bf16, int sp, int res_post, const char *out)
+/* transformers' T5ForConditionalGeneration's layer on cfg. */
+static void hf_layer(pl_model_config *cfg, const hf_opts *hf)
+{
+    cfg->block.norm = PL_NORM_RMSNORM;
+    cfg->block.norm_bias = cfg->block.bias = 0;
+    cfg->block.pos = PL_POS_RELATIVE;
+    cfg->block.act = hf->geglu ? PL_ACT_GEGLU : PL_ACT_RELU;
+    cfg->head.output_bias = 0;
+    cfg->rel_buckets = hf->buckets;
+    cfg->rel_max_distance = hf->max_distance;
+    cfg->softmax_scale = 1.0f;
+    cfg->ln_eps = 1e-6f;
+    cfg->untie = !hf->tied;
+    cfg->output_scale = hf->tied ? 1.0f / sqrtf((float)C) : 0.0f;
+    cfg->kv_channels = hf->kv_channels;
+}
+
+static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *out)
 {
     pl_model_config cfg = {.num_layers = LE, .dec_layers = LD, .hidden = C, .heads = NH,
                            .ffn_hidden = 4 * C, .seq_length = TE, .dec_seq_length = TD,
@@ -116,6 +160,8 @@ static int run(int bf16, int sp, int res_post, const char *out)
     pl_family_apply(&cfg, PL_FAMILY_T5);
     cfg.query_groups = NH;
     cfg.block.res_post_norm = res_post;
+    if (hf->on)
+        hf_layer(&cfg, hf);
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     cfg.sequence_parallel = sp;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1); /* 1024: a multiple of 128 x tp */
@@ -212,7 +258,7 @@ static int run(int bf16, int sp, int res_post, const char *out)
                 pl_ref_gemm(0, 1, Nd, Vl, C, e.dec->lnf, C, e.dec->p.out_w, C, 0.0f, mine, Vl);
             if (st)
                 return fail(st);
-            for (int64_t i = 0; i < Nd; i++)
+            for (int64_t i = 0; e.dec->p.out_b && i < Nd; i++)
                 pl_cpu_add(mine + i * Vl, mine + i * Vl, e.dec->p.out_b, Vl);
             float *all = tp.size > 1 ? pl_calloc((size_t)(Nd * Vp), sizeof(float)) : mine;
             if (tp.size > 1 && MPI_Gather(mine, (int)(Nd * Vl), MPI_FLOAT, all, (int)(Nd * Vl),
@@ -265,13 +311,17 @@ static int run(int bf16, int sp, int res_post, const char *out)
     pl_st_writer_add(w, "loss", "F32", 1, s1, &loss0);
     pl_st_writer_add(w, "lr", "F32", 1, ss, lrs);
     pl_st_writer_add(w, "grad_norm", "F32", 1, ss, norms);
-    char meta[512];
+    char meta[1024];
     snprintf(meta, sizeof meta,
              "{\"enc_layers\": %d, \"dec_layers\": %d, \"hidden\": %d, \"heads\": %d, "
              "\"enc_seq\": %d, \"dec_seq\": %d, \"batch\": %d, \"vocab\": %d, \"padded_vocab\": %lld, "
              "\"steps\": %d, \"beta1\": 0.9, \"beta2\": 0.95, \"eps\": 1e-8, \"weight_decay\": 0.1, "
-             "\"clip_grad\": 0.05, \"precision\": \"%s\", \"res_post_norm\": %d}",
-             LE, LD, C, NH, TE, TD, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32", res_post);
+             "\"clip_grad\": 0.05, \"precision\": \"%s\", \"res_post_norm\": %d, "
+             "\"hf_t5\": %d, \"act\": \"%s\", \"tied\": %d, \"buckets\": %lld, "
+             "\"max_distance\": %lld, \"kv_channels\": %lld}",
+             LE, LD, C, NH, TE, TD, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32", res_post,
+             hf->on, hf->geglu ? "geglu" : "relu", hf->tied, (long long)hf->buckets,
+             (long long)hf->max_distance, (long long)hf->kv_channels);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, out)))
         return fail(st);

@@ -247,6 +247,101 @@ TEST(elements_land_where_megatrons_layouts_put_them)
     pl_registry_free(&r);
 }
 
+/* transformers' T5ForConditionalGeneration (models/t5/modeling_t5.py): shared; per
+ * stack block.N.layer.0 = T5LayerSelfAttention (q, k, v, o of inner x d_model, the
+ * relative_attention_bias (buckets, heads) in block 0 only), the decoder's layer.1 =
+ * EncDecAttention, then T5LayerFF (DenseReluDense wi, or wi_0 and wi_1, and wo), each
+ * with its layer_norm; final_layer_norm; lm_head when untied. */
+static pl_model_config t5_config(int geglu, int tied)
+{
+    pl_model_config c = config(PL_FAMILY_T5, NH, 96);
+    c.dec_layers = 3;
+    c.dec_seq_length = 16;
+    c.block.norm = PL_NORM_RMSNORM;
+    c.block.norm_bias = c.block.bias = 0;
+    c.block.pos = PL_POS_RELATIVE;
+    c.block.act = geglu ? PL_ACT_GEGLU : PL_ACT_RELU;
+    c.head.output_bias = 0;
+    c.rel_buckets = 32;
+    c.rel_max_distance = 128;
+    c.softmax_scale = 1.0f;
+    c.untie = !tied;
+    return c;
+}
+
+TEST(t5_maps_onto_t5forconditionalgeneration_state_dict)
+{
+    for (int v = 0; v < 4; v++) {
+        const int geglu = v & 1, tied = v >> 1;
+        pl_model_config c = t5_config(geglu, tied);
+        static want w[128];
+        int n = 0;
+        char name[PL_PARAM_NAME_MAX];
+        n = add(w, n, "shared.weight", V, C);
+        if (!tied)
+            n = add(w, n, "lm_head.weight", V, C);
+        static const char *const stacks[2] = {"encoder", "decoder"};
+        for (int s = 0; s < 2; s++) {
+            const int layers = s ? 3 : L, mlp = s ? 2 : 1;
+            snprintf(name, sizeof name, "%s.final_layer_norm.weight", stacks[s]);
+            n = add(w, n, name, C, 0);
+            snprintf(name, sizeof name,
+                     "%s.block.0.layer.0.SelfAttention.relative_attention_bias.weight", stacks[s]);
+            n = add(w, n, name, 32, NH);
+            for (int l = 0; l < layers; l++) {
+                static const char *const qkvo = "qkvo";
+                for (int k = 0; k < 4; k++) {
+                    snprintf(name, sizeof name, "%s.block.%d.layer.0.SelfAttention.%c.weight",
+                             stacks[s], l, qkvo[k]);
+                    n = add(w, n, name, C, C);
+                    if (s) {
+                        snprintf(name, sizeof name, "%s.block.%d.layer.1.EncDecAttention.%c.weight",
+                                 stacks[s], l, qkvo[k]);
+                        n = add(w, n, name, C, C);
+                    }
+                }
+                for (int k = 0; k <= mlp; k++) {
+                    snprintf(name, sizeof name, "%s.block.%d.layer.%d.layer_norm.weight", stacks[s],
+                             l, k);
+                    n = add(w, n, name, C, 0);
+                }
+                static const char *const wi[3] = {"wi", "wi_0", "wi_1"};
+                for (int k = geglu; k < (geglu ? 3 : 1); k++) {
+                    snprintf(name, sizeof name, "%s.block.%d.layer.%d.DenseReluDense.%s.weight",
+                             stacks[s], l, mlp, wi[k]);
+                    n = add(w, n, name, 96, C);
+                }
+                snprintf(name, sizeof name, "%s.block.%d.layer.%d.DenseReluDense.wo.weight",
+                         stacks[s], l, mlp);
+                n = add(w, n, name, C, 96);
+            }
+        }
+        check_state_dict(geglu ? (tied ? "t5 geglu tied" : "t5 geglu") : (tied ? "t5 relu tied"
+                                                                                : "t5 relu"),
+                         &c, w, n);
+        check_bijection("t5", &c);
+    }
+    /* EncDecAttention.v row h HS + e is linear_kv row (2h + 1) HS + e (Megatron core's
+     * per-head [k; v]); wi_1 is fc1's second half */
+    enum { HS = C / NH };
+    pl_model_config c = t5_config(1, 0);
+    pl_registry r;
+    pl_hf_tensor t[PL_HF_MAX_PER_PARAM];
+    int n;
+    const pl_param *p = mapped(&r, &c, "decoder.layers.2.cross_attention.linear_kv.weight", t, &n);
+    CHECK(p && n == 2 && strcmp(t[1].name, "decoder.block.2.layer.1.EncDecAttention.v.weight") == 0,
+          "EncDecAttention k and v");
+    if (p && n == 2)
+        CHECK(pl_hf_source_index(&c, p, &t[1], (3 * HS + 4) * C + 7) ==
+                  ((2 * 3 + 1) * HS + 4) * C + 7, "the value of head 3");
+    pl_registry_free(&r);
+    p = mapped(&r, &c, "encoder.layers.1.mlp.linear_fc1.weight", t, &n);
+    CHECK(p && n == 2 && strcmp(t[1].name, "encoder.block.1.layer.1.DenseReluDense.wi_1.weight") == 0 &&
+              pl_hf_source_index(&c, p, &t[1], 5 * C + 1) == (96 + 5) * C + 1,
+          "wi_1 is fc1's second half");
+    pl_registry_free(&r);
+}
+
 TEST(a_parameter_the_family_does_not_map_is_reported)
 {
     pl_model_config g = config(PL_FAMILY_GPT, NH, 4 * C);
@@ -266,6 +361,7 @@ int main(void)
     RUN(llama_maps_onto_llamaforcausallm_state_dict);
     RUN(every_element_comes_from_one_distinct_plait_element);
     RUN(elements_land_where_megatrons_layouts_put_them);
+    RUN(t5_maps_onto_t5forconditionalgeneration_state_dict);
     RUN(a_parameter_the_family_does_not_map_is_reported);
     return test_summary("hf_names");
 }

@@ -749,7 +749,8 @@ TEST(decoding_the_last_row_against_the_cache_equals_the_fused_attention)
                 }
         for (int k = 0; k < 2; k++) {
             (k ? pl_cpu_attention_decode : pl_ref_attention_decode)(
-                dec, qkv + (T - 1) * row, kc, vc, T, s.NH, G, HS, scores);
+                dec, qkv + (T - 1) * row, kc, vc, T, s.NH, G, HS, 1.0f / sqrtf((float)HS), NULL, 0,
+                scores);
             double e = kc_note(k ? "decode cpu vs fused" : "decode ref vs fused",
                                kc_rel_err(dec, out + (T - 1) * s.NH * HS, s.NH * HS));
             CHECK(e < 2e-6, "%s, %lld groups: %.3g", twin_name[k], (long long)G, e);

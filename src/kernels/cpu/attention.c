@@ -32,9 +32,17 @@
  * no dropout) performs the operations of the multi-head kernel this one
  * generalises, in the same order: same bits.
  *
+ * Relative position bias (T5): a tile's scores get the bias of each (query,
+ * key) distance added after the product, in forward and in backward's
+ * recomputation of P. Backward's bias gradient, the unscaled dS, goes to a
+ * per-sample (NH, 2T-1) area after the thread slots (a (b, g) work item owns
+ * its sample's rows of its heads), summed over samples in order at the end.
+ * Without a bias none of this runs: the paths and their bits are unchanged.
+ *
  * Workspace (floats): the larger of the reference's 3 max(T, Tk) and
- * omp_get_max_threads() slots of attn_slot_floats(); the cpu kernels must run
- * with at most as many threads as when the workspace was sized. */
+ * omp_get_max_threads() slots of attn_slot_floats(), plus B NH (2T-1) with a
+ * relative position bias; the cpu kernels must run with at most as many
+ * threads as when the workspace was sized. */
 #include "kernels/kernels.h"
 
 #include "base/rng.h"
@@ -66,6 +74,8 @@ size_t pl_attention_workspace(const pl_attn_shape *s)
     PL_ASSERT(s->T >= 0 && s->HS >= 1 && s->G >= 1 && s->NH % s->G == 0);
     size_t cpu = (size_t)omp_get_max_threads() * attn_slot_floats(s);
     size_t ref = 3 * (size_t)(s->T > s->Tk ? s->T : s->Tk);
+    if (s->rel_bias)
+        cpu += (size_t)(s->B * s->NH * (2 * s->T - 1));
     return cpu > ref ? cpu : ref;
 }
 
@@ -177,7 +187,7 @@ typedef struct attn_plan {
     int64_t Tk;       /* keys per sample: T, or the shape's Tk (cross-attention) */
     int64_t ldq, qb, qg, ldk, kb, kg, k0;
     int64_t ldo;      /* row stride of out, NH*HS */
-    float scale;      /* 1/sqrt(HS) */
+    float scale;      /* 1/sqrt(HS), or the shape's */
     int drop;         /* dropout > 0 */
     uint32_t thr;     /* a key is dropped when its word < thr */
     float keep;       /* 1/(1-p), the factor of a kept probability */
@@ -200,7 +210,7 @@ static attn_plan plan_of(const pl_attn_shape *s, int cross)
         a.k0 = a.QG * s->HS;
     }
     a.ldo = s->NH * s->HS;
-    a.scale = 1.0f / sqrtf((float)s->HS);
+    a.scale = s->scale > 0.0f ? s->scale : 1.0f / sqrtf((float)s->HS);
     a.drop = s->dropout > 0.0f;
     a.thr = pl_dropout_threshold(s->dropout);
     a.keep = 1.0f / (1.0f - s->dropout);
@@ -275,6 +285,22 @@ static void drop_tile(float *restrict z, const attn_plan *a, int64_t b, int64_t 
     }
 }
 
+/* sc (nq, ATT_BK) += the relative position bias of queries [i0, i0+nq) and
+ * keys [j0, j0+nk) of head h: row r's keys read consecutive elements. */
+static void add_rel_bias(float *restrict sc, const attn_plan *a, int64_t h, int64_t i0,
+                         int64_t nq, int64_t j0, int64_t nk)
+{
+    const int64_t T = a->s.T;
+    const float *hb = a->s.rel_bias + h * (2 * T - 1) + T - 1 + j0 - i0;
+    for (int64_t r = 0; r < nq; r++) {
+        const float *restrict br = hb - r;
+        float *restrict sr = sc + r * ATT_BK;
+#pragma omp simd
+        for (int64_t c = 0; c < nk; c++)
+            sr[c] += br[c];
+    }
+}
+
 /* One query tile [i0, i0+nq) of head h of sample b. */
 static void fwd_tile(float *out, float *lse, const float *qsrc, const float *kvsrc,
                      const attn_plan *a, int64_t b, int64_t h, int64_t i0, float *slot)
@@ -300,6 +326,8 @@ static void fwd_tile(float *out, float *lse, const float *qsrc, const float *kvs
         load_rows_t(kt, kbase + j0 * ldk, nk, HS, ldk);
         zero(sc, (size_t)(nq * ATT_BK));
         tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, sc, ATT_BK);
+        if (s->rel_bias)
+            add_rel_bias(sc, a, h, i0, nq, j0, nk);
         if (drop)
             drop_tile(z, a, b, h, i0, nq, j0, nk);
         /* row r sees keys j0 + c for c < nv = min(seen + r, nk): c <= i0 + r - j0
@@ -388,17 +416,40 @@ void pl_cpu_attention_cross_fwd(float *out, float *lse, const float *q, const fl
     attention_fwd(out, lse, q, kv, s, 1, workspace);
 }
 
+/* The relative position bias gradient of a tile into db (2T-1) of its head:
+ * the unscaled dS, P (dP~ - D), of query i0 + r and key j0 + c added at
+ * T-1 + j0 + c - i0 - r (masked keys have P = 0). */
+static void bias_grad(float *db, const float *p, const float *dp, const float *z,
+                      const float *D, int drop, int64_t T, int64_t i0, int64_t nq, int64_t j0,
+                      int64_t nk)
+{
+    for (int64_t r = 0; r < nq; r++) {
+        const float *pr = p + r * ATT_BK, *dpr = dp + r * ATT_BK, Dr = D[i0 + r];
+        float *dr = db + T - 1 + j0 - i0 - r;
+        if (drop) {
+            const float *zr = z + r * ATT_BK;
+            for (int64_t c = 0; c < nk; c++)
+                dr[c] += pr[c] * (dpr[c] * zr[c] - Dr);
+        } else {
+            for (int64_t c = 0; c < nk; c++)
+                dr[c] += pr[c] * (dpr[c] - Dr);
+        }
+    }
+}
+
 /* All of group g of sample b: its dk and dv rows, and the dq rows of its QG
- * query heads, are touched only here. */
+ * query heads, are touched only here (and, with a relative position bias, the
+ * rows of its heads in dbias, the sample's (NH, 2T-1) gradient area). */
 static void bwd_group(float *dq, float *dkv, const float *dout, const float *qsrc,
                       const float *kvsrc, const float *out, const float *lse, const attn_plan *a,
-                      int64_t b, int64_t g, float *slot)
+                      int64_t b, int64_t g, float *slot, float *dbias)
 {
     const pl_attn_shape *s = &a->s;
     const int64_t T = s->T, NH = s->NH, HS = s->HS, QG = a->QG, ldq = a->ldq, ldk = a->ldk;
     const int64_t ldo = a->ldo;
     const float scale = a->scale;
     const int causal = s->causal, drop = a->drop; /* locals: stores to floats may alias *s */
+    const int rb = s->rel_bias != NULL;
     float *q = slot, *dy = q + ATT_BQ * HS, *kt = dy + ATT_BQ * HS, *vt = kt + ATT_BK * HS;
     float *k = vt + ATT_BK * HS, *dk = k + ATT_BK * HS, *dv = dk + ATT_BK * HS;
     float *p = dv + ATT_BK * HS, *dp = p + ATT_BQ * ATT_BK, *D = dp + ATT_BQ * ATT_BK;
@@ -438,6 +489,14 @@ static void bwd_group(float *dq, float *dkv, const float *dout, const float *qsr
                 load_rows(dy, dybase + i0 * ldo, nq, HS, ldo, 1.0f);
                 zero(p, (size_t)(nq * ATT_BK));
                 tile_mm(nq, nk, HS, q, HS, 1, kt, ATT_BK, p, ATT_BK);
+                if (rb) { /* scores: scale q k^T + bias, so the bias goes in scaled units */
+                    for (int64_t r = 0; r < nq; r++)
+#pragma omp simd
+                        for (int64_t c = 0; c < nk; c++)
+                            p[r * ATT_BK + c] *= scale;
+                    add_rel_bias(p, a, h, i0, nq, j0, nk);
+                }
+                const float pscale = rb ? 1.0f : scale;
                 const int64_t seen = causal ? i0 - j0 + 1 : ATT_BK; /* as in fwd_tile */
                 for (int64_t r = 0; r < nq; r++) {
                     int64_t nv = min64(seen + r, nk);
@@ -445,7 +504,7 @@ static void bwd_group(float *dq, float *dkv, const float *dout, const float *qsr
                     float *pr = p + r * ATT_BK, l = lrow[i0 + r];
 #pragma omp simd
                     for (int64_t c = 0; c < nv; c++)
-                        pr[c] = pl_vexpf(pr[c] * scale - l);
+                        pr[c] = pl_vexpf(pr[c] * pscale - l);
                     for (int64_t c = nv; c < nk; c++)
                         pr[c] = 0.0f;
                 }
@@ -465,6 +524,8 @@ static void bwd_group(float *dq, float *dkv, const float *dout, const float *qsr
                 }
                 zero(dp, (size_t)(nq * ATT_BK));
                 tile_mm(nq, nk, HS, dy, HS, 1, vt, ATT_BK, dp, ATT_BK);
+                if (dbias)
+                    bias_grad(dbias + h * (2 * T - 1), p, dp, z, Dj, drop, T, i0, nq, j0, nk);
                 for (int64_t r = 0; r < nq; r++) {
                     float *pr = p + r * ATT_BK, *dpr = dp + r * ATT_BK, Dr = Dj[i0 + r];
                     if (drop) {
@@ -499,16 +560,24 @@ static void attention_bwd(float *dq, float *dkv, const float *dout, const float 
                           const pl_attn_shape *s, int cross, float *workspace)
 {
     pl_attention_check(s, cross);
-    const int64_t BG = s->B * s->G, G = s->G;
+    const int64_t BG = s->B * s->G, G = s->G, nb = s->NH * (2 * s->T - 1);
     const size_t slot_n = attn_slot_floats(s);
+    /* the per-sample bias gradients after the thread slots */
+    float *dbias = s->drel_bias ? workspace + (size_t)omp_get_max_threads() * slot_n : NULL;
+    if (dbias)
+        zero(dbias, (size_t)(s->B * nb));
 #pragma omp parallel if (BG > 1)
     {
         const attn_plan a = plan_of(s, cross);
         float *slot = workspace + (size_t)omp_get_thread_num() * slot_n;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t bg = 0; bg < BG; bg++)
-            bwd_group(dq, dkv, dout, q, kv, out, lse, &a, bg / G, bg % G, slot);
+            bwd_group(dq, dkv, dout, q, kv, out, lse, &a, bg / G, bg % G, slot,
+                      dbias ? dbias + bg / G * nb : NULL);
     }
+    for (int64_t b = 0; dbias && b < s->B; b++)
+        for (int64_t i = 0; i < nb; i++)
+            s->drel_bias[i] += dbias[b * nb + i];
 }
 
 void pl_cpu_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,

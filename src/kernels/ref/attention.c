@@ -7,6 +7,8 @@
  * Backward recomputes the probabilities from lse and uses
  * dS = P (dP~ - sum_j P_j dP~_j), dP~ = Z/(1-p) dout.v (the sum is
  * rowsum(dout * out), FlashAttention's D, formed the other way round).
+ * A relative position bias is added to each scaled score; its gradient is
+ * the score's unscaled dS, P (dP~ - sum_j P_j dP~_j), added in (b, t, h) order.
  * Workspace: 3 max(T, Tk) floats (within pl_attention_workspace()). */
 #include "kernels/kernels.h"
 
@@ -22,6 +24,8 @@ void pl_attention_check(const pl_attn_shape *s, int cross)
     PL_ASSERT(s->causal == 0 || s->causal == 1);
     PL_ASSERT(!cross || (s->causal == 0 && s->Tk >= 1));
     PL_ASSERT(s->dropout >= 0.0f && s->dropout < 1.0f);
+    PL_ASSERT(!cross || !s->rel_bias);
+    PL_ASSERT(s->scale >= 0.0f);
     const int64_t keys = cross ? s->Tk : s->T;
     for (int64_t b = 0; s->kv_len && b < s->B; b++)
         PL_ASSERT(s->kv_len[b] >= 1 && s->kv_len[b] <= keys);
@@ -63,6 +67,18 @@ static int64_t keys_seen(const layout *l, int64_t b, int64_t t)
     return n;
 }
 
+/* The score scale: the shape's, or 1/sqrt(HS). */
+static float scale_of(const pl_attn_shape *s)
+{
+    return s->scale > 0.0f ? s->scale : 1.0f / sqrtf((float)s->HS);
+}
+
+/* The relative position bias of query t and key u of head h (0 without). */
+static float rel_bias(const pl_attn_shape *s, int64_t h, int64_t t, int64_t u)
+{
+    return s->rel_bias ? s->rel_bias[h * (2 * s->T - 1) + s->T - 1 + u - t] : 0.0f;
+}
+
 /* Z(b, h, t, u) / (1 - p): the dropout factor of one probability (1 without dropout). */
 static float drop_factor(const layout *l, int64_t b, int64_t h, int64_t t, int64_t u)
 {
@@ -81,7 +97,7 @@ static void attention_fwd(float *out, float *lse, const float *qsrc, const float
     const pl_attn_shape *s = l->s;
     pl_attention_check(s, l->cross);
     const int64_t T = s->T, NH = s->NH, HS = s->HS;
-    float scale = 1.0f / sqrtf((float)HS);
+    const float scale = scale_of(s);
     float *p = workspace; /* (Tk) */
     for (int64_t b = 0; b < s->B; b++)
         for (int64_t t = 0; t < T; t++)
@@ -94,7 +110,7 @@ static void attention_fwd(float *out, float *lse, const float *qsrc, const float
                     float dot = 0.0f;
                     for (int64_t d = 0; d < HS; d++)
                         dot += q[d] * k[d];
-                    p[u] = dot * scale;
+                    p[u] = dot * scale + rel_bias(s, h, t, u);
                     mx = fmaxf(mx, p[u]);
                 }
                 float sum = 0.0f;
@@ -122,7 +138,7 @@ static void attention_bwd(float *dqsrc, float *dkvsrc, const float *dout, const 
     const pl_attn_shape *s = l->s;
     pl_attention_check(s, l->cross);
     const int64_t T = s->T, NH = s->NH, HS = s->HS;
-    float scale = 1.0f / sqrtf((float)HS);
+    const float scale = scale_of(s);
     float *p = workspace, *dp = p + l->Tk, *z = dp + l->Tk; /* (Tk) each */
     for (int64_t b = 0; b < s->B; b++)
         for (int64_t t = 0; t < T; t++)
@@ -141,7 +157,7 @@ static void attention_bwd(float *dqsrc, float *dkvsrc, const float *dout, const 
                         dyv += dy[d] * v[d];
                     }
                     z[u] = drop_factor(l, b, h, t, u);
-                    p[u] = expf(dot * scale - lrow);
+                    p[u] = expf(dot * scale + rel_bias(s, h, t, u) - lrow);
                     dp[u] = dyv * z[u];
                     pdp += p[u] * dp[u];
                 }
@@ -150,7 +166,9 @@ static void attention_bwd(float *dqsrc, float *dkvsrc, const float *dout, const 
                     const float *k = kvsrc + at(l, b, u, h, 1);
                     float *dk = dkvsrc + at(l, b, u, h, 1);
                     float *dv = dkvsrc + at(l, b, u, h, 2);
-                    float ds = p[u] * (dp[u] - pdp) * scale, pz = p[u] * z[u];
+                    float dsu = p[u] * (dp[u] - pdp), ds = dsu * scale, pz = p[u] * z[u];
+                    if (s->drel_bias)
+                        s->drel_bias[h * (2 * T - 1) + T - 1 + u - t] += dsu;
                     for (int64_t d = 0; d < HS; d++) {
                         dq[d] += ds * k[d];
                         dk[d] += ds * q[d];

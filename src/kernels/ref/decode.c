@@ -6,10 +6,10 @@
 #include <string.h>
 
 void pl_ref_attention_decode(float *out, const float *qkv, const float *kc, const float *vc,
-                             int64_t len, int64_t NH, int64_t G, int64_t HS, float *scores)
+                             int64_t len, int64_t NH, int64_t G, int64_t HS, float scale,
+                             const float *bias, int64_t bias_ld, float *scores)
 {
     const int64_t QG = NH / G;
-    const float scale = 1.0f / sqrtf((float)HS);
     for (int64_t h = 0; h < NH; h++) {
         const int64_t g = h / QG;
         const float *q = qkv + (g * (QG + 2) + h % QG) * HS;
@@ -20,7 +20,7 @@ void pl_ref_attention_decode(float *out, const float *qkv, const float *kc, cons
             float dot = 0;
             for (int64_t d = 0; d < HS; d++)
                 dot += q[d] * k[d];
-            s[t] = dot * scale;
+            s[t] = dot * scale + (bias ? bias[h * bias_ld + t] : 0.0f);
             mx = s[t] > mx ? s[t] : mx;
         }
         float sum = 0;

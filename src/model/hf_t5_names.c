@@ -1,0 +1,110 @@
+/* transformers' T5ForConditionalGeneration names of plait's T5 with
+ * transformers' layer (model/hf_names.h; models/t5/modeling_t5.py): each
+ * stack's blocks are layer.0 (self-attention), decoder layer.1 the cross-
+ * attention (EncDecAttention), then the MLP (DenseReluDense); the relative
+ * position bias table lives in block 0's self-attention of each stack. */
+#include "model/hf_names.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct t5_row {
+    const char *plait; /* the suffix after "<stack>.layers.N." (layer rows) or the name */
+    int layer;         /* 1: a layer parameter; 2: the decoder's only */
+    const char *hf[3]; /* "%s": the stack, "%d": the layer; up to three tensors */
+    pl_hf_transform tf[3];
+} t5_row;
+
+static const t5_row rows[] = {
+    {"embedding.word_embeddings.weight", 0, {"shared.weight"}, {PL_HF_COPY}},
+    {"encoder_relative_pos_emb.relative_attention_bias.weight", 0,
+     {"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"}, {PL_HF_COPY}},
+    {"decoder_relative_pos_emb.relative_attention_bias.weight", 0,
+     {"decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"}, {PL_HF_COPY}},
+    {"encoder.final_layernorm.weight", 0, {"encoder.final_layer_norm.weight"}, {PL_HF_COPY}},
+    {"decoder.final_layernorm.weight", 0, {"decoder.final_layer_norm.weight"}, {PL_HF_COPY}},
+    {"output_layer.weight", 0, {"lm_head.weight"}, {PL_HF_COPY}}, /* untied only */
+    {"input_layernorm.weight", 1, {"%s.block.%d.layer.0.layer_norm.weight"}, {PL_HF_COPY}},
+    {"self_attention.linear_qkv.weight", 1,
+     {"%s.block.%d.layer.0.SelfAttention.q.weight", "%s.block.%d.layer.0.SelfAttention.k.weight",
+      "%s.block.%d.layer.0.SelfAttention.v.weight"},
+     {PL_HF_Q, PL_HF_K, PL_HF_V}},
+    {"self_attention.linear_proj.weight", 1, {"%s.block.%d.layer.0.SelfAttention.o.weight"},
+     {PL_HF_COPY}},
+    {"pre_cross_attn_layernorm.weight", 2, {"%s.block.%d.layer.1.layer_norm.weight"}, {PL_HF_COPY}},
+    {"cross_attention.linear_q.weight", 2, {"%s.block.%d.layer.1.EncDecAttention.q.weight"},
+     {PL_HF_COPY}},
+    {"cross_attention.linear_kv.weight", 2,
+     {"%s.block.%d.layer.1.EncDecAttention.k.weight", "%s.block.%d.layer.1.EncDecAttention.v.weight"},
+     {PL_HF_XK, PL_HF_XV}},
+    {"cross_attention.linear_proj.weight", 2, {"%s.block.%d.layer.1.EncDecAttention.o.weight"},
+     {PL_HF_COPY}},
+    /* the MLP: layer.1 of the encoder, layer.2 of the decoder ("%s" then "%d" then the index) */
+    {"pre_mlp_layernorm.weight", 1, {"%s.block.%d.layer.%d.layer_norm.weight"}, {PL_HF_COPY}},
+    {"mlp.linear_fc2.weight", 1, {"%s.block.%d.layer.%d.DenseReluDense.wo.weight"}, {PL_HF_COPY}},
+    {NULL, 0, {NULL}, {PL_HF_COPY}},
+};
+
+/* fc1: wi (ReLU), or wi_0 and wi_1 (GEGLU's gate and up halves) */
+static int fc1_map(const pl_model_config *c, const char *stack, int layer, int mlp,
+                   pl_hf_tensor out[PL_HF_MAX_PER_PARAM])
+{
+    const int gated = pl_block_act_gated(c->block.act);
+    for (int k = 0; k < (gated ? 2 : 1); k++) {
+        snprintf(out[k].name, sizeof out[k].name, "%s.block.%d.layer.%d.DenseReluDense.%s.weight",
+                 stack, layer, mlp, gated ? (k ? "wi_1" : "wi_0") : "wi");
+        out[k].tf = gated ? (k ? PL_HF_UP : PL_HF_GATE) : PL_HF_COPY;
+    }
+    return gated ? 2 : 1;
+}
+
+int pl_hf_t5_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM])
+{
+    int layer = -1, used = 0, n = 0;
+    char stack[8] = "";
+    const char *suffix = p->name;
+    if (sscanf(p->name, "%7[a-z].layers.%d.%n", stack, &layer, &used) == 2 && used > 0)
+        suffix = p->name + used;
+    const int dec = strcmp(stack, "decoder") == 0, mlp = dec ? 2 : 1;
+    if (layer >= 0 && strcmp(suffix, "mlp.linear_fc1.weight") == 0)
+        n = fc1_map(c, stack, layer, mlp, out);
+    for (const t5_row *r = rows; !n && r->plait; r++) {
+        if ((r->layer != 0) != (layer >= 0) || (r->layer == 2 && !dec) ||
+            strcmp(r->plait, suffix) != 0)
+            continue;
+        if (!c->untie && strcmp(suffix, "output_layer.weight") == 0)
+            return 0;
+        for (; n < PL_HF_MAX_PER_PARAM && r->hf[n]; n++) {
+            if (layer >= 0)
+                snprintf(out[n].name, sizeof out[n].name, r->hf[n], stack, layer, mlp);
+            else
+                snprintf(out[n].name, sizeof out[n].name, "%s", r->hf[n]);
+            out[n].tf = r->tf[n];
+        }
+    }
+    if (n == 0)
+        return -1;
+    /* shapes: the vocabulary without Megatron's padding rows, a part of a fused tensor */
+    for (int k = 0; k < n; k++) {
+        pl_hf_tensor *t = &out[k];
+        t->ndim = p->ndim;
+        t->shape[0] = p->shape[0];
+        t->shape[1] = p->ndim == 2 ? p->shape[1] : 0;
+        if (t->tf == PL_HF_COPY && p->split == PL_TP_VOCAB)
+            t->shape[0] = c->vocab_size;
+        else if (t->tf == PL_HF_Q || t->tf == PL_HF_K || t->tf == PL_HF_V)
+            t->shape[0] = p->shape[0] / 3;
+        else if (t->tf != PL_HF_COPY)
+            t->shape[0] = p->shape[0] / 2;
+    }
+    return n;
+}
+
+int64_t pl_hf_t5_source_index(const pl_model_config *c, const pl_param *p, const pl_hf_tensor *t,
+                              int64_t i)
+{
+    /* linear_kv rows per head [k; v]: hf row h HS + e is plait row (2h + part) HS + e */
+    const int64_t HS = pl_model_block_dims(c).HS, cols = p->shape[1];
+    const int64_t row = i / cols, col = i % cols;
+    return ((2 * (row / HS) + (t->tf == PL_HF_XV)) * HS + row % HS) * cols + col;
+}
