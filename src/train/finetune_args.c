@@ -68,6 +68,11 @@ static const pl_option ft_options[] = {
     {"--save-qa-logits", PL_OPT_BOOL, NULL, F(save_qa_logits),
      "question_answering: also write SPLIT_qa_logits.bin, the start and end logits of every "
      "window (float32 [window][start|end][seq-length], windows in feature order)", NULL, 0},
+    {"--fc-dropout", PL_OPT_FLOAT, NULL, F(fc_dropout),
+     "dropout probability on the task head's input while training (NeMo's head.fc_dropout / "
+     "token_classifier.dropout); default: --hidden-dropout for text_classification and "
+     "regression (Megatron's Classification drops the pooled output with it), 0 for "
+     "token_classification and question_answering (NeMo's TokenClassifier default)", NULL, 0},
     {"--save-top-k", PL_OPT_INT, "0", F(save_top_k),
      "keep the K best checkpoints by --monitor in SAVE/checkpoints/, each named after its "
      "figure (bert--val_loss=0.3500-epoch=0-step=50); SAVE itself keeps the last for resuming "
@@ -244,6 +249,14 @@ static pl_status parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int 
     return PL_OK;
 }
 
+double pl_ft_fc_dropout(const pl_ft_args *fa, int pooled, double hidden_dropout)
+{
+    const pl_option *o = ours("--fc-dropout");
+    if (o && fa->given[o - ft_options])
+        return fa->fc_dropout;
+    return pooled ? hidden_dropout : 0.0;
+}
+
 void pl_ft_args_free(pl_ft_args *fa)
 {
     pl_options_free(&pl_ft_cmd, fa);
@@ -286,6 +299,9 @@ pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
     if (!qa && (fa->version_2_with_negative || fa->save_qa_logits))
         return pl_errorf(PL_ERR_ARG, "plait finetune: --%s is for --task question_answering, not %s",
                          fa->version_2_with_negative ? "version-2-with-negative" : "save-qa-logits", fa->task);
+    if (fa->fc_dropout < 0 || fa->fc_dropout >= 1)
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --fc-dropout %g: expected a probability "
+                         "in [0, 1)", fa->fc_dropout);
     if (fa->save_top_k < 0 || (fa->save_top_k > 0 && (!a->save || !fa->valid_data)))
         return pl_errorf(PL_ERR_ARG, "plait finetune: --save-top-k %lld needs --save and "
                          "--valid-data (and K >= 0)", (long long)fa->save_top_k);

@@ -416,6 +416,8 @@ void pl_train_ft_apply_task(const pl_trainer *t, pl_model_config *c)
 {
     t->ft->base_head = c->head;
     pl_model_set_task(c, t->ft->task, t->ft->classes);
+    c->head_dropout = (float)pl_ft_fc_dropout(t->ft->fa, PL_TASK_POOLED(t->ft->task),
+                                              c->hidden_dropout);
 }
 
 pl_status pl_train_ft_fill(pl_trainer *t, pl_split s, const int64_t *idx)

@@ -50,6 +50,8 @@ check "one process fine-tunes 2 epochs (6 iterations), keeping the 2 best by val
 check "the TP 2 checkpoint loads into one process; the head starts from --seed" bash -c "
     grep -q 'saved as TP 2 x PP 1) into TP 1 x PP 1 x DP 1' '$TMP/one.log' &&
     grep -q 'initialised from --seed 11: classification_head.weight, classification_head.bias' '$TMP/one.log'"
+check "the classification head drops its pooled input with --hidden-dropout (Megatron's Classification)" \
+    grep -q 'global batch 16), head dropout 0.1$' "$TMP/one.log"
 check "validation every --eval-interval 2 and at each epoch's end (3, 6), test once" bash -c "
     [ \"\$(grep -c '| validation |' '$TMP/one/evaluations.md')\" = 4 ] &&
     grep -qE '^\| 2 \| 0 \| validation' '$TMP/one/evaluations.md' &&
@@ -179,14 +181,16 @@ conll "$TMP/ner_valid.conll" 2221 9 # 14
 NER=(--task token_classification --train-data "$TMP/ner_train.conll"
      --valid-data "$TMP/ner_valid.conll" --pretrained-checkpoint "$TMP/pre" "${MODEL[@]}"
      --micro-batch-size 8 --global-batch-size 16 --epochs 2 --lr 1e-3 --eval-interval 100
-     --log-interval 1)
+     --log-interval 1 --fc-dropout 0.2)
 ner() { # NAME NP TP PP
     rm -rf "$TMP/$2"
     timeout -k 5 120 mpirun.openmpi -n "$2" "$PLAIT" finetune "${NER[@]}" \
         --tensor-model-parallel-size "$3" --pipeline-model-parallel-size "$4" \
         --save "$TMP/$1" >"$TMP/$1.log" 2>&1
 }
-check "token classification: one process" ner ner_one 1 1 1
+check "token classification: one process, --fc-dropout 0.2 on the head's input" ner ner_one 1 1 1
+check "token classification: the log names the head's dropout" \
+    grep -q 'head dropout 0.2$' "$TMP/ner_one.log"
 check "token classification: word accuracy and seqeval's entity F1 equal the Python reference on the predictions" $PY -c "
 import json, sys; sys.path.insert(0, '$ROOT/tests/scripts')
 from seqeval_reference import score
@@ -331,6 +335,8 @@ check "SQuAD v2.0: n-best lists, predictions and null odds equal run_squad.py's 
 check_fails "--version-2-with-negative outside question answering is refused by name" \
     "version-2-with-negative is for --task question_answering" \
     "$PLAIT" finetune "${FT[@]}" --version-2-with-negative --save "$TMP/x"
+check_fails "--fc-dropout outside [0, 1) is refused by name" "fc-dropout 1: expected a probability" \
+    "$PLAIT" finetune "${FT[@]}" --fc-dropout 1 --save "$TMP/x"
 check_fails "--data-path is refused" "data comes from --train-data" \
     "$PLAIT" finetune "${FT[@]}" --data-path x --save "$TMP/x"
 check_fails "--epochs or --train-iters is required" "exactly one of --epochs" \
