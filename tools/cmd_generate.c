@@ -157,6 +157,8 @@ static pl_status model_load(gen_model *m, const gen_opts *o, int64_t it, const p
     PL_TRY(pl_ckpt_load(o->load, it, cfg, &buf, &meta, &strings));
     PL_TRY(pl_gemm_init(&m->gemm));
     /* beam search: the beams are the rows of one step */
+    if (o->beam)
+        PL_TRY(pl_beam_check_width(o->beam_size, cfg->vocab_size));
     PL_TRY(pl_generator_init_rows(&m->gen, cfg, &m->reg, m->params, tp, m->gemm,
                                   o->beam ? o->beam_size : 1));
 fail:

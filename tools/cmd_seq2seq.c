@@ -152,6 +152,8 @@ static pl_status setup(s2s *s, const s2s_opts *o)
     PL_TRY(st);
     PL_TRY(pl_gemm_init(&s->gemm));
     const int64_t S = o->beam ? o->batch_size : 1;
+    if (o->beam)
+        PL_TRY(pl_beam_check_width(o->beam_size, s->cfg.vocab_size));
     PL_TRY(pl_encdec_generator_init(&s->gen, &s->cfg, &s->reg, s->params,
                                     s->tp.size > 1 ? &s->tp : NULL, s->gemm,
                                     o->beam ? S * o->beam_size : 1));

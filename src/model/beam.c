@@ -11,9 +11,7 @@ pl_status pl_beam_init(pl_beam *b, const pl_generator *g, const pl_beam_opts *op
     pl_status st = PL_OK;
     memset(b, 0, sizeof *b);
     const int64_t V = g->cfg.vocab_size, W = opts->width;
-    if (W < 1 || W > V)
-        return pl_errorf(PL_ERR_ARG, "--beam-size %lld: need 1 to the vocabulary's %lld",
-                         (long long)W, (long long)V);
+    PL_TRY(pl_beam_check_width(W, V));
     if (!isfinite(opts->length_penalty))
         return pl_errorf(PL_ERR_ARG, "--length-penalty %g: need a finite number",
                          opts->length_penalty);
@@ -337,7 +335,7 @@ fail:
     return st;
 }
 
-pl_status pl_beam_batch_init(pl_beam_batch *bb, const pl_generator *g, const pl_beam_opts *opts,
+pl_status pl_beam_batch_init(pl_beam_batch *bb, pl_generator *g, const pl_beam_opts *opts,
                              int64_t S)
 {
     pl_status st = PL_OK;
@@ -352,6 +350,10 @@ pl_status pl_beam_batch_init(pl_beam_batch *bb, const pl_generator *g, const pl_
         return pl_errorf(PL_ERR_NOMEM, "beam search: out of memory for %lld sources", (long long)S);
     for (int64_t i = 0; i < S; i++, bb->S++)
         PL_TRY(pl_beam_init(&bb->src[i], g, opts));
+    for (int64_t j = 1; j <= S; j++) /* the step's rows: j sources at step 0, or j open ones */
+        PL_TRY(pl_generator_prepare_rows(g, j));
+    for (int64_t j = 1; j <= S && W > 1; j++)
+        PL_TRY(pl_generator_prepare_rows(g, j * W));
     if (g->cfg.block.cross_attention)
         bb->xkv_n = g->cfg.num_layers * g->blk.Nk * 2 * g->blk.Al;
     const int64_t R = S * W;
@@ -441,6 +443,14 @@ void pl_beam_result(const pl_beam *b, int64_t i, const int32_t **tokens,
     *tokens = b->hyp + h * b->P;
     *n = b->hyp_len[h];
     *score = b->hyp_score[h];
+}
+
+pl_status pl_beam_check_width(int64_t width, int64_t vocab)
+{
+    if (width < 1 || width > vocab)
+        return pl_errorf(PL_ERR_ARG, "--beam-size %lld: need 1 to the vocabulary's %lld",
+                         (long long)width, (long long)vocab);
+    return PL_OK;
 }
 
 pl_status pl_beam_check_flags(int64_t width, int64_t num_return, double temperature,

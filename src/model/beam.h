@@ -101,6 +101,8 @@ typedef struct pl_beam {
 pl_status pl_beam_check_flags(int64_t width, int64_t num_return, double temperature,
                               int64_t top_k, double top_p);
 pl_status pl_beam_init(pl_beam *b, const pl_generator *g, const pl_beam_opts *opts);
+/* --beam-size against the vocabulary (1..vocab): before sizing a generator by it. */
+pl_status pl_beam_check_width(int64_t width, int64_t vocab);
 void pl_beam_free(pl_beam *b);
 
 /* Beam search after prefix (n >= 1 tokens, fed from position 0) until eos, at
@@ -126,9 +128,10 @@ typedef struct pl_beam_batch {
     int32_t *len;          /* [S W] */
 } pl_beam_batch;
 
-/* For S >= 1 sources with g, whose rows must hold S W (pl_generator_init_rows).
- * Errors as pl_beam_init's, memory. */
-pl_status pl_beam_batch_init(pl_beam_batch *bb, const pl_generator *g, const pl_beam_opts *opts,
+/* For S >= 1 sources with g, whose rows must hold S W (pl_generator_init_rows);
+ * creates g's GEMM primitives of the step sizes the search uses (1..S and multiples
+ * of W). Errors as pl_beam_init's, memory. */
+pl_status pl_beam_batch_init(pl_beam_batch *bb, pl_generator *g, const pl_beam_opts *opts,
                              int64_t S);
 void pl_beam_batch_free(pl_beam_batch *bb);
 /* A decoder: takes g's current source (pl_encdec_encode / pl_generator_set_source

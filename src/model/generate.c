@@ -33,7 +33,7 @@ static void plan(pl_generator *g, pl_plan *p)
     g->lnf_mean = pl_plan_take(p, R);
     g->lnf_rstd = pl_plan_take(p, R);
     g->logits = pl_plan_take(p, R * c->padded_vocab); /* whole: gathered over TP */
-    g->gathered = g->tp ? pl_plan_take(p, R * c->padded_vocab) : NULL;
+    g->gathered = pl_plan_take(p, R * c->padded_vocab);
     g->scores = pl_plan_take(p, g->blk.NHl * P);
 }
 
@@ -41,22 +41,21 @@ static void plan(pl_generator *g, pl_plan *p)
  * linear layers of a block on this rank's slices and the LM head's vocabulary
  * slice; with cross-attention its query and output projections, and the
  * projection of the encoder output (Tk rows) into keys and values. */
-static pl_status prepare(const pl_generator *g, int64_t head_cols)
+static pl_status prepare(const pl_generator *g, int64_t head_cols, int64_t r)
 {
     const pl_block_ctx *b = &g->blk;
     const int64_t C = b->dims.C;
     const int64_t in[8] = {C, b->Al, C, b->Fl, C, C, b->Al, C};
     const int64_t out[8] = {b->QKVl, C, b->F1l, C, head_cols, b->Al, C, 2 * b->Al};
-    const int n = g->cfg.block.cross_attention ? 8 : 5;
+    const int n = g->cfg.block.cross_attention ? (r == 1 ? 8 : 7) : 5;
     pl_status st = PL_OK;
-    for (int64_t r = 1; r <= g->rows; r++)
-        for (int k = 0; k < n && !st; k++) { /* y (rows, out) = x (rows, in) . W^T */
-            const int64_t m = k == 7 ? b->Nk : r;
-            if (k < 7 || r == 1)
-                st = pl_gemm_prepare(g->gemm, 0, 1, m, out[k], in[k], in[k], in[k], out[k], 0.0f);
-        }
+    for (int k = 0; k < n && !st; k++) { /* y (rows, out) = x (rows, in) . W^T */
+        const int64_t m = k == 7 ? b->Nk : r;
+        st = pl_gemm_prepare(g->gemm, 0, 1, m, out[k], in[k], in[k], in[k], out[k], 0.0f);
+    }
     return st;
 }
+
 
 /* The block context's rows for a step of n (planned for g->rows). */
 static void set_rows(pl_generator *g, int64_t n)
@@ -70,6 +69,14 @@ static void set_rows(pl_generator *g, int64_t n)
 static int64_t head_cols(const pl_generator *g)
 {
     return g->tp ? g->Vl : g->cfg.vocab_size;
+}
+
+pl_status pl_generator_prepare_rows(pl_generator *g, int64_t n)
+{
+    if (n < 1 || n > g->rows)
+        return pl_errorf(PL_ERR_ARG, "steps of %lld rows: the generator holds 1 to %lld",
+                         (long long)n, (long long)g->rows);
+    return prepare(g, head_cols(g), n);
 }
 
 pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const pl_registry *reg,
@@ -115,6 +122,7 @@ pl_status pl_generator_init_rows(pl_generator *g, const pl_model_config *cfg,
     g->rows = rows;
     PL_TRY(pl_block_ctx_init(&g->blk, &cfg->block, &dims, cfg->ln_eps, rows, 1, Tk, g->tp, tpr, 0,
                              gemm, &g->prof));
+    g->blk.Nk = Tk; /* the rows' sources have their own caches of Tk keys (not rows x Tk) */
     g->blk.enc_len = &g->enc_len;
     g->blk.rope_rows = cfg->max_positions;
     const int64_t L = cfg->num_layers;
@@ -151,7 +159,9 @@ pl_status pl_generator_init_rows(pl_generator *g, const pl_model_config *cfg,
         st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm or output layer missing");
         goto fail;
     }
-    PL_TRY(prepare(g, head_cols(g)));
+    PL_TRY(prepare(g, head_cols(g), 1));
+    if (rows > 1)
+        PL_TRY(prepare(g, head_cols(g), rows));
     set_rows(g, 1);
     return PL_OK;
 fail:
@@ -231,17 +241,19 @@ fail:
 }
 
 /* The LM head on the n rows of g->lnf: logits (n, padded_vocab), this rank's
- * slice computed and, under TP, all-gathered. */
+ * slice computed (rows of cols floats: a GEMM whose output rows are strided differs
+ * in its last bits from the one-row GEMM here) and, under TP, all-gathered. */
 static pl_status rows_head(pl_generator *g, int64_t n)
 {
     const int64_t C = g->cfg.hidden, Vp = g->cfg.padded_vocab, cols = head_cols(g);
     pl_status st = PL_OK;
     double t0 = pl_time_now();
-    float *out = g->tp ? g->gathered + g->tp->rank * n * g->Vl : g->logits;
-    const int64_t ld = g->tp ? g->Vl : Vp;
-    PL_TRY(pl_gemm_run(g->gemm, 0, 1, n, cols, C, g->lnf, C, g->out_w, C, 0.0f, out, ld));
+    float *out = g->gathered + (g->tp ? g->tp->rank * n * g->Vl : 0);
+    PL_TRY(pl_gemm_run(g->gemm, 0, 1, n, cols, C, g->lnf, C, g->out_w, C, 0.0f, out, cols));
     for (int64_t r = 0; g->out_b && r < n; r++)
-        pl_cpu_add(out + r * ld, out + r * ld, g->out_b, cols);
+        pl_cpu_add(out + r * cols, out + r * cols, g->out_b, cols);
+    for (int64_t r = 0; !g->tp && r < n; r++)
+        memcpy(g->logits + r * Vp, out + r * cols, (size_t)cols * sizeof(float));
     if (g->tp) { /* (tp, n, Vl) gathered, then row r's slices side by side */
         PL_TRY(pl_comm_allgather_f32(g->tp, out, g->gathered, n * g->Vl));
         for (int64_t k = 0; k < g->tp->size; k++)

@@ -54,7 +54,8 @@ typedef struct pl_generator {
     int64_t rows;              /* the most rows a step feeds (1: pl_generator_init) */
     float *x, *lnf, *lnf_mean, *lnf_rstd, *scores;
     float *logits;             /* (rows, padded_vocab): row r's next-token logits */
-    float *gathered;           /* TP: (tp, rows, Vl) the all-gathered slices of a step of rows */
+    float *gathered;           /* (rows, the head's columns) a step's LM head; TP: (tp, rows,
+                                * Vl) the all-gathered slices */
     float **kl, **vl;          /* [rows] a step's per-row cache pointers of one layer */
     const float **xl;          /* [rows] its per-row cross-attention caches of one layer */
     pl_gemm *gemm;
@@ -72,6 +73,9 @@ pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const p
 pl_status pl_generator_init_rows(pl_generator *g, const pl_model_config *cfg,
                                  const pl_registry *reg, const float *params, pl_comm *tp,
                                  pl_gemm *gemm, int64_t rows);
+/* Creates the GEMM primitives of steps of n rows (1 <= n <= rows; init creates
+ * those of 1 and of rows), so that steps of n rows allocate nothing. */
+pl_status pl_generator_prepare_rows(pl_generator *g, int64_t n);
 void pl_generator_free(pl_generator *g);
 
 /* Feeds token at position pos (0-based, < max_positions; positions 0..pos-1
