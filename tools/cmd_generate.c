@@ -9,7 +9,8 @@
  * same status and rank 0 reports it.
  *
  * --beam-size W searches instead (model/beam.h: Hugging Face's
- * generate(num_beams=W, length_penalty, early_stopping), one KV cache per beam)
+ * generate(num_beams=W, length_penalty, early_stopping), one KV cache per beam,
+ * the W beams fed as the rows of one step)
  * and prints the prompt and the best continuation, or with --num-return N the N
  * best, one a line, each followed by a tab and its score. --ids: the prompt is
  * space-separated token ids and the output the continuation's ids. */
@@ -155,7 +156,11 @@ static pl_status model_load(gen_model *m, const gen_opts *o, int64_t it, const p
     pl_ckpt_buffers buf = {&m->reg, m->params, NULL, NULL, NULL, 0};
     PL_TRY(pl_ckpt_load(o->load, it, cfg, &buf, &meta, &strings));
     PL_TRY(pl_gemm_init(&m->gemm));
-    PL_TRY(pl_generator_init(&m->gen, cfg, &m->reg, m->params, tp, m->gemm));
+    /* beam search: the beams are the rows of one step */
+    if (o->beam)
+        PL_TRY(pl_beam_check_width(o->beam_size, cfg->vocab_size));
+    PL_TRY(pl_generator_init_rows(&m->gen, cfg, &m->reg, m->params, tp, m->gemm,
+                                  o->beam ? o->beam_size : 1));
 fail:
     pl_free(strings);
     return st;

@@ -14,7 +14,9 @@
  * tests/scripts and bench/megamolbart_eval.sh score with RDKit. With --ids each
  * input line is space-separated token ids and each output the ids decoded. With
  * --num-return N (beam search) each source gives N lines, best first, each its
- * output line, a tab and the hypothesis' score (N = 1 too, when given).
+ * output line, a tab and the hypothesis' score (N = 1 too, when given). With
+ * --batch-size S the beam search runs S sources together (model/beam.h's
+ * pl_beam_batch: their beams the rows of one decoder step), giving the same output.
  * Under mpirun with the checkpoint's TP size as ranks (rank 0 writes). */
 #include "commands.h"
 
@@ -37,7 +39,7 @@
 typedef struct s2s_opts {
     const char *load, *input, *output;
     const char *lp_form;
-    int64_t max_new_tokens, seed, limit, top_k, beam_size, num_return;
+    int64_t max_new_tokens, seed, limit, top_k, beam_size, num_return, batch_size;
     double mask_prob, temperature, top_p, length_penalty;
     int mmb, early_stopping, ids;
     int beam, scores; /* --beam-size, --num-return given */
@@ -75,6 +77,9 @@ static const pl_option s2s_options[] = {
     {"--num-return", PL_OPT_INT, "1", F(num_return),
      "beam search: write the N best hypotheses per source, each with its score (given: the "
      "scores written, N = 1 too)", NULL, 0},
+    {"--batch-size", PL_OPT_INT, "1", F(batch_size),
+     "beam search: sources searched together, their beams the rows of one decoder step (the "
+     "output is the same)", NULL, 0},
     {"--ids", PL_OPT_BOOL, NULL, F(ids),
      "sources and outputs as space-separated token ids instead of text", NULL, 0},
 };
@@ -93,8 +98,12 @@ typedef struct s2s {
     pl_gemm *gemm;
     pl_encdec_generator gen;
     int gen_up;
-    pl_beam beam;
+    pl_beam_batch beam;
     int beam_up;
+    int32_t *bsrc;     /* beam search: (batch, Te) the batch's sources */
+    int64_t *blen;     /* [batch] their lengths */
+    const int32_t **bpre; /* [batch] the decoder prefix of each ([BOS]) */
+    int64_t *bplen;    /* [batch] its length (1) */
     pl_tokenizer *tok;
     pl_model_config cfg;
     pl_mmb_molecules mols;
@@ -142,14 +151,24 @@ static pl_status setup(s2s *s, const s2s_opts *o)
     pl_free(more);
     PL_TRY(st);
     PL_TRY(pl_gemm_init(&s->gemm));
+    const int64_t S = o->beam ? o->batch_size : 1;
+    if (o->beam)
+        PL_TRY(pl_beam_check_width(o->beam_size, s->cfg.vocab_size));
     PL_TRY(pl_encdec_generator_init(&s->gen, &s->cfg, &s->reg, s->params,
-                                    s->tp.size > 1 ? &s->tp : NULL, s->gemm));
+                                    s->tp.size > 1 ? &s->tp : NULL, s->gemm,
+                                    o->beam ? S * o->beam_size : 1));
     s->gen_up = 1;
     if (o->beam) {
         const pl_beam_opts bo = {o->beam_size, o->length_penalty, o->early_stopping,
                                  strcmp(o->lp_form, "gnmt") ? PL_BEAM_HF : PL_BEAM_GNMT};
-        PL_TRY(pl_beam_init(&s->beam, &s->gen.dec, &bo));
+        PL_TRY(pl_beam_batch_init(&s->beam, &s->gen.dec, &bo, S));
         s->beam_up = 1;
+        s->bsrc = pl_calloc((size_t)(S * Te), sizeof *s->bsrc);
+        s->blen = pl_calloc((size_t)(2 * S), sizeof *s->blen);
+        s->bpre = pl_calloc((size_t)S, sizeof *s->bpre);
+        if (!s->bsrc || !s->blen || !s->bpre)
+            return pl_errorf(PL_ERR_NOMEM, "out of memory for --batch-size %lld", (long long)S);
+        s->bplen = s->blen + S;
     }
     if (o->mmb) {
         const size_t n = strlen(o->input);
@@ -230,17 +249,41 @@ static pl_status check_flags(const s2s_opts *o, const unsigned char *given)
         int any = 0;
         for (size_t k = 0; k < sizeof beam_only / sizeof *beam_only; k++)
             any |= given[pl_options_index(&s2s_cmd, beam_only[k])];
-        if (any)
+        if (any || given[pl_options_index(&s2s_cmd, "--batch-size")])
             return pl_errorf(PL_ERR_ARG, "--length-penalty, --length-penalty-form, "
-                             "--early-stopping and --num-return are beam search's: give "
-                             "--beam-size too");
+                             "--early-stopping, --num-return and --batch-size are beam "
+                             "search's: give --beam-size too");
         return PL_OK;
     }
+    if (o->batch_size < 1)
+        return pl_errorf(PL_ERR_ARG, "--batch-size %lld: need at least 1", (long long)o->batch_size);
     return pl_beam_check_flags(o->beam_size, o->num_return, o->temperature, o->top_k, o->top_p);
 }
 
-static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, int64_t len, const int32_t *tok,
-                            int64_t got, double score);
+static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, const int32_t *src,
+                            int64_t len, const int32_t *tok, int64_t got, double score);
+
+/* Beam search of the batch's k sources (the last one source i), and their lines. */
+static pl_status beam_batch(s2s *s, const s2s_opts *o, int64_t i, int64_t k, int32_t bos,
+                            int32_t eos, int64_t max_new)
+{
+    pl_status st = PL_OK;
+    const int64_t Te = s->cfg.seq_length;
+    for (int64_t j = 0; j < k; j++)
+        s->bpre[j] = &bos, s->bplen[j] = 1;
+    PL_TRY(pl_beam_batch_search(&s->beam, &s->gen.dec, k, s->bpre, s->bplen, eos, max_new,
+                                pl_encdec_positions(&s->gen)));
+    for (int64_t j = 0; j < k && s->tp.rank == 0; j++)
+        for (int64_t h = 0; h < o->num_return; h++) {
+            const int32_t *tok;
+            int64_t got;
+            double score;
+            pl_beam_result(&s->beam.src[j], h, &tok, &got, &score);
+            PL_TRY(write_line(s, o, i - k + 1 + j, s->bsrc + j * Te, s->blen[j], tok, got, score));
+        }
+fail:
+    return st;
+}
 
 static pl_status decode_all(s2s *s, const s2s_opts *o)
 {
@@ -273,6 +316,7 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
     if (o->limit > 0 && o->limit < n_src)
         n_src = o->limit;
     char *cursor = all;
+    int64_t k = 0; /* beam search: sources in the batch */
     for (int64_t i = 0; i < n_src; i++) {
         const char *text = NULL;
         if (!o->mmb) {
@@ -286,22 +330,20 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
         PL_TRY(source(s, o, i, text, &len));
         const pl_decode_opts how = {o->temperature, o->top_p, o->top_k, (uint64_t)o->seed,
                                     (uint64_t)i};
-        if (o->beam) {
+        if (o->beam) { /* its cross-attention cache into the batch, searched when full */
             PL_TRY(pl_encdec_encode(&s->gen, s->src, len));
-            PL_TRY(pl_beam_search(&s->beam, &s->gen.dec, &bos, 1, eos, max_new,
-                                  pl_encdec_positions(&s->gen)));
-        } else {
-            PL_TRY(pl_encdec_decode(&s->gen, s->src, len, bos, eos, max_new, &how, s->out, &got));
-        }
-        if (s->tp.rank)
+            PL_TRY(pl_beam_batch_take_source(&s->beam, k, &s->gen.dec));
+            memcpy(s->bsrc + k * s->cfg.seq_length, s->src, (size_t)len * sizeof *s->src);
+            s->blen[k++] = len;
+            if (k == s->beam.S || i + 1 == n_src) {
+                PL_TRY(beam_batch(s, o, i, k, bos, eos, max_new));
+                k = 0;
+            }
             continue;
-        for (int64_t h = 0; h < (o->beam ? o->num_return : 1); h++) {
-            const int32_t *tok = s->out;
-            double score = 0;
-            if (o->beam)
-                pl_beam_result(&s->beam, h, &tok, &got, &score);
-            PL_TRY(write_line(s, o, i, len, tok, got, score));
         }
+        PL_TRY(pl_encdec_decode(&s->gen, s->src, len, bos, eos, max_new, &how, s->out, &got));
+        if (s->tp.rank == 0)
+            PL_TRY(write_line(s, o, i, s->src, len, s->out, got, 0));
     }
     if (s->tp.rank == 0 && fflush(s->fp))
         st = pl_errorf(PL_ERR_IO, "--output %s: write failed", o->output);
@@ -312,8 +354,8 @@ fail:
 
 /* One output line: (--mmb: the molecule and its encoder input,) the output (and
  * with --num-return its score), tab-separated. */
-static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, int64_t len, const int32_t *tok,
-                            int64_t got, double score)
+static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, const int32_t *src,
+                            int64_t len, const int32_t *tok, int64_t got, double score)
 {
     pl_status st = PL_OK;
     s->line.n = 0;
@@ -322,7 +364,7 @@ static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, int64_t len, c
             PL_TRY(pl_bytes_append(&s->line, in, strlen(in)));
             PL_TRY(pl_bytes_append(&s->line, "\t", 1));
             s->text.n = 0;
-            PL_TRY(pl_tokenizer_decode(s->tok, s->src, len, &s->text));
+            PL_TRY(pl_tokenizer_decode(s->tok, src, len, &s->text));
             PL_TRY(pl_bytes_append(&s->line, s->text.data, s->text.n));
             PL_TRY(pl_bytes_append(&s->line, "\t", 1));
         }
@@ -342,7 +384,10 @@ static void s2s_free(s2s *s)
     if (s->fp && s->fp != stdout)
         fclose(s->fp);
     if (s->beam_up)
-        pl_beam_free(&s->beam);
+        pl_beam_batch_free(&s->beam);
+    pl_free(s->bsrc);
+    pl_free(s->blen);
+    pl_free(s->bpre);
     if (s->gen_up)
         pl_encdec_generator_free(&s->gen);
     pl_mmb_dataset_free(s->mmb);

@@ -7,6 +7,7 @@
 #include "base/utf8.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -241,47 +242,130 @@ pl_status pl_squad_em_f1(const char *pred, const char *truth, int *em, double *f
     return em_f1(pred, truth, 0, em, f1);
 }
 
-pl_status pl_squad_evaluate_v2(const pl_squad_set *s, const char *const *pred, pl_squad_eval_v2_result *out)
+/* evaluate-v2.0.py's get_raw_scores of question q: compute_exact and compute_f1
+ * maximised over its gold answers. */
+static pl_status raw_scores(const pl_squad_question *q, const char *p, pl_bytes *norm, int *best_em,
+                           double *best_f1)
+{
+    pl_status st = PL_OK;
+    int gold = 0;
+    *best_em = 0, *best_f1 = 0;
+    for (int64_t a = 0; a < q->n_answers && !st; a++) {
+        int em;
+        double f1;
+        if ((st = pl_squad_normalize(q->answers[a].text, strlen(q->answers[a].text), norm)))
+            break;
+        if (norm->n == 0) /* gold answers that normalize to nothing are dropped */
+            continue;
+        gold++;
+        if ((st = em_f1(p, q->answers[a].text, 1, &em, &f1)))
+            break;
+        *best_em = *best_em > em ? *best_em : em;
+        *best_f1 = *best_f1 > f1 ? *best_f1 : f1;
+    }
+    if (!st && gold == 0) /* no gold answer: [""] */
+        st = em_f1(p, "", 1, best_em, best_f1);
+    return st;
+}
+
+/* A question in the threshold search's order: by na_prob, ties by tie (Python's
+ * stable sort of the na-prob file's ids by value). */
+typedef struct na_key {
+    double p;
+    int64_t tie, q;
+} na_key;
+
+static int cmp_na(const void *a, const void *b)
+{
+    const na_key *x = a, *y = b;
+    if (x->p != y->p)
+        return x->p < y->p ? -1 : 1;
+    return x->tie < y->tie ? -1 : x->tie > y->tie;
+}
+
+/* find_best_thresh over raw scores sc (exact or f1): see squad_eval.h. */
+static void best_thresh(const pl_squad_set *s, const char *const *pred, const double *sc,
+                        const na_key *order, double *best, double *thresh)
+{
+    double cur = 0;
+    for (int64_t i = 0; i < s->n_q; i++)
+        cur += s->q[i].n_answers == 0;
+    double top = cur;
+    *thresh = 0.0;
+    for (int64_t k = 0; k < s->n_q; k++) {
+        const int64_t i = order[k].q;
+        const double diff = s->q[i].n_answers > 0 ? sc[i] : pred[i] && pred[i][0] ? -1.0 : 0.0;
+        cur += diff;
+        if (cur > top)
+            top = cur, *thresh = order[k].p;
+    }
+    *best = 100.0 * top / (double)s->n_q;
+}
+
+pl_status pl_squad_evaluate_v2_na(const pl_squad_set *s, const char *const *pred,
+                                  const double *na_prob, const int64_t *tie,
+                                  double na_prob_thresh, pl_squad_eval_v2_result *out)
 {
     *out = (pl_squad_eval_v2_result){0};
     double sum[3][2] = {{0}}; /* all, HasAns, NoAns: exact, f1 */
     int64_t n[3] = {0};
     pl_bytes norm = {0};
     pl_status st = PL_OK;
+    const size_t nq = (size_t)s->n_q + 1;
+    double *raw = na_prob ? pl_malloc(2 * nq * sizeof *raw) : NULL; /* exact, then f1 */
+    na_key *order = na_prob ? pl_malloc(nq * sizeof *order) : NULL;
+    if (na_prob && (!raw || !order)) {
+        st = pl_errorf(PL_ERR_NOMEM, "SQuAD v2.0 threshold search of %lld questions",
+                       (long long)s->n_q);
+        goto done;
+    }
     for (int64_t i = 0; i < s->n_q && !st; i++) {
         const pl_squad_question *q = &s->q[i];
         const char *p = pred[i] ? pred[i] : "";
-        int best_em = 0, gold = 0;
-        double best_f1 = 0;
-        for (int64_t a = 0; a < q->n_answers && !st; a++) {
-            int em;
-            double f1;
-            if ((st = pl_squad_normalize(q->answers[a].text, strlen(q->answers[a].text), &norm)))
-                break;
-            if (norm.n == 0) /* gold answers that normalize to nothing are dropped */
-                continue;
-            gold++;
-            if ((st = em_f1(p, q->answers[a].text, 1, &em, &f1)))
-                break;
-            best_em = best_em > em ? best_em : em;
-            best_f1 = best_f1 > f1 ? best_f1 : f1;
-        }
-        if (!st && gold == 0) /* no gold answer: [""] */
-            st = em_f1(p, "", 1, &best_em, &best_f1);
+        int em;
+        double f1;
+        if ((st = raw_scores(q, p, &norm, &em, &f1)))
+            break;
         const int k = q->n_answers > 0 ? 1 : 2; /* has_ans: bool(qa["answers"]) */
-        sum[0][0] += best_em, sum[0][1] += best_f1, n[0]++;
-        sum[k][0] += best_em, sum[k][1] += best_f1, n[k]++;
+        double e = em;
+        if (na_prob) {
+            if (isnan(na_prob[i])) {
+                st = pl_errorf(PL_ERR_FORMAT, "SQuAD v2.0: question %s: its no-answer "
+                               "probability is NaN (expected a number)", q->id);
+                break;
+            }
+            raw[i] = e, raw[nq + i] = f1;
+            order[i] = (na_key){na_prob[i], tie ? tie[i] : i, i};
+            if (na_prob[i] > na_prob_thresh) /* apply_no_ans_threshold */
+                e = f1 = k == 2;
+        }
+        sum[0][0] += e, sum[0][1] += f1, n[0]++;
+        sum[k][0] += e, sum[k][1] += f1, n[k]++;
     }
-    pl_bytes_free(&norm);
     if (st)
-        return st;
+        goto done;
     double *dst[3][2] = {{&out->exact, &out->f1}, {&out->has_ans_exact, &out->has_ans_f1},
                          {&out->no_ans_exact, &out->no_ans_f1}};
     for (int k = 0; k < 3; k++)
         if (n[k] > 0)
             *dst[k][0] = 100.0 * sum[k][0] / (double)n[k], *dst[k][1] = 100.0 * sum[k][1] / (double)n[k];
     out->total = n[0], out->has_ans_total = n[1], out->no_ans_total = n[2];
-    return PL_OK;
+    if (na_prob && s->n_q > 0) {
+        qsort(order, (size_t)s->n_q, sizeof *order, cmp_na);
+        best_thresh(s, pred, raw, order, &out->best_exact, &out->best_exact_thresh);
+        best_thresh(s, pred, raw + nq, order, &out->best_f1, &out->best_f1_thresh);
+        out->searched = 1;
+    }
+done:
+    pl_free(raw);
+    pl_free(order);
+    pl_bytes_free(&norm);
+    return st;
+}
+
+pl_status pl_squad_evaluate_v2(const pl_squad_set *s, const char *const *pred, pl_squad_eval_v2_result *out)
+{
+    return pl_squad_evaluate_v2_na(s, pred, NULL, NULL, 0.0, out);
 }
 
 pl_status pl_squad_evaluate(const pl_squad_set *s, const char *const *pred, pl_squad_eval_result *out)

@@ -55,9 +55,27 @@ pl_status pl_squad_evaluate(const pl_squad_set *s, const char *const *pred, pl_s
 typedef struct pl_squad_eval_v2_result {
     double exact, f1, has_ans_exact, has_ans_f1, no_ans_exact, no_ans_f1;
     int64_t total, has_ans_total, no_ans_total;
+    int searched;                  /* na_prob given: the threshold search's figures below */
+    double best_exact, best_exact_thresh, best_f1, best_f1_thresh;
 } pl_squad_eval_v2_result;
 
 pl_status pl_squad_evaluate_v2(const pl_squad_set *s, const char *const *pred, pl_squad_eval_v2_result *out);
+
+/* evaluate-v2.0.py with --na-prob-file and --na-prob-thresh: na_prob[i] is question
+ * i's no-answer score (run_squad.py's null_odds.json holds score_diff; +infinity
+ * allowed, NaN refused). apply_no_ans_threshold: a question whose na_prob exceeds
+ * na_prob_thresh scores 1 when it is unanswerable (make_qid_to_has_ans:
+ * bool(answers)) and 0 otherwise, for exact and f1, before the averages above.
+ * find_all_best_thresh on the raw scores: the questions in ascending na_prob
+ * (ties in ascending tie[i], the order of the na-prob file, as Python's stable
+ * sort; tie NULL: question order), a running score starting at the number of
+ * unanswerable questions and adding, per question, its raw score (answerable), -1
+ * (unanswerable with a non-empty prediction) or 0; best_* = 100 x the highest
+ * running score / questions, *_thresh the na_prob where it was first reached (0.0
+ * when never above the start). A NULL prediction counts as "" as above. */
+pl_status pl_squad_evaluate_v2_na(const pl_squad_set *s, const char *const *pred,
+                                  const double *na_prob, const int64_t *tie,
+                                  double na_prob_thresh, pl_squad_eval_v2_result *out);
 
 /* Reads a predictions file ({"question id": "answer text", ...}) and aligns
  * it with s: (*pred)[i] answers s->q[i] or is NULL. *pred and its strings

@@ -34,6 +34,14 @@
  * further child copies the parent's filled positions into the cache of a beam
  * that had no child. Nothing is allocated per source or per step.
  *
+ * Batching: a step feeds the W beams as rows of one generator step
+ * (pl_generator_step_rows: the generator needs W rows at least), and
+ * pl_beam_batch searches S sources together, their S W beams the rows of one
+ * step (sources whose search is over drop out of the step). Each source's search
+ * is the one above; its results equal a search of it alone bit for bit when the
+ * GEMM's rows do not depend on the row count (model/generate.h; beam.sh compares
+ * batches of 1 and 3 sources byte for byte).
+ *
  * Tensor parallelism: every rank of the TP group computes the same logits bits
  * (model/generate.h), and the selection is a deterministic function of them, so
  * every rank keeps the same beams; no extra communication. */
@@ -74,6 +82,14 @@ typedef struct pl_beam {
     double *hyp_score;     /* [W + 1] */
     double worst;          /* the worst kept score (1e9 when none) */
     int64_t *order;        /* [W + 1] results, best first: indices into hyp */
+    int32_t eos;
+    int64_t steps, s;      /* steps allowed, the current one */
+    int done;              /* search_done was reached */
+    int32_t *row_tok;      /* [W] a step's rows: token, position, caches, cross-attention */
+    int64_t *row_pos;
+    float **row_k, **row_v;
+    const float **row_x;
+    int32_t *row_len;
 } pl_beam;
 
 /* For searching with g (not kept: pass it to every call).
@@ -85,14 +101,48 @@ typedef struct pl_beam {
 pl_status pl_beam_check_flags(int64_t width, int64_t num_return, double temperature,
                               int64_t top_k, double top_p);
 pl_status pl_beam_init(pl_beam *b, const pl_generator *g, const pl_beam_opts *opts);
+/* --beam-size against the vocabulary (1..vocab): before sizing a generator by it. */
+pl_status pl_beam_check_width(int64_t width, int64_t vocab);
 void pl_beam_free(pl_beam *b);
 
 /* Beam search after prefix (n >= 1 tokens, fed from position 0) until eos, at
  * most max_new tokens and the positions P (g's max_positions, or less): steps
- * feed positions n - 1 .. n - 2 + max_new, below P. Then pl_beam_result.
- * Collective over g's TP group. Leaves g's own caches as they were. */
+ * feed positions n - 1 .. n - 2 + max_new, below P, the beams as rows of one step
+ * (g->rows >= W, else an error). Then pl_beam_result. Collective over g's TP
+ * group. Leaves g's own caches as they were. */
 pl_status pl_beam_search(pl_beam *b, pl_generator *g, const int32_t *prefix, int64_t n,
                          int32_t eos, int64_t max_new, int64_t P);
+
+/* S sources searched together (see above): their searches, and a decoder's
+ * cross-attention keys and values of each source. */
+typedef struct pl_beam_batch {
+    int64_t S;             /* sources at most */
+    pl_beam *src;          /* [S] each source's search and beams' caches */
+    int64_t xkv_n;         /* floats of one source's cross-attention cache (0: none) */
+    float *xkv;            /* (S, xkv_n) */
+    int32_t *enc_len;      /* [S] */
+    int32_t *tok;          /* [S W] a step's rows */
+    int64_t *pos, *row;    /* [S W] position; [S] each source's first row */
+    float **k, **v;        /* [S W] */
+    const float **x;       /* [S W] */
+    int32_t *len;          /* [S W] */
+} pl_beam_batch;
+
+/* For S >= 1 sources with g, whose rows must hold S W (pl_generator_init_rows);
+ * creates g's GEMM primitives of the step sizes the search uses (1..S and multiples
+ * of W). Errors as pl_beam_init's, memory. */
+pl_status pl_beam_batch_init(pl_beam_batch *bb, pl_generator *g, const pl_beam_opts *opts,
+                             int64_t S);
+void pl_beam_batch_free(pl_beam_batch *bb);
+/* A decoder: takes g's current source (pl_encdec_encode / pl_generator_set_source
+ * just run: its cross-attention cache and length) as source i's. */
+pl_status pl_beam_batch_take_source(pl_beam_batch *bb, int64_t i, const pl_generator *g);
+/* Searches sources 0..n-1 (n <= S) together, source i after prefix[i] (len[i]
+ * tokens) as pl_beam_search; then pl_beam_result(&bb->src[i], ...). Collective over
+ * g's TP group. */
+pl_status pl_beam_batch_search(pl_beam_batch *bb, pl_generator *g, int64_t n,
+                               const int32_t *const *prefix, const int64_t *len, int32_t eos,
+                               int64_t max_new, int64_t P);
 
 /* The i-th best hypothesis (0 <= i < b->n_hyp, which is W after a search): its
  * new tokens (without the prefix and eos), their count and its score. */

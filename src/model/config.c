@@ -28,10 +28,11 @@ void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes)
 pl_head_set pl_model_head_set(const pl_model_config *c)
 {
     const pl_head_spec *h = &c->head;
-    pl_head_set s = {h->lm_transform, 0, 0, h->task == PL_TASK_SPAN, 0};
+    pl_head_set s = {h->lm_transform, 0, 0, h->task == PL_TASK_SPAN, 0, 0};
     s.pooled = h->binary_head ? 2 : PL_TASK_POOLED(h->task) ? h->classes : 0;
     s.regression = h->task == PL_TASK_REGRESSION;
     s.token = h->task == PL_TASK_TOKEN || h->task == PL_TASK_SPAN ? h->classes : 0;
+    s.drop = h->task != PL_TASK_NONE && c->head_dropout > 0;
     return s;
 }
 

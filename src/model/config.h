@@ -128,8 +128,10 @@ typedef struct pl_model_config {
                            * tied embeddings: hidden^-0.5) */
     int untie;            /* a separate output layer (Megatron's output_layer.weight) */
     float hidden_dropout, attention_dropout;
-    /* How to run it (not saved in checkpoints): the LM head's logits
+    /* How to run it (not saved in checkpoints): a fine-tuning task head's input
+     * dropout (plait finetune's --fc-dropout; nn/head.h), the LM head's logits
      * (--lm-head-logits, docs/training.md). */
+    float head_dropout;
     pl_lm_logits lm_logits;
     int64_t lm_rows;        /* rows per block of the fused LM head; 0: about 32 MiB of logits */
     int sequence_parallel;  /* Megatron's --sequence-parallel (with TP > 1) */

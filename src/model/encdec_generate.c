@@ -8,7 +8,7 @@
 
 pl_status pl_encdec_generator_init(pl_encdec_generator *g, const pl_model_config *cfg,
                                    const pl_registry *reg, const float *params, pl_comm *tp,
-                                   pl_gemm *gemm)
+                                   pl_gemm *gemm, int64_t rows)
 {
     pl_status st = PL_OK;
     memset(g, 0, sizeof *g);
@@ -23,7 +23,7 @@ pl_status pl_encdec_generator_init(pl_encdec_generator *g, const pl_model_config
     g->enc_up = 1;
     g->enc.training = 0;
     dec.sequence_parallel = 0;
-    PL_TRY(pl_generator_init(&g->dec, &dec, reg, params, tp, gemm));
+    PL_TRY(pl_generator_init_rows(&g->dec, &dec, reg, params, tp, gemm, rows));
     g->scratch = pl_malloc((size_t)(2 * cfg->vocab_size) * sizeof(float));
     if (!g->scratch) {
         st = pl_errorf(PL_ERR_NOMEM, "out of memory for the sampler");

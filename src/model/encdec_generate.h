@@ -9,7 +9,8 @@
  * One process or a TP group (every rank the same source, the same tokens);
  * memory is allocated at init (the encoder's activations for one sample, the
  * decoder's caches, the sampler's scratch), nothing per token. Beam search is
- * model/beam.h, over the same generator. Not here: batches of sources. */
+ * model/beam.h, over the same generator (it also searches batches of sources);
+ * greedy and sampled decoding go one source at a time. */
 #ifndef PL_MODEL_ENCDEC_GENERATE_H
 #define PL_MODEL_ENCDEC_GENERATE_H
 
@@ -32,10 +33,11 @@ typedef struct pl_decode_opts {
 } pl_decode_opts;
 
 /* params: this rank's flat parameters laid out by reg for cfg (an
- * encoder-decoder, TP size tp's). Kept by pointer. */
+ * encoder-decoder, TP size tp's). Kept by pointer. rows: the decoder's rows a step
+ * (pl_generator_init_rows; beam search's beams times sources, else 1). */
 pl_status pl_encdec_generator_init(pl_encdec_generator *g, const pl_model_config *cfg,
                                    const pl_registry *reg, const float *params, pl_comm *tp,
-                                   pl_gemm *gemm);
+                                   pl_gemm *gemm, int64_t rows);
 void pl_encdec_generator_free(pl_encdec_generator *g);
 
 /* Decoding of src (len tokens, 1..the encoder's seq_length): writes up to max_new

@@ -19,6 +19,14 @@
  * the same next token from the same uniform. Collectives per token: 1 + 2 L
  * all-reduces of C floats and one all-gather of V floats.
  *
+ * Rows (pl_generator_init_rows, pl_generator_step_rows): up to `rows` tokens of
+ * different sequences in one step, each with its own KV cache (the caller's),
+ * position and, for a decoder, source: every GEMM runs once over the rows, so the
+ * weights are read once a step instead of once a token (beam search's beams and
+ * batched sources: model/beam.h). A row's logits are the bits pl_generator_step
+ * gives it alone when the GEMM's rows do not depend on the row count (oneDNN's
+ * fp32 here: tests/scripts/beam.sh compares).
+ *
  * Memory: caches, one layer's activations, the block scratch and the logits
  * are one allocation made by pl_generator_init, which also creates every GEMM
  * primitive a step uses; pl_generator_step allocates nothing. */
@@ -43,7 +51,13 @@ typedef struct pl_generator {
     float *xkv_cache;          /* cross-attention: (L, Tk, 2 A/T) the encoder output's */
     int32_t enc_len;           /* cross-attention: the source's tokens (its padding masked) */
     pl_block_acts acts;        /* one layer's, reused by every layer */
-    float *x, *lnf, *lnf_mean, *lnf_rstd, *logits, *scores;
+    int64_t rows;              /* the most rows a step feeds (1: pl_generator_init) */
+    float *x, *lnf, *lnf_mean, *lnf_rstd, *scores;
+    float *logits;             /* (rows, padded_vocab): row r's next-token logits */
+    float *gathered;           /* (rows, the head's columns) a step's LM head; TP: (tp, rows,
+                                * Vl) the all-gathered slices */
+    float **kl, **vl;          /* [rows] a step's per-row cache pointers of one layer */
+    const float **xl;          /* [rows] its per-row cross-attention caches of one layer */
     pl_gemm *gemm;
 } pl_generator;
 
@@ -55,6 +69,13 @@ typedef struct pl_generator {
  * TP size, memory. */
 pl_status pl_generator_init(pl_generator *g, const pl_model_config *cfg, const pl_registry *reg,
                             const float *params, pl_comm *tp, pl_gemm *gemm);
+/* The same, for steps of up to rows (>= 1) rows (pl_generator_step_rows). */
+pl_status pl_generator_init_rows(pl_generator *g, const pl_model_config *cfg,
+                                 const pl_registry *reg, const float *params, pl_comm *tp,
+                                 pl_gemm *gemm, int64_t rows);
+/* Creates the GEMM primitives of steps of n rows (1 <= n <= rows; init creates
+ * those of 1 and of rows), so that steps of n rows allocate nothing. */
+pl_status pl_generator_prepare_rows(pl_generator *g, int64_t n);
 void pl_generator_free(pl_generator *g);
 
 /* Feeds token at position pos (0-based, < max_positions; positions 0..pos-1
@@ -62,6 +83,17 @@ void pl_generator_free(pl_generator *g);
  * vocabulary's (cfg.vocab_size) entries are valid, on every TP rank.
  * Collective over tp: every rank feeds the same token and position. */
 pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos);
+
+/* One step of n rows (1 <= n <= g->rows): row r feeds tokens[r] at position pos[r]
+ * into the caches k[r], v[r] ((L, max_positions, G/T, HS) each, positions
+ * 0..pos[r]-1 filled before), with cross-attention (a decoder) against xkv[r], the
+ * layout of g->xkv_cache for a source of enc_len[r] tokens (xkv, enc_len NULL
+ * without it). Writes row r's logits to g->logits + r * padded_vocab (the true
+ * vocabulary's entries valid, on every TP rank). g's own caches are not touched.
+ * Collective over tp. */
+pl_status pl_generator_step_rows(pl_generator *g, int64_t n, const int32_t *tokens,
+                                 const int64_t *pos, float *const *k, float *const *v,
+                                 const float *const *xkv, const int32_t *enc_len);
 
 /* Cross-attention (a decoder part): the encoder output enc (Tk, C) of a source of
  * len tokens (the rest padding), kept by pointer, and every layer's keys and values

@@ -508,6 +508,16 @@ static pl_status lm_fused(pl_model *m, const float *x, int grad)
                               m->lm_rows, m->lm_ws, m->rows);
 }
 
+/* The task head's input dropout of this pass (nn/head.h): none when evaluating
+ * or without a task head; keyed as the layers' masks, site PL_HEAD_DROPOUT_SITE. */
+static pl_head_drop head_drop(const pl_model *m, const pl_head_set *hs)
+{
+    pl_head_drop d = {m->training && hs->drop ? m->cfg.head_dropout : 0.0f, m->seed,
+                      pl_block_dropout_stream(m->iteration, 0, PL_HEAD_DROPOUT_SITE), m->sample,
+                      m->T};
+    return d;
+}
+
 /* The last stage's heads on the final norm's output m->lnf: the LM head (BERT's
  * through its lm transform) into m->loss, the pooled head (BERT's binary head, a
  * classification head) into m->bin_loss, or a token (m->loss) or span head
@@ -519,6 +529,7 @@ static pl_status heads_fwd(pl_model *m)
     const pl_head_set hs = pl_model_head_set(&m->cfg);
     pl_head_acts *h = &m->mb[m->cur].head;
     const float *x = m->lnf; /* the output layer's input */
+    const pl_head_drop hd = head_drop(m, &hs);
     if (hs.lm) {
         PL_TRY(pl_head_lm_fwd(m->gemm, &m->p.head, h, m->lnf, N, C, m->cfg.ln_eps));
         x = h->out;
@@ -530,16 +541,17 @@ static pl_status heads_fwd(pl_model *m)
                                  m->targets, N, C, m->v0, m->Vl, m->lm_chunk, m->lm_ws,
                                  m->rows));
     if (hs.pooled && hs.regression)
-        PL_TRY(pl_head_regress_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss,
+        PL_TRY(pl_head_regress_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, &hd, m->bin_loss,
                                    m->head_ws, B, T, C));
     else if (hs.pooled)
-        PL_TRY(pl_head_pooled_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss,
+        PL_TRY(pl_head_pooled_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, &hd, m->bin_loss,
                                   m->head_ws, B, T, C, hs.pooled));
     if (hs.token && hs.span)
-        PL_TRY(pl_head_span_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, m->bin_loss, B, T, C));
+        PL_TRY(pl_head_span_fwd(m->gemm, &m->p.head, h, m->lnf, m->labels, &hd, m->bin_loss, B,
+                                T, C));
     else if (hs.token)
-        PL_TRY(pl_head_token_fwd(m->gemm, &m->p.head, h, m->lnf, m->targets, m->loss, m->head_ws,
-                                 N, C, hs.token));
+        PL_TRY(pl_head_token_fwd(m->gemm, &m->p.head, h, m->lnf, m->targets, &hd, m->loss,
+                                 m->head_ws, N, C, hs.token));
 fail:
     return st;
 }
@@ -648,6 +660,7 @@ static pl_status heads_bwd(pl_model *m, float *dln)
     const pl_head_set hs = pl_model_head_set(&m->cfg);
     const pl_head_acts *h = &m->mb[m->cur].head;
     const int whole = hs.lm || hs.pooled || hs.token;
+    const pl_head_drop hd = head_drop(m, &hs);
     float *dx = hs.lm ? m->dhead : dln;
     const float *x = hs.lm ? h->out : m->lnf;
     if (hs.lm)
@@ -667,17 +680,17 @@ static pl_status heads_bwd(pl_model *m, float *dln)
         PL_TRY(pl_head_lm_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->dhead, dln,
                               m->head_ws, N, C));
     if (hs.pooled && hs.regression)
-        PL_TRY(pl_head_regress_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
-                                   dln, m->head_ws, m->B, m->T, C));
+        PL_TRY(pl_head_regress_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, &hd,
+                                   m->dbin, dln, m->head_ws, m->B, m->T, C));
     else if (hs.pooled)
-        PL_TRY(pl_head_pooled_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
-                                  dln, m->head_ws, m->B, m->T, C, hs.pooled));
+        PL_TRY(pl_head_pooled_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, &hd,
+                                  m->dbin, dln, m->head_ws, m->B, m->T, C, hs.pooled));
     if (hs.token && hs.span)
-        PL_TRY(pl_head_span_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, m->dbin,
-                                dln, m->head_ws, m->B, m->T, C));
+        PL_TRY(pl_head_span_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->labels, &hd,
+                                m->dbin, dln, m->head_ws, m->B, m->T, C));
     else if (hs.token)
-        PL_TRY(pl_head_token_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->targets, m->dloss,
-                                 dln, m->head_ws, N, C, hs.token));
+        PL_TRY(pl_head_token_bwd(m->gemm, &m->p.head, &m->d.head, h, m->lnf, m->targets, &hd,
+                                 m->dloss, dln, m->head_ws, N, C, hs.token));
 fail:
     return st;
 }

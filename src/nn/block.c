@@ -513,13 +513,16 @@ static const float *dec_bias(const pl_block_ctx *c, int64_t pos)
     return c->rel_bias ? c->rel_bias + c->rel_rows - 1 - pos : NULL;
 }
 
-/* Generation's attention step: where the new token's key and value go, and
- * the attention over the cached positions 0..pos. */
+/* Generation's attention step of the context's N rows (each a token of its own
+ * sequence): where row r's new key and value go, and the attention over its
+ * cached positions 0..pos[r]. */
 typedef struct decode_step {
-    float *kc, *vc;   /* (P, G/tp, HS) */
-    int64_t pos;
-    float *scores;    /* NH/tp * (pos + 1) floats */
-    const float *xkv; /* cross-attention: (Nk, 2 A/tp) the encoder output's keys and values */
+    float *const *kc, *const *vc; /* [N] (P, G/tp, HS) */
+    const int64_t *pos;           /* [N] */
+    float *scores;                /* NH/tp * (pos + 1) floats */
+    const float *const *xkv;      /* cross-attention: [N] (Nk, 2 A/tp) the encoder output's
+                                   * keys and values of row r's source */
+    const int32_t *enc_len;       /* cross-attention: [N] its tokens (the rest padding) */
 } decode_step;
 
 /* The core attention of qkv (N, QKV) into out (N, A): the fused kernel over
@@ -532,16 +535,21 @@ static void attend(pl_block_ctx *c, float *out, float *lse, const float *qkv, in
         return;
     }
     const int64_t HS = c->dims.HS, QG = c->NHl / c->Gl, G = c->Gl;
-    for (int64_t g = 0; g < G; g++) {
-        memcpy(dec->kc + (dec->pos * G + g) * HS, qkv + (g * (QG + 2) + QG) * HS,
-               (size_t)HS * sizeof(float));
-        memcpy(dec->vc + (dec->pos * G + g) * HS, qkv + (g * (QG + 2) + QG + 1) * HS,
-               (size_t)HS * sizeof(float));
+    for (int64_t r = 0; r < c->N; r++) {
+        const float *q = qkv + r * c->QKVl;
+        float *kc = dec->kc[r], *vc = dec->vc[r];
+        const int64_t pos = dec->pos[r];
+        for (int64_t g = 0; g < G; g++) {
+            memcpy(kc + (pos * G + g) * HS, q + (g * (QG + 2) + QG) * HS,
+                   (size_t)HS * sizeof(float));
+            memcpy(vc + (pos * G + g) * HS, q + (g * (QG + 2) + QG + 1) * HS,
+                   (size_t)HS * sizeof(float));
+        }
+        double t0 = pl_time_now();
+        pl_cpu_attention_decode(out + r * c->Al, q, kc, vc, pos + 1, c->NHl, G, HS, attn_scale(c),
+                                dec_bias(c, pos), 2 * c->rel_rows - 1, dec->scores);
+        prof_add(&c->prof->attention, t0);
     }
-    double t0 = pl_time_now();
-    pl_cpu_attention_decode(out, qkv, dec->kc, dec->vc, dec->pos + 1, c->NHl, G, HS,
-                            attn_scale(c), dec_bias(c, dec->pos), 2 * c->rel_rows - 1, dec->scores);
-    prof_add(&c->prof->attention, t0);
 }
 
 /* A norm of the block's (norm1, normx, norm2): its parameters and saved statistics. */
@@ -642,7 +650,7 @@ static pl_status norm_weight_bwd(pl_block_ctx *c, float *dw, float *db, const fl
 /* Cross-attention's forward: resx from res1 and the encoder output (decoding:
  * its keys and values, computed once, from xkv). */
 static pl_status cross_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
-                           int64_t layer, const float *xkv)
+                           int64_t layer, const decode_step *dec)
 {
     pl_status st = PL_OK;
     const int64_t C = c->dims.C;
@@ -653,16 +661,23 @@ static pl_status cross_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(branch_input(c, &in, a->res1, nx));
     PL_TRY(column_fwd(c, a->xq, in, w->xq_w, w->xq_b, C, c->Al));
     double t0 = pl_time_now();
-    if (!xkv) {
+    if (!dec) {
         PL_TRY(pl_tp_column_linear_fwd(c->tp, c->gemm, a->xkv, c->enc, w->xkv_w, w->xkv_b, c->Nk,
                                        C, 2 * c->Al));
-        xkv = a->xkv;
+        prof_add(&c->prof->linear, t0);
+        const pl_attn_shape s = cross_shape(c, layer);
+        t0 = pl_time_now();
+        pl_cpu_attention_cross_fwd(a->xattn, a->xlse, a->xq, a->xkv, &s, c->attn_ws);
+        prof_add(&c->prof->attention, t0);
     }
-    prof_add(&c->prof->linear, t0);
-    const pl_attn_shape s = cross_shape(c, layer);
-    t0 = pl_time_now();
-    pl_cpu_attention_cross_fwd(a->xattn, a->xlse, a->xq, xkv, &s, c->attn_ws);
-    prof_add(&c->prof->attention, t0);
+    for (int64_t r = 0; dec && r < c->N; r++) { /* each row against its source's cache */
+        pl_attn_shape s = cross_shape(c, layer);
+        s.B = 1, s.kv_len = dec->enc_len + r;
+        t0 = pl_time_now();
+        pl_cpu_attention_cross_fwd(a->xattn + r * c->Al, a->xlse + r * c->NHl, a->xq + r * c->Al,
+                                   dec->xkv[r], &s, c->attn_ws);
+        prof_add(&c->prof->attention, t0);
+    }
     PL_TRY(row_fwd(c, a->resx, a->xattn, w->xproj_w, w->xproj_b, c->Al, C));
     branch_output(c, a->resx, a->prex, a->res1, nx, layer, 5);
 fail:
@@ -758,9 +773,12 @@ static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
         return pl_errorf(PL_ERR_INTERNAL, "a padding mask without the sample lengths");
     PL_TRY(branch_input(c, &in, x, n1));
     PL_TRY(column_fwd(c, qkv, in, w->qkv_w, w->qkv_b, C, c->QKVl));
-    if (c->spec.pos == PL_POS_ROPE)
+    if (c->spec.pos == PL_POS_ROPE && !dec)
         pl_cpu_rope_fwd(qkv, c->rope_cos, c->rope_sin, c->B, c->T, c->Gl, c->NHl / c->Gl,
-                        c->dims.HS, c->rope_rot, dec ? dec->pos : 0);
+                        c->dims.HS, c->rope_rot, 0);
+    for (int64_t r = 0; c->spec.pos == PL_POS_ROPE && dec && r < N; r++) /* row r at pos[r] */
+        pl_cpu_rope_fwd(qkv + r * c->QKVl, c->rope_cos, c->rope_sin, 1, 1, c->Gl, c->NHl / c->Gl,
+                        c->dims.HS, c->rope_rot, dec->pos[r]);
     if (c->act_bf16)
         pl_cpu_round_bf16(a->qkv_bf16, qkv, N * c->QKVl);
     attend(c, attn, a->lse, qkv, layer, dec);
@@ -769,7 +787,7 @@ static pl_status block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_
     PL_TRY(row_fwd(c, a->res1, attn, w->proj_w, w->proj_b, c->Al, C));
     branch_output(c, a->res1, a->pre1, x, n1, layer, 1);
     if (c->spec.cross_attention)
-        PL_TRY(cross_fwd(c, w, a, layer, dec ? dec->xkv : NULL));
+        PL_TRY(cross_fwd(c, w, a, layer, dec));
     PL_TRY(branch_input(c, &in, h, n2));
     PL_TRY(column_fwd(c, fc1, in, w->fc1_w, w->fc1_b, C, c->F1l));
     if (c->act_bf16)
@@ -791,11 +809,25 @@ pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_b
                           const float *x, float *kc, float *vc, const float *xkv, int64_t pos,
                           float *scores, int64_t layer)
 {
-    if (c->N != 1 || c->act_bf16 || c->sp || c->spec.cross_attention != (xkv != NULL) ||
+    if (c->N != 1)
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_decode needs a one-row context");
+    const int32_t *enc_len = c->enc_len;
+    return pl_block_decode_rows(c, w, a, x, &kc, &vc, xkv ? &xkv : NULL, enc_len, &pos, scores,
+                                layer);
+}
+
+pl_status pl_block_decode_rows(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                               const float *x, float *const *kc, float *const *vc,
+                               const float *const *xkv, const int32_t *enc_len,
+                               const int64_t *pos, float *scores, int64_t layer)
+{
+    if (c->T != 1 || c->N != c->B || c->act_bf16 || c->sp ||
+        c->spec.cross_attention != (xkv != NULL) || (xkv && !enc_len) ||
         c->spec.mask != PL_MASK_CAUSAL)
-        return pl_errorf(PL_ERR_INTERNAL, "pl_block_decode needs a one-row fp32 context of a "
-                         "causal block (with cross-attention: its keys and values)");
-    decode_step dec = {kc, vc, pos, scores, xkv};
+        return pl_errorf(PL_ERR_INTERNAL, "pl_block_decode needs an fp32 context of one position "
+                         "per row of a causal block (with cross-attention: its keys and values "
+                         "and source lengths)");
+    decode_step dec = {kc, vc, pos, scores, xkv, enc_len};
     return block_fwd(c, w, a, x, layer, &dec);
 }
 

@@ -285,6 +285,17 @@ pl_status pl_block_fwd(pl_block_ctx *c, const pl_block_weights *w, const pl_bloc
 pl_status pl_block_decode(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
                           const float *x, float *kc, float *vc, const float *xkv, int64_t pos,
                           float *scores, int64_t layer);
+/* pl_block_decode for the context's N = B rows (T 1), each a token of its own
+ * sequence: row r's key and value go into kc[r], vc[r] at position pos[r] and it
+ * attends over positions 0..pos[r] there; with cross-attention over xkv[r] (its
+ * source's keys and values) with enc_len[r] of them unmasked. The GEMMs run once
+ * over the N rows; each row's values are those of pl_block_decode on it alone when
+ * the GEMM's rows do not depend on the row count (oneDNN's fp32 on this machine,
+ * checked by tests/scripts/beam.sh). */
+pl_status pl_block_decode_rows(pl_block_ctx *c, const pl_block_weights *w, const pl_block_acts *a,
+                               const float *x, float *const *kc, float *const *vc,
+                               const float *const *xkv, const int32_t *enc_len,
+                               const int64_t *pos, float *scores, int64_t layer);
 /* Cross-attention's keys and values of the encoder output c->enc (Nk, C) for
  * layer w: xkv (Nk, 2 A/tp), this rank's heads, as pl_block_fwd computes them. */
 pl_status pl_block_cross_kv(pl_block_ctx *c, const pl_block_weights *w, float *xkv);

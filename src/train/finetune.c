@@ -117,8 +117,9 @@ static pl_status setup(pl_trainer *t, pl_train_ft *ft, pl_train_args *a)
         pl_train_print_banner(t);
         pl_train_print_memory_plan(t);
         pl_log_info("fine-tuning %s: %lld iterations (%lld per epoch of %lld examples, global "
-                    "batch %lld)", ft->fa->task, (long long)t->train_iters,
-                    (long long)ft->iters_per_epoch, (long long)n_train, (long long)t->gbs);
+                    "batch %lld), head dropout %g", ft->fa->task, (long long)t->train_iters,
+                    (long long)ft->iters_per_epoch, (long long)n_train, (long long)t->gbs,
+                    (double)t->model.cfg.head_dropout);
     }
 fail:
     return st;

@@ -35,6 +35,9 @@ typedef struct pl_ft_args {
     int save_qa_logits;           /* QA: write SPLIT_qa_logits.bin with the predictions */
     int version_2_with_negative;  /* QA: SQuAD v2.0 */
     double null_score_diff_threshold; /* QA, v2.0 (0.0) */
+    double na_prob_thresh;        /* QA, v2.0: --na-prob-thresh (pl_ft_na_prob_thresh) */
+    double fc_dropout;            /* --fc-dropout: the task head's input dropout (given[]
+                                   * says whether given: pl_ft_fc_dropout) */
     int64_t save_top_k;           /* NeMo's checkpoint_callback_params.save_top_k (0: none) */
     const char *monitor;          /* val_loss | val_acc | val_f1 | val_em */
     const char *monitor_mode;     /* min | max; NULL: min for val_loss, else max */
@@ -54,6 +57,14 @@ pl_status pl_ft_args_parse(pl_ft_args *fa, int argc, char **argv, char ***rest, 
 pl_status pl_ft_args_parse_evaluate(pl_ft_args *fa, int argc, char **argv, char ***rest,
                                     int *n_rest);
 void pl_ft_args_free(pl_ft_args *fa);
+
+/* The task head's input dropout: --fc-dropout when given, else hidden_dropout for
+ * the pooled heads (pooled: text classification, regression; Megatron's
+ * Classification) and 0 for the token and span heads (NeMo's TokenClassifier). */
+double pl_ft_fc_dropout(const pl_ft_args *fa, int pooled, double hidden_dropout);
+
+/* SQuAD v2.0's --na-prob-thresh: the flag when given, else --null-score-diff-threshold. */
+double pl_ft_na_prob_thresh(const pl_ft_args *fa);
 
 /* Checks the two sets of flags against each other (after both parsed). */
 pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a);

@@ -65,9 +65,19 @@ static const pl_option ft_options[] = {
     {"--null-score-diff-threshold", PL_OPT_FLOAT, "0.0", F(null_score_diff_threshold),
      "question_answering, SQuAD v2.0: predict no answer when the null score minus the best "
      "span's exceeds this", NULL, 0},
+    {"--na-prob-thresh", PL_OPT_FLOAT, NULL, F(na_prob_thresh),
+     "question_answering, SQuAD v2.0: evaluate-v2.0.py's --na-prob-thresh, applied to the "
+     "null odds (score_diff) as its --na-prob-file: a question whose score_diff exceeds it "
+     "scores as a no-answer prediction (default: --null-score-diff-threshold, which leaves "
+     "the predictions' figures unchanged; the script's own default is 1.0)", NULL, 0},
     {"--save-qa-logits", PL_OPT_BOOL, NULL, F(save_qa_logits),
      "question_answering: also write SPLIT_qa_logits.bin, the start and end logits of every "
      "window (float32 [window][start|end][seq-length], windows in feature order)", NULL, 0},
+    {"--fc-dropout", PL_OPT_FLOAT, NULL, F(fc_dropout),
+     "dropout probability on the task head's input while training (NeMo's head.fc_dropout / "
+     "token_classifier.dropout); default: --hidden-dropout for text_classification and "
+     "regression (Megatron's Classification drops the pooled output with it), 0 for "
+     "token_classification and question_answering (NeMo's TokenClassifier default)", NULL, 0},
     {"--save-top-k", PL_OPT_INT, "0", F(save_top_k),
      "keep the K best checkpoints by --monitor in SAVE/checkpoints/, each named after its "
      "figure (bert--val_loss=0.3500-epoch=0-step=50); SAVE itself keeps the last for resuming "
@@ -244,6 +254,20 @@ static pl_status parse(pl_ft_args *fa, int argc, char **argv, char ***rest, int 
     return PL_OK;
 }
 
+double pl_ft_na_prob_thresh(const pl_ft_args *fa)
+{
+    const pl_option *o = ours("--na-prob-thresh");
+    return o && fa->given[o - ft_options] ? fa->na_prob_thresh : fa->null_score_diff_threshold;
+}
+
+double pl_ft_fc_dropout(const pl_ft_args *fa, int pooled, double hidden_dropout)
+{
+    const pl_option *o = ours("--fc-dropout");
+    if (o && fa->given[o - ft_options])
+        return fa->fc_dropout;
+    return pooled ? hidden_dropout : 0.0;
+}
+
 void pl_ft_args_free(pl_ft_args *fa)
 {
     pl_options_free(&pl_ft_cmd, fa);
@@ -286,6 +310,13 @@ pl_status pl_ft_args_check(const pl_ft_args *fa, const pl_train_args *a)
     if (!qa && (fa->version_2_with_negative || fa->save_qa_logits))
         return pl_errorf(PL_ERR_ARG, "plait finetune: --%s is for --task question_answering, not %s",
                          fa->version_2_with_negative ? "version-2-with-negative" : "save-qa-logits", fa->task);
+    const pl_option *nt = ours("--na-prob-thresh");
+    if (nt && fa->given[nt - ft_options] && !fa->version_2_with_negative)
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --na-prob-thresh is for SQuAD v2.0 "
+                                     "(--task question_answering --version-2-with-negative)");
+    if (fa->fc_dropout < 0 || fa->fc_dropout >= 1)
+        return pl_errorf(PL_ERR_ARG, "plait finetune: --fc-dropout %g: expected a probability "
+                         "in [0, 1)", fa->fc_dropout);
     if (fa->save_top_k < 0 || (fa->save_top_k > 0 && (!a->save || !fa->valid_data)))
         return pl_errorf(PL_ERR_ARG, "plait finetune: --save-top-k %lld needs --save and "
                          "--valid-data (and K >= 0)", (long long)fa->save_top_k);

@@ -299,7 +299,8 @@ pl_status pl_ft_data_encode(pl_train_ft *ft, pl_tokenizer *tok, int64_t T, int64
         ft->qa_start = pl_calloc((size_t)(qa_rows * T * 2), sizeof(float));
         ft->qa_feats = pl_calloc((size_t)qa_rows, sizeof *ft->qa_feats);
         ft->qa_answers = pl_calloc((size_t)qa_q, sizeof *ft->qa_answers);
-        if (!ft->qa_logits || !ft->qa_start || !ft->qa_feats || !ft->qa_answers)
+        ft->qa_na = pl_calloc((size_t)qa_q, sizeof *ft->qa_na);
+        if (!ft->qa_logits || !ft->qa_start || !ft->qa_feats || !ft->qa_answers || !ft->qa_na)
             return pl_errorf(PL_ERR_NOMEM, "out of memory for the QA buffers");
         ft->qa_end = ft->qa_start + qa_rows * T;
         ft->qa_q = qa_q;
@@ -345,6 +346,7 @@ void pl_ft_data_free(pl_train_ft *ft)
     for (int64_t q = 0; ft->qa_answers && q < ft->qa_q; q++)
         pl_free(ft->qa_answers[q]);
     pl_free(ft->qa_answers);
+    pl_free(ft->qa_na);
     pl_squad_nbest_free(&ft->qa_nb);
     pl_bytes_free(&ft->qa_nbest_json);
     pl_bytes_free(&ft->qa_null_odds);
@@ -416,6 +418,8 @@ void pl_train_ft_apply_task(const pl_trainer *t, pl_model_config *c)
 {
     t->ft->base_head = c->head;
     pl_model_set_task(c, t->ft->task, t->ft->classes);
+    c->head_dropout = (float)pl_ft_fc_dropout(t->ft->fa, PL_TASK_POOLED(t->ft->task),
+                                              c->hidden_dropout);
 }
 
 pl_status pl_train_ft_fill(pl_trainer *t, pl_split s, const int64_t *idx)

@@ -134,6 +134,16 @@ fail:
     return st;
 }
 
+/* v as the Python json module writes it (%.17g, or Infinity / -Infinity: a
+ * threshold search can end on a question whose null odds are infinite). */
+static const char *py_num(char buf[32], double v)
+{
+    if (isinf(v))
+        return v > 0 ? "Infinity" : "-Infinity";
+    snprintf(buf, 32, "%.17g", v);
+    return buf;
+}
+
 /* The file names of the header and the rows of the table and the metrics. */
 static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_eval *e,
                         const pl_cls_metrics *cm, const pl_seqeval_result *se)
@@ -162,6 +172,17 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
                                              "questions | %lld |\n",
                                      v->has_ans_exact, v->has_ans_f1, (long long)v->has_ans_total,
                                      v->no_ans_exact, v->no_ans_f1, (long long)v->no_ans_total);
+            char n1[32], n2[32], n3[32];
+            if (!st && ft->fa->version_2_with_negative) /* find_all_best_thresh */
+                st = pl_bytes_printf(&b, k ? "best_exact\t%.6f\nbest_exact_thresh\t%s\n"
+                                             "best_f1\t%.6f\nbest_f1_thresh\t%s\n"
+                                             "na_prob_thresh\t%s\n"
+                                           : "| best exact | %.6f |\n| best exact threshold | %s |\n"
+                                             "| best F1 | %.6f |\n| best F1 threshold | %s |\n"
+                                             "| no-answer threshold (na_prob_thresh) | %s |\n",
+                                     v->best_exact, py_num(n1, v->best_exact_thresh), v->best_f1,
+                                     py_num(n2, v->best_f1_thresh),
+                                     py_num(n3, pl_ft_na_prob_thresh(ft->fa)));
             PL_TRY(write_file(&b, st, path));
         } else {
             PL_TRY(cm ? pl_cls_metrics_write(cm, &ft->labels, path) : pl_seqeval_write(se, path));
@@ -212,9 +233,18 @@ static pl_status report(pl_trainer *t, pl_split s, int64_t epoch, const pl_ft_ev
     }
     if (t->metrics) {
         fprintf(t->metrics, "{\"iteration\": %lld, \"epoch\": %lld, \"%s_loss\": %.17g, "
-                "\"%s_%s\": %.17g, \"%s_f1\": %.17g, \"%s_examples\": %lld}\n",
+                "\"%s_%s\": %.17g, \"%s_f1\": %.17g, \"%s_examples\": %lld",
                 (long long)t->iteration, (long long)epoch, key, e->loss, key, qa ? "em" : "acc",
                 e->accuracy, key, e->f1, key, (long long)e->n);
+        if (qa && ft->fa->version_2_with_negative) {
+            const pl_squad_eval_v2_result *v = &ft->qa_v2;
+            char n1[32], n2[32];
+            fprintf(t->metrics, ", \"%s_best_exact\": %.17g, \"%s_best_exact_thresh\": %s, "
+                    "\"%s_best_f1\": %.17g, \"%s_best_f1_thresh\": %s", key, v->best_exact,
+                    key, py_num(n1, v->best_exact_thresh), key, v->best_f1, key,
+                    py_num(n2, v->best_f1_thresh));
+        }
+        fprintf(t->metrics, "}\n");
         if (fflush(t->metrics) != 0)
             return pl_errorf(PL_ERR_IO, "the metrics file: write failed");
     }
@@ -321,6 +351,7 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
     for (int64_t q = 0; q < ft->qa_q; q++) {
         pl_free(ft->qa_answers[q]);
         ft->qa_answers[q] = NULL;
+        ft->qa_na[q] = INFINITY; /* a question without windows has no answer */
     }
     ft->qa_nbest_json.n = ft->qa_null_odds.n = 0;
     st = pl_bytes_append(&ft->qa_nbest_json, "{", 1);
@@ -345,6 +376,8 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
             st = pl_bytes_append(&ft->qa_nbest_json, f ? ",\n " : "\n ", f ? 3 : 2);
         if (!st)
             st = pl_squad_nbest_json(&ft->qa_nb, x->sq.q[q].id, &ft->qa_nbest_json);
+        if (!st && v2)
+            ft->qa_na[q] = ft->qa_nb.score_diff;
         if (!st && v2) /* null_odds.json: score_diff (Python's Infinity when no span qualified) */
             st = pl_squad_null_odds_json(&ft->qa_nb, x->sq.q[q].id, f ? ",\n " : "\n ", &ft->qa_null_odds);
     }
@@ -353,7 +386,9 @@ static pl_status score_qa(pl_trainer *t, const pl_ft_split *x, pl_squad_eval_res
     if (!st)
         st = pl_bytes_append(&ft->qa_null_odds, "\n}\n", 3);
     if (!st && v2) {
-        st = pl_squad_evaluate_v2(&x->sq, (const char *const *)ft->qa_answers, &ft->qa_v2);
+        /* evaluate-v2.0.py --na-prob-file SPLIT_null_odds.json --na-prob-thresh X */
+        st = pl_squad_evaluate_v2_na(&x->sq, (const char *const *)ft->qa_answers, ft->qa_na,
+                                     NULL, pl_ft_na_prob_thresh(ft->fa), &ft->qa_v2);
         *res = (pl_squad_eval_result){ft->qa_v2.exact, ft->qa_v2.f1, ft->qa_v2.total, ft->qa_v2.total};
     } else if (!st) {
         st = pl_squad_evaluate(&x->sq, (const char *const *)ft->qa_answers, res);

@@ -72,6 +72,7 @@ typedef struct pl_train_ft {
     float *qa_start, *qa_end;  /* QA: (windows, T) each, for the decoder */
     int64_t *qa_feats;         /* QA: window indices */
     char **qa_answers;         /* QA: the decoded answer of each question (NULL: none) */
+    double *qa_na;             /* QA, v2.0: each question's score_diff (null_odds.json) */
     int64_t qa_q;              /* QA: entries of qa_answers */
     pl_squad_nbest qa_nb;      /* QA: one question's n-best list (reused) */
     pl_bytes qa_nbest_json;    /* QA: SPLIT_nbest_predictions.json of the last evaluation */

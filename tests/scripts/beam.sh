@@ -7,7 +7,9 @@
 # widths 1 to 6, length penalties -1 to 3 in both forms, with and without early
 # stopping; width 1 gives greedy decoding's output; no allocation per source or step; TP 2 (2 ranks, the world size
 # checked by seq2seq against the checkpoint's TP) gives TP 1's hypotheses; bad values
-# and combinations are refused by flag and value. plait generate --beam-size on a tiny
+# and combinations are refused by flag and value. --batch-size 2 and 3 (sources searched
+# together, their beams the rows of one step) write --batch-size 1's bytes, on TP 1 and
+# TP 2, allocating nothing per batch. plait generate --beam-size on a tiny
 # GPT and Llama: the same oracle (torch_parity.py's forwards), greedy at width 1, and
 # for GPT TP 2 = TP 1.
 source "$(dirname "$0")/lib.sh"
@@ -60,6 +62,17 @@ for model in t5 bart; do
         '$PLAIT' seq2seq --load '$TMP/$model' --input '$TMP/src.ids' --ids --beam-size 1 |
         cmp - '$TMP/g.txt' && [ -s '$TMP/g.txt' ]"
 done
+# --batch-size: sources searched together (their beams the rows of one decoder step) write
+# the same bytes as one source at a time (the runs above, which the oracle checked)
+for model in t5 bart; do
+    check "beam: $model: --batch-size 3 and 2 give --batch-size 1's hypotheses and scores, byte for byte" \
+        bash -c "for r in 'w4 4 1.0 hf 0' 'w6 6 3.0 gnmt 1' 'w1 1 1.0 hf 0'; do set -- \$r
+            es=; [ \$5 = 1 ] && es=--early-stopping
+            for bs in 3 2; do '$PLAIT' seq2seq --load '$TMP/$model' --input '$TMP/src.ids' --ids \
+                --max-new-tokens 8 --beam-size \$2 --num-return \$2 --length-penalty \$3 \
+                --length-penalty-form \$4 \$es --batch-size \$bs | cmp - '$TMP/${model}_'\$1.txt || exit 1
+            done; done"
+done
 check "beam: T5's hypotheses have several lengths ([EOS] closes some)" \
     test "$(cut -f1 "$TMP"/t5_w*.txt | awk '{ print NF }' | sort -u | wc -l)" -ge 4
 printf 'in the beginning god created the heaven\nand the earth was without form\n' >"$TMP/src.txt"
@@ -77,6 +90,14 @@ a1=$(allocs one) a3=$(allocs three)
 echo "beam: allocation calls, one source: $a1; three: $a3"
 check "beam: no allocation per source or per step, every block freed" \
     bash -c "[ -n '$a1' ] && [ '$a1' = '$a3' ] && [[ '$a1' == *' 0 blocks live at exit' ]]"
+allocs2() { PLAIT_ALLOC_REPORT=1 "$PLAIT" seq2seq --load "$TMP/t5" --input "$TMP/$1.ids" --ids \
+    --beam-size 4 --max-new-tokens 8 --batch-size 2 2>&1 >/dev/null | sed -n 's/^plait: allocations: //p'; }
+cat "$TMP/three.ids" "$TMP/one.ids" >"$TMP/four.ids"
+head -n 2 "$TMP/three.ids" >"$TMP/two.ids"
+b2=$(allocs2 two) b4=$(allocs2 four)
+echo "beam: --batch-size 2 allocation calls, two sources: $b2; four: $b4"
+check "beam: --batch-size 2: no allocation per batch or per step, every block freed" \
+    bash -c "[ -n '$b2' ] && [ '$b2' = '$b4' ] && [[ '$b2' == *' 0 blocks live at exit' ]]"
 
 # TP 2: the resharded checkpoint on 2 ranks (seq2seq refuses any other rank count)
 "$PLAIT" ckpt reshard "$TMP/t5" --out "$TMP/t5_tp2" --tensor-model-parallel-size 2 \
@@ -84,6 +105,10 @@ check "beam: no allocation per source or per step, every block freed" \
 check "beam: TP 2 decodes on 2 ranks" bash -c "timeout -k 5 60 mpirun.openmpi -n 2 '$PLAIT' \
     seq2seq --load '$TMP/t5_tp2' --input '$TMP/src.ids' --ids --max-new-tokens 8 \
     --beam-size 5 --num-return 5 --length-penalty -1 --length-penalty-form gnmt > '$TMP/tp2.txt'"
+check "beam: TP 2 with --batch-size 3 gives TP 2's hypotheses byte for byte" bash -c "
+    timeout -k 5 60 mpirun.openmpi -n 2 '$PLAIT' seq2seq --load '$TMP/t5_tp2' --input '$TMP/src.ids' \
+    --ids --max-new-tokens 8 --beam-size 5 --num-return 5 --length-penalty -1 \
+    --length-penalty-form gnmt --batch-size 3 | cmp - '$TMP/tp2.txt'"
 check_fails "beam: the TP 2 checkpoint on 1 rank is refused" "run seq2seq on 2 ranks, not 1" \
     "$PLAIT" seq2seq --load "$TMP/t5_tp2" --input "$TMP/src.ids" --ids --beam-size 2
 check "beam: TP 2's hypotheses are TP 1's (tokens equal, scores within 1e-5 relative)" bash -c "
@@ -159,6 +184,10 @@ check_fails "beam: --num-return above --beam-size is refused" \
     "--num-return 5: need 1 to --beam-size \(4\)" "${S2S[@]}" --beam-size 4 --num-return 5
 check_fails "beam: --length-penalty without --beam-size is refused" \
     "give --beam-size too" "${S2S[@]}" --length-penalty 2
+check_fails "beam: --batch-size 0 is refused" "--batch-size 0: need at least 1" \
+    "${S2S[@]}" --beam-size 2 --batch-size 0
+check_fails "beam: --batch-size without --beam-size is refused" "give --beam-size too" \
+    "${S2S[@]}" --batch-size 2
 check_fails "beam: a bad --ids source is named by file and line" "src_bad.ids:2: --ids" \
     bash -c "printf '1 2\n1 x\n' > '$TMP/src_bad.ids' &&
              '$PLAIT' seq2seq --load '$TMP/t5' --input '$TMP/src_bad.ids' --ids --beam-size 2"

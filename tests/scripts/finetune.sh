@@ -50,6 +50,8 @@ check "one process fine-tunes 2 epochs (6 iterations), keeping the 2 best by val
 check "the TP 2 checkpoint loads into one process; the head starts from --seed" bash -c "
     grep -q 'saved as TP 2 x PP 1) into TP 1 x PP 1 x DP 1' '$TMP/one.log' &&
     grep -q 'initialised from --seed 11: classification_head.weight, classification_head.bias' '$TMP/one.log'"
+check "the classification head drops its pooled input with --hidden-dropout (Megatron's Classification)" \
+    grep -q 'global batch 16), head dropout 0.1$' "$TMP/one.log"
 check "validation every --eval-interval 2 and at each epoch's end (3, 6), test once" bash -c "
     [ \"\$(grep -c '| validation |' '$TMP/one/evaluations.md')\" = 4 ] &&
     grep -qE '^\| 2 \| 0 \| validation' '$TMP/one/evaluations.md' &&
@@ -179,14 +181,16 @@ conll "$TMP/ner_valid.conll" 2221 9 # 14
 NER=(--task token_classification --train-data "$TMP/ner_train.conll"
      --valid-data "$TMP/ner_valid.conll" --pretrained-checkpoint "$TMP/pre" "${MODEL[@]}"
      --micro-batch-size 8 --global-batch-size 16 --epochs 2 --lr 1e-3 --eval-interval 100
-     --log-interval 1)
+     --log-interval 1 --fc-dropout 0.2)
 ner() { # NAME NP TP PP
     rm -rf "$TMP/$2"
     timeout -k 5 120 mpirun.openmpi -n "$2" "$PLAIT" finetune "${NER[@]}" \
         --tensor-model-parallel-size "$3" --pipeline-model-parallel-size "$4" \
         --save "$TMP/$1" >"$TMP/$1.log" 2>&1
 }
-check "token classification: one process" ner ner_one 1 1 1
+check "token classification: one process, --fc-dropout 0.2 on the head's input" ner ner_one 1 1 1
+check "token classification: the log names the head's dropout" \
+    grep -q 'head dropout 0.2$' "$TMP/ner_one.log"
 check "token classification: word accuracy and seqeval's entity F1 equal the Python reference on the predictions" $PY -c "
 import json, sys; sys.path.insert(0, '$ROOT/tests/scripts')
 from seqeval_reference import score
@@ -310,12 +314,14 @@ PYEOF
 check "SQuAD v2.0: one process trains and evaluates with --version-2-with-negative" \
     timeout -k 5 120 mpirun.openmpi -n 1 "$PLAIT" finetune "${QA[@]}" --train-data "$TMP/qa2_train.json" \
     --valid-data "$TMP/qa2_dev.json" --version-2-with-negative --null-score-diff-threshold 1.4 --save "$TMP/qa_v2"
-check "SQuAD v2.0: exact and F1 equal evaluate-v2.0.py's on the predictions file, HasAns / NoAns in the report" $PY -c "
+check "SQuAD v2.0: exact, F1 and the threshold search equal evaluate-v2.0.py's with --na-prob-file null_odds.json, HasAns / NoAns / best_* in the report" $PY -c "
 import json, sys; sys.path.insert(0, '$ROOT/tests/scripts')
 from squad_eval_reference import evaluate_v2
 data = json.load(open('$TMP/qa2_dev.json'))['data']
 pred = json.load(open('$TMP/qa_v2/validation_predictions.json'))
-ref = evaluate_v2(data, pred)
+na = json.load(open('$TMP/qa_v2/validation_null_odds.json'))
+ref = evaluate_v2(data, pred, na, 1.4)  # --na-prob-thresh defaults to --null-score-diff-threshold
+assert {k: ref[k] for k in ('exact', 'f1')} == {k: evaluate_v2(data, pred)[k] for k in ('exact', 'f1')}
 last = [json.loads(l) for l in open('$TMP/qa_v2/metrics.jsonl') if 'val_em' in l][-1]
 rep = dict(l.rstrip('\\n').split('\\t') for l in open('$TMP/qa_v2/validation_report.tsv'))
 # the threshold (1.4, where this seeded run's score_diff lie: 1.32 to 1.42) splits the answers
@@ -323,14 +329,45 @@ nulls = sum(v == '' for v in pred.values())
 assert len(pred) == 12 and ref['NoAns_total'] == 4 and 0 < nulls < 12, (len(pred), nulls, ref)
 assert abs(last['val_em'] - ref['exact']) < 1e-9 and abs(last['val_f1'] - ref['f1']) < 1e-9, (last, ref)
 assert abs(float(rep['NoAns_exact']) - ref['NoAns_exact']) < 1e-6 and int(rep['HasAns_total']) == 8, rep
+for k in ('best_exact', 'best_exact_thresh', 'best_f1', 'best_f1_thresh'):
+    assert last['val_' + k] == ref[k], (k, last, ref)
+assert float(rep['best_exact_thresh']) == ref['best_exact_thresh'] and abs(float(rep['best_f1']) - ref['best_f1']) < 1e-6, rep
 print(ref)"
 check "SQuAD v2.0: n-best lists, predictions and null odds equal run_squad.py's v2 path on the run's logits" \
     $PY "$ROOT/tests/scripts/squad_features_reference.py" --run "$VOCAB" "$TMP/qa2_dev.json" 32 8 12 20 \
     "$TMP/qa_v2/validation_qa_logits.bin" "$TMP/qa_v2/validation_nbest_predictions.json" \
     "$TMP/qa_v2/validation_predictions.json" --v2 1.4 "$TMP/qa_v2/validation_null_odds.json"
+# plait evaluate on the v2.0 checkpoint, with evaluate-v2.0.py's --na-prob-thresh between this
+# run's score_diff values (so that it moves questions to "no answer" that the predictions answer)
+check "SQuAD v2.0: plait evaluate --version-2-with-negative --na-prob-thresh 1.37 on the checkpoint" \
+    timeout -k 5 120 mpirun.openmpi -n 1 "$PLAIT" evaluate --load "$TMP/qa_v2" --valid-data "$TMP/qa2_dev.json" \
+    --version-2-with-negative --null-score-diff-threshold 1.4 --na-prob-thresh 1.37 --doc-stride 8 \
+    --max-query-length 12 --results-dir "$TMP/qa_v2_eval"
+check "SQuAD v2.0: plait evaluate's predictions and null odds are the run's; exact, F1 and best_* equal evaluate-v2.0.py's at --na-prob-thresh 1.37" $PY -c "
+import json, sys; sys.path.insert(0, '$ROOT/tests/scripts')
+from squad_eval_reference import evaluate_v2
+data = json.load(open('$TMP/qa2_dev.json'))['data']
+for f in ('predictions', 'null_odds'):
+    assert open('$TMP/qa_v2_eval/validation_%s.json' % f).read() == open('$TMP/qa_v2/validation_%s.json' % f).read(), f
+pred = json.load(open('$TMP/qa_v2_eval/validation_predictions.json'))
+na = json.load(open('$TMP/qa_v2_eval/validation_null_odds.json'))
+ref, plain = evaluate_v2(data, pred, na, 1.37), evaluate_v2(data, pred, na, 1.4)
+moved = sum(1.37 < na[k] <= 1.4 for k in na)
+assert moved > 0 and (ref['exact'], ref['f1']) != (plain['exact'], plain['f1']), (moved, ref, plain)
+last = [json.loads(l) for l in open('$TMP/qa_v2_eval/metrics.jsonl') if 'val_em' in l][-1]
+assert abs(last['val_em'] - ref['exact']) < 1e-9 and abs(last['val_f1'] - ref['f1']) < 1e-9, (last, ref)
+for k in ('best_exact', 'best_exact_thresh', 'best_f1', 'best_f1_thresh'):
+    assert last['val_' + k] == ref[k], (k, last, ref)
+rep = dict(l.rstrip('\\n').split('\\t') for l in open('$TMP/qa_v2_eval/validation_report.tsv'))
+assert abs(float(rep['HasAns_exact']) - ref['HasAns_exact']) < 1e-6 and float(rep['na_prob_thresh']) == 1.37, rep
+print(moved, 'questions moved to no answer;', ref)"
+check_fails "--na-prob-thresh without --version-2-with-negative is refused by name" \
+    "na-prob-thresh is for SQuAD v2.0" "$PLAIT" finetune "${QA[@]}" --na-prob-thresh 1 --save "$TMP/x"
 check_fails "--version-2-with-negative outside question answering is refused by name" \
     "version-2-with-negative is for --task question_answering" \
     "$PLAIT" finetune "${FT[@]}" --version-2-with-negative --save "$TMP/x"
+check_fails "--fc-dropout outside [0, 1) is refused by name" "fc-dropout 1: expected a probability" \
+    "$PLAIT" finetune "${FT[@]}" --fc-dropout 1 --save "$TMP/x"
 check_fails "--data-path is refused" "data comes from --train-data" \
     "$PLAIT" finetune "${FT[@]}" --data-path x --save "$TMP/x"
 check_fails "--epochs or --train-iters is required" "exactly one of --epochs" \

@@ -144,19 +144,85 @@ def make_eval_dict(exact_scores, f1_scores, qid_list=None):
             'f1': 100.0 * sum(f1_scores[k] for k in qid_list) / total, 'total': total}
 
 
-def evaluate_v2(dataset, preds):
-    """evaluate-v2.0.py's main without --na-prob-file (na_probs all 0, so
-    apply_no_ans_threshold at 1.0 changes nothing)."""
-    qid_to_has_ans = {qa['id']: bool(qa['answers']) for a in dataset for p in a['paragraphs'] for qa in p['qas']}
+def make_qid_to_has_ans(dataset):
+    qid_to_has_ans = {}
+    for article in dataset:
+        for p in article['paragraphs']:
+            for qa in p['qas']:
+                qid_to_has_ans[qa['id']] = bool(qa['answers'])
+    return qid_to_has_ans
+
+
+def apply_no_ans_threshold(scores, na_probs, qid_to_has_ans, na_prob_thresh):
+    new_scores = {}
+    for qid, s in scores.items():
+        pred_na = na_probs[qid] > na_prob_thresh
+        if pred_na:
+            new_scores[qid] = float(not qid_to_has_ans[qid])
+        else:
+            new_scores[qid] = s
+    return new_scores
+
+
+def merge_eval(main_eval, new_eval, prefix):
+    for k in new_eval:
+        main_eval['%s_%s' % (prefix, k)] = new_eval[k]
+
+
+def find_best_thresh(preds, scores, na_probs, qid_to_has_ans):
+    num_no_ans = sum(1 for k in qid_to_has_ans if not qid_to_has_ans[k])
+    cur_score = num_no_ans
+    best_score = cur_score
+    best_thresh = 0.0
+    qid_list = sorted(na_probs, key=lambda k: na_probs[k])
+    for i, qid in enumerate(qid_list):
+        if qid not in scores:
+            continue
+        if qid_to_has_ans[qid]:
+            diff = scores[qid]
+        else:
+            if preds[qid]:
+                diff = -1
+            else:
+                diff = 0
+        cur_score += diff
+        if cur_score > best_score:
+            best_score = cur_score
+            best_thresh = na_probs[qid]
+    return 100.0 * best_score / len(scores), best_thresh
+
+
+def find_all_best_thresh(main_eval, preds, exact_raw, f1_raw, na_probs, qid_to_has_ans):
+    best_exact, exact_thresh = find_best_thresh(preds, exact_raw, na_probs, qid_to_has_ans)
+    best_f1, f1_thresh = find_best_thresh(preds, f1_raw, na_probs, qid_to_has_ans)
+    main_eval['best_exact'] = best_exact
+    main_eval['best_exact_thresh'] = exact_thresh
+    main_eval['best_f1'] = best_f1
+    main_eval['best_f1_thresh'] = f1_thresh
+
+
+def evaluate_v2(dataset, preds, na_probs=None, na_prob_thresh=1.0):
+    """evaluate-v2.0.py's main: without na_probs (no --na-prob-file) every question's
+    na_prob is 0.0, so apply_no_ans_threshold at --na-prob-thresh 1.0 changes nothing
+    and there is no threshold search; with na_probs (the file's {id: value}, in its
+    order) the thresholded figures and find_all_best_thresh's four."""
+    na_file = na_probs is not None
+    if not na_file:
+        na_probs = {k: 0.0 for k in preds}
+    qid_to_has_ans = make_qid_to_has_ans(dataset)
     has_ans_qids = [k for k, v in qid_to_has_ans.items() if v]
     no_ans_qids = [k for k, v in qid_to_has_ans.items() if not v]
     exact_raw, f1_raw = get_raw_scores(dataset, preds)
-    out = make_eval_dict(exact_raw, f1_raw)
-    for name, ids in (('HasAns', has_ans_qids), ('NoAns', no_ans_qids)):
-        if ids:
-            for k, v in make_eval_dict(exact_raw, f1_raw, qid_list=ids).items():
-                out[f'{name}_{k}'] = v
-    return out
+    exact_thresh = apply_no_ans_threshold(exact_raw, na_probs, qid_to_has_ans, na_prob_thresh)
+    f1_thresh = apply_no_ans_threshold(f1_raw, na_probs, qid_to_has_ans, na_prob_thresh)
+    out_eval = make_eval_dict(exact_thresh, f1_thresh)
+    if has_ans_qids:
+        merge_eval(out_eval, make_eval_dict(exact_thresh, f1_thresh, qid_list=has_ans_qids), 'HasAns')
+    if no_ans_qids:
+        merge_eval(out_eval, make_eval_dict(exact_thresh, f1_thresh, qid_list=no_ans_qids), 'NoAns')
+    if na_file:
+        find_all_best_thresh(out_eval, preds, exact_raw, f1_raw, na_probs, qid_to_has_ans)
+    return out_eval
 
 
 # (prediction, [ground truths]) pairs chosen to exercise each rule.
@@ -269,6 +335,25 @@ def main():
         print(f'evaluate-v2.0: python {want2}, plait {got2}')
         if got2 != want2:
             bad += 1
+        # --na-prob-file and --na-prob-thresh: values with ties (the file's order breaks
+        # them), the file's ids shuffled, an id the data lacks; thresholds on a tie, between
+        # values, below and above all of them
+        na = {qa['id']: rng.choice([-2.5, -1.0, 0.0, 0.5, 1.0, 1.0, 2.25]) if rng.random() < 0.6
+              else round(rng.gauss(0.5, 1.5), 3)
+              for para in data['data'][0]['paragraphs'] for qa in para['qas']}
+        ids = list(na)
+        rng.shuffle(ids)
+        na = {k: na[k] for k in ids}
+        na['not-a-question'] = -9.0
+        with open(d + '/na.json', 'w') as f:
+            json.dump(na, f)
+        for thresh in (1.0, 0.25, -10.0, 10.0):
+            want3 = evaluate_v2(data['data'], preds2, na, thresh)
+            got3 = json.loads(subprocess.run([tool, 'squad2', d + '/data2.json', d + '/pred2.json', d + '/na.json',
+                                              repr(thresh)], capture_output=True, text=True, check=True).stdout)
+            print(f'evaluate-v2.0 --na-prob-thresh {thresh}: python {want3}, plait {got3}')
+            if got3 != want3 or 'best_f1_thresh' not in want3:
+                bad += 1
     return 1 if bad else 0
 
 

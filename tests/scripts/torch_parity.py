@@ -371,7 +371,7 @@ def forward_bert(P, tokens, types, lengths, cfg, ops=EXACT):
     return logits, mm(pooled, P["binary_head.weight"]) + P["binary_head.bias"]
 
 
-def bert_task_loss(P, tokens, types, lengths, labels, cls, cfg, ops=EXACT):
+def bert_task_loss(P, tokens, types, lengths, labels, cls, cfg, ops=EXACT, hdrop=None):
     """A fine-tuning BERT: bert_encoder, then the task's head and loss, as the sources
     define them. sequence (Megatron's legacy Classification): logits =
     classification_head(tanh(pooler.dense(x[:, 0]))), cross-entropy with the sample's
@@ -382,21 +382,30 @@ def bert_task_loss(P, tokens, types, lengths, labels, cls, cfg, ops=EXACT):
     loss = (CE(start) + CE(end)) / 2. regression (Megatron's Classification with
     num_classes 1, NeMo's STS-B loss): y = classification_head(tanh(pooler.dense(x[:, 0])))
     (one value), torch.nn.functional.mse_loss (the mean over samples) with the sample's
-    float target (its bits carried in the int32 label row). Returns the logits and the loss."""
+    float target (its bits carried in the int32 label row). hdrop: the head's dropout mask
+    (0 or 1/(1-p)), multiplied into the pooled output before classification_head (Megatron's
+    classification_dropout) or into the hidden states before classifier.mlp.layer0 (NeMo's
+    TokenClassifier dropout). Returns the logits and the loss."""
     mm = ops[0]
     x = bert_encoder(P, tokens, types, lengths, cfg, ops)
     CE = torch.nn.functional.cross_entropy
     task = cfg["family"].split("-")[1]
     if task == "sequence":
         pooled = torch.tanh(mm(x[:, 0], P["pooler.dense.weight"]) + P["pooler.dense.bias"])
+        if hdrop is not None:
+            pooled = pooled * hdrop
         logits = mm(pooled, P["classification_head.weight"]) + P["classification_head.bias"]
         return logits, CE(logits, cls)
     if task == "regression":
         pooled = torch.tanh(mm(x[:, 0], P["pooler.dense.weight"]) + P["pooler.dense.bias"])
+        if hdrop is not None:
+            pooled = pooled * hdrop
         y = mm(pooled, P["classification_head.weight"]) + P["classification_head.bias"]
         target = torch.tensor(cls.numpy().astype(np.int32).view(np.float32).astype(np.float64),
                               dtype=y.dtype)
         return y, torch.nn.functional.mse_loss(y[:, 0], target)
+    if hdrop is not None:
+        x = x * hdrop.reshape(x.shape)
     logits = mm(x, P["classifier.mlp.layer0.weight"]) + P["classifier.mlp.layer0.bias"]
     if task == "token":
         return logits.reshape(-1, logits.shape[-1]), CE(logits.reshape(-1, logits.shape[-1]),
@@ -454,8 +463,10 @@ def run(path, check):
                 drops["embedding"] = t("embedding")
             if task:
                 tokens, types, labels = (ttl[s * B:(s + 1) * B, i] for i in range(3))
+                hdrop = (torch.tensor(T_[f"head_dropout.{s}"], dtype=DT)
+                         if cfg.get("head_dropout", 0) > 0 else None)
                 logits, loss = bert_task_loss(P, tokens, types, lir[0, s * B:(s + 1) * B], labels,
-                                              lir[1, s * B:(s + 1) * B], cfg, ops)
+                                              lir[1, s * B:(s + 1) * B], cfg, ops, hdrop)
                 targets = None
             elif bert:
                 tokens, types, labels = (ttl[s * B:(s + 1) * B, i] for i in range(3))
@@ -502,7 +513,8 @@ def run(path, check):
         f", {cfg['groups']} query groups" if cfg.get("family") == "llama" else "") + (
         ", Llama 3.1 rope scaling" if cfg.get("rope_scaling") else "") + (
         f", dropout {cfg['dropout']:g}" if cfg.get("dropout", 0) > 0 else "") + (
-        ", residual after the norm" if cfg.get("res_post_norm") else "") + "] "
+        ", residual after the norm" if cfg.get("res_post_norm") else "") + (
+        f", head dropout {cfg['head_dropout']:g}" if cfg.get("head_dropout", 0) > 0 else "") + "] "
     check(tag + "logits", rel(T_["logits"], ref["logits"]), tol["logits"])
     check(tag + "loss", rel(T_["loss"], [ref["loss"]]), tol["logits"])
     if cfg.get("res_post_norm"):  # the control: the ordinary pre-norm computes something else
@@ -513,6 +525,17 @@ def run(path, check):
         e = rel(T_["logits"], lg.reshape(-1, lg.shape[-1]))
         check(f"{tag}the reference with the residual before the norm differs ({e:.2e})",
               -e, -100 * tol["logits"])
+    if cfg.get("head_dropout", 0) > 0:  # the control: the head without the mask differs
+        with torch.no_grad():
+            P0 = {n: torch.tensor(T_["init." + n], dtype=DT) for n in names}
+            tt = ttl[:B]
+            lg, _ = bert_task_loss(P0, tt[:, 0], tt[:, 1], lir[0, :B], tt[:, 2], lir[1, :B], cfg)
+        e = rel(T_["logits"], lg.reshape(-1, lg.shape[-1]))
+        check(f"{tag}the reference without the head's mask differs ({e:.2e})",
+              -e, -100 * tol["logits"])
+        keep = np.mean([np.mean(T_[f"head_dropout.{s}"] > 0) for s in range(steps)])
+        check(f"{tag}the masks keep {keep:.3f} of the elements (1 - p = "
+              f"{1 - cfg['head_dropout']:g}, within 0.05)", abs(keep - (1 - cfg["head_dropout"])), 0.05)
     if bert and not task:
         check(tag + "MLM loss", rel(T_["lm_loss"], [ref["lm_loss"]]), tol["logits"])
         check(tag + "binary (SOP) loss", rel(T_["sop_loss"], [ref["sop_loss"]]), tol["logits"])
@@ -523,8 +546,12 @@ def run(path, check):
     # have a gradient of exactly 0. Each side holds its rounding noise there (plait's
     # fp32 ~4e-8, the reference's float64 ~1e-17), which Adam (eps 1e-8) turns into
     # steps of either sign; they move nothing else (the shift cancels in the softmax).
-    # So those two are checked to be noise-sized in both, not compared.
-    span_zero = {"classifier.mlp.layer0.bias", "encoder.final_layernorm.bias"}
+    # So those two are checked to be noise-sized in both, not compared. With the head's
+    # dropout the final LayerNorm's bias reaches each position through its own mask, so
+    # the shift is no longer uniform: it has a true gradient and is compared as usual.
+    span_zero = {"classifier.mlp.layer0.bias"}
+    if not cfg.get("head_dropout", 0) > 0:
+        span_zero.add("encoder.final_layernorm.bias")
 
     def structural_zero(n):
         return cfg.get("family") == "bert-span" and n in span_zero

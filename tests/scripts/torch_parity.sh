@@ -16,7 +16,8 @@ source "$(dirname "$0")/lib.sh"
 MP="$ROOT/build/testtools/model_parity"
 LLAMA_FILES=()
 # Llama: multi-head, grouped-query (2 groups) and multi-query attention, Llama 3.1's
-# rope scaling, bf16 and fp16; dropout (GPT and Llama) with the masks exported.
+# rope scaling, bf16 and fp16; dropout (GPT and Llama) with the masks exported; the BERT task
+# heads' input dropout (--head-dropout, plait finetune's --fc-dropout) with its masks exported.
 for v in "mha::--model llama" "gqa::--model llama --groups 2" "mqa::--model llama --groups 1" \
          "scaled::--model llama --groups 2 --rope-scaling" "bf16::--model llama --groups 2 --bf16" \
          "fp16::--model llama --groups 2 --fp16" "gpt_dropout::--dropout 0.1" \
@@ -24,6 +25,10 @@ for v in "mha::--model llama" "gqa::--model llama --groups 2" "mqa::--model llam
          "bert_bf16::--model bert --bf16" "bert_seq::--model bert --task sequence" \
          "bert_tok::--model bert --task token" "bert_span::--model bert --task span" \
          "bert_reg::--model bert --task regression" \
+         "bert_seq_hdrop::--model bert --task sequence --head-dropout 0.2" \
+         "bert_tok_hdrop::--model bert --task token --head-dropout 0.2" \
+         "bert_span_hdrop::--model bert --task span --head-dropout 0.2" \
+         "bert_reg_hdrop::--model bert --task regression --head-dropout 0.2" \
          "bert_respost::--model bert --res-post-norm" \
          "fused_blocks::--fused-logits --lm-rows 24" \
          "llama_kept::--model llama --groups 2 --keep-logits" \

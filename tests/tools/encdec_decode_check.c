@@ -82,7 +82,7 @@ static int run(int hf)
         return fail(st);
     pl_encdec_generator g;
     pl_encdec e;
-    if ((st = pl_encdec_generator_init(&g, &cfg, &reg, params, tp.size > 1 ? &tp : NULL, gemm)) ||
+    if ((st = pl_encdec_generator_init(&g, &cfg, &reg, params, tp.size > 1 ? &tp : NULL, gemm, 1)) ||
         (st = pl_encdec_init(&e, &cfg, &reg, params, grads, 1, &tp, gemm)))
         return fail(st);
     pl_encdec_set_pass(&e, 0, 0, SEED);

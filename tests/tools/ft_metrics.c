@@ -8,7 +8,12 @@
  *   ft_metrics normalize FILE   FILE: one JSON string per line; prints each
  *                               normalize_answer() as a JSON string
  *   ft_metrics squad DATA PRED  the official SQuAD v1.1 EM and F1
- *   ft_metrics squad2 DATA PRED the official SQuAD v2.0 exact / f1 with HasAns / NoAns
+ *   ft_metrics squad2 DATA PRED [NA_PROBS THRESH]
+ *                               the official SQuAD v2.0 exact / f1 with HasAns / NoAns;
+ *                               with NA_PROBS (evaluate-v2.0.py's --na-prob-file, a JSON
+ *                               object of finite numbers) and THRESH (--na-prob-thresh),
+ *                               the thresholded figures and best_exact(_thresh),
+ *                               best_f1(_thresh)
  *   ft_metrics read-tsv FILE    a header + "text\tlabel" file: examples per label (sorted)
  *   ft_metrics read-conll FILE  sentences, words and entities (seqeval) of a CoNLL file
  *   ft_metrics squad-gold VOCAB DATA SEQ STRIDE QLEN
@@ -183,19 +188,63 @@ static int run_squad(const char *data, const char *preds)
     return 0;
 }
 
-static int run_squad2(const char *data, const char *preds)
+/* The na-prob file path: an object {"id": number}; na[i] and tie[i] (its position in
+ * the file) for each question of s; unknown ids ignored, a missing one an error. */
+static int read_na_probs(const pl_squad_set *s, const char *path, double *na, int64_t *tie)
+{
+    char *text = NULL;
+    size_t n = 0;
+    if (pl_file_read_all(path, &text, &n))
+        return 1;
+    pl_json_init();
+    cJSON *root = cJSON_ParseWithLength(text, n);
+    pl_free(text);
+    if (!root || !cJSON_IsObject(root)) {
+        fprintf(stderr, "ft_metrics: %s: expected a JSON object of numbers\n", path);
+        cJSON_Delete(root);
+        return 1;
+    }
+    for (int64_t i = 0; i < s->n_q; i++)
+        tie[i] = -1;
+    int64_t pos = 0;
+    for (const cJSON *it = root->child; it; it = it->next, pos++)
+        for (int64_t i = 0; cJSON_IsNumber(it) && i < s->n_q; i++)
+            if (strcmp(s->q[i].id, it->string) == 0)
+                na[i] = it->valuedouble, tie[i] = pos;
+    cJSON_Delete(root);
+    for (int64_t i = 0; i < s->n_q; i++)
+        if (tie[i] < 0) {
+            fprintf(stderr, "ft_metrics: %s: no number for question %s\n", path, s->q[i].id);
+            return 1;
+        }
+    return 0;
+}
+
+static int run_squad2(const char *data, const char *preds, const char *na_path, const char *thresh)
 {
     pl_squad_set s;
     const char **pred;
     char *arena;
     pl_squad_eval_v2_result r;
-    if (pl_squad_read(&s, data) || pl_squad_predictions_read(&s, preds, &pred, &arena) ||
-        pl_squad_evaluate_v2(&s, pred, &r))
+    if (pl_squad_read(&s, data) || pl_squad_predictions_read(&s, preds, &pred, &arena))
+        return fail();
+    double *na = na_path ? pl_malloc(((size_t)s.n_q + 1) * sizeof *na) : NULL;
+    int64_t *tie = na_path ? pl_malloc(((size_t)s.n_q + 1) * sizeof *tie) : NULL;
+    if (na_path && (!na || !tie || read_na_probs(&s, na_path, na, tie)))
+        return 1;
+    if (pl_squad_evaluate_v2_na(&s, pred, na, tie, thresh ? atof(thresh) : 0.0, &r))
         return fail();
     printf("{\"exact\": %.17g, \"f1\": %.17g, \"total\": %lld, \"HasAns_exact\": %.17g, \"HasAns_f1\": %.17g, "
-           "\"HasAns_total\": %lld, \"NoAns_exact\": %.17g, \"NoAns_f1\": %.17g, \"NoAns_total\": %lld}\n",
+           "\"HasAns_total\": %lld, \"NoAns_exact\": %.17g, \"NoAns_f1\": %.17g, \"NoAns_total\": %lld",
            r.exact, r.f1, (long long)r.total, r.has_ans_exact, r.has_ans_f1, (long long)r.has_ans_total,
            r.no_ans_exact, r.no_ans_f1, (long long)r.no_ans_total);
+    if (r.searched)
+        printf(", \"best_exact\": %.17g, \"best_exact_thresh\": %.17g, \"best_f1\": %.17g, "
+               "\"best_f1_thresh\": %.17g", r.best_exact, r.best_exact_thresh, r.best_f1,
+               r.best_f1_thresh);
+    printf("}\n");
+    pl_free(na);
+    pl_free(tie);
     pl_free(pred);
     pl_free(arena);
     pl_squad_set_free(&s);
@@ -518,8 +567,8 @@ int main(int argc, char **argv)
         return run_cls(atoll(argv[2]), argv[3]);
     if (argc == 3 && strcmp(argv[1], "normalize") == 0)
         return run_normalize(argv[2]);
-    if (argc == 4 && strcmp(argv[1], "squad2") == 0)
-        return run_squad2(argv[2], argv[3]);
+    if ((argc == 4 || argc == 6) && strcmp(argv[1], "squad2") == 0)
+        return run_squad2(argv[2], argv[3], argc == 6 ? argv[4] : NULL, argc == 6 ? argv[5] : NULL);
     if (argc == 4 && strcmp(argv[1], "squad") == 0)
         return run_squad(argv[2], argv[3]);
     fprintf(stderr, "usage: ft_metrics seqeval FILE | cls K FILE | normalize FILE | squad DATA PRED\n");

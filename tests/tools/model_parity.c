@@ -17,6 +17,9 @@
  * classification into 5 (classifier.mlp.layer0, a label at about half the positions
  * inside each sample), or spans (start and end logits, a start and an end position
  * a sample); the objective is the mean of the task's loss.
+ * --head-dropout P (with --task): the task head's input dropout (nn/head.h: the pooled
+ * output, or the token and span heads' input), its masks written as head_dropout.S
+ * (computed here from the documented formula, as the --dropout ones).
  * --res-post-norm (with --model bert): Megatron's --apply-residual-connection-post-layernorm.
  * --model llama: RMSNorm, RoPE (base 10000, or Llama 3.1's scaling with --rope-scaling),
  * SwiGLU, no biases, untied output layer, G key/value groups (--groups, default NH).
@@ -97,7 +100,7 @@ int main(int argc, char **argv)
     int res_post = 0;
     pl_task task = PL_TASK_NONE;
     int64_t groups = NH;
-    float dropout = 0;
+    float dropout = 0, head_p = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--keep-logits") == 0)
             logits_mode = PL_LM_LOGITS_KEEP;
@@ -128,15 +131,19 @@ int main(int argc, char **argv)
             groups = atoll(argv[++i]);
         else if (strcmp(argv[i], "--dropout") == 0 && i + 1 < argc)
             dropout = (float)atof(argv[++i]);
+        else if (strcmp(argv[i], "--head-dropout") == 0 && i + 1 < argc)
+            head_p = (float)atof(argv[++i]);
         else
             bad = 1;
     }
     if (bad || (bf16 && fp16) || groups < 1 || NH % groups || dropout < 0 || dropout >= 1 ||
-        (bert && dropout > 0) || (task && !bert) || (res_post && !bert)) {
+        (bert && dropout > 0) || (task && !bert) || (res_post && !bert) || head_p < 0 ||
+        head_p >= 1 || (head_p > 0 && !task)) {
         fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama|bert] [--groups G] "
                         "[--rope-scaling] [--dropout P] [--keep-logits | --fused-logits [--lm-rows R]] "
                         "[--bf16 | --fp16] "
-                        "[--task sequence|token|span|regression] [--res-post-norm]\n");
+                        "[--task sequence|token|span|regression [--head-dropout P]] "
+                        "[--res-post-norm]\n");
         return 2;
     }
     const double scale = fp16 ? LOSS_SCALE : 1.0;
@@ -156,6 +163,7 @@ int main(int argc, char **argv)
     cfg.query_groups = groups;
     cfg.block.res_post_norm = res_post;
     cfg.hidden_dropout = cfg.attention_dropout = dropout;
+    cfg.head_dropout = head_p;
     cfg.rope = (pl_rope_config){10000.0, 1.0, scaling, 8.0, 1.0, 4.0, 8192};
     if (scaling) /* original positions small enough that all three bands of the rule occur */
         cfg.rope = (pl_rope_config){500000.0, 1.0, 1, 8.0, 1.0, 4.0, 16};
@@ -219,6 +227,12 @@ int main(int argc, char **argv)
                                            sizeof(float)) : NULL;
     if (dropout > 0 && !masks)
         return fail(pl_errorf(PL_ERR_NOMEM, "out of memory for the dropout masks"));
+    /* the head's masks: per step (rows, C), a row per sample (pooled) or per position */
+    const int64_t head_rows = PL_TASK_POOLED(task) ? B : N;
+    float *head_masks = head_p > 0 ? pl_calloc((size_t)(STEPS * head_rows * C), sizeof(float))
+                                   : NULL;
+    if (head_p > 0 && !head_masks)
+        return fail(pl_errorf(PL_ERR_NOMEM, "out of memory for the head dropout masks"));
     /* Megatron schedule in samples: warmup 2 iterations, cosine decay over 5. */
     pl_lr_schedule sched = {.max_lr = 1e-3, .min_lr = 1e-4, .init_lr = 0, .warmup_steps = 2 * B,
                          .decay_steps = STEPS * B, .style = PL_LR_COSINE};
@@ -261,6 +275,13 @@ int main(int argc, char **argv)
             float *ms = masks + (int64_t)s * (hidden_n + attn_n + N * C);
             dropout_masks(ms, ms + hidden_n, ms + hidden_n + attn_n, model.sample, s, dropout);
         }
+        if (head_masks) {
+            float *hm = head_masks + (int64_t)s * head_rows * C;
+            for (int64_t i = 0; i < head_rows * C; i++)
+                hm[i] = 1.0f;
+            pl_ref_dropout(hm, hm, 0, head_rows, head_rows == B ? 1 : T, C, C, 0, model.sample,
+                           head_p, SEED, pl_block_dropout_stream(s, 0, PL_HEAD_DROPOUT_SITE));
+        }
         memset(grads, 0, (size_t)n * sizeof(float));
         if ((st = pl_model_forward(&model)) || (st = pl_model_backward(&model, NULL, NULL)))
             return fail(st);
@@ -288,7 +309,8 @@ int main(int argc, char **argv)
             else if (task == PL_TASK_SPAN)
                 memcpy(logits, model.mb[0].head.tlogits, (size_t)(N * K) * sizeof(float));
             else if (task) { /* the token head's kept logits are spent by backward: again */
-                pl_ref_gemm(0, 1, N, K, C, model.lnf, C, model.p.head.tok_w, C, 0.0f, logits, K);
+                const float *in = head_p > 0 ? model.mb[0].head.tdrop : model.lnf;
+                pl_ref_gemm(0, 1, N, K, C, in, C, model.p.head.tok_w, C, 0.0f, logits, K);
                 for (int64_t i = 0; i < N; i++)
                     pl_cpu_add(logits + i * K, logits + i * K, model.p.head.tok_b, K);
             }
@@ -359,6 +381,12 @@ int main(int argc, char **argv)
         snprintf(mask_keys[nm], PL_ST_NAME_MAX, "dropout.%d.embedding", s);
         pl_st_writer_add(w, mask_keys[nm++], "F32", 2, sh, ms + hidden_n + attn_n);
     }
+    static char head_keys[STEPS][PL_ST_NAME_MAX];
+    for (int s = 0; head_masks && s < STEPS; s++) {
+        int64_t sh[2] = {head_rows, C};
+        snprintf(head_keys[s], PL_ST_NAME_MAX, "head_dropout.%d", s);
+        pl_st_writer_add(w, head_keys[s], "F32", 2, sh, head_masks + (int64_t)s * head_rows * C);
+    }
     char meta[1024];
     snprintf(meta, sizeof meta,
              "{\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"seq\": %d, \"batch\": %d, "
@@ -366,7 +394,7 @@ int main(int argc, char **argv)
              "\"eps\": 1e-8, \"weight_decay\": 0.1, \"clip_grad\": 0.05, \"precision\": \"%s\", "
              "\"loss_scale\": %g, \"family\": \"%s\", \"groups\": %lld, \"ffn\": %lld, "
              "\"rotary_base\": %g, \"rope_scaling\": %d, \"rope_original\": %lld, "
-             "\"dropout\": %g, \"res_post_norm\": %d}",
+             "\"dropout\": %g, \"res_post_norm\": %d, \"head_dropout\": %g}",
              L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : fp16 ? "fp16" : "fp32", scale,
              llama ? "llama" : bert ? (task == PL_TASK_SEQUENCE ? "bert-sequence"
                                        : task == PL_TASK_TOKEN  ? "bert-token"
@@ -374,13 +402,14 @@ int main(int argc, char **argv)
                                        : task == PL_TASK_REGRESSION ? "bert-regression"
                                                                     : "bert") : "gpt",
              (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
-             scaling, (long long)cfg.rope.original_max_positions, dropout, res_post);
+             scaling, (long long)cfg.rope.original_max_positions, dropout, res_post, head_p);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, argv[1])))
         return fail(st);
     printf("wrote %s: loss %.6f, grad norms %.4f %.4f %.4f %.4f %.4f\n", argv[1], loss0, norms[0],
            norms[1], norms[2], norms[3], norms[4]);
     pl_free(masks);
+    pl_free(head_masks);
     pl_free(bb);
     pl_model_free(&model);
     pl_gemm_free(gemm);
