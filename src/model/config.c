@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t tp)
@@ -46,6 +47,11 @@ const char *pl_model_output_bias_name(const pl_model_config *c)
     return pl_model_is_encdec(c) ? "lm_head.output_layer.bias" : "output_layer.bias";
 }
 
+int pl_model_post_ln(const pl_model_config *c)
+{
+    return c->block.post_norm && !pl_model_is_encdec(c);
+}
+
 int pl_model_is_encdec(const pl_model_config *c)
 {
     return c->family == PL_FAMILY_T5 || c->family == PL_FAMILY_BART;
@@ -76,6 +82,14 @@ const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config 
 {
     char name[PL_PARAM_NAME_MAX];
     const int whole_encdec = pl_model_is_encdec(c) && c->part == PL_PART_WHOLE;
+    if (pl_model_post_ln(c)) { /* no final norm: the first parameter after the layers */
+        int last = -1;
+        snprintf(name, sizeof name, "%s.layers.", pl_model_stack(c));
+        for (int i = 0; i < r->n; i++)
+            if (strncmp(r->params[i].name, name, strlen(name)) == 0)
+                last = i;
+        return last >= 0 && last + 1 < r->n ? &r->params[last + 1] : NULL;
+    }
     snprintf(name, sizeof name, "%s.final_layernorm.weight",
              whole_encdec ? "decoder" : pl_model_stack(c));
     return pl_registry_find(r, name);
@@ -136,16 +150,17 @@ pl_param_spec pl_model_layer_param(const pl_model_config *c, size_t field, const
     return s;
 }
 
-/* A stack's final norm (on the last stage). */
-static pl_status register_final_norm(pl_registry *r, const pl_model_config *c, int pp_size)
+/* A stack's final norm (on the last stage), or (initial) a post-LN model's
+ * norm of the embeddings (on the first). */
+static pl_status register_norm(pl_registry *r, const pl_model_config *c, int pp_size, int initial)
 {
     pl_status st = PL_OK;
     const int64_t C = c->hidden;
-    const int last = pp_size - 1;
-    const char *stack = pl_model_stack(c);
+    const int last = initial ? 0 : pp_size - 1;
+    const char *stack = pl_model_stack(c), *what = initial ? "initial" : "final";
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
-    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", stack);
-    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", stack);
+    snprintf(lnf_w, sizeof lnf_w, "%s.%s_layernorm.weight", stack, what);
+    snprintf(lnf_b, sizeof lnf_b, "%s.%s_layernorm.bias", stack, what);
     pl_param_spec fin[] = {
         {lnf_w, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
         {lnf_b, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
@@ -315,13 +330,16 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
                              "parallelism", pl_family_get(c->family)->name, pp_size);
         pl_model_config enc, dec;
         pl_model_encdec_parts(c, &enc, &dec);
-        PL_TRY(register_final_norm(r, &enc, pp_size));
+        PL_TRY(register_norm(r, &enc, pp_size, 0));
         PL_TRY(register_layers(r, &enc, pp_size));
         PL_TRY(register_layers(r, &dec, pp_size));
-        PL_TRY(register_final_norm(r, &dec, pp_size));
+        PL_TRY(register_norm(r, &dec, pp_size, 0));
+    } else if (pl_model_post_ln(c)) { /* with the embeddings (their region and DP bucket) */
+        PL_TRY(register_norm(r, c, pp_size, 1));
+        PL_TRY(register_layers(r, c, pp_size));
     } else {
         PL_TRY(register_layers(r, c, pp_size));
-        PL_TRY(register_final_norm(r, c, pp_size));
+        PL_TRY(register_norm(r, c, pp_size, 0));
     }
     pl_param_spec out = {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1,
                          PL_INIT_NORMAL, std, 0, 0};

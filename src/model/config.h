@@ -141,6 +141,12 @@ void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes);
 /* The heads c has, for nn/head.h. */
 pl_head_set pl_model_head_set(const pl_model_config *c);
 
+/* 1 when c is a post-LN model (transformers' BERT; NeMo's transformer_block_type
+ * post_ln): post-norm layers, a LayerNorm on the embeddings' output
+ * (<stack>.initial_layernorm, NeMo's name) and no final norm. Not for
+ * encoder-decoder families (their stacks keep their final norms). */
+int pl_model_post_ln(const pl_model_config *c);
+
 /* "decoder" or "encoder" (BERT, an encoder-decoder's encoder part): the name of
  * the stack of layers, as Megatron core names it ("decoder.layers.0....",
  * "encoder.final_layernorm.weight"). */
@@ -157,7 +163,8 @@ void pl_model_encdec_parts(const pl_model_config *c, pl_model_config *enc, pl_mo
 /* 1 when c is an encoder-decoder family (T5). */
 int pl_model_is_encdec(const pl_model_config *c);
 /* The final norm's weight in r: the first parameter of the last stage's tail
- * (the final norm, the output layer, the heads), which follows the layers. An
+ * (the final norm, the output layer, the heads), which follows the layers; a
+ * post-LN model (no final norm): the tail's first parameter. An
  * encoder-decoder's whole model: the decoder's (the encoder's is registered
  * right after the embeddings, before the encoder's layers). */
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c);

@@ -385,6 +385,10 @@ static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
         pl_cpu_swiglu_fwd_bf16(c->act, a->fc1_bf16, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_SWIGLU)
         pl_cpu_swiglu_fwd(c->act, a->fc1, c->N, c->Fl);
+    else if (c->spec.act == PL_ACT_GELU_ERF && c->act_bf16)
+        pl_cpu_gelu_erf_fwd_bf16(c->act, a->fc1_bf16, n);
+    else if (c->spec.act == PL_ACT_GELU_ERF)
+        pl_cpu_gelu_erf_fwd(c->act, a->fc1, n);
     else if (c->act_bf16)
         pl_cpu_gelu_fwd_bf16(c->act, a->fc1_bf16, n);
     else
@@ -399,6 +403,10 @@ static void act_bwd(pl_block_ctx *c, const pl_block_acts *a)
         pl_cpu_swiglu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_SWIGLU)
         pl_cpu_swiglu_bwd(c->dfc1, a->fc1, c->dact, c->N, c->Fl);
+    else if (c->spec.act == PL_ACT_GELU_ERF && c->act_bf16)
+        pl_cpu_gelu_erf_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, n);
+    else if (c->spec.act == PL_ACT_GELU_ERF)
+        pl_cpu_gelu_erf_bwd(c->dfc1, a->fc1, c->dact, n);
     else if (c->act_bf16)
         pl_cpu_gelu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, n);
     else

@@ -71,7 +71,10 @@
 #include "parallel/comm.h"
 #include "parallel/tp/layers.h"
 
-typedef enum pl_act_kind { PL_ACT_GELU = 0, PL_ACT_SWIGLU = 1 } pl_act_kind;
+/* GELU: the tanh approximation (Megatron's --openai-gelu; plait's GPT, Megatron
+ * BERT, T5); GELU_ERF: exact, 0.5 x (1 + erf(x / sqrt(2))) (transformers' BERT,
+ * hidden_act "gelu"). */
+typedef enum pl_act_kind { PL_ACT_GELU = 0, PL_ACT_SWIGLU = 1, PL_ACT_GELU_ERF = 2 } pl_act_kind;
 typedef enum pl_pos_kind { PL_POS_LEARNED = 0, PL_POS_ROPE = 1, PL_POS_NONE = 2 } pl_pos_kind;
 typedef enum pl_mask_kind { PL_MASK_CAUSAL = 0, PL_MASK_PADDING = 1, PL_MASK_NONE = 2 } pl_mask_kind;
 

@@ -68,7 +68,8 @@ void pl_train_print_banner(const pl_trainer *t)
                 t->grid.layout.dp, t->grid.layout.pp,
                 c->sequence_parallel && t->grid.layout.tp > 1 ? " (sequence parallel)" : "",
                 omp_get_max_threads());
-    static const char *const norms[] = {"LayerNorm", "RMSNorm"}, *const acts[] = {"GELU", "SwiGLU"};
+    static const char *const norms[] = {"LayerNorm", "RMSNorm"}, *const acts[] = {"GELU (tanh)", "SwiGLU",
+                                                                             "GELU (exact)"};
     static const char *const pos[] = {"learned positions", "rope", "no positions"};
     pl_log_info("model: %s, %lld layers, hidden %lld, %lld heads (%lld query groups), ffn %lld, "
                 "seq %lld, vocab %lld (padded %lld), %.2fM parameters, %.1f MFLOP per token",
@@ -86,7 +87,9 @@ void pl_train_print_banner(const pl_trainer *t)
                 c->block.pos == PL_POS_ROPE && c->rope.scaling ? " (Llama 3.1 scaling)" : "",
                 c->block.bias ? "biases" : "no biases", c->untie ? "untied" : "tied",
                 c->block.res_post_norm ? ", residuals after the norms "
-                                         "(--apply-residual-connection-post-layernorm)" : "");
+                                         "(--apply-residual-connection-post-layernorm)"
+                : pl_model_post_ln(c) ? ", post-LN (a norm after each residual and of the "
+                                        "embeddings, no final norm)" : "");
     pl_log_info("batch: micro %lld x %lld micro-batches x dp %lld = global %lld; %lld iterations; "
                 "dropout hidden %g, attention %g",
                 (long long)t->mbs, (long long)t->num_micro, (long long)t->dp, (long long)t->gbs,
