@@ -81,12 +81,8 @@ pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, in
     /* a GPT with Llama's layer (SwiGLU) is a tied Llama, as model/hf_names.h maps it */
     const char *cls = c->family == PL_FAMILY_GPT && c->block.act == PL_ACT_SWIGLU
                           ? "LlamaForCausalLM" : pl_family_get(c->family)->hf_architecture;
-    if (c->family == PL_FAMILY_BERT)
-        return pl_errorf(PL_ERR_ARG, "a bert checkpoint: plait's BERT is Megatron core's, "
-                         "pre-LayerNorm with a final LayerNorm; transformers' BertForMaskedLM and "
-                         "BertForPreTraining are post-LayerNorm (a LayerNorm after each residual, "
-                         "none at the end), so its weights under their names would compute another "
-                         "function: not exported");
+    if (c->family == PL_FAMILY_BERT) /* ckpt/hf_bert.c; bos carries BERT's [PAD] id */
+        return pl_hf_bert_config_build(c, bf16, bos, out);
     if (c->family != PL_FAMILY_GPT && c->family != PL_FAMILY_LLAMA)
         return pl_errorf(PL_ERR_ARG, "a %s checkpoint: the Hugging Face export writes "
                          "GPT2LMHeadModel (--model gpt) and LlamaForCausalLM (--model llama) only",
@@ -393,6 +389,8 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(config, "model_type");
     const cJSON *arch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(config, "architectures"), 0);
     const char *type = cJSON_IsString(mt) ? mt->valuestring : "(none)";
+    if (strcmp(type, "bert") == 0)
+        return pl_hf_bert_config_parse(config, path, divisible_by, tp, c);
     if (cJSON_IsString(arch) && strcmp(arch->valuestring, "GPT2LMHeadModel") != 0 &&
         strcmp(arch->valuestring, "LlamaForCausalLM") != 0)
         return pl_errorf(PL_ERR_ARG, "%s: \"architectures\": %s is not supported (plait imports "
@@ -403,8 +401,8 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
     else if (strcmp(type, "llama") == 0)
         st = parse_llama(&r, c);
     else
-        return pl_errorf(PL_ERR_ARG, "%s: \"model_type\": %s is not supported (plait imports gpt2 "
-                         "and llama)", path, type);
+        return pl_errorf(PL_ERR_ARG, "%s: \"model_type\": %s is not supported (plait imports gpt2, "
+                         "llama and bert)", path, type);
     if (st)
         return st;
     PL_TRY(get_int(&r, "vocab_size", -1, 1, 1 << 24, &c->vocab_size));

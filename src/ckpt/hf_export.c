@@ -91,7 +91,8 @@ static void make_tensor(const hf_export *e, const hf_out *o, void *buf)
     float *f = buf;
     uint16_t *h = buf;
     for (int64_t i = 0; i < o->numel; i++) {
-        const float v = src[pl_hf_source_index(&e->cfg, p, &o->t, i)];
+        const int64_t k = pl_hf_source_index(&e->cfg, p, &o->t, i);
+        const float v = k >= 0 ? src[k] : 0.0f; /* -1: BERT's zero token types (TYPES0) */
         if (e->bf16)
             h[i] = pl_ref_bf16_from_f32(v);
         else
@@ -240,6 +241,16 @@ static pl_status export_tokenizer(const pl_ckpt_meta *m, const pl_model_config *
         if (id < 0)
             id = pl_tokenizer_token_id(tok, "<|begin_of_text|>");
         *bos = id;
+    } else if (pl_hf_bert_tokenizer(type)) { /* BertTokenizer: vocab.txt; bos: the [PAD] id */
+        cJSON *j = NULL;
+        st = copy_to(m->vocab_file, tmp, "vocab.txt");
+        if (!st)
+            st = pl_hf_bert_tokenizer_config(type, c, &j);
+        if (!st)
+            st = write_json(tmp, "tokenizer_config.json", j);
+        cJSON_Delete(j);
+        *bos = pl_tokenizer_token_id(tok, "[PAD]");
+        *eos = -1;
     } else {
         pl_log_warn("tokenizer %s has no Hugging Face counterpart written by plait: no "
                     "tokenizer files exported", type);
@@ -349,9 +360,11 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
         st = export_tokenizer(m, &e.cfg, tmp, &bos, &eos);
     if (!st)
         st = pl_hf_config_build(&e.cfg, e.bf16, bos, eos, &config);
+    if (!st && e.cfg.family == PL_FAMILY_BERT)
+        st = pl_hf_bert_labels(config, dir);
     if (!st)
         st = write_json(tmp, "config.json", config);
-    if (!st)
+    if (!st && e.cfg.family != PL_FAMILY_BERT) /* transformers writes none for BERT */
         st = write_generation_config(tmp, bos, eos);
     if (!st && !(st = out_publish(out, tmp)))
         published = 1;

@@ -208,17 +208,24 @@ static pl_status place(const hf_files *f, const pl_model_config *c, const pl_par
         return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s is %s: expected F32, BF16 or F16", dir,
                          f->names[s.file], t->name, s.dtype);
     const int64_t numel = t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
-    if (s.st) {
-        const uint8_t *data = f->st[s.file].data + s.st->begin;
-        for (int64_t i = 0; i < numel; i++)
-            global[p->offset + pl_hf_source_index(c, p, t, i)] = element(s.dtype, data, i);
-        return PL_OK;
-    }
     float *x = pl_malloc((size_t)(numel ? numel : 1) * sizeof *x);
-    pl_status st = x ? pl_pt_tensor_floats(&f->pt[s.file], s.pk, x, numel)
-                     : pl_errorf(PL_ERR_NOMEM, "out of memory for %s", t->name);
-    for (int64_t i = 0; !st && i < numel; i++)
-        global[p->offset + pl_hf_source_index(c, p, t, i)] = x[i];
+    pl_status st = x ? PL_OK : pl_errorf(PL_ERR_NOMEM, "out of memory for %s", t->name);
+    for (int64_t i = 0; !st && s.st && i < numel; i++)
+        x[i] = element(s.dtype, f->st[s.file].data + s.st->begin, i);
+    if (!st && !s.st)
+        st = pl_pt_tensor_floats(&f->pt[s.file], s.pk, x, numel);
+    int dropped = 0;
+    for (int64_t i = 0; !st && i < numel; i++) {
+        const int64_t k = pl_hf_source_index(c, p, t, i);
+        if (k >= 0)
+            global[p->offset + k] = x[i];
+        else /* BERT's token types of a model without them (TYPES0) */
+            dropped |= pl_hf_bert_fold_types(c, i, x[i], global + p->offset);
+    }
+    if (dropped)
+        pl_log_warn("%s: %s: the rows of token types other than 0 are not zero, and plait's "
+                    "BERT without a binary head has no token types: type 0's row is added to "
+                    "the position embeddings, the others are dropped", dir, t->name);
     pl_free(x);
     return st;
 }
@@ -227,7 +234,11 @@ static pl_status place(const hf_files *f, const pl_model_config *c, const pl_par
 static int skipped_buffer(const char *name)
 {
     static const char *const suffixes[] = {".attn.bias", ".attn.masked_bias",
-                                           ".rotary_emb.inv_freq"};
+                                           ".rotary_emb.inv_freq",
+                                           /* BERT: the tied decoder, a position buffer */
+                                           "cls.predictions.decoder.weight",
+                                           "cls.predictions.decoder.bias",
+                                           "embeddings.position_ids"};
     const size_t n = strlen(name);
     for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++) {
         const size_t m = strlen(suffixes[k]);
@@ -292,6 +303,12 @@ static void find_tokenizer(const char *in, const pl_model_config *c, pl_ckpt_met
     if (c->family == PL_FAMILY_LLAMA && pl_file_exists(a)) {
         m->tokenizer_type = "Llama2Tokenizer";
         m->tokenizer_model = a;
+        return;
+    }
+    snprintf(a, n, "%s/vocab.txt", in);
+    if (c->family == PL_FAMILY_BERT && pl_file_exists(a)) { /* BertTokenizer */
+        m->tokenizer_type = pl_hf_bert_tokenizer_type(in);
+        m->vocab_file = a;
         return;
     }
     snprintf(a, n, "%s/tokenizer.json", in);

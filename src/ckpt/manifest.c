@@ -815,6 +815,8 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "--normalization";
     else if (saved->block.pos != run->block.pos)
         what = "--position-embedding-type";
+    else if ((float)saved->ln_eps != (float)run->ln_eps)
+        what = "--norm-epsilon";
     else if (saved->block.post_norm != run->block.post_norm)
         what = "--transformer-block-type";
     else if (saved->block.act != run->block.act)

@@ -34,6 +34,10 @@ Megatron's documented layout, for the parity check of plait's own gradients.
       the exported directory, read by transformers' names and config.json only, gives
       plait's logits (ckpt_logits: the MLM logits, or the task's; the binary logits) for
       the same tokens within 2e-6 (normwise relative: fp32 rounding through L layers).
+  hf_bert.py same HF_DIR_A HF_DIR_B [NAME...]
+      the two directories hold the same tensors, bit for bit (but the NAMEs)
+  hf_bert.py zeros HF_DIR NAME
+      the tensor NAME is there and all zeros
   hf_bert.py random ARCH HF_DIR SEED [VOCAB.txt]
       writes a small Hugging Face BERT directory with random weights (ARCH:
       BertForPreTraining, BertForMaskedLM, BertForSequenceClassification,
@@ -287,6 +291,23 @@ def logits(d, plait_file):
         check(tag + "NSP logits equal plait's", e <= 2e-6, f"(rel err {e:.3g})")
 
 
+def same(a, b, *skip):
+    """Two directories hold the same tensors (names, shapes, values bit for bit), but
+    for the names in skip."""
+    A, B = (read_dir(d) for d in (a, b))
+    for n in skip:
+        A.pop(n, None), B.pop(n, None)
+    bad = sorted(set(A) ^ set(B)) or [k for k in A if A[k].shape != B[k].shape or
+                                       not torch.equal(A[k], B[k])]
+    check(f"{os.path.basename(b)} holds {os.path.basename(a)}'s {len(A)} tensors, bit for bit",
+          not bad, f"(differ: {bad[:3]})" if bad else "")
+
+
+def zeros(d, name):
+    W = read_dir(d)
+    check(f"{os.path.basename(d)}: {name} is zero", name in W and not W[name].any())
+
+
 def make_random(arch, d, seed, vocab=None):
     rng = np.random.default_rng(seed)
     r = lambda *shape: (rng.standard_normal(shape) * 0.1).astype(np.float32)
@@ -358,6 +379,10 @@ def main(argv):
                 parity(f)
         elif c[0] == "logits":
             logits(c[1], c[2])
+        elif c[0] == "same":
+            same(*c[1:])
+        elif c[0] == "zeros":
+            zeros(c[1], c[2])
         elif c[0] == "random":
             make_random(c[1], c[2], int(c[3]), c[4] if len(c) > 4 else None)
         else:

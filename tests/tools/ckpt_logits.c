@@ -3,7 +3,10 @@
  * (tests/scripts/hf_models.py). Runs the training forward (pl_model_forward,
  * fp32) over T tokens drawn from a fixed LCG below the vocabulary size and
  * writes OUT.safetensors with "tokens" (I32, T) and "logits" (F32, T x V,
- * the unpadded vocabulary).
+ * the unpadded vocabulary; BERT's through its lm transform with the output
+ * bias, and "binary_logits" (2) with the binary head; a fine-tuned BERT's
+ * task logits instead: (1, K) of a pooled head, (T, K) of a token or span
+ * head). Token types 0, no padding.
  * usage: ckpt_logits CKPT_DIR OUT [T] */
 #include "base/alloc.h"
 #include "ckpt/safetensors.h"
@@ -59,13 +62,32 @@ static pl_status run(const char *path, const char *out, int64_t T)
         m.targets[t] = 0;
     }
     PL_TRY(pl_model_forward(&m));
-    pl_ref_gemm(0, 1, T, PV, C, m.lnf, C, m.p.out_w, C, 0.0f, full, PV);
-    for (int64_t t = 0; t < T; t++)
-        memcpy(logits + t * V, full + t * PV, (size_t)V * sizeof(float));
+    const pl_head_spec *h = &cfg.head;
+    const int64_t K = h->classes;
+    int64_t ls[2] = {T, V};
+    if (h->task == PL_TASK_NONE) { /* BERT: through its lm transform, plus the output bias */
+        pl_ref_gemm(0, 1, T, PV, C, h->lm_transform ? m.mb[0].head.out : m.lnf, C, m.p.out_w, C,
+                    0.0f, full, PV);
+        for (int64_t t = 0; t < T; t++) {
+            if (m.p.out_b)
+                pl_cpu_add(full + t * PV, full + t * PV, m.p.out_b, PV);
+            memcpy(logits + t * V, full + t * PV, (size_t)V * sizeof(float));
+        }
+    } else if (PL_TASK_POOLED(h->task)) {
+        memcpy(logits, m.mb[0].head.logits, (size_t)K * sizeof(float));
+        ls[0] = 1, ls[1] = K;
+    } else { /* token or span head: every position's K logits */
+        pl_ref_gemm(0, 1, T, K, C, m.lnf, C, m.p.head.tok_w, C, 0.0f, logits, K);
+        for (int64_t t = 0; t < T; t++)
+            pl_cpu_add(logits + t * K, logits + t * K, m.p.head.tok_b, K);
+        ls[1] = K;
+    }
     PL_TRY(pl_st_writer_new(&w));
-    const int64_t ts[1] = {T}, ls[2] = {T, V};
+    const int64_t ts[1] = {T}, bs[1] = {2};
     PL_TRY(pl_st_writer_add(w, "tokens", "I32", 1, ts, tokens));
     PL_TRY(pl_st_writer_add(w, "logits", "F32", 2, ls, logits));
+    if (h->binary_head) /* BERT's sentence-order / next-sentence logits */
+        PL_TRY(pl_st_writer_add(w, "binary_logits", "F32", 1, bs, m.mb[0].head.logits));
     st = pl_st_writer_finish(w, out);
     w = NULL;
 fail:
