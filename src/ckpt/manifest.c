@@ -317,10 +317,10 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
     PL_TRY(str_choice(model, "transformer_block_type", block_types, 2, 0, mpath, &post));
     PL_TRY(opt_field(model, "model", "gelu_exact", 0, 0, c->block.act == PL_ACT_GELU, 1, mpath,
                      &exact));
-    if (post && (pl_model_is_encdec(c) || c->block.res_post_norm))
+    if (post && (c->family == PL_FAMILY_T5 || c->block.res_post_norm))
         return pl_errorf(PL_ERR_FORMAT, "%s: \"model.transformer_block_type\" post_ln with %s",
-                         mpath, pl_model_is_encdec(c) ? "an encoder-decoder family"
-                                                      : "apply_residual_connection_post_layernorm");
+                         mpath, c->block.res_post_norm ? "apply_residual_connection_post_layernorm"
+                                                       : "t5");
     c->block.post_norm = post;
     c->block.act = exact != 0 ? PL_ACT_GELU_ERF : c->block.act;
     c->head.tokentypes = c->head.binary_head ? c->head.tokentypes : 0;

@@ -49,7 +49,7 @@ const char *pl_model_output_bias_name(const pl_model_config *c)
 
 int pl_model_post_ln(const pl_model_config *c)
 {
-    return c->block.post_norm && !pl_model_is_encdec(c);
+    return c->block.post_norm && (!pl_model_is_encdec(c) || c->part != PL_PART_WHOLE);
 }
 
 int pl_model_is_encdec(const pl_model_config *c)
@@ -82,9 +82,9 @@ const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config 
 {
     char name[PL_PARAM_NAME_MAX];
     const int whole_encdec = pl_model_is_encdec(c) && c->part == PL_PART_WHOLE;
-    if (pl_model_post_ln(c)) { /* no final norm: the first parameter after the layers */
+    if (c->block.post_norm) { /* no final norm: the first parameter after the layers */
         int last = -1;
-        snprintf(name, sizeof name, "%s.layers.", pl_model_stack(c));
+        snprintf(name, sizeof name, "%s.layers.", whole_encdec ? "decoder" : pl_model_stack(c));
         for (int i = 0; i < r->n; i++)
             if (strncmp(r->params[i].name, name, strlen(name)) == 0)
                 last = i;
@@ -330,10 +330,14 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
                              "parallelism", pl_family_get(c->family)->name, pp_size);
         pl_model_config enc, dec;
         pl_model_encdec_parts(c, &enc, &dec);
-        PL_TRY(register_norm(r, &enc, pp_size, 0));
+        const int post = c->block.post_norm; /* both stacks' norms of the embeddings instead */
+        PL_TRY(register_norm(r, &enc, pp_size, post));
+        if (post)
+            PL_TRY(register_norm(r, &dec, pp_size, 1));
         PL_TRY(register_layers(r, &enc, pp_size));
         PL_TRY(register_layers(r, &dec, pp_size));
-        PL_TRY(register_norm(r, &dec, pp_size, 0));
+        if (!post)
+            PL_TRY(register_norm(r, &dec, pp_size, 0));
     } else if (pl_model_post_ln(c)) { /* with the embeddings (their region and DP bucket) */
         PL_TRY(register_norm(r, c, pp_size, 1));
         PL_TRY(register_layers(r, c, pp_size));

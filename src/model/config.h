@@ -141,10 +141,11 @@ void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes);
 /* The heads c has, for nn/head.h. */
 pl_head_set pl_model_head_set(const pl_model_config *c);
 
-/* 1 when c is a post-LN model (transformers' BERT; NeMo's transformer_block_type
- * post_ln): post-norm layers, a LayerNorm on the embeddings' output
- * (<stack>.initial_layernorm, NeMo's name) and no final norm. Not for
- * encoder-decoder families (their stacks keep their final norms). */
+/* 1 when c is a post-LN model or stack (transformers' BERT, or a stack of its
+ * BART; NeMo's transformer_block_type post_ln): post-norm layers, a LayerNorm on
+ * the embeddings' output (<stack>.initial_layernorm, NeMo's name) and no final
+ * norm. A whole encoder-decoder's registry holds both stacks' norms of the
+ * embeddings right after the embeddings (their region). */
 int pl_model_post_ln(const pl_model_config *c);
 
 /* "decoder" or "encoder" (BERT, an encoder-decoder's encoder part): the name of

@@ -1,6 +1,8 @@
 /* --transformer-block-type (NeMo's Megatron BERT/BART config key
  * transformer_block_type: pre_ln | post_ln) onto the model configuration
- * (train/trainer_internal.h). docs/training.md, "Post-LN BERT", says where
+ * (train/trainer_internal.h): --model bert becomes transformers' BERT, --model
+ * bart transformers' BART's layers (both stacks post-LN with a norm of their
+ * embeddings, no final norms). docs/training.md, "Post-LN BERT", says where
  * NeMo's post_ln and transformers' BERT differ and which one plait builds. */
 #include "train/trainer_internal.h"
 
@@ -13,9 +15,9 @@ pl_status pl_train_block_type(const pl_train_args *a, pl_model_config *c)
     const char *t = a->transformer_block_type;
     if (!t || strcmp(t, "pre_ln") == 0)
         return PL_OK;
-    if (c->family != PL_FAMILY_BERT)
-        return pl_errorf(PL_ERR_ARG, "--transformer-block-type %s is for --model bert "
-                         "(transformers' BERT); --model %s is pre-LN only", t,
+    if (c->family != PL_FAMILY_BERT && c->family != PL_FAMILY_BART)
+        return pl_errorf(PL_ERR_ARG, "--transformer-block-type %s is for --model bert and bart "
+                         "(transformers' BERT and BART); --model %s is pre-LN only", t,
                          pl_family_get(c->family)->name);
     if (c->block.res_post_norm)
         return pl_errorf(PL_ERR_ARG, "--transformer-block-type post_ln with "
@@ -23,8 +25,9 @@ pl_status pl_train_block_type(const pl_train_args *a, pl_model_config *c)
                          "is already its norm's output; drop one of them");
     if (c->block.act == PL_ACT_SWIGLU)
         return pl_errorf(PL_ERR_ARG, "--transformer-block-type post_ln with --swiglu: the post-LN "
-                         "BERT's MLP is GELU");
+                         "BERT's and BART's MLP is GELU");
     c->block.post_norm = 1;
-    c->block.act = PL_ACT_GELU_ERF; /* transformers' and NeMo's BERT: hidden_act "gelu" */
+    c->block.act = PL_ACT_GELU_ERF; /* transformers' BERT (hidden_act) and BART
+                                     * (activation_function): "gelu" */
     return PL_OK;
 }

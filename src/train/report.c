@@ -88,8 +88,8 @@ void pl_train_print_banner(const pl_trainer *t)
                 c->block.bias ? "biases" : "no biases", c->untie ? "untied" : "tied",
                 c->block.res_post_norm ? ", residuals after the norms "
                                          "(--apply-residual-connection-post-layernorm)"
-                : pl_model_post_ln(c) ? ", post-LN (a norm after each residual and of the "
-                                        "embeddings, no final norm)" : "");
+                : c->block.post_norm ? ", post-LN (a norm after each residual and of the "
+                                       "embeddings, no final norm)" : "");
     pl_log_info("batch: micro %lld x %lld micro-batches x dp %lld = global %lld; %lld iterations; "
                 "dropout hidden %g, attention %g",
                 (long long)t->mbs, (long long)t->num_micro, (long long)t->dp, (long long)t->gbs,

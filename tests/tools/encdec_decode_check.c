@@ -9,7 +9,9 @@
  * terms in another order) and the forward's argmax is the token greedy chose
  * (or [EOS] where it stopped). Under mpirun -n P: TP P, each rank its vocabulary
  * slice; rank 0 prints the tokens, so runs at different TP sizes can be diffed.
- *   usage: [mpirun -n P] encdec_decode_check */
+ * --post-ln: the post-LN BART of --model bart --transformer-block-type post_ln (the
+ * decoder's norm of the embeddings in the cached step, no final norms).
+ *   usage: [mpirun -n P] encdec_decode_check [--post-ln] */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "kernels/kernels.h"
@@ -32,13 +34,15 @@ static int fail(pl_status st)
     return st ? 1 : 0;
 }
 
-static int run(void)
+static int run(int post_ln)
 {
     pl_model_config cfg = {.num_layers = LE, .dec_layers = LD, .hidden = C, .heads = NH,
                            .ffn_hidden = 4 * C, .seq_length = TE, .dec_seq_length = TD,
                            .max_positions = TE, .vocab_size = V, .divisible_by = 128,
                            .init_std = 0.3, .ln_eps = 1e-5f};
-    pl_family_apply(&cfg, PL_FAMILY_T5);
+    pl_family_apply(&cfg, post_ln ? PL_FAMILY_BART : PL_FAMILY_T5);
+    if (post_ln)
+        cfg.block.post_norm = 1, cfg.block.act = PL_ACT_GELU_ERF;
     cfg.query_groups = NH;
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, tp.size);
@@ -155,7 +159,12 @@ int main(int argc, char **argv)
         return fail(st);
     if ((st = pl_comm_init(&tp, MPI_COMM_WORLD, "tp", 0)))
         return fail(st);
-    int rc = run();
+    const int post_ln = argc > 1 && strcmp(argv[1], "--post-ln") == 0;
+    if (argc > 1 + post_ln) {
+        fprintf(stderr, "usage: [mpirun -n P] encdec_decode_check [--post-ln]\n");
+        return 2;
+    }
+    int rc = run(post_ln);
     pl_comm_free(&tp);
     pl_dist_finalize(&dist);
     return rc;

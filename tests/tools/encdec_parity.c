@@ -13,7 +13,10 @@
  * the second sample's source is padded after 17 tokens (the encoder's padding
  * mask and the cross-attention's keys), its decoder after 11 (targets -1: no
  * loss there); the objective is the mean cross-entropy over the targets.
- * --res-post-norm: Megatron's --apply-residual-connection-post-layernorm in both stacks. */
+ * --res-post-norm: Megatron's --apply-residual-connection-post-layernorm in both stacks.
+ * --post-ln: plait train --model bart --transformer-block-type post_ln, transformers'
+ * BART's layers (both stacks post-LN with a norm of their embeddings, no final norms,
+ * exact GELU), checked by tests/scripts/hf_bart.py. */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "ckpt/safetensors.h"
@@ -75,11 +78,11 @@ static pl_status grad_sumsq(const pl_registry *reg, const float *grads, double *
     return tp.size > 1 ? pl_comm_allreduce_f64(&tp, out, 1, PL_COMM_SUM) : PL_OK;
 }
 
-static int run(int bf16, int sp, int res_post, const char *out);
+static int run(int bf16, int sp, int res_post, int post_ln, const char *out);
 
 int main(int argc, char **argv)
 {
-    int bf16 = 0, sp = 0, res_post = 0, bad = argc < 2;
+    int bf16 = 0, sp = 0, res_post = 0, post_ln = 0, bad = argc < 2;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--bf16") == 0)
             bf16 = 1;
@@ -87,12 +90,14 @@ int main(int argc, char **argv)
             sp = 1;
         else if (strcmp(argv[i], "--res-post-norm") == 0)
             res_post = 1;
+        else if (strcmp(argv[i], "--post-ln") == 0)
+            post_ln = 1;
         else
             bad = 1;
     }
     if (bad) {
         fprintf(stderr, "usage: [mpirun -n P] encdec_parity OUT.safetensors [--bf16] [--sp] "
-                        "[--res-post-norm]\n");
+                        "[--res-post-norm | --post-ln]\n");
         return 2;
     }
     pl_dist dist;
@@ -101,21 +106,23 @@ int main(int argc, char **argv)
         return fail(st);
     if ((st = pl_comm_init(&tp, MPI_COMM_WORLD, "tp", 0)))
         return fail(st);
-    int rc = run(bf16, sp && tp.size > 1, res_post, argv[1]);
+    int rc = run(bf16, sp && tp.size > 1, res_post, post_ln, argv[1]);
     pl_comm_free(&tp);
     pl_dist_finalize(&dist);
     return rc;
 }
 
-static int run(int bf16, int sp, int res_post, const char *out)
+static int run(int bf16, int sp, int res_post, int post_ln, const char *out)
 {
     pl_model_config cfg = {.num_layers = LE, .dec_layers = LD, .hidden = C, .heads = NH,
                            .ffn_hidden = 4 * C, .seq_length = TE, .dec_seq_length = TD,
                            .max_positions = TE, .vocab_size = V, .divisible_by = 128,
                            .init_std = 0.02, .ln_eps = 1e-5f};
-    pl_family_apply(&cfg, PL_FAMILY_T5);
+    pl_family_apply(&cfg, post_ln ? PL_FAMILY_BART : PL_FAMILY_T5);
     cfg.query_groups = NH;
     cfg.block.res_post_norm = res_post;
+    if (post_ln) /* what plait train --model bart --transformer-block-type post_ln sets */
+        cfg.block.post_norm = 1, cfg.block.act = PL_ACT_GELU_ERF;
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     cfg.sequence_parallel = sp;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1); /* 1024: a multiple of 128 x tp */
@@ -270,8 +277,9 @@ static int run(int bf16, int sp, int res_post, const char *out)
              "{\"enc_layers\": %d, \"dec_layers\": %d, \"hidden\": %d, \"heads\": %d, "
              "\"enc_seq\": %d, \"dec_seq\": %d, \"batch\": %d, \"vocab\": %d, \"padded_vocab\": %lld, "
              "\"steps\": %d, \"beta1\": 0.9, \"beta2\": 0.95, \"eps\": 1e-8, \"weight_decay\": 0.1, "
-             "\"clip_grad\": 0.05, \"precision\": \"%s\", \"res_post_norm\": %d}",
-             LE, LD, C, NH, TE, TD, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32", res_post);
+             "\"clip_grad\": 0.05, \"precision\": \"%s\", \"res_post_norm\": %d, \"post_ln\": %d}",
+             LE, LD, C, NH, TE, TD, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32", res_post,
+             post_ln);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, out)))
         return fail(st);

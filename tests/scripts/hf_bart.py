@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""An independent BART in PyTorch with Hugging Face transformers' module structure and
+tensor names (models/bart/modeling_bart.py, BartForConditionalGeneration), float64, for
+plait's `--model bart --transformer-block-type post_ln`:
+
+  embeddings   x = layernorm_embedding(embed_tokens(ids) * embed_scale + embed_positions(
+               position + 2)), per stack (BartLearnedPositionalEmbedding: a table of
+               max_position_embeddings + 2 rows, offset 2; embed_scale 1: scale_embedding
+               false, BartConfig's default)
+  encoder      per layer: x = self_attn_layer_norm(x + out_proj(attn(q_proj x, k_proj x,
+               v_proj x))) with the source's padding keys masked; x = final_layer_norm(x +
+               fc2(gelu(fc1(x)))) (activation_function "gelu", exact); no final norm
+  decoder      the same with causal self-attention, then encoder_attn (queries from x, keys
+               and values from the encoder output, its padding masked) and
+               encoder_attn_layer_norm between the two
+  head         lm_head (tied to model.shared) + final_logits_bias
+
+Parity with the files build/testtools/encdec_parity --post-ln writes (plait's initial
+parameters, batches, first-step logits, loss and gradients): plait's parameters become
+transformers' tensors in plait_to_hf, the one place that knows Megatron core's names and
+layouts (self-attention QKV rows per head [q; k; v], cross-attention linear_kv per head
+[k; v]); plait has one position table for both stacks (Megatron's and NeMo's T5/BART
+share it), so both embed_positions are made from it and its gradient is their sum.
+Checks: logits and loss (normwise relative 1e-5), every gradient (1e-4): t5_parity.py's
+tolerances (fp32 against float64 at these sizes); a pre-LN reading of the same weights is
+far from plait's logits.
+
+usage: hf_bart.py FILE.safetensors...  (prints "hf_bart.py: N passed, N failed")"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_bert import check, read_safetensors, rel  # noqa: E402
+import hf_bert  # noqa: E402
+
+DT = torch.float64
+
+
+def bart_forward(W, cfg, src, src_len, dec, post_ln=True):
+    """BartForConditionalGeneration's logits (B, Td, V) for decoder_input_ids dec."""
+    C, NH, eps = cfg["d_model"], cfg["encoder_attention_heads"], 1e-5
+    HS = C // NH
+    B, Te = src.shape
+    Td = dec.shape[1]
+    ln = lambda x, p: torch.nn.functional.layer_norm(x, (C,), W[p + ".weight"], W[p + ".bias"], eps)
+    lin = lambda x, p: x @ W[p + ".weight"].T + W[p + ".bias"]
+    heads = lambda x: x.view(x.shape[0], -1, NH, HS).transpose(1, 2)
+
+    def attention(p, x, kv, allowed):
+        q = heads(lin(x, p + ".q_proj")) * HS ** -0.5
+        k, v = heads(lin(kv, p + ".k_proj")), heads(lin(kv, p + ".v_proj"))
+        s = (q @ k.transpose(-1, -2)).masked_fill(~allowed, torch.finfo(DT).min)
+        ctx = (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(x.shape[0], -1, C)
+        return lin(ctx, p + ".out_proj")
+
+    def block(x, p, sublayers):
+        for name, f in sublayers:  # post-LN: norm(x + f(x)); pre-LN control: x + f(norm(x))
+            x = ln(x + f(x), p + name) if post_ln else x + f(ln(x, p + name))
+        return x
+
+    def embed(stack, ids):
+        T = ids.shape[1]
+        x = W["model.shared.weight"][ids] + W[f"model.{stack}.embed_positions.weight"][2:2 + T]
+        return ln(x, f"model.{stack}.layernorm_embedding") if post_ln else x
+
+    mlp = lambda p: lambda h: lin(torch.nn.functional.gelu(lin(h, p + "fc1")), p + "fc2")
+    src_keys = (torch.arange(Te).view(1, 1, 1, Te) < src_len.view(B, 1, 1, 1))
+    x = embed("encoder", src)
+    for l in range(cfg["encoder_layers"]):
+        p = f"model.encoder.layers.{l}."
+        x = block(x, p, [("self_attn_layer_norm", lambda h: attention(p + "self_attn", h, h, src_keys)),
+                         ("final_layer_norm", mlp(p))])
+    enc = x
+    causal = torch.tril(torch.ones(Td, Td, dtype=torch.bool)).view(1, 1, Td, Td)
+    y = embed("decoder", dec)
+    for l in range(cfg["decoder_layers"]):
+        p = f"model.decoder.layers.{l}."
+        y = block(y, p, [("self_attn_layer_norm", lambda h: attention(p + "self_attn", h, h, causal)),
+                         ("encoder_attn_layer_norm",
+                          lambda h: attention(p + "encoder_attn", h, enc, src_keys)),
+                         ("final_layer_norm", mlp(p))])
+    return y @ W["model.shared.weight"].T + W["final_logits_bias"][0]
+
+
+def plait_to_hf(P, cfg):
+    C, NH = cfg["d_model"], cfg["encoder_attention_heads"]
+    HS = C // NH
+    pos = P["embedding.position_embeddings.weight"]
+    pos2 = torch.cat([torch.zeros(2, C, dtype=DT), pos])  # BART's offset of 2
+    W = {"model.shared.weight": P["embedding.word_embeddings.weight"],
+         "model.encoder.embed_positions.weight": pos2, "model.decoder.embed_positions.weight": pos2,
+         "final_logits_bias": P["lm_head.output_layer.bias"].view(1, -1)}
+    for stack in ("encoder", "decoder"):
+        for s in ("weight", "bias"):
+            W[f"model.{stack}.layernorm_embedding.{s}"] = P[f"{stack}.initial_layernorm.{s}"]
+        for l in range(cfg[f"{stack}_layers"]):
+            p, h = f"{stack}.layers.{l}.", f"model.{stack}.layers.{l}."
+            for s in ("weight", "bias"):
+                qkv = P[p + f"self_attention.linear_qkv.{s}"]
+                qkv = qkv.view(NH, 3, HS, C) if s == "weight" else qkv.view(NH, 3, HS)
+                for i, n in enumerate(("q_proj", "k_proj", "v_proj")):
+                    W[h + f"self_attn.{n}.{s}"] = qkv[:, i].reshape(C, C) if s == "weight" \
+                        else qkv[:, i].reshape(C)
+                pairs = [("self_attention.linear_proj", "self_attn.out_proj"),
+                         ("post_self_attn_layernorm", "self_attn_layer_norm"),
+                         ("mlp.linear_fc1", "fc1"), ("mlp.linear_fc2", "fc2"),
+                         ("post_mlp_layernorm", "final_layer_norm")]
+                if stack == "decoder":
+                    kv = P[p + f"cross_attention.linear_kv.{s}"]
+                    kv = kv.view(NH, 2, HS, C) if s == "weight" else kv.view(NH, 2, HS)
+                    for i, n in enumerate(("k_proj", "v_proj")):
+                        W[h + f"encoder_attn.{n}.{s}"] = kv[:, i].reshape(C, C) if s == "weight" \
+                            else kv[:, i].reshape(C)
+                    pairs += [("cross_attention.linear_q", "encoder_attn.q_proj"),
+                              ("cross_attention.linear_proj", "encoder_attn.out_proj"),
+                              ("post_cross_attn_layernorm", "encoder_attn_layer_norm")]
+                for src_, dst in pairs:
+                    W[h + dst + "." + s] = P[p + src_ + "." + s]
+    return W
+
+
+def parity(path):
+    F, meta = read_safetensors(path)
+    c = json.loads(meta["config"])
+    assert c.get("post_ln") == 1, f"{path}: not an encdec_parity --post-ln file"
+    cfg = {"d_model": c["hidden"], "encoder_attention_heads": c["heads"],
+           "encoder_layers": c["enc_layers"], "decoder_layers": c["dec_layers"]}
+    B, Te, Td = c["batch"], c["enc_seq"], c["dec_seq"]
+    row = torch.tensor(F["batch"].astype(np.int64))[0]
+    src = row[:B * Te].view(B, Te)
+    dec = row[B * Te:B * Te + B * Td].view(B, Td)
+    tgt = row[B * Te + B * Td:B * Te + 2 * B * Td].view(B, Td)
+    src_len = row[B * Te + 2 * B * Td:]
+    P = {k[5:]: torch.tensor(v.astype(np.float64), requires_grad=True)
+         for k, v in F.items() if k.startswith("init.")}
+    tag = f"{os.path.basename(path)} BartForConditionalGeneration: "
+    with torch.no_grad():
+        other = bart_forward(plait_to_hf(P, cfg), cfg, src, src_len, dec, post_ln=False)
+    e = rel(F["logits"], other.reshape(-1, other.shape[-1]).numpy())
+    check(tag + "a pre-LN reading of the weights is far from plait's logits", e > 1e-2, f"({e:.3g})")
+    logits = bart_forward(plait_to_hf(P, cfg), cfg, src, src_len, dec)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1),
+                                             ignore_index=-1)
+    e = rel(F["logits"], logits.detach().reshape(-1, logits.shape[-1]).numpy())
+    check(tag + "logits", e <= 1e-5, f"(rel err {e:.3g})")
+    e = rel(F["loss"], [loss.item()])
+    check(tag + "loss", e <= 1e-5, f"(rel err {e:.3g})")
+    loss.backward()
+    worst, name = 0.0, ""
+    for k, t in P.items():
+        e = rel(F["grad." + k], t.grad.numpy())
+        if e > worst:
+            worst, name = e, k
+    check(tag + f"every gradient ({len(P)} tensors)", worst <= 1e-4, f"(worst {worst:.3g}: {name})")
+
+
+def main(argv):
+    torch.set_grad_enabled(True)
+    for f in argv:
+        parity(f)
+    print(f"hf_bart.py: {hf_bert._pass} passed, {hf_bert._fail} failed")
+    return 1 if hf_bert._fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
