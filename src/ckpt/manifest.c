@@ -447,6 +447,9 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
         int64_t r, k;
     } top[] = {{"embedding.word_embeddings.weight", 2, c->padded_vocab, C},
                {"embedding.position_embeddings.weight", 2, c->max_positions, C},
+               /* a post-LN BART's decoder's own (its decoder part) */
+               {"decoder_embedding.position_embeddings.weight", 2,
+                c->part == PL_PART_DECODER && c->block.post_norm ? c->max_positions : 0, C},
                {"output_layer.weight", 2, c->padded_vocab, C},
                {lnf_w, 1, LNF, 0},
                {lnf_b, 1, LNF, 0},

@@ -52,6 +52,13 @@ int pl_model_post_ln(const pl_model_config *c)
     return c->block.post_norm && (!pl_model_is_encdec(c) || c->part != PL_PART_WHOLE);
 }
 
+const char *pl_model_position_name(const pl_model_config *c)
+{
+    return c->part == PL_PART_DECODER && c->block.post_norm
+               ? "decoder_embedding.position_embeddings.weight"
+               : "embedding.position_embeddings.weight";
+}
+
 int pl_model_is_encdec(const pl_model_config *c)
 {
     return c->family == PL_FAMILY_T5 || c->family == PL_FAMILY_BART;
@@ -311,6 +318,14 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     };
     for (int i = 0; i < (c->block.pos == PL_POS_LEARNED ? 2 : 1); i++)
         PL_TRY(pl_registry_add(r, &emb[i]));
+    if (pl_model_is_encdec(c) && c->block.post_norm && c->block.pos == PL_POS_LEARNED) {
+        /* post-LN BART: the decoder's own position table (transformers' BART has one per
+         * stack; Megatron's T5 shares one), with the embeddings */
+        pl_param_spec dpos = {"decoder_embedding.position_embeddings.weight", 2,
+                              {c->max_positions, C}, PL_TP_REPLICATED, 0, -1, 1, PL_INIT_NORMAL,
+                              std, 0, 0};
+        PL_TRY(pl_registry_add(r, &dpos));
+    }
     const pl_head_spec *h = &c->head;
     if (h->tokentypes > 0) {
         pl_param_spec tt = {"embedding.tokentype_embeddings.weight", 2, {h->tokentypes, C},
@@ -490,6 +505,9 @@ int64_t pl_model_num_params(const pl_model_config *c)
          (PL_TASK_POOLED(h->task) ? C * C + C : 0) + (h->task ? h->classes * (C + 1) : 0);
     if (!h->lm_head && c->untie)
         n -= c->vocab_size * C; /* no output layer at all */
+    if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE && c->block.post_norm &&
+        c->block.pos == PL_POS_LEARNED) /* post-LN BART: the decoder's positions */
+        n += c->max_positions * C;
     if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE) /* the decoder's stack */
         n += c->dec_layers * (per_layer + C * (1 + nb) + 4 * A * C + (b ? 3 * A + C : 0)) +
              C * (1 + nb);

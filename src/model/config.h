@@ -152,6 +152,10 @@ int pl_model_post_ln(const pl_model_config *c);
  * the stack of layers, as Megatron core names it ("decoder.layers.0....",
  * "encoder.final_layernorm.weight"). */
 const char *pl_model_stack(const pl_model_config *c);
+/* The position table a stack reads: embedding.position_embeddings.weight, or a
+ * post-LN BART's decoder's own, decoder_embedding.position_embeddings.weight
+ * (NeMo's decoder_embedding; registered with the embeddings). */
+const char *pl_model_position_name(const pl_model_config *c);
 /* The output layer's bias (BERT: output_layer.bias, T5: lm_head.output_layer.bias). */
 const char *pl_model_output_bias_name(const pl_model_config *c);
 /* An encoder-decoder's two stacks as the configurations two pl_models run:

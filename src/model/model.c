@@ -59,7 +59,7 @@ pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, co
     snprintf(eln_w, sizeof eln_w, "%s.initial_layernorm.weight", pl_model_stack(c));
     snprintf(eln_b, sizeof eln_b, "%s.initial_layernorm.bias", pl_model_stack(c));
     const char *const names[NTOP] = {
-        "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
+        "embedding.word_embeddings.weight", pl_model_position_name(c),
         "embedding.tokentype_embeddings.weight", lnf_w, lnf_b, "output_layer.weight",
         pl_model_output_bias_name(c), "lm_head.dense.weight", "lm_head.dense.bias",
         "lm_head.layer_norm.weight", "lm_head.layer_norm.bias", "pooler.dense.weight",

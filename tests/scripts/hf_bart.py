@@ -19,8 +19,8 @@ Parity with the files build/testtools/encdec_parity --post-ln writes (plait's in
 parameters, batches, first-step logits, loss and gradients): plait's parameters become
 transformers' tensors in plait_to_hf, the one place that knows Megatron core's names and
 layouts (self-attention QKV rows per head [q; k; v], cross-attention linear_kv per head
-[k; v]); plait has one position table for both stacks (Megatron's and NeMo's T5/BART
-share it), so both embed_positions are made from it and its gradient is their sum.
+[k; v]; the decoder's positions decoder_embedding.position_embeddings, rows 2.. of its
+embed_positions).
 Checks: logits and loss (normwise relative 1e-5), every gradient (1e-4): t5_parity.py's
 tolerances (fp32 against float64 at these sizes); a pre-LN reading of the same weights is
 far from plait's logits.
@@ -89,10 +89,11 @@ def bart_forward(W, cfg, src, src_len, dec, post_ln=True):
 def plait_to_hf(P, cfg):
     C, NH = cfg["d_model"], cfg["encoder_attention_heads"]
     HS = C // NH
-    pos = P["embedding.position_embeddings.weight"]
-    pos2 = torch.cat([torch.zeros(2, C, dtype=DT), pos])  # BART's offset of 2
+    off2 = lambda pos: torch.cat([torch.zeros(2, C, dtype=DT), pos])  # BART's offset of 2
     W = {"model.shared.weight": P["embedding.word_embeddings.weight"],
-         "model.encoder.embed_positions.weight": pos2, "model.decoder.embed_positions.weight": pos2,
+         "model.encoder.embed_positions.weight": off2(P["embedding.position_embeddings.weight"]),
+         "model.decoder.embed_positions.weight":
+             off2(P["decoder_embedding.position_embeddings.weight"]),
          "final_logits_bias": P["lm_head.output_layer.bias"].view(1, -1)}
     for stack in ("encoder", "decoder"):
         for s in ("weight", "bias"):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Post-LN BART (--model bart --transformer-block-type post_ln): transformers' BART's layers
 # in plait (both stacks post-LN with a LayerNorm of their embeddings, no final norms,
-# exact GELU; one position table for both stacks, as plait's T5/BART). An independent
+# exact GELU; the decoder's own position table). An independent
 # PyTorch BART with transformers' modules and names (hf_bart.py) gives plait's logits,
 # loss and every gradient (encdec_parity --post-ln, one process and TP 2 with sequence
 # parallelism); cached decoding (plait seq2seq's) equals the training forward
@@ -47,9 +47,10 @@ check "DP 2, ZeRO 3: the losses of one process" close one z3
 check "TP 2 with sequence parallelism" lay sp2 2 --tensor-model-parallel-size 2 --sequence-parallel \
     --make-vocab-size-divisible-by 32
 check "TP 2 with sequence parallelism: the losses of one process" close one sp2
-check "the manifest records post_ln, both stacks' norms of the embeddings, no final norms" bash -c "
+check "the manifest records post_ln, both stacks' norms of the embeddings and positions, no final norms" bash -c "
     M='$TMP/b1/iter_0000006/manifest.json'
     grep -q '\"transformer_block_type\":.*\"post_ln\"' \"\$M\" &&
+    grep -q 'decoder_embedding.position_embeddings.weight' \"\$M\" &&
     grep -q 'encoder.initial_layernorm.weight' \"\$M\" && grep -q 'decoder.initial_layernorm.weight' \"\$M\" &&
     ! grep -q final_layernorm \"\$M\""
 check_fails "a pre-LN bart run refuses the checkpoint naming --transformer-block-type" \
