@@ -2,7 +2,8 @@
  * --format hf): transformers' GPT2LMHeadModel and LlamaForCausalLM, and of a
  * post-LN BERT (--transformer-block-type post_ln) BertForPreTraining,
  * BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification and
- * BertForQuestionAnswering (ckpt/hf_bert.c).
+ * BertForQuestionAnswering (ckpt/hf_bert.c), and of a post-LN BART
+ * BartForConditionalGeneration (ckpt/hf_bart.c).
  *
  * Export reads any plait checkpoint (any TP x PP layout and ZeRO stage, through
  * the global-slice reads of ckpt/source.h, gathered into one process) and writes
@@ -25,7 +26,7 @@
  * is the tokenizer's). The directory is written under OUT.tmp and renamed into
  * place; an existing non-empty OUT is refused. A model transformers' class
  * cannot express (a GPT with RMSNorm or without biases, a Llama with biases or
- * partial rotary, a pre-LN BERT, T5) is refused naming the setting.
+ * partial rotary, a pre-LN BERT or BART, T5) is refused naming the setting.
  *
  * Import reads such a directory (config.json, and model.safetensors or the
  * index and its shards) into a plait weights-only checkpoint in any TP x PP
@@ -68,6 +69,19 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
 pl_status pl_hf_bert_config_build(const pl_model_config *c, int bf16, int64_t pad, cJSON **out);
 pl_status pl_hf_bert_config_parse(const cJSON *config, const char *path, int64_t divisible_by,
                                   int tp, pl_model_config *c);
+/* BART (ckpt/hf_bart.c): config.json of a post-LN BART (token ids -1: unknown,
+ * written null), and the plait config of a BART config.json. */
+pl_status pl_hf_bart_config_build(const pl_model_config *c, int bf16, int64_t bos, int64_t eos,
+                                  int64_t pad, cJSON **out);
+pl_status pl_hf_bart_config_parse(const cJSON *config, const char *path, int64_t divisible_by,
+                                  int tp, pl_model_config *c);
+/* Helpers of the family files: the shortest decimal that reads back as the float f
+ * (1e-12, not 9.99999996e-13); a number key of config.json in [lo, hi] (integral:
+ * an integer), def when absent or null (def < 0: required), errors naming path and
+ * key. */
+double pl_hf_float_decimal(float f);
+pl_status pl_hf_json_num(const cJSON *j, const char *path, const char *key, double def,
+                         double lo, double hi, int integral, double *out);
 /* A classification export's id2label / label2id from DIR/labels.txt (plait
  * finetune's label map, one a line) when there is one; else transformers' LABEL_k. */
 pl_status pl_hf_bert_labels(cJSON *config, const char *dir);

@@ -74,8 +74,7 @@ static const char *bert_class(const pl_model_config *c)
     return c->head.binary_head ? "BertForPreTraining" : "BertForMaskedLM";
 }
 
-/* The shortest decimal that reads back as the float f (1e-12, not 9.99999996e-13). */
-static double float_decimal(float f)
+double pl_hf_float_decimal(float f)
 {
     char buf[32];
     for (int p = 1; p <= 9; p++) {
@@ -103,10 +102,10 @@ pl_status pl_hf_bert_config_build(const pl_model_config *c, int bf16, int64_t pa
 #define NUM(k, v) (ok = ok && cJSON_AddNumberToObject(j, k, (double)(v)) != NULL)
 #define STR(k, v) (ok = ok && cJSON_AddStringToObject(j, k, v) != NULL)
     /* BertConfig's keys, in the order transformers writes them (sorted) */
-    NUM("attention_probs_dropout_prob", float_decimal(c->attention_dropout));
+    NUM("attention_probs_dropout_prob", pl_hf_float_decimal(c->attention_dropout));
     ok = ok && cJSON_AddNullToObject(j, "classifier_dropout");
     STR("hidden_act", "gelu");
-    NUM("hidden_dropout_prob", float_decimal(c->hidden_dropout));
+    NUM("hidden_dropout_prob", pl_hf_float_decimal(c->hidden_dropout));
     NUM("hidden_size", c->hidden);
     if (c->head.task == PL_TASK_SEQUENCE || c->head.task == PL_TASK_TOKEN ||
         c->head.task == PL_TASK_REGRESSION) { /* transformers' default label names */
@@ -123,7 +122,7 @@ pl_status pl_hf_bert_config_build(const pl_model_config *c, int bf16, int64_t pa
     }
     NUM("initializer_range", c->init_std);
     NUM("intermediate_size", c->ffn_hidden);
-    NUM("layer_norm_eps", float_decimal(c->ln_eps));
+    NUM("layer_norm_eps", pl_hf_float_decimal(c->ln_eps));
     NUM("max_position_embeddings", c->max_positions);
     STR("model_type", "bert");
     NUM("num_attention_heads", c->heads);
@@ -148,9 +147,8 @@ pl_status pl_hf_bert_config_build(const pl_model_config *c, int bf16, int64_t pa
 
 /* ---- reading ---- */
 
-/* An integer key in [lo, hi], def when absent (def < 0: required). */
-static pl_status num_key(const cJSON *j, const char *path, const char *key, double def, double lo,
-                         double hi, int integral, double *out)
+pl_status pl_hf_json_num(const cJSON *j, const char *path, const char *key, double def,
+                         double lo, double hi, int integral, double *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
     if (!v || cJSON_IsNull(v)) {
@@ -217,21 +215,21 @@ pl_status pl_hf_bert_config_parse(const cJSON *j, const char *path, int64_t divi
                    "GELU, in its layers and its heads' transform"));
     PL_TRY(str_key(j, path, "position_embedding_type", "absolute", "absolute",
                    "plait's BERT has learned absolute positions"));
-    PL_TRY(num_key(j, path, "hidden_size", -1, 1, 1 << 20, 1, &C));
-    PL_TRY(num_key(j, path, "num_hidden_layers", -1, 1, 10000, 1, &L));
-    PL_TRY(num_key(j, path, "num_attention_heads", -1, 1, 1 << 16, 1, &NH));
-    PL_TRY(num_key(j, path, "intermediate_size", -1, 1, 1 << 24, 1, &F));
-    PL_TRY(num_key(j, path, "max_position_embeddings", 512, 1, 1 << 24, 1, &T));
-    PL_TRY(num_key(j, path, "vocab_size", -1, 1, 1 << 24, 1, &V));
-    PL_TRY(num_key(j, path, "type_vocab_size", 2, 2, 2, 1, &types));
-    PL_TRY(num_key(j, path, "layer_norm_eps", 1e-12, 1e-30, 1, 0, &eps));
-    PL_TRY(num_key(j, path, "hidden_dropout_prob", 0.1, 0, 0.999, 0, &hd));
-    PL_TRY(num_key(j, path, "attention_probs_dropout_prob", 0.1, 0, 0.999, 0, &ad));
-    PL_TRY(num_key(j, path, "initializer_range", 0.02, 0, 1e3, 0, &std));
+    PL_TRY(pl_hf_json_num(j, path, "hidden_size", -1, 1, 1 << 20, 1, &C));
+    PL_TRY(pl_hf_json_num(j, path, "num_hidden_layers", -1, 1, 10000, 1, &L));
+    PL_TRY(pl_hf_json_num(j, path, "num_attention_heads", -1, 1, 1 << 16, 1, &NH));
+    PL_TRY(pl_hf_json_num(j, path, "intermediate_size", -1, 1, 1 << 24, 1, &F));
+    PL_TRY(pl_hf_json_num(j, path, "max_position_embeddings", 512, 1, 1 << 24, 1, &T));
+    PL_TRY(pl_hf_json_num(j, path, "vocab_size", -1, 1, 1 << 24, 1, &V));
+    PL_TRY(pl_hf_json_num(j, path, "type_vocab_size", 2, 2, 2, 1, &types));
+    PL_TRY(pl_hf_json_num(j, path, "layer_norm_eps", 1e-12, 1e-30, 1, 0, &eps));
+    PL_TRY(pl_hf_json_num(j, path, "hidden_dropout_prob", 0.1, 0, 0.999, 0, &hd));
+    PL_TRY(pl_hf_json_num(j, path, "attention_probs_dropout_prob", 0.1, 0, 0.999, 0, &ad));
+    PL_TRY(pl_hf_json_num(j, path, "initializer_range", 0.02, 0, 1e3, 0, &std));
     const cJSON *id2 = cJSON_GetObjectItemCaseSensitive(j, "id2label");
     if (cJSON_IsObject(id2))
         labels = cJSON_GetArraySize(id2);
-    PL_TRY(num_key(j, path, "num_labels", labels, 1, 1 << 20, 1, &labels));
+    PL_TRY(pl_hf_json_num(j, path, "num_labels", labels, 1, 1 << 20, 1, &labels));
     if ((int64_t)C % (int64_t)NH)
         return pl_errorf(PL_ERR_ARG, "%s: the hidden size %g is not a multiple of the %g heads",
                          path, C, NH);

@@ -83,6 +83,8 @@ pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, in
                           ? "LlamaForCausalLM" : pl_family_get(c->family)->hf_architecture;
     if (c->family == PL_FAMILY_BERT) /* ckpt/hf_bert.c; bos carries BERT's [PAD] id */
         return pl_hf_bert_config_build(c, bf16, bos, out);
+    if (c->family == PL_FAMILY_BART) /* ckpt/hf_bart.c (hf_export passes the [PAD] id) */
+        return pl_hf_bart_config_build(c, bf16, bos, eos, -1, out);
     if (c->family != PL_FAMILY_GPT && c->family != PL_FAMILY_LLAMA)
         return pl_errorf(PL_ERR_ARG, "a %s checkpoint: the Hugging Face export writes "
                          "GPT2LMHeadModel (--model gpt) and LlamaForCausalLM (--model llama) only",
@@ -391,6 +393,8 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
     const char *type = cJSON_IsString(mt) ? mt->valuestring : "(none)";
     if (strcmp(type, "bert") == 0)
         return pl_hf_bert_config_parse(config, path, divisible_by, tp, c);
+    if (strcmp(type, "bart") == 0)
+        return pl_hf_bart_config_parse(config, path, divisible_by, tp, c);
     if (cJSON_IsString(arch) && strcmp(arch->valuestring, "GPT2LMHeadModel") != 0 &&
         strcmp(arch->valuestring, "LlamaForCausalLM") != 0)
         return pl_errorf(PL_ERR_ARG, "%s: \"architectures\": %s is not supported (plait imports "
@@ -402,7 +406,7 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
         st = parse_llama(&r, c);
     else
         return pl_errorf(PL_ERR_ARG, "%s: \"model_type\": %s is not supported (plait imports gpt2, "
-                         "llama and bert)", path, type);
+                         "llama, bert and bart)", path, type);
     if (st)
         return st;
     PL_TRY(get_int(&r, "vocab_size", -1, 1, 1 << 24, &c->vocab_size));

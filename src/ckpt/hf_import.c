@@ -219,8 +219,9 @@ static pl_status place(const hf_files *f, const pl_model_config *c, const pl_par
         const int64_t k = pl_hf_source_index(c, p, t, i);
         if (k >= 0)
             global[p->offset + k] = x[i];
-        else /* BERT's token types of a model without them (TYPES0) */
+        else if (t->tf == PL_HF_TYPES0) /* BERT's token types of a model without them */
             dropped |= pl_hf_bert_fold_types(c, i, x[i], global + p->offset);
+        /* else BART's two position rows before its offset: never read */
     }
     if (dropped)
         pl_log_warn("%s: %s: the rows of token types other than 0 are not zero, and plait's "
@@ -238,7 +239,10 @@ static int skipped_buffer(const char *name)
                                            /* BERT: the tied decoder, a position buffer */
                                            "cls.predictions.decoder.weight",
                                            "cls.predictions.decoder.bias",
-                                           "embeddings.position_ids"};
+                                           "embeddings.position_ids",
+                                           /* BART: tied to model.shared */
+                                           "model.encoder.embed_tokens.weight",
+                                           "model.decoder.embed_tokens.weight"};
     const size_t n = strlen(name);
     for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++) {
         const size_t m = strlen(suffixes[k]);
@@ -306,7 +310,8 @@ static void find_tokenizer(const char *in, const pl_model_config *c, pl_ckpt_met
         return;
     }
     snprintf(a, n, "%s/vocab.txt", in);
-    if (c->family == PL_FAMILY_BERT && pl_file_exists(a)) { /* BertTokenizer */
+    if ((c->family == PL_FAMILY_BERT || c->family == PL_FAMILY_BART) &&
+        pl_file_exists(a)) { /* BertTokenizer */
         m->tokenizer_type = pl_hf_bert_tokenizer_type(in);
         m->vocab_file = a;
         return;

@@ -94,6 +94,18 @@ void pl_hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t)
     case PL_HF_TYPES0:
         t->shape[0] = 2;
         break;
+    case PL_HF_POS2:
+        t->shape[0] = p->shape[0] + 2;
+        break;
+    case PL_HF_XK:
+    case PL_HF_XV:
+        t->shape[0] = p->shape[0] / 2;
+        break;
+    case PL_HF_ROW:
+        t->ndim = 2;
+        t->shape[0] = 1;
+        t->shape[1] = p->split == PL_TP_VOCAB ? c->vocab_size : p->shape[0];
+        break;
     }
 }
 
@@ -101,6 +113,8 @@ int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_H
 {
     if (c->family == PL_FAMILY_BERT)
         return pl_hf_bert_map(c, p, out);
+    if (c->family == PL_FAMILY_BART)
+        return pl_hf_bart_map(c, p, out);
     int layer = -1, used = 0;
     const char *suffix = p->name;
     if (sscanf(p->name, "decoder.layers.%d.%n", &layer, &used) == 1 && used > 0)
@@ -152,6 +166,15 @@ int64_t pl_hf_source_index(const pl_model_config *c, const pl_param *p, const pl
         return (p->shape[0] / 2 + row) * pcols + col;
     case PL_HF_TYPES0:
         return -1;
+    case PL_HF_POS2:
+        return row < 2 ? -1 : i - 2 * cols;
+    case PL_HF_XK:
+    case PL_HF_XV: { /* head h's rows: plait's (2h + part) HS + e */
+        const int64_t h = row / HS, e = row % HS;
+        return ((2 * h + (t->tf == PL_HF_XV)) * HS + e) * pcols + col;
+    }
+    case PL_HF_ROW:
+        return i;
     }
     return -1;
 }

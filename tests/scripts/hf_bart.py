@@ -25,7 +25,21 @@ Checks: logits and loss (normwise relative 1e-5), every gradient (1e-4): t5_pari
 tolerances (fp32 against float64 at these sizes); a pre-LN reading of the same weights is
 far from plait's logits.
 
-usage: hf_bart.py FILE.safetensors...  (prints "hf_bart.py: N passed, N failed")"""
+  hf_bart.py parity FILE.safetensors...
+      the parity above
+  hf_bart.py logits HF_DIR PLAIT_LOGITS.safetensors
+      an exported directory, read by transformers' names and config.json only, gives
+      plait's decoder logits (build/testtools/ckpt_logits) for the same source and decoder
+      tokens within 2e-6 (normwise relative: fp32 rounding through both stacks)
+  hf_bart.py same HF_DIR_A HF_DIR_B [NAME...]
+      the same tensors, bit for bit (but the NAMEs)
+  hf_bart.py positions HF_DIR_A HF_DIR_B
+      B's embed_positions rows 2.. are A's, its rows 0 and 1 zero
+  hf_bart.py random HF_DIR SEED
+      writes a small BartForConditionalGeneration directory with random weights
+
+Several commands in one start: CMD ARGS... :: CMD ARGS... (prints "hf_bart.py: N passed,
+N failed")"""
 import json
 import os
 import sys
@@ -159,10 +173,100 @@ def parity(path):
     check(tag + f"every gradient ({len(P)} tensors)", worst <= 1e-4, f"(worst {worst:.3g}: {name})")
 
 
+def config_of(d):
+    c = json.load(open(os.path.join(d, "config.json")))
+    return c, {"d_model": c["d_model"], "encoder_attention_heads": c["encoder_attention_heads"],
+               "encoder_layers": c["encoder_layers"], "decoder_layers": c["decoder_layers"]}
+
+
+def logits(d, plait_file):
+    """The directory, read by transformers' names and config.json only, gives plait's
+    decoder logits (ckpt_logits) for the same source and decoder tokens."""
+    c, cfg = config_of(d)
+    W = hf_bert.read_dir(d)
+    W.setdefault("lm_head.weight", W["model.shared.weight"])
+    F, _ = read_safetensors(plait_file)
+    src = torch.from_numpy(F["src_tokens"].astype(np.int64)).view(1, -1)
+    dec = torch.from_numpy(F["tokens"].astype(np.int64)).view(1, -1)
+    tag = f"{os.path.basename(d)} BartForConditionalGeneration: "
+    check(tag + "model_type bart, gelu, no scale_embedding, tied, BART's positions offset by 2",
+          c["model_type"] == "bart" and c["activation_function"] == "gelu" and
+          not c.get("scale_embedding") and c.get("tie_word_embeddings", True) and
+          W["model.encoder.embed_positions.weight"].shape[0] == c["max_position_embeddings"] + 2)
+    out = bart_forward(W, cfg, src, torch.tensor([src.shape[1]]), dec)
+    e = rel(F["logits"], out.reshape(F["logits"].shape).numpy())
+    check(tag + "logits equal plait's", e <= 2e-6, f"(rel err {e:.3g})")
+
+
+def make_random(d, seed):
+    """A small BartForConditionalGeneration directory with random weights (2 + 2 layers,
+    d_model 64, 4 heads, ffn 128, 40 positions, 120 tokens; the positions' two offset rows
+    random too, as a trained model's are), config.json as transformers writes it."""
+    rng = np.random.default_rng(seed)
+    r = lambda *shape: (rng.standard_normal(shape) * 0.1).astype(np.float32)
+    ln = lambda n: (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+    os.makedirs(d, exist_ok=True)
+    V, C, NH, F, T, L = 120, 64, 4, 128, 40, 2
+    cfg = {"activation_dropout": 0.0, "activation_function": "gelu",
+           "architectures": ["BartForConditionalGeneration"], "attention_dropout": 0.0,
+           "bos_token_id": 0, "d_model": C, "decoder_attention_heads": NH, "decoder_ffn_dim": F,
+           "decoder_layerdrop": 0.0, "decoder_layers": L, "decoder_start_token_id": 2,
+           "dropout": 0.1, "encoder_attention_heads": NH, "encoder_ffn_dim": F,
+           "encoder_layerdrop": 0.0, "encoder_layers": L, "eos_token_id": 2,
+           "forced_eos_token_id": 2, "init_std": 0.02, "is_encoder_decoder": True,
+           "max_position_embeddings": T, "model_type": "bart", "num_hidden_layers": L,
+           "pad_token_id": 1, "scale_embedding": False, "torch_dtype": "float32",
+           "use_cache": True, "vocab_size": V}
+    W = {"model.shared.weight": r(V, C), "final_logits_bias": r(1, V)}
+    for stack in ("encoder", "decoder"):
+        W[f"model.{stack}.embed_positions.weight"] = r(T + 2, C)
+        W[f"model.{stack}.layernorm_embedding.weight"] = ln(C)
+        W[f"model.{stack}.layernorm_embedding.bias"] = r(C)
+        for l in range(L):
+            p = f"model.{stack}.layers.{l}."
+            attns = ["self_attn"] + (["encoder_attn"] if stack == "decoder" else [])
+            for a in attns:
+                for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                    W[p + f"{a}.{n}.weight"], W[p + f"{a}.{n}.bias"] = r(C, C), r(C)
+                W[p + f"{a}_layer_norm.weight"], W[p + f"{a}_layer_norm.bias"] = ln(C), r(C)
+            W[p + "fc1.weight"], W[p + "fc1.bias"] = r(F, C), r(F)
+            W[p + "fc2.weight"], W[p + "fc2.bias"] = r(C, F), r(C)
+            W[p + "final_layer_norm.weight"], W[p + "final_layer_norm.bias"] = ln(C), r(C)
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
+    hf_bert.write_safetensors(os.path.join(d, "model.safetensors"), W)
+    print(f"wrote {d}: BartForConditionalGeneration, {len(W)} tensors")
+
+
 def main(argv):
     torch.set_grad_enabled(True)
-    for f in argv:
-        parity(f)
+    cmds, cur = [], []
+    for a in argv:
+        if a == "::":
+            cmds.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    cmds.append(cur)
+    for c in cmds:
+        if c[0] == "parity":
+            for f in c[1:]:
+                parity(f)
+        elif c[0] == "logits":
+            logits(c[1], c[2])
+        elif c[0] == "same":
+            hf_bert.same(*c[1:])
+        elif c[0] == "positions":
+            A, B = hf_bert.read_dir(c[1]), hf_bert.read_dir(c[2])
+            for stack in ("encoder", "decoder"):
+                n = f"model.{stack}.embed_positions.weight"
+                check(f"{os.path.basename(c[2])}: {n}: rows 2.. are {os.path.basename(c[1])}'s, "
+                      "rows 0-1 (never read) zero",
+                      torch.equal(A[n][2:], B[n][2:]) and not B[n][:2].any())
+        elif c[0] == "random":
+            make_random(c[1], int(c[2]))
+            return 0
+        else:
+            raise SystemExit(f"hf_bart.py: unknown command {c[0]}")
     print(f"hf_bart.py: {hf_bert._pass} passed, {hf_bert._fail} failed")
     return 1 if hf_bert._fail else 0
 
