@@ -34,6 +34,10 @@ Megatron's documented layout, for the parity check of plait's own gradients.
       the exported directory, read by transformers' names and config.json only, gives
       plait's logits (ckpt_logits: the MLM logits, or the task's; the binary logits) for
       the same tokens within 2e-6 (normwise relative: fp32 rounding through L layers).
+  hf_bert.py bf16_loss FP32_FILE BF16_FILE
+      model_parity --post-ln's loss with --bf16 is within 1e-3 of fp32's (bf16's 8-bit
+      mantissa on the GEMMs' inputs: ~4e-3 per product, averaging out over the sums;
+      measured 4e-6) and not equal to it
   hf_bert.py same HF_DIR_A HF_DIR_B [NAME...]
       the two directories hold the same tensors, bit for bit (but the NAMEs)
   hf_bert.py zeros HF_DIR NAME
@@ -379,6 +383,11 @@ def main(argv):
                 parity(f)
         elif c[0] == "logits":
             logits(c[1], c[2])
+        elif c[0] == "bf16_loss":  # FP32_FILE BF16_FILE: the bf16 run's loss, near, not equal
+            a, b = (read_safetensors(f)[0]["loss"][0] for f in c[1:3])
+            e = abs(float(a) - float(b)) / abs(float(a))
+            check("post-LN BERT with --bf16 GEMMs (the exact GELU's bf16 kernels): loss within "
+                  "1e-3 of fp32's, and not fp32's", 0 < e <= 1e-3, f"(rel diff {e:.3g})")
         elif c[0] == "same":
             same(*c[1:])
         elif c[0] == "zeros":

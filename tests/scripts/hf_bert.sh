@@ -28,6 +28,7 @@ for v in "pre::" "seq::--task sequence" "tok::--task token" "span::--task span";
     check "model_parity --post-ln $flags" "$MP" "$TMP/par_$name.safetensors" --model bert --post-ln $flags
     PAR+=("$TMP/par_$name.safetensors")
 done
+check "model_parity --post-ln --bf16" "$MP" "$TMP/par_bf16.safetensors" --model bert --post-ln --bf16
 
 # ---- layouts (the BERT vocabulary, 30524 with Megatron's [BOS] and [EOS], padded to a
 # multiple of 4 = divisible-by x TP: no padding rows, which plait draws at random and an
@@ -205,7 +206,8 @@ for arch in BertForPreTraining BertForMaskedLM BertForSequenceClassification \
     O+=(:: logits "$TMP/r_$arch" "$TMP/r_${arch}_logits.safetensors")
     [ $arch = BertForMaskedLM ] || O+=(:: same "$TMP/r_$arch" "$TMP/r_${arch}_x")
 done
-OMP_NUM_THREADS=2 /usr/bin/python3 "$HB" parity "${PAR[@]}" :: logits "$TMP/c4_hf" "$TMP/c4_logits.safetensors" \
+OMP_NUM_THREADS=2 /usr/bin/python3 "$HB" parity "${PAR[@]}" \
+    :: bf16_loss "$TMP/par_pre.safetensors" "$TMP/par_bf16.safetensors" :: logits "$TMP/c4_hf" "$TMP/c4_logits.safetensors" \
     :: logits "$TMP/nb_hf" "$TMP/nb_logits.safetensors" \
     :: zeros "$TMP/nb_hf" bert.embeddings.token_type_embeddings.weight \
     :: logits "$TMP/ft_hf" "$TMP/ft_logits.safetensors" \
