@@ -337,7 +337,12 @@ static pl_status check_tokenizer(const pl_ckpt_meta *m, const pl_model_config *c
                                                                 0, 0});
     if (st)
         return st;
-    if (tok->vocab_size != c->vocab_size)
+    if (tok->vocab_size == c->vocab_size + 2 && strncmp(m->tokenizer_type, "BertWordPiece", 13) == 0)
+        pl_log_info("the tokenizer (%s) has vocab.txt's %lld tokens and Megatron's [BOS] and "
+                    "[EOS]: the checkpoint keeps vocab_size %lld, which a run with the "
+                    "tokenizer takes (their rows start as padding)", m->tokenizer_type,
+                    (long long)c->vocab_size, (long long)c->vocab_size);
+    else if (tok->vocab_size != c->vocab_size)
         pl_log_warn("the tokenizer (%s) has %lld tokens but config.json's vocab_size is %lld: "
                     "plait train with this tokenizer will refuse the checkpoint's vocabulary "
                     "(train with --vocab-size %lld and pretokenized data instead)",

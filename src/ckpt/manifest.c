@@ -807,6 +807,17 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
 {
     for (size_t i = 0; i < N_FIELDS; i++) {
         int64_t a = cfg_value(saved, i), b = cfg_value(run, i);
+        /* Megatron's BERT WordPiece tokenizer appends [BOS] and [EOS] to vocab.txt: a
+         * BERT or BART whose vocabulary is the file's (a Hugging Face import) has two
+         * tokens fewer than the run's, in the same padded table (the two rows padding) */
+        if (a + 2 == b && strcmp(config_fields[i].key, "vocab_size") == 0 &&
+            (saved->family == PL_FAMILY_BERT || saved->family == PL_FAMILY_BART) &&
+            saved->padded_vocab == run->padded_vocab) {
+            pl_log_info("%s: the checkpoint's vocabulary has %lld tokens, this run's tokenizer "
+                        "%lld (vocab.txt's and Megatron's [BOS], [EOS]): their rows start as "
+                        "padding", mpath, (long long)a, (long long)b);
+            continue;
+        }
         if (a != b && strcmp(config_fields[i].key, "seq_length") != 0)
             return pl_errorf(PL_ERR_ARG, "%s: %s is %lld in the checkpoint but %lld in this run",
                              mpath, config_fields[i].flag, (long long)a, (long long)b);

@@ -66,12 +66,6 @@ pl_status pl_ft_load_pretrained(pl_trainer *t, const char *path)
     pl_model_config run = t->cfg;
     run.head = t->ft->base_head;
     run.padded_vocab = pl_ckpt_source_config(s)->padded_vocab;
-    /* Megatron's BERT WordPiece tokenizer appends [BOS] and [EOS] to vocab.txt: a
-     * checkpoint whose vocabulary is the file's (a Hugging Face import) has two tokens
-     * fewer, in the same padded table (the two rows start as padding) */
-    if (t->tok && pl_ckpt_source_config(s)->vocab_size == run.vocab_size - 2 &&
-        strncmp(t->tok->type, "BertWordPiece", 13) == 0)
-        run.vocab_size -= 2;
     PL_TRY(pl_ckpt_config_match(pl_ckpt_source_config(s), &run, pl_ckpt_source_manifest_path(s)));
     PL_TRY(filtered(s, &t->reg, &reg, skipped, sizeof skipped));
     if (t->zero_stage == 3) { /* the whole buffer for the fill, then this rank's shard */

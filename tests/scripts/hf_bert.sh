@@ -150,6 +150,12 @@ for arch in BertForPreTraining BertForMaskedLM BertForSequenceClassification \
         '$LOGITS' '$TMP/r_${arch}_i' '$TMP/r_${arch}_logits.safetensors' 32 &&
         '$PLAIT' ckpt export '$TMP/r_${arch}_i' --out '$TMP/r_${arch}_x' >/dev/null 2>&1"
 done
+check "plait train --load of the BertForPreTraining import (vocab.txt's 30522 tokens; the run's tokenizer adds [BOS], [EOS])" bash -c "
+    '$PLAIT' train --micro-batch-size 2 --global-batch-size 2 --lr 1e-3 --mock-data --train-iters 2 \
+        --eval-iters 0 --log-interval 1 --load '$TMP/r_BertForPreTraining_i' --use-checkpoint-args \
+        --finetune >'$TMP/mlm.log' 2>&1 &&
+    grep -q \"vocabulary has 30522 tokens, this run's tokenizer 30524\" '$TMP/mlm.log' &&
+    grep -q 'iteration  *2/' '$TMP/mlm.log'"
 check "BertForMaskedLM: token types other than 0 (not zero here) are named as dropped" \
     grep -q "token_type_embeddings.weight: the rows of token types other than 0 are not zero" \
     "$TMP/r_BertForMaskedLM.log"
