@@ -190,12 +190,28 @@ static float element(const char *dtype, const uint8_t *p, int64_t i)
     return pl_ref_fp16_to_f32(h);
 }
 
+/* name's older LayerNorm spelling in out (".weight" -> ".gamma", ".bias" -> ".beta",
+ * which BERT checkpoints such as bert-base-uncased's still use and transformers
+ * renames on load), or name itself when it has none. */
+static const char *legacy_name(const char *name, char out[PL_PARAM_NAME_MAX + 8])
+{
+    const size_t n = strlen(name);
+    if (n > 16 && strcmp(name + n - 16, "LayerNorm.weight") == 0)
+        snprintf(out, PL_PARAM_NAME_MAX + 8, "%.*sgamma", (int)(n - 6), name);
+    else if (n > 14 && strcmp(name + n - 14, "LayerNorm.bias") == 0)
+        snprintf(out, PL_PARAM_NAME_MAX + 8, "%.*sbeta", (int)(n - 4), name);
+    else
+        return name;
+    return out;
+}
+
 /* Writes the Hugging Face tensor t of parameter p into the global buffer. */
 static pl_status place(const hf_files *f, const pl_model_config *c, const pl_param *p,
                        const pl_hf_tensor *t, float *global, const char *dir)
 {
     hf_src s;
-    if (!files_find(f, t->name, &s))
+    char legacy[PL_PARAM_NAME_MAX + 8];
+    if (!files_find(f, t->name, &s) && !files_find(f, legacy_name(t->name, legacy), &s))
         return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s is missing (plait's %s)", dir, t->name,
                          p->name);
     const int64_t cols = t->ndim == 2 ? t->shape[1] : 0;
@@ -277,11 +293,13 @@ static pl_status assemble(const hf_files *f, const pl_model_config *c, const pl_
             if (skipped_buffer(name) || (!c->untie && strcmp(name, "lm_head.weight") == 0))
                 continue;
             int found = 0;
+            char legacy[PL_PARAM_NAME_MAX + 8];
             for (int p = 0; p < reg->n && !found; p++) {
                 pl_hf_tensor t[PL_HF_MAX_PER_PARAM];
                 const int n = pl_hf_map(c, &reg->params[p], t);
                 for (int j = 0; j < n; j++)
-                    found |= strcmp(t[j].name, name) == 0;
+                    found |= strcmp(t[j].name, name) == 0 ||
+                             strcmp(legacy_name(t[j].name, legacy), name) == 0;
             }
             if (!found)
                 return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has no place in plait's %s",

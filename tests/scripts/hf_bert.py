@@ -277,6 +277,8 @@ def logits(d, plait_file):
     cfg = json.load(open(os.path.join(d, "config.json")))
     arch = cfg["architectures"][0]
     W = read_dir(d)
+    W = {(k[:-5] + "weight" if k.endswith("LayerNorm.gamma") else  # transformers' _fix_key
+          k[:-4] + "bias" if k.endswith("LayerNorm.beta") else k): v for k, v in W.items()}
     F, _ = read_safetensors(plait_file)
     ids = torch.from_numpy(F["tokens"].astype(np.int64)).view(1, -1)
     T = ids.shape[1]
@@ -313,6 +315,7 @@ def zeros(d, name):
 
 
 def make_random(arch, d, seed, vocab=None):
+    arch, legacy = arch.split(":")[0], arch.endswith(":legacy")
     rng = np.random.default_rng(seed)
     r = lambda *shape: (rng.standard_normal(shape) * 0.1).astype(np.float32)
     ln = lambda n: (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
@@ -360,6 +363,9 @@ def make_random(arch, d, seed, vocab=None):
         W["classifier.weight"], W["classifier.bias"] = r(K, C), r(K)
     if arch == "BertForQuestionAnswering":
         W["qa_outputs.weight"], W["qa_outputs.bias"] = r(2, C), r(2)
+    if legacy:  # the LayerNorm names of older BERT checkpoints (bert-base-uncased's)
+        W = {(k[:-6] + "gamma" if k.endswith("LayerNorm.weight") else
+              k[:-4] + "beta" if k.endswith("LayerNorm.bias") else k): v for k, v in W.items()}
     json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
     json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": True, "model_max_length": T},
               open(os.path.join(d, "tokenizer_config.json"), "w"))
