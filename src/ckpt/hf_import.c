@@ -301,6 +301,14 @@ static pl_status assemble(const hf_files *f, const pl_model_config *c, const pl_
                     found |= strcmp(t[j].name, name) == 0 ||
                              strcmp(legacy_name(t[j].name, legacy), name) == 0;
             }
+            if (!found && c->family == PL_FAMILY_BERT &&
+                (strncmp(name, "bert.pooler.", 12) == 0 || strncmp(name, "cls.", 4) == 0)) {
+                /* another BERT class's head (bert-base-uncased's BertForMaskedLM files hold
+                 * BertForPreTraining's): dropped, as transformers drops unexpected keys */
+                pl_log_warn("%s/%s: %s is not part of the config's class: dropped", dir,
+                            f->names[i], name);
+                continue;
+            }
             if (!found)
                 return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has no place in plait's %s",
                                  dir, f->names[i], name,

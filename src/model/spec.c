@@ -46,7 +46,7 @@ static const pl_family_spec families[] = {
     {"bart", PL_FAMILY_BART,
      {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0, 0},
      {1, PL_TASK_NONE, 0, 0, 0, 1, 0},
-     "encoder", 0, 0.1f, 0.1f, NULL},
+     "encoder", 0, 0.1f, 0.1f, "BartForConditionalGeneration"},
 };
 
 const char pl_family_names[] = "gpt|llama|bert|t5|bart";

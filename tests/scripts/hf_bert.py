@@ -42,6 +42,8 @@ Megatron's documented layout, for the parity check of plait's own gradients.
       the two directories hold the same tensors, bit for bit (but the NAMEs)
   hf_bert.py zeros HF_DIR NAME
       the tensor NAME is there and all zeros
+  hf_bert.py logits_in HF_DIR PLAIT_LOGITS.safetensors
+      the same for a directory plait imported (the logits only)
   hf_bert.py random ARCH HF_DIR SEED [VOCAB.txt]
       writes a small Hugging Face BERT directory with random weights (ARCH:
       BertForPreTraining, BertForMaskedLM, BertForSequenceClassification,
@@ -273,7 +275,7 @@ def read_dir(d):
     return W
 
 
-def logits(d, plait_file):
+def logits(d, plait_file, export=True):
     cfg = json.load(open(os.path.join(d, "config.json")))
     arch = cfg["architectures"][0]
     W = read_dir(d)
@@ -283,12 +285,14 @@ def logits(d, plait_file):
     ids = torch.from_numpy(F["tokens"].astype(np.int64)).view(1, -1)
     T = ids.shape[1]
     tag = f"{os.path.basename(d)} {arch}: "
-    check(tag + "model_type bert, post-LN's LayerNorm epsilon and hidden_act gelu",
-          cfg["model_type"] == "bert" and cfg["hidden_act"] == "gelu" and "layer_norm_eps" in cfg)
-    expect_pooler = arch in ("BertForPreTraining", "BertForSequenceClassification")
-    check(tag + "a pooler exactly when the class has one", ("bert.pooler.dense.weight" in W) == expect_pooler)
-    check(tag + "no tied decoder tensor (transformers' tied weights are not saved)",
-          "cls.predictions.decoder.weight" not in W)
+    if export:  # what transformers' save_pretrained writes
+        check(tag + "model_type bert, post-LN's LayerNorm epsilon and hidden_act gelu",
+              cfg["model_type"] == "bert" and cfg["hidden_act"] == "gelu" and "layer_norm_eps" in cfg)
+        expect_pooler = arch in ("BertForPreTraining", "BertForSequenceClassification")
+        check(tag + "a pooler exactly when the class has one",
+              ("bert.pooler.dense.weight" in W) == expect_pooler)
+        check(tag + "no tied decoder tensor (transformers' tied weights are not saved)",
+              "cls.predictions.decoder.weight" not in W)
     main, second = bert_forward(W, cfg, arch, ids, torch.zeros_like(ids), torch.tensor([T]))
     e = rel(F["logits"], main.reshape(F["logits"].shape).numpy())
     check(tag + "logits equal plait's", e <= 2e-6, f"(rel err {e:.3g})")
@@ -363,7 +367,10 @@ def make_random(arch, d, seed, vocab=None):
         W["classifier.weight"], W["classifier.bias"] = r(K, C), r(K)
     if arch == "BertForQuestionAnswering":
         W["qa_outputs.weight"], W["qa_outputs.bias"] = r(2, C), r(2)
-    if legacy:  # the LayerNorm names of older BERT checkpoints (bert-base-uncased's)
+    if legacy:  # older BERT checkpoints (bert-base-uncased's): BertForPreTraining's heads in a
+        # BertForMaskedLM's files, and the LayerNorms' gamma / beta names
+        W["bert.pooler.dense.weight"], W["bert.pooler.dense.bias"] = r(C, C), r(C)
+        W["cls.seq_relationship.weight"], W["cls.seq_relationship.bias"] = r(2, C), r(2)
         W = {(k[:-6] + "gamma" if k.endswith("LayerNorm.weight") else
               k[:-4] + "beta" if k.endswith("LayerNorm.bias") else k): v for k, v in W.items()}
     json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
@@ -387,8 +394,8 @@ def main(argv):
         if c[0] == "parity":
             for f in c[1:]:
                 parity(f)
-        elif c[0] == "logits":
-            logits(c[1], c[2])
+        elif c[0] in ("logits", "logits_in"):
+            logits(c[1], c[2], export=c[0] == "logits")
         elif c[0] == "bf16_loss":  # FP32_FILE BF16_FILE: the bf16 run's loss, near, not equal
             a, b = (read_safetensors(f)[0]["loss"][0] for f in c[1:3])
             e = abs(float(a) - float(b)) / abs(float(a))
