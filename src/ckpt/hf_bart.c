@@ -10,6 +10,7 @@
  * BART (NeMo's Megatron BART, plait's default), another epsilon, the tanh GELU,
  * RMSNorm, no biases, an untied output layer; on import, naming the key:
  * scale_embedding, normalize_before, add_final_layer_norm (mBART's), add_bias_logits,
+ * static_position_embeddings, normalize_embedding false (older BART configs' keys),
  * activation_function other than gelu, different encoder and decoder heads or MLP
  * widths, untied embeddings, another class. activation_dropout (plait has no dropout
  * after the MLP's activation) is imported with a warning. */
@@ -118,11 +119,15 @@ pl_status pl_hf_bart_config_parse(const cJSON *j, const char *path, int64_t divi
                          "BartForConditionalGeneration)", path,
                          cJSON_IsString(arch) ? arch->valuestring : "(none)");
     static const char *const refused[] = {"scale_embedding", "normalize_before",
-                                          "add_final_layer_norm", "add_bias_logits", NULL};
+                                          "add_final_layer_norm", "add_bias_logits",
+                                          "static_position_embeddings", NULL};
     for (const char *const *r = refused; *r; r++)
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, *r)))
             return pl_errorf(PL_ERR_ARG, "%s: \"%s\": true is not supported (plait's post-LN BART "
                              "is transformers' BART's defaults)", path, *r);
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "normalize_embedding")))
+        return pl_errorf(PL_ERR_ARG, "%s: \"normalize_embedding\": false is not supported "
+                         "(plait's post-LN BART has layernorm_embedding)", path);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "activation_function");
     if (act && !(cJSON_IsString(act) && strcmp(act->valuestring, "gelu") == 0))
         return pl_errorf(PL_ERR_ARG, "%s: \"activation_function\": %s is not supported (plait's "
