@@ -191,6 +191,14 @@ check "... exported as BertForSequenceClassification with its labels (NT, OT); p
     grep -q '\"BertForSequenceClassification\"' '$TMP/ft_hf/config.json'"
 WANT='{"0": "NT", "1": "OT"} {"NT": 0, "OT": 1}' check "... id2label and label2id from labels.txt" \
     keys_are "$TMP/ft_hf/config.json" id2label label2id
+check "plait finetune from the BertForMaskedLM import with --bert-no-binary-head (the pooler from --seed)" bash -c "
+    '$PLAIT' finetune --train-data '$TMP/train.tsv' --header --pretrained-checkpoint '$TMP/r_BertForMaskedLM_i' \
+        --vocab-file '$TMP/r_BertForMaskedLM/vocab.txt' --bert-no-binary-head --transformer-block-type post_ln \
+        --num-layers 2 --hidden-size 64 --num-attention-heads 4 --max-position-embeddings 64 \
+        --norm-epsilon 1e-12 --seq-length 32 --micro-batch-size 8 --global-batch-size 16 --epochs 1 \
+        --lr 1e-3 --log-interval 1 --save '$TMP/ftm' >'$TMP/ftm.log' 2>&1 &&
+    grep -q 'initialised from --seed 1234: pooler.dense.weight' '$TMP/ftm.log' &&
+    [ \"\$(grep -c '\"lm_loss\"' '$TMP/ftm/metrics.jsonl')\" = 3 ]"
 
 # ---- what plait cannot run is refused naming the key
 bad() { # NAME PYTHON: a copy of r_BertForMaskedLM with config.json changed by PYTHON (c)
