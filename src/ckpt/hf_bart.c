@@ -2,14 +2,15 @@
  * tensor names are model/hf_bart_names.c's).
  *
  * transformers' BART (models/bart/modeling_bart.py) is plait's post-LN BART (--model
- * bart --transformer-block-type post_ln): per stack LayerNorm(embed_tokens(ids) *
- * embed_scale + embed_positions(position + 2)), post-norm layers with
+ * bart --transformer-block-type post_ln, with --scale-embedding for scale_embedding
+ * true): per stack LayerNorm(embed_tokens(ids) * embed_scale + embed_positions(position
+ * + 2)), post-norm layers with
  * activation_function "gelu" (exact), no final norms, lm_head tied to the shared
  * embeddings plus final_logits_bias. Its LayerNorms have PyTorch's default epsilon,
  * 1e-5, which BartConfig does not set. Refused on export, naming the setting: a pre-LN
  * BART (NeMo's Megatron BART, plait's default), another epsilon, the tanh GELU,
  * RMSNorm, no biases, an untied output layer; on import, naming the key:
- * scale_embedding, normalize_before, add_final_layer_norm (mBART's), add_bias_logits,
+ * normalize_before, add_final_layer_norm (mBART's), add_bias_logits,
  * static_position_embeddings, normalize_embedding false (older BART configs' keys),
  * activation_function other than gelu, different encoder and decoder heads or MLP
  * widths, untied embeddings, another class. activation_dropout (plait has no dropout
@@ -91,7 +92,7 @@ pl_status pl_hf_bart_config_build(const pl_model_config *c, int bf16, int64_t bo
     STR("model_type", "bart");
     NUM("num_hidden_layers", c->num_layers);
     TOKEN("pad_token_id", pad);
-    BOOL("scale_embedding", 0);
+    BOOL("scale_embedding", c->scale_embedding);
     BOOL("tie_word_embeddings", 1);
     STR("torch_dtype", bf16 ? "bfloat16" : "float32");
     BOOL("use_cache", 1);
@@ -118,7 +119,7 @@ pl_status pl_hf_bart_config_parse(const cJSON *j, const char *path, int64_t divi
         return pl_errorf(PL_ERR_ARG, "%s: \"architectures\": %s is not supported (plait imports "
                          "BartForConditionalGeneration)", path,
                          cJSON_IsString(arch) ? arch->valuestring : "(none)");
-    static const char *const refused[] = {"scale_embedding", "normalize_before",
+    static const char *const refused[] = {"normalize_before",
                                           "add_final_layer_norm", "add_bias_logits",
                                           "static_position_embeddings", NULL};
     for (const char *const *r = refused; *r; r++)
@@ -178,6 +179,7 @@ pl_status pl_hf_bart_config_parse(const cJSON *j, const char *path, int64_t divi
     c->ln_eps = 1e-5f; /* PyTorch's LayerNorm default, which BART's use */
     c->block.post_norm = 1;
     c->block.act = PL_ACT_GELU_ERF;
+    c->scale_embedding = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "scale_embedding"));
     c->rope = (pl_rope_config){10000.0, 1.0, 0, 8.0, 1.0, 4.0, 8192}; /* unused: the defaults */
     c->divisible_by = divisible_by > 0 ? divisible_by : 128;
     c->padded_vocab = pl_model_padded_vocab(c->vocab_size, c->divisible_by, tp);

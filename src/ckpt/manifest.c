@@ -94,6 +94,8 @@ static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b
         pl_ckpt_jstr(model, "transformer_block_type", "post_ln", b);
     if (c->block.act == PL_ACT_GELU_ERF)
         pl_ckpt_jnum(model, "gelu_exact", 1, b);
+    if (c->scale_embedding) /* transformers' BART's */
+        pl_ckpt_jnum(model, "scale_embedding", 1, b);
     pl_ckpt_jnum(model, "rotary_base", c->rope.base, b);
     pl_ckpt_jnum(model, "rotary_percent", c->rope.percent, b);
     pl_ckpt_jnum(model, "use_rope_scaling", c->rope.scaling, b);
@@ -323,6 +325,10 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
                                                        : "t5");
     c->block.post_norm = post;
     c->block.act = exact != 0 ? PL_ACT_GELU_ERF : c->block.act;
+    double scale = 0;
+    PL_TRY(opt_field(model, "model", "scale_embedding", 0, 0,
+                     post && c->family == PL_FAMILY_BART, 1, mpath, &scale));
+    c->scale_embedding = scale != 0;
     c->head.tokentypes = c->head.binary_head ? c->head.tokentypes : 0;
     int task = 0;
     PL_TRY(str_choice(model, "task", task_names, 5, PL_TASK_NONE, mpath, &task));
@@ -833,6 +839,8 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "--norm-epsilon";
     else if (saved->block.post_norm != run->block.post_norm)
         what = "--transformer-block-type";
+    else if (saved->scale_embedding != run->scale_embedding)
+        what = "--scale-embedding";
     else if (saved->block.act != run->block.act)
         what = "--swiglu (or the GELU: exact in a post-LN BERT)";
     else if (saved->query_groups != run->query_groups)

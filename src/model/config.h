@@ -119,6 +119,8 @@ typedef struct pl_model_config {
     pl_head_spec head;    /* around the layers (from the family's row, then flags) */
     pl_rope_config rope;  /* block.pos == PL_POS_ROPE */
     int untie;            /* a separate output layer (Megatron's output_layer.weight) */
+    int scale_embedding;  /* a post-LN BART's token embeddings times sqrt(hidden) before the
+                           * positions are added (transformers' BART scale_embedding) */
     float hidden_dropout, attention_dropout;
     /* How to run it (not saved in checkpoints): the LM head's logits
      * (--lm-head-logits, docs/training.md). */

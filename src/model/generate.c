@@ -176,7 +176,10 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
     /* x = wte[token] (the rank holding the row; summed over TP) + wpe[pos]: the
      * position table from row pos is the table of a one-token sequence */
     const float *wpe = g->wpe ? g->wpe + pos * C : NULL;
-    PL_TRY(pl_tp_embedding_fwd(g->tp, 0, g->x, g->x, &token, g->wte, wpe, 1, 1, C, g->v0, g->Vl));
+    PL_TRY(pl_tp_embedding_fwd(g->tp, 0, g->x, g->x, &token, g->wte,
+                               c->scale_embedding ? NULL : wpe, 1, 1, C, g->v0, g->Vl));
+    for (int64_t k = 0; c->scale_embedding && k < C; k++) /* BART's scale_embedding */
+        g->x[k] = g->x[k] * sqrtf((float)C) + (wpe ? wpe[k] : 0.0f);
     if (g->eln_w) { /* post-LN: the embeddings' norm (lnf is free until the end) */
         pl_nn_norm_fwd(c->block.norm, g->lnf, g->lnf_mean, g->lnf_rstd, g->x, g->eln_w, g->eln_b,
                        1, C, c->ln_eps);

@@ -9,6 +9,7 @@
 #include "nn/plan.h"
 #include "parallel/tp/layers.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -561,6 +562,20 @@ static pl_status tokentype_fwd(pl_model *m, float *x)
     return PL_OK;
 }
 
+/* transformers' BART with scale_embedding: e (this rank's rows, the word embeddings)
+ * times sqrt(C), then the positions added. */
+static void scaled_positions(pl_model *m, float *e)
+{
+    const int64_t C = m->C, Nl = m->blk.Nl, n0 = m->blk.sp ? m->blk.n0 : 0;
+    const float s = sqrtf((float)C);
+    for (int64_t i = 0; i < Nl; i++) {
+        float *row = e + i * C;
+        const float *pos = m->p.wpe + (n0 + i) % m->T * C;
+        for (int64_t k = 0; k < C; k++)
+            row[k] = row[k] * s + pos[k];
+    }
+}
+
 pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
@@ -572,8 +587,11 @@ pl_status pl_model_forward(pl_model *m)
             PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
         const pl_model_mb *mb = &m->mb[m->cur];
         float *e = mb->emb ? mb->emb : m->x0; /* post-LN: the sum, then its norm into x0 */
+        const int scaled = m->cfg.scale_embedding;
         PL_TRY(pl_tp_embedding_fwd(m->tp, m->blk.sp, e, m->blk.norm_out, m->tokens, m->p.wte,
-                                   m->p.wpe, B, T, C, m->v0, m->Vl));
+                                   scaled ? NULL : m->p.wpe, B, T, C, m->v0, m->Vl));
+        if (scaled)
+            scaled_positions(m, e);
         if (m->types)
             PL_TRY(tokentype_fwd(m, e));
         if (mb->emb) /* transformers' BertEmbeddings: LayerNorm, then dropout */
@@ -726,7 +744,15 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
         memcpy(dx0 + m->blk.n0 * C, m->dres, (size_t)(Nl * C) * sizeof(float));
         PL_TRY(pl_tp_gather_rows(m->tp, dx0, N, C));
     }
-    pl_tp_embedding_bwd(m->d.wte, m->d.wpe, dx0, m->tokens, B, T, C, m->v0, m->Vl);
+    if (m->cfg.scale_embedding) { /* the positions' gradient, then the words' times sqrt(C) */
+        if (m->d.wpe)
+            pl_cpu_pos_embedding_bwd(m->d.wpe, dx0, B, T, C);
+        const float s = sqrtf((float)C);
+        for (int64_t i = 0; i < N * C; i++)
+            dx0[i] *= s;
+    }
+    pl_tp_embedding_bwd(m->d.wte, m->cfg.scale_embedding ? NULL : m->d.wpe, dx0, m->tokens, B, T,
+                        C, m->v0, m->Vl);
     if (m->types) /* each rank's token-type gradient whole, as its word embeddings' */
         pl_cpu_embedding_bwd(m->d.tte, dx0, m->types, N, C, 0, m->cfg.head.tokentypes);
 fail:

@@ -77,6 +77,9 @@ static const pl_option train_options[] = {
      "no biases in the linear layers (llama: on)", NULL, 0},
     {"--apply-residual-connection-post-layernorm", PL_OPT_BOOL, NULL, F(res_post_norm),
      "each residual is its norm's output, not the layer's input (the original BERT's)", NULL, 0},
+    {"--scale-embedding", PL_OPT_BOOL, NULL, F(scale_embedding),
+     "post_ln --model bart: token embeddings times sqrt(hidden) (transformers' scale_embedding)",
+     NULL, 0},
     {"--transformer-block-type", PL_OPT_CHOICE, NULL, F(transformer_block_type),
      "NeMo's: pre_ln, or post_ln (--model bert: transformers' BERT, exact GELU; "
      "docs/training.md)", "pre_ln|post_ln", 0},

@@ -49,6 +49,7 @@ typedef struct pl_train_args {
     int untie, disable_bias_linear, bert_no_binary_head;
     int res_post_norm; /* --apply-residual-connection-post-layernorm */
     const char *transformer_block_type; /* pre_ln | post_ln (NeMo's; NULL: pre_ln) */
+    int scale_embedding; /* --scale-embedding: a post-LN BART's token embeddings x sqrt(hidden) */
     double mask_prob, short_seq_prob; /* BERT's dataset */
     double rotary_base, rotary_percent, rope_scaling_factor;
     int64_t num_query_groups;

@@ -13,7 +13,12 @@
 pl_status pl_train_block_type(const pl_train_args *a, pl_model_config *c)
 {
     const char *t = a->transformer_block_type;
-    if (!t || strcmp(t, "pre_ln") == 0)
+    const int post = t && strcmp(t, "post_ln") == 0;
+    if (a->scale_embedding && !(post && c->family == PL_FAMILY_BART))
+        return pl_errorf(PL_ERR_ARG, "--scale-embedding is for --model bart "
+                         "--transformer-block-type post_ln (transformers' BART)");
+    c->scale_embedding = a->scale_embedding;
+    if (!post)
         return PL_OK;
     if (c->family != PL_FAMILY_BERT && c->family != PL_FAMILY_BART)
         return pl_errorf(PL_ERR_ARG, "--transformer-block-type %s is for --model bert and bart "

@@ -5,8 +5,8 @@ plait's `--model bart --transformer-block-type post_ln`:
 
   embeddings   x = layernorm_embedding(embed_tokens(ids) * embed_scale + embed_positions(
                position + 2)), per stack (BartLearnedPositionalEmbedding: a table of
-               max_position_embeddings + 2 rows, offset 2; embed_scale 1: scale_embedding
-               false, BartConfig's default)
+               max_position_embeddings + 2 rows, offset 2; embed_scale sqrt(d_model) with
+               scale_embedding, else 1, BartConfig's default)
   encoder      per layer: x = self_attn_layer_norm(x + out_proj(attn(q_proj x, k_proj x,
                v_proj x))) with the source's padding keys masked; x = final_layer_norm(x +
                fc2(gelu(fc1(x)))) (activation_function "gelu", exact); no final norm
@@ -35,7 +35,7 @@ far from plait's logits.
       the same tensors, bit for bit (but the NAMEs)
   hf_bart.py positions HF_DIR_A HF_DIR_B
       B's embed_positions rows 2.. are A's, its rows 0 and 1 zero
-  hf_bart.py random HF_DIR SEED
+  hf_bart.py random HF_DIR SEED [scale_embedding]
       writes a small BartForConditionalGeneration directory with random weights
 
 Several commands in one start: CMD ARGS... :: CMD ARGS... (prints "hf_bart.py: N passed,
@@ -76,9 +76,11 @@ def bart_forward(W, cfg, src, src_len, dec, post_ln=True):
             x = ln(x + f(x), p + name) if post_ln else x + f(ln(x, p + name))
         return x
 
+    scale = C ** 0.5 if cfg.get("scale_embedding") else 1.0
+
     def embed(stack, ids):
         T = ids.shape[1]
-        x = W["model.shared.weight"][ids] + W[f"model.{stack}.embed_positions.weight"][2:2 + T]
+        x = W["model.shared.weight"][ids] * scale + W[f"model.{stack}.embed_positions.weight"][2:2 + T]
         return ln(x, f"model.{stack}.layernorm_embedding") if post_ln else x
 
     mlp = lambda p: lambda h: lin(torch.nn.functional.gelu(lin(h, p + "fc1")), p + "fc2")
@@ -143,7 +145,8 @@ def parity(path):
     c = json.loads(meta["config"])
     assert c.get("post_ln") == 1, f"{path}: not an encdec_parity --post-ln file"
     cfg = {"d_model": c["hidden"], "encoder_attention_heads": c["heads"],
-           "encoder_layers": c["enc_layers"], "decoder_layers": c["dec_layers"]}
+           "encoder_layers": c["enc_layers"], "decoder_layers": c["dec_layers"],
+           "scale_embedding": c.get("scale_embedding", 0)}
     B, Te, Td = c["batch"], c["enc_seq"], c["dec_seq"]
     row = torch.tensor(F["batch"].astype(np.int64))[0]
     src = row[:B * Te].view(B, Te)
@@ -152,7 +155,8 @@ def parity(path):
     src_len = row[B * Te + 2 * B * Td:]
     P = {k[5:]: torch.tensor(v.astype(np.float64), requires_grad=True)
          for k, v in F.items() if k.startswith("init.")}
-    tag = f"{os.path.basename(path)} BartForConditionalGeneration: "
+    tag = f"{os.path.basename(path)} BartForConditionalGeneration" + \
+        (" (scale_embedding)" if cfg["scale_embedding"] else "") + ": "
     with torch.no_grad():
         other = bart_forward(plait_to_hf(P, cfg), cfg, src, src_len, dec, post_ln=False)
     e = rel(F["logits"], other.reshape(-1, other.shape[-1]).numpy())
@@ -176,7 +180,8 @@ def parity(path):
 def config_of(d):
     c = json.load(open(os.path.join(d, "config.json")))
     return c, {"d_model": c["d_model"], "encoder_attention_heads": c["encoder_attention_heads"],
-               "encoder_layers": c["encoder_layers"], "decoder_layers": c["decoder_layers"]}
+               "encoder_layers": c["encoder_layers"], "decoder_layers": c["decoder_layers"],
+               "scale_embedding": c.get("scale_embedding", False)}
 
 
 def logits(d, plait_file):
@@ -189,16 +194,16 @@ def logits(d, plait_file):
     src = torch.from_numpy(F["src_tokens"].astype(np.int64)).view(1, -1)
     dec = torch.from_numpy(F["tokens"].astype(np.int64)).view(1, -1)
     tag = f"{os.path.basename(d)} BartForConditionalGeneration: "
-    check(tag + "model_type bart, gelu, no scale_embedding, tied, BART's positions offset by 2",
+    check(tag + "model_type bart, gelu, tied, BART's positions offset by 2",
           c["model_type"] == "bart" and c["activation_function"] == "gelu" and
-          not c.get("scale_embedding") and c.get("tie_word_embeddings", True) and
+          c.get("tie_word_embeddings", True) and
           W["model.encoder.embed_positions.weight"].shape[0] == c["max_position_embeddings"] + 2)
     out = bart_forward(W, cfg, src, torch.tensor([src.shape[1]]), dec)
     e = rel(F["logits"], out.reshape(F["logits"].shape).numpy())
     check(tag + "logits equal plait's", e <= 2e-6, f"(rel err {e:.3g})")
 
 
-def make_random(d, seed):
+def make_random(d, seed, scale_embedding=False):
     """A small BartForConditionalGeneration directory with random weights (2 + 2 layers,
     d_model 64, 4 heads, ffn 128, 40 positions, 120 tokens; the positions' two offset rows
     random too, as a trained model's are), config.json as transformers writes it."""
@@ -215,7 +220,7 @@ def make_random(d, seed):
            "encoder_layerdrop": 0.0, "encoder_layers": L, "eos_token_id": 2,
            "forced_eos_token_id": 2, "init_std": 0.02, "is_encoder_decoder": True,
            "max_position_embeddings": T, "model_type": "bart", "num_hidden_layers": L,
-           "pad_token_id": 1, "scale_embedding": False, "torch_dtype": "float32",
+           "pad_token_id": 1, "scale_embedding": scale_embedding, "torch_dtype": "float32",
            "use_cache": True, "vocab_size": V}
     W = {"model.shared.weight": r(V, C), "final_logits_bias": r(1, V)}
     for stack in ("encoder", "decoder"):
@@ -263,7 +268,7 @@ def main(argv):
                       "rows 0-1 (never read) zero",
                       torch.equal(A[n][2:], B[n][2:]) and not B[n][:2].any())
         elif c[0] == "random":
-            make_random(c[1], int(c[2]))
+            make_random(c[1], int(c[2]), len(c) > 3 and c[3] == "scale_embedding")
             return 0
         else:
             raise SystemExit(f"hf_bart.py: unknown command {c[0]}")

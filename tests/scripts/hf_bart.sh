@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Post-LN BART (--model bart --transformer-block-type post_ln): transformers' BART's layers
 # in plait (both stacks post-LN with a LayerNorm of their embeddings, no final norms,
-# exact GELU; the decoder's own position table). An independent
+# exact GELU; the decoder's own position table; --scale-embedding). An independent
 # PyTorch BART with transformers' modules and names (hf_bart.py) gives plait's logits,
 # loss and every gradient (encdec_parity --post-ln, one process and TP 2 with sequence
 # parallelism); cached decoding (plait seq2seq's) equals the training forward
@@ -22,9 +22,14 @@ EP=$ROOT/build/testtools/encdec_parity
 check "encdec_parity --post-ln: one process" "$EP" "$TMP/bart.safetensors" --post-ln
 check "encdec_parity --post-ln: TP 2 with sequence parallelism" \
     timeout -k 5 60 mpirun.openmpi -n 2 "$EP" "$TMP/bart_tp2.safetensors" --post-ln --sp
+check "encdec_parity --post-ln --scale-embedding: one process" "$EP" "$TMP/bart_scaled.safetensors" \
+    --post-ln --scale-embedding
 check "cached decoding equals the training forward (greedy, 4 sources)" bash -c "
     '$ROOT/build/testtools/encdec_decode_check' --post-ln >'$TMP/dec.out' 2>&1 &&
     grep -q ', 0 mismatches' '$TMP/dec.out'"
+check "... with --scale-embedding" bash -c "
+    '$ROOT/build/testtools/encdec_decode_check' --post-ln --scale-embedding >'$TMP/dec2.out' 2>&1 &&
+    grep -q ', 0 mismatches' '$TMP/dec2.out'"
 
 # training: losses of 6 iterations within 2e-7 relative of one process's (fp32 sums in
 # another order; measured 6e-9). The vocabulary, 30524, padded to a multiple of 4 =
@@ -63,6 +68,8 @@ check "the manifest records post_ln, both stacks' norms of the embeddings and po
 check_fails "a pre-LN bart run refuses the checkpoint naming --transformer-block-type" \
     "differs from this run's in --transformer-block-type" \
     "$PLAIT" train "${S[@]/post_ln/pre_ln}" --make-vocab-size-divisible-by 4 --load "$TMP/b1" --finetune
+check_fails "--scale-embedding is refused for a pre-LN bart" "--scale-embedding is for --model bart --transformer-block-type post_ln" \
+    "$PLAIT" train "${S[@]/post_ln/pre_ln}" --scale-embedding
 check_fails "post_ln is refused for --model t5" "--transformer-block-type post_ln is for --model bert and bart" \
     "$PLAIT" train "${S[@]/bart/t5}" --decoder-seq-length 32
 
@@ -104,6 +111,13 @@ check "a random BartForConditionalGeneration (transformers' names): imported; pl
     '$PLAIT' ckpt import '$TMP/rb' --format hf --out '$TMP/rbi' >/dev/null 2>&1 &&
     '$LOGITS' '$TMP/rbi' '$TMP/rb_logits.safetensors' 24 &&
     '$PLAIT' ckpt export '$TMP/rbi' --out '$TMP/rbi_hf' >/dev/null 2>&1"
+check "a random BART with scale_embedding: imported (--scale-embedding in the manifest); plait's logits" bash -c "
+    /usr/bin/python3 '$HB' random '$TMP/rbs' 6 scale_embedding >/dev/null &&
+    '$PLAIT' ckpt import '$TMP/rbs' --format hf --out '$TMP/rbsi' >/dev/null 2>&1 &&
+    grep -q '\"scale_embedding\":.*1' '$TMP/rbsi/release/manifest.json' &&
+    '$LOGITS' '$TMP/rbsi' '$TMP/rbs_logits.safetensors' 24 &&
+    '$PLAIT' ckpt export '$TMP/rbsi' --out '$TMP/rbsi_hf' >/dev/null 2>&1 &&
+    grep -q '\"scale_embedding\":.*true' '$TMP/rbsi_hf/config.json'"
 check_fails "a pre-LN bart is refused naming --transformer-block-type" \
     "transformer-block-type pre_ln.*BartForConditionalGeneration is post-LayerNorm" \
     bash -c "'$PLAIT' train ${S[*]/post_ln/pre_ln} --make-vocab-size-divisible-by 4 --train-iters 1 \
@@ -113,8 +127,7 @@ bad() { # NAME PYTHON: a copy of rb with config.json changed by PYTHON (c)
     rm -rf "$TMP/$1" && cp -r "$TMP/rb" "$TMP/$1" && /usr/bin/python3 -c "import json, sys
 c = json.load(open(sys.argv[1])); $2; json.dump(c, open(sys.argv[1], 'w'))" "$TMP/$1/config.json"
 }
-for kv in 'scale_embedding:c["scale_embedding"] = True:"scale_embedding": true is not supported' \
-          'normalize_before:c["normalize_before"] = True:"normalize_before": true is not supported' \
+for kv in 'normalize_before:c["normalize_before"] = True:"normalize_before": true is not supported' \
           'act:c["activation_function"] = "relu":"activation_function": relu is not supported' \
           'heads:c["decoder_attention_heads"] = 2:encoder and decoder with 4 and 2 heads'; do
     IFS=: read -r name py msg <<<"$kv"
@@ -124,10 +137,11 @@ done
 
 OMP_NUM_THREADS=2 /usr/bin/python3 "$HB" logits "$TMP/b1_hf" "$TMP/b1_logits.safetensors" \
     :: logits "$TMP/rb" "$TMP/rb_logits.safetensors" \
+    :: logits "$TMP/rbs" "$TMP/rbs_logits.safetensors" \
     :: same "$TMP/rb" "$TMP/rbi_hf" model.encoder.embed_positions.weight model.decoder.embed_positions.weight \
     :: positions "$TMP/rb" "$TMP/rbi_hf" \
-    :: parity "$TMP/bart.safetensors" \
-    "$TMP/bart_tp2.safetensors" | tee "$TMP/py.out"
+    :: parity "$TMP/bart.safetensors" "$TMP/bart_tp2.safetensors" "$TMP/bart_scaled.safetensors" \
+    | tee "$TMP/py.out"
 read -r p f < <(sed -nE 's/^hf_bart.py: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$TMP/py.out")
 _pass=$((_pass + ${p:-0})); _fail=$((_fail + ${f:-1}))
 summary hf_bart

@@ -11,7 +11,8 @@
  * slice; rank 0 prints the tokens, so runs at different TP sizes can be diffed.
  * --post-ln: the post-LN BART of --model bart --transformer-block-type post_ln (the
  * decoder's norm of the embeddings in the cached step, no final norms).
- *   usage: [mpirun -n P] encdec_decode_check [--post-ln] */
+ * --scale-embedding (after --post-ln): its token embeddings times sqrt(hidden).
+ *   usage: [mpirun -n P] encdec_decode_check [--post-ln [--scale-embedding]] */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "kernels/kernels.h"
@@ -43,6 +44,7 @@ static int run(int post_ln)
     pl_family_apply(&cfg, post_ln ? PL_FAMILY_BART : PL_FAMILY_T5);
     if (post_ln)
         cfg.block.post_norm = 1, cfg.block.act = PL_ACT_GELU_ERF;
+    cfg.scale_embedding = post_ln == 2;
     cfg.query_groups = NH;
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, tp.size);
@@ -159,9 +161,11 @@ int main(int argc, char **argv)
         return fail(st);
     if ((st = pl_comm_init(&tp, MPI_COMM_WORLD, "tp", 0)))
         return fail(st);
-    const int post_ln = argc > 1 && strcmp(argv[1], "--post-ln") == 0;
-    if (argc > 1 + post_ln) {
-        fprintf(stderr, "usage: [mpirun -n P] encdec_decode_check [--post-ln]\n");
+    int post_ln = argc > 1 && strcmp(argv[1], "--post-ln") == 0;
+    if (post_ln && argc > 2 && strcmp(argv[2], "--scale-embedding") == 0)
+        post_ln = 2;
+    if (argc > 1 + (post_ln > 0) + (post_ln > 1)) {
+        fprintf(stderr, "usage: [mpirun -n P] encdec_decode_check [--post-ln [--scale-embedding]]\n");
         return 2;
     }
     int rc = run(post_ln);

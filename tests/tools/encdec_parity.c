@@ -16,7 +16,8 @@
  * --res-post-norm: Megatron's --apply-residual-connection-post-layernorm in both stacks.
  * --post-ln: plait train --model bart --transformer-block-type post_ln, transformers'
  * BART's layers (both stacks post-LN with a norm of their embeddings, no final norms,
- * exact GELU), checked by tests/scripts/hf_bart.py. */
+ * exact GELU), checked by tests/scripts/hf_bart.py; --scale-embedding (with it): the
+ * token embeddings times sqrt(hidden), transformers' scale_embedding. */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "ckpt/safetensors.h"
@@ -91,13 +92,15 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--res-post-norm") == 0)
             res_post = 1;
         else if (strcmp(argv[i], "--post-ln") == 0)
-            post_ln = 1;
+            post_ln = post_ln ? post_ln : 1;
+        else if (strcmp(argv[i], "--scale-embedding") == 0)
+            post_ln = 2; /* --post-ln with transformers' scale_embedding */
         else
             bad = 1;
     }
     if (bad) {
         fprintf(stderr, "usage: [mpirun -n P] encdec_parity OUT.safetensors [--bf16] [--sp] "
-                        "[--res-post-norm | --post-ln]\n");
+                        "[--res-post-norm | --post-ln [--scale-embedding]]\n");
         return 2;
     }
     pl_dist dist;
@@ -123,6 +126,7 @@ static int run(int bf16, int sp, int res_post, int post_ln, const char *out)
     cfg.block.res_post_norm = res_post;
     if (post_ln) /* what plait train --model bart --transformer-block-type post_ln sets */
         cfg.block.post_norm = 1, cfg.block.act = PL_ACT_GELU_ERF;
+    cfg.scale_embedding = post_ln == 2; /* and --scale-embedding */
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     cfg.sequence_parallel = sp;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1); /* 1024: a multiple of 128 x tp */
@@ -277,9 +281,10 @@ static int run(int bf16, int sp, int res_post, int post_ln, const char *out)
              "{\"enc_layers\": %d, \"dec_layers\": %d, \"hidden\": %d, \"heads\": %d, "
              "\"enc_seq\": %d, \"dec_seq\": %d, \"batch\": %d, \"vocab\": %d, \"padded_vocab\": %lld, "
              "\"steps\": %d, \"beta1\": 0.9, \"beta2\": 0.95, \"eps\": 1e-8, \"weight_decay\": 0.1, "
-             "\"clip_grad\": 0.05, \"precision\": \"%s\", \"res_post_norm\": %d, \"post_ln\": %d}",
+             "\"clip_grad\": 0.05, \"precision\": \"%s\", \"res_post_norm\": %d, \"post_ln\": %d, "
+             "\"scale_embedding\": %d}",
              LE, LD, C, NH, TE, TD, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32", res_post,
-             post_ln);
+             post_ln != 0, post_ln == 2);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, out)))
         return fail(st);
