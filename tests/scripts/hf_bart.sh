@@ -70,6 +70,14 @@ check_fails "a pre-LN bart run refuses the checkpoint naming --transformer-block
     "$PLAIT" train "${S[@]/post_ln/pre_ln}" --make-vocab-size-divisible-by 4 --load "$TMP/b1" --finetune
 check_fails "--scale-embedding is refused for a pre-LN bart" "--scale-embedding is for --model bart --transformer-block-type post_ln" \
     "$PLAIT" train "${S[@]/post_ln/pre_ln}" --scale-embedding
+check_fails "a --scale-embedding checkpoint is refused by a run without it, naming the flag" \
+    "differs from this run's in --scale-embedding" bash -c "
+    '$PLAIT' train ${S[*]@Q} --make-vocab-size-divisible-by 4 --train-iters 1 --scale-embedding \
+        --save '$TMP/bs' --save-interval 1 >/dev/null 2>&1 &&
+    '$PLAIT' train ${S[*]@Q} --make-vocab-size-divisible-by 4 --load '$TMP/bs' --finetune"
+check "... and --use-checkpoint-args takes it" bash -c "
+    '$PLAIT' train ${S[*]@Q} --make-vocab-size-divisible-by 4 --load '$TMP/bs' --finetune \
+        --use-checkpoint-args >'$TMP/bs.log' 2>&1 && grep -q -- '--scale-embedding (the checkpoint.s)' '$TMP/bs.log'"
 check_fails "post_ln is refused for --model t5" "--transformer-block-type post_ln is for --model bert and bart" \
     "$PLAIT" train "${S[@]/bart/t5}" --decoder-seq-length 32
 
