@@ -1,7 +1,11 @@
 /* Hugging Face checkpoints out of and into plait's (plait ckpt export / import
- * --format hf): transformers' GPT2LMHeadModel and LlamaForCausalLM, and
+ * --format hf): transformers' GPT2LMHeadModel and LlamaForCausalLM,
  * T5ForConditionalGeneration (hf_t5.c: its config, tokenizer and skipped copies;
- * its names in model/hf_t5_names.c).
+ * its names in model/hf_t5_names.c), and of a post-LN BERT
+ * (--transformer-block-type post_ln) BertForPreTraining, BertForMaskedLM,
+ * BertForSequenceClassification, BertForTokenClassification and
+ * BertForQuestionAnswering (ckpt/hf_bert.c), and of a post-LN BART
+ * BartForConditionalGeneration (ckpt/hf_bart.c).
  *
  * Export reads any plait checkpoint (any TP x PP layout and ZeRO stage, through
  * the global-slice reads of ckpt/source.h, gathered into one process) and writes
@@ -16,7 +20,7 @@
  *                                       when the tensors exceed the shard size
  *                                       (HF's rule: a shard is closed before a
  *                                       tensor that would take it past the size)
- *   OUT/vocab.json, merges.txt | tokenizer.json | tokenizer.model, and
+ *   OUT/vocab.json, merges.txt | tokenizer.json | tokenizer.model | vocab.txt, and
  *   tokenizer_config.json               the run's tokenizer, when the checkpoint
  *                                       names one of these types
  *
@@ -24,7 +28,7 @@
  * is the tokenizer's). The directory is written under OUT.tmp and renamed into
  * place; an existing non-empty OUT is refused. A model transformers' class
  * cannot express (a GPT with RMSNorm or without biases, a Llama with biases or
- * partial rotary, BERT, T5) is refused naming the setting.
+ * partial rotary, a pre-LN BERT or BART, T5) is refused naming the setting.
  *
  * Import reads such a directory (config.json, and model.safetensors or the
  * index and its shards) into a plait weights-only checkpoint in any TP x PP
@@ -49,7 +53,8 @@ typedef struct pl_hf_export_opts {
 pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf_export_opts *o);
 
 /* The config.json of c (*out, cJSON_Delete): an error naming the first setting
- * the Hugging Face class cannot express. bos/eos: token ids, -1 unknown. */
+ * the Hugging Face class cannot express. bos/eos: token ids, -1 unknown (BERT:
+ * bos is the tokenizer's [PAD] id, config.json's pad_token_id). */
 pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, int64_t eos,
                              cJSON **out);
 
@@ -74,6 +79,33 @@ pl_status pl_hf_t5_export_tokenizer(const pl_ckpt_meta *m, const pl_model_config
                                     const char *tmp, int64_t *eos);
 int pl_hf_t5_find_tokenizer(const char *in, const pl_model_config *c, pl_ckpt_meta *m, char *a,
                             size_t n);
+/* BERT (ckpt/hf_bert.c): config.json of a post-LN BERT (pad: the [PAD] id, -1
+ * unknown), and the plait config of a BERT config.json (as pl_hf_config_parse). */
+pl_status pl_hf_bert_config_build(const pl_model_config *c, int bf16, int64_t pad, cJSON **out);
+pl_status pl_hf_bert_config_parse(const cJSON *config, const char *path, int64_t divisible_by,
+                                  int tp, pl_model_config *c);
+/* BART (ckpt/hf_bart.c): config.json of a post-LN BART (token ids -1: unknown,
+ * written null), and the plait config of a BART config.json. */
+pl_status pl_hf_bart_config_build(const pl_model_config *c, int bf16, int64_t bos, int64_t eos,
+                                  int64_t pad, cJSON **out);
+pl_status pl_hf_bart_config_parse(const cJSON *config, const char *path, int64_t divisible_by,
+                                  int tp, pl_model_config *c);
+/* Helpers of the family files: the shortest decimal that reads back as the float f
+ * (1e-12, not 9.99999996e-13); a number key of config.json in [lo, hi] (integral:
+ * an integer), def when absent or null (def < 0: required), errors naming path and
+ * key. */
+double pl_hf_float_decimal(float f);
+pl_status pl_hf_json_num(const cJSON *j, const char *path, const char *key, double def,
+                         double lo, double hi, int integral, double *out);
+/* A classification export's id2label / label2id from DIR/labels.txt (plait
+ * finetune's label map, one a line) when there is one; else transformers' LABEL_k. */
+pl_status pl_hf_bert_labels(cJSON *config, const char *dir);
+/* 1 for Megatron's BERT WordPiece tokenizer types (exported as vocab.txt and the
+ * tokenizer_config.json of pl_hf_bert_tokenizer_config); the type of a directory's
+ * vocab.txt (do_lower_case of its tokenizer_config.json, default true). */
+int pl_hf_bert_tokenizer(const char *type);
+pl_status pl_hf_bert_tokenizer_config(const char *type, const pl_model_config *c, cJSON **out);
+const char *pl_hf_bert_tokenizer_type(const char *dir);
 
 /* "5GB", "500MB", "2GiB", "1000": bytes (HF's units: KB = 1e3, KiB = 2^10). */
 pl_status pl_hf_parse_size(const char *s, int64_t *bytes);

@@ -83,12 +83,10 @@ pl_status pl_hf_config_build(const pl_model_config *c, int bf16, int64_t bos, in
                           ? "LlamaForCausalLM" : pl_family_get(c->family)->hf_architecture;
     if (c->family == PL_FAMILY_T5)
         return pl_hf_t5_config_build(c, bf16, eos, out);
-    if (c->family == PL_FAMILY_BERT)
-        return pl_errorf(PL_ERR_ARG, "a bert checkpoint: plait's BERT is Megatron core's, "
-                         "pre-LayerNorm with a final LayerNorm; transformers' BertForMaskedLM and "
-                         "BertForPreTraining are post-LayerNorm (a LayerNorm after each residual, "
-                         "none at the end), so its weights under their names would compute another "
-                         "function: not exported");
+    if (c->family == PL_FAMILY_BERT) /* ckpt/hf_bert.c; bos carries BERT's [PAD] id */
+        return pl_hf_bert_config_build(c, bf16, bos, out);
+    if (c->family == PL_FAMILY_BART) /* ckpt/hf_bart.c (hf_export passes the [PAD] id) */
+        return pl_hf_bart_config_build(c, bf16, bos, eos, -1, out);
     if (c->family != PL_FAMILY_GPT && c->family != PL_FAMILY_LLAMA)
         return pl_errorf(PL_ERR_ARG, "a %s checkpoint: the Hugging Face export writes "
                          "GPT2LMHeadModel (--model gpt) and LlamaForCausalLM (--model llama) only",
@@ -401,6 +399,10 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
         st = pl_hf_t5_config_parse(config, path, c);
         goto vocab;
     }
+    if (strcmp(type, "bert") == 0)
+        return pl_hf_bert_config_parse(config, path, divisible_by, tp, c);
+    if (strcmp(type, "bart") == 0)
+        return pl_hf_bart_config_parse(config, path, divisible_by, tp, c);
     if (cJSON_IsString(arch) && strcmp(arch->valuestring, "GPT2LMHeadModel") != 0 &&
         strcmp(arch->valuestring, "LlamaForCausalLM") != 0)
         return pl_errorf(PL_ERR_ARG, "%s: \"architectures\": %s is not supported (plait imports "
@@ -412,7 +414,7 @@ pl_status pl_hf_config_parse(const cJSON *config, const char *path, int64_t divi
         st = parse_llama(&r, c);
     else
         return pl_errorf(PL_ERR_ARG, "%s: \"model_type\": %s is not supported (plait imports gpt2, "
-                         "llama and t5)", path, type);
+                         "llama, t5, bert and bart)", path, type);
 vocab:
     if (st)
         return st;

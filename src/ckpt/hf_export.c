@@ -91,7 +91,8 @@ static void make_tensor(const hf_export *e, const hf_out *o, void *buf)
     float *f = buf;
     uint16_t *h = buf;
     for (int64_t i = 0; i < o->numel; i++) {
-        const float v = src[pl_hf_source_index(&e->cfg, p, &o->t, i)];
+        const int64_t k = pl_hf_source_index(&e->cfg, p, &o->t, i);
+        const float v = k >= 0 ? src[k] : 0.0f; /* -1: BERT's zero token types (TYPES0) */
         if (e->bf16)
             h[i] = pl_ref_bf16_from_f32(v);
         else
@@ -187,9 +188,9 @@ static pl_status copy_to(const char *src, const char *tmp, const char *name)
 /* The tokenizer's files, as transformers' tokenizer classes name them, and
  * its bos/eos ids. Types without a Hugging Face counterpart write nothing. */
 static pl_status export_tokenizer(const pl_ckpt_meta *m, const pl_model_config *c, const char *tmp,
-                                  int64_t *bos, int64_t *eos)
+                                  int64_t *bos, int64_t *eos, int64_t *pad)
 {
-    *bos = *eos = -1;
+    *bos = *eos = *pad = -1;
     const char *type = m->tokenizer_type;
     if (!type) {
         pl_log_info("the checkpoint names no tokenizer: no tokenizer files exported");
@@ -240,6 +241,17 @@ static pl_status export_tokenizer(const pl_ckpt_meta *m, const pl_model_config *
         if (id < 0)
             id = pl_tokenizer_token_id(tok, "<|begin_of_text|>");
         *bos = id;
+    } else if (pl_hf_bert_tokenizer(type)) { /* BertTokenizer: vocab.txt; BERT's bos: [PAD] */
+        cJSON *j = NULL;
+        st = copy_to(m->vocab_file, tmp, "vocab.txt");
+        if (!st)
+            st = pl_hf_bert_tokenizer_config(type, c, &j);
+        if (!st)
+            st = write_json(tmp, "tokenizer_config.json", j);
+        cJSON_Delete(j);
+        *pad = pl_tokenizer_token_id(tok, "[PAD]");
+        *bos = c->family == PL_FAMILY_BART ? pl_tokenizer_token_id(tok, "[BOS]") : *pad;
+        *eos = c->family == PL_FAMILY_BART ? tok->eod : -1;
     } else {
         pl_log_warn("tokenizer %s has no Hugging Face counterpart written by plait: no "
                     "tokenizer files exported", type);
@@ -320,7 +332,7 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
     int published = 1; /* nothing to remove until OUT.tmp exists */
     cJSON *config = NULL;
     pl_registry_init(&e.reg, 1, 0, 0);
-    int64_t bos = -1, eos = -1;
+    int64_t bos = -1, eos = -1, pad = -1;
     if ((st = pl_hf_config_build(&e.cfg, e.bf16, -1, -1, &config))) /* refuses early */
         goto done;
     cJSON_Delete(config);
@@ -348,12 +360,17 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
     if (!st && e.cfg.family == PL_FAMILY_T5)
         st = pl_hf_t5_export_tokenizer(m, &e.cfg, tmp, &eos);
     else if (!st)
-        st = export_tokenizer(m, &e.cfg, tmp, &bos, &eos);
-    if (!st)
+        st = export_tokenizer(m, &e.cfg, tmp, &bos, &eos, &pad);
+    if (!st && e.cfg.family == PL_FAMILY_BART) /* with the [PAD] id */
+        st = pl_hf_bart_config_build(&e.cfg, e.bf16, bos, eos, pad, &config);
+    else if (!st)
         st = pl_hf_config_build(&e.cfg, e.bf16, bos, eos, &config);
+    if (!st && e.cfg.family == PL_FAMILY_BERT)
+        st = pl_hf_bert_labels(config, dir);
     if (!st)
         st = write_json(tmp, "config.json", config);
-    if (!st)
+    if (!st && e.cfg.family != PL_FAMILY_BERT && e.cfg.family != PL_FAMILY_BART)
+        /* BERT: transformers writes none; BART's ids are in config.json */
         st = write_generation_config(tmp, bos, eos);
     if (!st && !(st = out_publish(out, tmp)))
         published = 1;

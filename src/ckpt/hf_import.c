@@ -190,12 +190,28 @@ static float element(const char *dtype, const uint8_t *p, int64_t i)
     return pl_ref_fp16_to_f32(h);
 }
 
+/* name's older LayerNorm spelling in out (".weight" -> ".gamma", ".bias" -> ".beta",
+ * which BERT checkpoints such as bert-base-uncased's still use and transformers
+ * renames on load), or name itself when it has none. */
+static const char *legacy_name(const char *name, char out[PL_PARAM_NAME_MAX + 8])
+{
+    const size_t n = strlen(name);
+    if (n > 16 && strcmp(name + n - 16, "LayerNorm.weight") == 0)
+        snprintf(out, PL_PARAM_NAME_MAX + 8, "%.*sgamma", (int)(n - 6), name);
+    else if (n > 14 && strcmp(name + n - 14, "LayerNorm.bias") == 0)
+        snprintf(out, PL_PARAM_NAME_MAX + 8, "%.*sbeta", (int)(n - 4), name);
+    else
+        return name;
+    return out;
+}
+
 /* Writes the Hugging Face tensor t of parameter p into the global buffer. */
 static pl_status place(const hf_files *f, const pl_model_config *c, const pl_param *p,
                        const pl_hf_tensor *t, float *global, const char *dir)
 {
     hf_src s;
-    if (!files_find(f, t->name, &s))
+    char legacy[PL_PARAM_NAME_MAX + 8];
+    if (!files_find(f, t->name, &s) && !files_find(f, legacy_name(t->name, legacy), &s))
         return pl_errorf(PL_ERR_FORMAT, "%s: tensor %s is missing (plait's %s)", dir, t->name,
                          p->name);
     const int64_t cols = t->ndim == 2 ? t->shape[1] : 0;
@@ -208,17 +224,25 @@ static pl_status place(const hf_files *f, const pl_model_config *c, const pl_par
         return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s is %s: expected F32, BF16 or F16", dir,
                          f->names[s.file], t->name, s.dtype);
     const int64_t numel = t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
-    if (s.st) {
-        const uint8_t *data = f->st[s.file].data + s.st->begin;
-        for (int64_t i = 0; i < numel; i++)
-            global[p->offset + pl_hf_source_index(c, p, t, i)] = element(s.dtype, data, i);
-        return PL_OK;
-    }
     float *x = pl_malloc((size_t)(numel ? numel : 1) * sizeof *x);
-    pl_status st = x ? pl_pt_tensor_floats(&f->pt[s.file], s.pk, x, numel)
-                     : pl_errorf(PL_ERR_NOMEM, "out of memory for %s", t->name);
-    for (int64_t i = 0; !st && i < numel; i++)
-        global[p->offset + pl_hf_source_index(c, p, t, i)] = x[i];
+    pl_status st = x ? PL_OK : pl_errorf(PL_ERR_NOMEM, "out of memory for %s", t->name);
+    for (int64_t i = 0; !st && s.st && i < numel; i++)
+        x[i] = element(s.dtype, f->st[s.file].data + s.st->begin, i);
+    if (!st && !s.st)
+        st = pl_pt_tensor_floats(&f->pt[s.file], s.pk, x, numel);
+    int dropped = 0;
+    for (int64_t i = 0; !st && i < numel; i++) {
+        const int64_t k = pl_hf_source_index(c, p, t, i);
+        if (k >= 0)
+            global[p->offset + k] = x[i];
+        else if (t->tf == PL_HF_TYPES0) /* BERT's token types of a model without them */
+            dropped |= pl_hf_bert_fold_types(c, i, x[i], global + p->offset);
+        /* else BART's two position rows before its offset: never read */
+    }
+    if (dropped)
+        pl_log_warn("%s: %s: the rows of token types other than 0 are not zero, and plait's "
+                    "BERT without a binary head has no token types: type 0's row is added to "
+                    "the position embeddings, the others are dropped", dir, t->name);
     pl_free(x);
     return st;
 }
@@ -227,7 +251,14 @@ static pl_status place(const hf_files *f, const pl_model_config *c, const pl_par
 static int skipped_buffer(const char *name)
 {
     static const char *const suffixes[] = {".attn.bias", ".attn.masked_bias",
-                                           ".rotary_emb.inv_freq"};
+                                           ".rotary_emb.inv_freq",
+                                           /* BERT: the tied decoder, a position buffer */
+                                           "cls.predictions.decoder.weight",
+                                           "cls.predictions.decoder.bias",
+                                           "embeddings.position_ids",
+                                           /* BART: tied to model.shared */
+                                           "model.encoder.embed_tokens.weight",
+                                           "model.decoder.embed_tokens.weight"};
     const size_t n = strlen(name);
     for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++) {
         const size_t m = strlen(suffixes[k]);
@@ -263,11 +294,21 @@ static pl_status assemble(const hf_files *f, const pl_model_config *c, const pl_
                 (!c->untie && strcmp(name, "lm_head.weight") == 0))
                 continue;
             int found = 0;
+            char legacy[PL_PARAM_NAME_MAX + 8];
             for (int p = 0; p < reg->n && !found; p++) {
                 pl_hf_tensor t[PL_HF_MAX_PER_PARAM];
                 const int n = pl_hf_map(c, &reg->params[p], t);
                 for (int j = 0; j < n; j++)
-                    found |= strcmp(t[j].name, name) == 0;
+                    found |= strcmp(t[j].name, name) == 0 ||
+                             strcmp(legacy_name(t[j].name, legacy), name) == 0;
+            }
+            if (!found && c->family == PL_FAMILY_BERT &&
+                (strncmp(name, "bert.pooler.", 12) == 0 || strncmp(name, "cls.", 4) == 0)) {
+                /* another BERT class's head (bert-base-uncased's BertForMaskedLM files hold
+                 * BertForPreTraining's): dropped, as transformers drops unexpected keys */
+                pl_log_warn("%s/%s: %s is not part of the config's class: dropped", dir,
+                            f->names[i], name);
+                continue;
             }
             if (!found)
                 return pl_errorf(PL_ERR_FORMAT, "%s/%s: tensor %s has no place in plait's %s",
@@ -297,6 +338,13 @@ static void find_tokenizer(const char *in, const pl_model_config *c, pl_ckpt_met
         m->tokenizer_model = a;
         return;
     }
+    snprintf(a, n, "%s/vocab.txt", in);
+    if ((c->family == PL_FAMILY_BERT || c->family == PL_FAMILY_BART) &&
+        pl_file_exists(a)) { /* BertTokenizer */
+        m->tokenizer_type = pl_hf_bert_tokenizer_type(in);
+        m->vocab_file = a;
+        return;
+    }
     snprintf(a, n, "%s/tokenizer.json", in);
     if (pl_file_exists(a)) {
         m->tokenizer_type = "HuggingFaceTokenizer";
@@ -318,7 +366,12 @@ static pl_status check_tokenizer(const pl_ckpt_meta *m, const pl_model_config *c
                                                                 0, 0});
     if (st)
         return st;
-    if (tok->vocab_size != c->vocab_size)
+    if (tok->vocab_size == c->vocab_size + 2 && strncmp(m->tokenizer_type, "BertWordPiece", 13) == 0)
+        pl_log_info("the tokenizer (%s) has vocab.txt's %lld tokens and Megatron's [BOS] and "
+                    "[EOS]: the checkpoint keeps vocab_size %lld, which a run with the "
+                    "tokenizer takes (their rows start as padding)", m->tokenizer_type,
+                    (long long)c->vocab_size, (long long)c->vocab_size);
+    else if (tok->vocab_size != c->vocab_size)
         pl_log_warn("the tokenizer (%s) has %lld tokens but config.json's vocab_size is %lld: "
                     "plait train with this tokenizer will refuse the checkpoint's vocabulary "
                     "(train with --vocab-size %lld and pretokenized data instead)",

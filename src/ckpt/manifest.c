@@ -90,6 +90,12 @@ static void arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuild *b
     pl_ckpt_jnum(model, "add_bias_linear", c->block.bias, b);
     pl_ckpt_jnum(model, "untie_embeddings_and_output_weights", c->untie, b);
     pl_ckpt_jnum(model, "apply_residual_connection_post_layernorm", c->block.res_post_norm, b);
+    if (c->block.post_norm) /* NeMo's key; post-LN BERT's layers have the exact GELU */
+        pl_ckpt_jstr(model, "transformer_block_type", "post_ln", b);
+    if (c->block.act == PL_ACT_GELU_ERF)
+        pl_ckpt_jnum(model, "gelu_exact", 1, b);
+    if (c->scale_embedding) /* transformers' BART's */
+        pl_ckpt_jnum(model, "scale_embedding", 1, b);
     pl_ckpt_jnum(model, "rotary_base", c->rope.base, b);
     pl_ckpt_jnum(model, "rotary_percent", c->rope.percent, b);
     pl_ckpt_jnum(model, "use_rope_scaling", c->rope.scaling, b);
@@ -310,6 +316,22 @@ static pl_status arch_read(const cJSON *model, pl_model_config *c, const char *m
     c->attention_dropout = (float)v[9];
     c->head.binary_head = v[10] != 0;
     c->block.res_post_norm = v[11] != 0;
+    static const char *const block_types[] = {"pre_ln", "post_ln"};
+    int post = 0;
+    double exact = 0;
+    PL_TRY(str_choice(model, "transformer_block_type", block_types, 2, 0, mpath, &post));
+    PL_TRY(opt_field(model, "model", "gelu_exact", 0, 0, c->block.act == PL_ACT_GELU, 1, mpath,
+                     &exact));
+    if (post && (c->family == PL_FAMILY_T5 || c->block.res_post_norm))
+        return pl_errorf(PL_ERR_FORMAT, "%s: \"model.transformer_block_type\" post_ln with %s",
+                         mpath, c->block.res_post_norm ? "apply_residual_connection_post_layernorm"
+                                                       : "t5");
+    c->block.post_norm = post;
+    c->block.act = exact != 0 ? PL_ACT_GELU_ERF : c->block.act;
+    double scale = 0;
+    PL_TRY(opt_field(model, "model", "scale_embedding", 0, 0,
+                     post && c->family == PL_FAMILY_BART, 1, mpath, &scale));
+    c->scale_embedding = scale != 0;
     c->head.tokentypes = c->head.binary_head ? c->head.tokentypes : 0;
     int task = 0;
     PL_TRY(str_choice(model, "task", task_names, 5, PL_TASK_NONE, mpath, &task));
@@ -423,8 +445,12 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX], pre[PL_PARAM_NAME_MAX];
     char relpos[PL_PARAM_NAME_MAX];
     pl_model_relpos_name(c, relpos, sizeof relpos);
+    char eln_w[PL_PARAM_NAME_MAX], eln_b[PL_PARAM_NAME_MAX];
     snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
     snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
+    snprintf(eln_w, sizeof eln_w, "%s.initial_layernorm.weight", pl_model_stack(c));
+    snprintf(eln_b, sizeof eln_b, "%s.initial_layernorm.bias", pl_model_stack(c));
+    const int64_t LNF = pl_model_post_ln(c) ? 0 : C, ELN = pl_model_post_ln(c) ? C : 0;
     snprintf(pre, sizeof pre, "%s.layers.", pl_model_stack(c));
     const pl_head_spec *h = &c->head;
     const int64_t TT = h->tokentypes, LM = h->lm_transform ? C : 0;
@@ -437,10 +463,15 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
         int64_t r, k;
     } top[] = {{"embedding.word_embeddings.weight", 2, c->padded_vocab, C},
                {"embedding.position_embeddings.weight", 2, c->max_positions, C},
+               /* a post-LN BART's decoder's own (its decoder part) */
+               {"decoder_embedding.position_embeddings.weight", 2,
+                c->part == PL_PART_DECODER && c->block.post_norm ? c->max_positions : 0, C},
                {"output_layer.weight", 2, c->padded_vocab, C},
                {relpos, 2, c->block.pos == PL_POS_RELATIVE ? c->rel_buckets : 0, NH},
-               {lnf_w, 1, C, 0},
-               {lnf_b, 1, C, 0},
+               {lnf_w, 1, LNF, 0},
+               {lnf_b, 1, LNF, 0},
+               {eln_w, 1, ELN, 0}, /* a post-LN model's norm of the embeddings */
+               {eln_b, 1, ELN, 0},
                /* BERT's (a zero size: not in this model) */
                {"embedding.tokentype_embeddings.weight", 2, TT, C},
                {"lm_head.dense.weight", 2, LM, LM},
@@ -485,7 +516,7 @@ static int expected_shape(const pl_model_config *c, const char *name, int64_t *l
     if (*end != '.' || v < 0)
         return 0;
     *l = v;
-    if (c->part != PL_PART_WHOLE)
+    if (c->part != PL_PART_WHOLE || c->block.post_norm) /* post-norm layers' norm names */
         return part_layer_shape(c, end + 1, shape);
     for (size_t i = 0; i < sizeof layer / sizeof *layer; i++)
         if (strcmp(end + 1, layer[i].name) == 0) {
@@ -801,6 +832,17 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
 {
     for (size_t i = 0; i < N_FIELDS; i++) {
         int64_t a = cfg_value(saved, i), b = cfg_value(run, i);
+        /* Megatron's BERT WordPiece tokenizer appends [BOS] and [EOS] to vocab.txt: a
+         * BERT or BART whose vocabulary is the file's (a Hugging Face import) has two
+         * tokens fewer than the run's, in the same padded table (the two rows padding) */
+        if (a + 2 == b && strcmp(config_fields[i].key, "vocab_size") == 0 &&
+            (saved->family == PL_FAMILY_BERT || saved->family == PL_FAMILY_BART) &&
+            saved->padded_vocab == run->padded_vocab) {
+            pl_log_info("%s: the checkpoint's vocabulary has %lld tokens, this run's tokenizer "
+                        "%lld (vocab.txt's and Megatron's [BOS], [EOS]): their rows start as "
+                        "padding", mpath, (long long)a, (long long)b);
+            continue;
+        }
         if (a != b && strcmp(config_fields[i].key, "seq_length") != 0)
             return pl_errorf(PL_ERR_ARG, "%s: %s is %lld in the checkpoint but %lld in this run",
                              mpath, config_fields[i].flag, (long long)a, (long long)b);
@@ -812,8 +854,14 @@ pl_status pl_ckpt_config_match(const pl_model_config *saved, const pl_model_conf
         what = "--normalization";
     else if (saved->block.pos != run->block.pos)
         what = "--position-embedding-type";
+    else if ((float)saved->ln_eps != (float)run->ln_eps)
+        what = "--norm-epsilon";
+    else if (saved->block.post_norm != run->block.post_norm)
+        what = "--transformer-block-type";
+    else if (saved->scale_embedding != run->scale_embedding)
+        what = "--scale-embedding";
     else if (saved->block.act != run->block.act)
-        what = "--swiglu";
+        what = "--swiglu (or the GELU: exact in a post-LN BERT)";
     else if (saved->query_groups != run->query_groups)
         what = "--num-query-groups";
     else if (saved->block.bias != run->block.bias)

@@ -152,6 +152,10 @@ PL_KERNEL(add, float *out, const float *a, const float *b, int64_t n);
  * lm_head). dinp += gelu'(inp) * dout, gelu'(x) = Phi(x) + x phi(x). */
 PL_KERNEL(gelu_erf_fwd, float *out, const float *inp, int64_t n);
 PL_KERNEL(gelu_erf_bwd, float *dinp, const float *inp, const float *dout, int64_t n);
+/* The same two on a bf16 input (a layer's saved fc1 under --bf16, transformers'
+ * BERT's hidden_act "gelu"): the arithmetic of gelu_erf_* on the widened values. */
+PL_KERNEL(gelu_erf_fwd_bf16, float *out, const uint16_t *inp, int64_t n);
+PL_KERNEL(gelu_erf_bwd_bf16, float *dinp, const uint16_t *inp, const float *dout, int64_t n);
 /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 PL_KERNEL(gelu_fwd, float *out, const float *inp, int64_t n);
 /* dinp += gelu'(inp) * dout. */

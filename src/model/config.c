@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int64_t pl_model_padded_vocab(int64_t vocab_size, int64_t divisible_by, int64_t tp)
@@ -52,6 +53,18 @@ void pl_model_encdec_output_bias(pl_model_config *c)
 {
     if (pl_model_is_encdec(c) && c->head.lm_head && (c->untie || c->output_scale > 0))
         c->head.output_bias = 0;
+}
+
+int pl_model_post_ln(const pl_model_config *c)
+{
+    return c->block.post_norm && (!pl_model_is_encdec(c) || c->part != PL_PART_WHOLE);
+}
+
+const char *pl_model_position_name(const pl_model_config *c)
+{
+    return c->part == PL_PART_DECODER && c->block.post_norm
+               ? "decoder_embedding.position_embeddings.weight"
+               : "embedding.position_embeddings.weight";
 }
 
 int pl_model_is_encdec(const pl_model_config *c)
@@ -147,6 +160,14 @@ const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config 
 {
     char name[PL_PARAM_NAME_MAX];
     const int whole_encdec = pl_model_is_encdec(c) && c->part == PL_PART_WHOLE;
+    if (c->block.post_norm) { /* no final norm: the first parameter after the layers */
+        int last = -1;
+        snprintf(name, sizeof name, "%s.layers.", whole_encdec ? "decoder" : pl_model_stack(c));
+        for (int i = 0; i < r->n; i++)
+            if (strncmp(r->params[i].name, name, strlen(name)) == 0)
+                last = i;
+        return last >= 0 && last + 1 < r->n ? &r->params[last + 1] : NULL;
+    }
     snprintf(name, sizeof name, "%s.final_layernorm.weight",
              whole_encdec ? "decoder" : pl_model_stack(c));
     return pl_registry_find(r, name);
@@ -208,20 +229,21 @@ pl_param_spec pl_model_layer_param(const pl_model_config *c, size_t field, const
     return s;
 }
 
-/* A stack's final norm (on the last stage). */
-static pl_status register_final_norm(pl_registry *r, const pl_model_config *c, int pp_size)
+/* A stack's final norm (on the last stage), or (initial) a post-LN model's
+ * norm of the embeddings (on the first). */
+static pl_status register_norm(pl_registry *r, const pl_model_config *c, int pp_size, int initial)
 {
     pl_status st = PL_OK;
     const int64_t C = c->hidden;
-    int s0 = 0, ns = pp_size; /* a pipelined encoder-decoder: the last stage of the part's stack */
+    int s0 = 0, ns = pp_size; /* a pipelined encoder-decoder: the stages of the part's stack */
     if (c->part != PL_PART_WHOLE && c->pp_split > 0)
         pl_model_encdec_stage_stack(c, pp_size, c->part == PL_PART_DECODER ? pp_size - 1 : 0, &s0,
                                     &ns);
-    const int last = s0 + ns - 1;
-    const char *stack = pl_model_stack(c);
+    const int last = initial ? s0 : s0 + ns - 1;
+    const char *stack = pl_model_stack(c), *what = initial ? "initial" : "final";
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX];
-    snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", stack);
-    snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", stack);
+    snprintf(lnf_w, sizeof lnf_w, "%s.%s_layernorm.weight", stack, what);
+    snprintf(lnf_b, sizeof lnf_b, "%s.%s_layernorm.bias", stack, what);
     pl_param_spec fin[] = {
         {lnf_w, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ONES, 0, 0, 0},
         {lnf_b, 1, {C}, PL_TP_REPLICATED, last, -1, 0, PL_INIT_ZEROS, 0, 0, 0},
@@ -373,6 +395,14 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
     for (int i = 0; i < (c->block.pos == PL_POS_LEARNED ? 2 : 1); i++)
         PL_TRY(pl_registry_add(r, &emb[i]));
     PL_TRY(register_relpos(r, c, pp_size));
+    if (pl_model_is_encdec(c) && c->block.post_norm && c->block.pos == PL_POS_LEARNED) {
+        /* post-LN BART: the decoder's own position table (transformers' BART has one per
+         * stack; Megatron's T5 shares one), with the embeddings */
+        pl_param_spec dpos = {"decoder_embedding.position_embeddings.weight", 2,
+                              {c->max_positions, C}, PL_TP_REPLICATED, 0, -1, 1, PL_INIT_NORMAL,
+                              std, 0, 0};
+        PL_TRY(pl_registry_add(r, &dpos));
+    }
     const pl_head_spec *h = &c->head;
     if (h->tokentypes > 0) {
         pl_param_spec tt = {"embedding.tokentype_embeddings.weight", 2, {h->tokentypes, C},
@@ -401,6 +431,12 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
                              "stack's layers are shared evenly by its stages (Megatron: "
                              "\"Interleaving is not supported when xattn is required between "
                              "encoder and decoder\")", pl_family_get(c->family)->name);
+        if (S > 0 && c->block.post_norm)
+            return pl_errorf(PL_ERR_UNSUPPORTED, "--model %s --transformer-block-type post_ln with "
+                             "--pipeline-model-parallel-size %d: the post-LN encoder-decoder "
+                             "(transformers' BART: its decoder's own position table and norm of "
+                             "the embeddings) is not pipelined yet; use tensor and data "
+                             "parallelism", pl_family_get(c->family)->name, pp_size);
         if (S > 0) { /* the decoder's first stage embeds too: copies of the embeddings */
             const int np = c->block.pos == PL_POS_LEARNED ? 2 : 1;
             for (int i = 0; i < np; i++) {
@@ -415,13 +451,20 @@ pl_status pl_model_register(pl_registry *r, const pl_model_config *c, int pp_siz
         }
         pl_model_config enc, dec;
         pl_model_encdec_parts(c, &enc, &dec);
-        PL_TRY(register_final_norm(r, &enc, pp_size));
+        const int post = c->block.post_norm; /* both stacks' norms of the embeddings instead */
+        PL_TRY(register_norm(r, &enc, pp_size, post));
+        if (post)
+            PL_TRY(register_norm(r, &dec, pp_size, 1));
         PL_TRY(register_layers(r, &enc, pp_size));
         PL_TRY(register_layers(r, &dec, pp_size));
-        PL_TRY(register_final_norm(r, &dec, pp_size));
+        if (!post)
+            PL_TRY(register_norm(r, &dec, pp_size, 0));
+    } else if (pl_model_post_ln(c)) { /* with the embeddings (their region and DP bucket) */
+        PL_TRY(register_norm(r, c, pp_size, 1));
+        PL_TRY(register_layers(r, c, pp_size));
     } else {
         PL_TRY(register_layers(r, c, pp_size));
-        PL_TRY(register_final_norm(r, c, pp_size));
+        PL_TRY(register_norm(r, c, pp_size, 0));
     }
     pl_param_spec out = {"output_layer.weight", 2, {c->padded_vocab, C}, PL_TP_VOCAB, last, -1, 1,
                          PL_INIT_NORMAL, std, 0, 0};
@@ -590,6 +633,9 @@ int64_t pl_model_num_params(const pl_model_config *c)
          (PL_TASK_POOLED(h->task) ? C * C + C : 0) + (h->task ? h->classes * (C + 1) : 0);
     if (!h->lm_head && c->untie)
         n -= c->vocab_size * C; /* no output layer at all */
+    if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE && c->block.post_norm &&
+        c->block.pos == PL_POS_LEARNED) /* post-LN BART: the decoder's positions */
+        n += c->max_positions * C;
     if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE) /* the decoder's stack */
         n += c->dec_layers * (per_layer + C * (1 + nb) + 4 * A * C + (b ? 3 * A + C : 0)) +
              C * (1 + nb);

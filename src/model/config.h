@@ -127,6 +127,8 @@ typedef struct pl_model_config {
     float output_scale;   /* the output layer's input times this; 0: 1 (transformers' T5 with
                            * tied embeddings: hidden^-0.5) */
     int untie;            /* a separate output layer (Megatron's output_layer.weight) */
+    int scale_embedding;  /* a post-LN BART's token embeddings times sqrt(hidden) before the
+                           * positions are added (transformers' BART scale_embedding) */
     float hidden_dropout, attention_dropout;
     /* How to run it (not saved in checkpoints): a fine-tuning task head's input
      * dropout (plait finetune's --fc-dropout; nn/head.h), the LM head's logits
@@ -154,10 +156,21 @@ void pl_model_set_task(pl_model_config *c, pl_task task, int64_t classes);
 /* The heads c has, for nn/head.h. */
 pl_head_set pl_model_head_set(const pl_model_config *c);
 
+/* 1 when c is a post-LN model or stack (transformers' BERT, or a stack of its
+ * BART; NeMo's transformer_block_type post_ln): post-norm layers, a LayerNorm on
+ * the embeddings' output (<stack>.initial_layernorm, NeMo's name) and no final
+ * norm. A whole encoder-decoder's registry holds both stacks' norms of the
+ * embeddings right after the embeddings (their region). */
+int pl_model_post_ln(const pl_model_config *c);
+
 /* "decoder" or "encoder" (BERT, an encoder-decoder's encoder part): the name of
  * the stack of layers, as Megatron core names it ("decoder.layers.0....",
  * "encoder.final_layernorm.weight"). */
 const char *pl_model_stack(const pl_model_config *c);
+/* The position table a stack reads: embedding.position_embeddings.weight, or a
+ * post-LN BART's decoder's own, decoder_embedding.position_embeddings.weight
+ * (NeMo's decoder_embedding; registered with the embeddings). */
+const char *pl_model_position_name(const pl_model_config *c);
 /* The output layer's bias (BERT: output_layer.bias, T5: lm_head.output_layer.bias). */
 const char *pl_model_output_bias_name(const pl_model_config *c);
 /* An encoder-decoder's two stacks as the configurations two pl_models run:
@@ -188,7 +201,8 @@ const char *pl_model_tied_original(const char *copy);
 void pl_model_relpos_name(const pl_model_config *c, char *name, size_t n);
 
 /* The final norm's weight in r: the first parameter of the last stage's tail
- * (the final norm, the output layer, the heads), which follows the layers. An
+ * (the final norm, the output layer, the heads), which follows the layers; a
+ * post-LN model (no final norm): the tail's first parameter. An
  * encoder-decoder's whole model: the decoder's (the encoder's is registered
  * right after the embeddings, before the encoder's layers). */
 const pl_param *pl_model_final_norm(const pl_registry *r, const pl_model_config *c);

@@ -156,9 +156,11 @@ pl_status pl_generator_init_rows(pl_generator *g, const pl_model_config *cfg,
     pl_model_top top;
     PL_TRY(pl_model_top_bind(reg, cfg, params, NULL, NULL, 0, &top));
     g->wte = top.wte, g->wpe = top.wpe, g->lnf_w = top.lnf_w, g->lnf_b = top.lnf_b;
+    g->eln_w = top.eln_w, g->eln_b = top.eln_b;
     g->out_w = top.out_w;
     g->out_b = top.out_b;
-    if (!g->wte || !g->lnf_w || !g->out_w || (cfg->block.pos == PL_POS_LEARNED && !g->wpe) ||
+    if (!g->wte || !(pl_model_post_ln(cfg) ? g->eln_w : g->lnf_w) || !g->out_w ||
+        (cfg->block.pos == PL_POS_LEARNED && !g->wpe) ||
         (cfg->block.pos == PL_POS_RELATIVE && !top.relpos)) {
         st = pl_errorf(PL_ERR_INTERNAL, "embedding, final norm, output layer or relative position "
                        "table missing");
@@ -222,7 +224,15 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
     /* x = wte[token] (the rank holding the row; summed over TP) + wpe[pos]: the
      * position table from row pos is the table of a one-token sequence */
     const float *wpe = g->wpe ? g->wpe + pos * C : NULL;
-    PL_TRY(pl_tp_embedding_fwd(g->tp, 0, g->x, g->x, &token, g->wte, wpe, 1, 1, C, g->v0, g->Vl));
+    PL_TRY(pl_tp_embedding_fwd(g->tp, 0, g->x, g->x, &token, g->wte,
+                               c->scale_embedding ? NULL : wpe, 1, 1, C, g->v0, g->Vl));
+    for (int64_t k = 0; c->scale_embedding && k < C; k++) /* BART's scale_embedding */
+        g->x[k] = g->x[k] * sqrtf((float)C) + (wpe ? wpe[k] : 0.0f);
+    if (g->eln_w) { /* post-LN: the embeddings' norm (lnf is free until the end) */
+        pl_nn_norm_fwd(c->block.norm, g->lnf, g->lnf_mean, g->lnf_rstd, g->x, g->eln_w, g->eln_b,
+                       1, C, c->ln_eps);
+        memcpy(g->x, g->lnf, (size_t)C * sizeof(float));
+    }
     const float *x = g->x;
     for (int64_t l = 0; l < L; l++) {
         /* every layer reuses one set of activations: its input is the previous
@@ -235,8 +245,11 @@ pl_status pl_generator_step(pl_generator *g, int32_t token, int64_t pos)
         PL_TRY(pl_block_decode(&g->blk, &g->w[l], &g->acts, x, g->k_cache + l * cache,
                                g->v_cache + l * cache, xkv, pos, g->scores, l));
     }
-    pl_nn_norm_fwd(c->block.norm, g->lnf, g->lnf_mean, g->lnf_rstd, L ? g->acts.res2 : g->x,
-                   g->lnf_w, g->lnf_b, 1, C, c->ln_eps);
+    if (g->eln_w) /* post-LN: no final norm */
+        memcpy(g->lnf, L ? g->acts.res2 : g->x, (size_t)C * sizeof(float));
+    else
+        pl_nn_norm_fwd(c->block.norm, g->lnf, g->lnf_mean, g->lnf_rstd, L ? g->acts.res2 : g->x,
+                       g->lnf_w, g->lnf_b, 1, C, c->ln_eps);
     for (int64_t i = 0; c->output_scale > 0 && i < C; i++)
         g->lnf[i] *= c->output_scale;
     /* logits[v0, v0 + n) = lnf (1, C) . out_w^T, out_w (Vl, C) this rank's rows */

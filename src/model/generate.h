@@ -44,6 +44,7 @@ typedef struct pl_generator {
     pl_comm *tp;               /* NULL when the whole model is on this rank */
     int64_t v0, Vl;            /* this rank's padded-vocabulary rows [v0, v0 + Vl) */
     const float *wte, *wpe, *lnf_w, *lnf_b, *out_w; /* wte, out_w: rows [v0, v0 + Vl) */
+    const float *eln_w, *eln_b; /* a post-LN stack's norm of the embeddings (no lnf) */
     const float *out_b;        /* the output layer's bias (rows [v0, v0 + Vl)), or NULL */
     pl_block_weights *w;       /* [L] views into the parameters */
     float *mem;                /* caches, activations and scratch, one block */

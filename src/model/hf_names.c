@@ -64,7 +64,7 @@ static const hf_row *family_rows(const pl_model_config *c)
 }
 
 /* The tensor's shape in Hugging Face's layout. */
-static void hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t)
+void pl_hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t)
 {
     const pl_block_dims d = pl_model_block_dims(c);
     t->ndim = p->ndim;
@@ -93,11 +93,26 @@ static void hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *
     case PL_HF_XV:
         t->shape[0] = p->shape[0] / 2;
         break;
+    case PL_HF_TYPES0:
+        t->shape[0] = 2;
+        break;
+    case PL_HF_POS2:
+        t->shape[0] = p->shape[0] + 2;
+        break;
+    case PL_HF_ROW:
+        t->ndim = 2;
+        t->shape[0] = 1;
+        t->shape[1] = p->split == PL_TP_VOCAB ? c->vocab_size : p->shape[0];
+        break;
     }
 }
 
 int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM])
 {
+    if (c->family == PL_FAMILY_BERT)
+        return pl_hf_bert_map(c, p, out);
+    if (c->family == PL_FAMILY_BART)
+        return pl_hf_bart_map(c, p, out);
     int layer = -1, used = 0;
     const char *suffix = p->name;
     if (c->family == PL_FAMILY_T5)
@@ -113,7 +128,7 @@ int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_H
         for (; n < PL_HF_MAX_PER_PARAM && r->to[n].hf; n++) {
             snprintf(out[n].name, sizeof out[n].name, r->to[n].hf, layer);
             out[n].tf = r->to[n].tf;
-            hf_shape(c, p, &out[n]);
+            pl_hf_shape(c, p, &out[n]);
         }
         return n;
     }
@@ -149,9 +164,17 @@ int64_t pl_hf_source_index(const pl_model_config *c, const pl_param *p, const pl
         return i;
     case PL_HF_UP:
         return (p->shape[0] / 2 + row) * pcols + col;
+    case PL_HF_TYPES0:
+        return -1;
+    case PL_HF_POS2:
+        return row < 2 ? -1 : i - 2 * cols;
     case PL_HF_XK:
-    case PL_HF_XV:
-        return pl_hf_t5_source_index(c, p, t, i);
+    case PL_HF_XV: { /* head h's rows: plait's (2h + part) HS + e */
+        const int64_t h = row / HS, e = row % HS;
+        return ((2 * h + (t->tf == PL_HF_XV)) * HS + e) * pcols + col;
+    }
+    case PL_HF_ROW:
+        return i;
     }
     return -1;
 }

@@ -12,6 +12,17 @@
  *   Q, K, V     Llama's q_proj, k_proj, v_proj: the query, key and value rows of
  *               Megatron's grouped QKV (per group: its query heads, then k, then v)
  *   GATE, UP    SwiGLU's gate_proj and up_proj: the halves of linear_fc1
+ *   POS2        BART's embed_positions: plait's table below 2 rows that Hugging
+ *               Face's offset skips (zeros on export; dropped on import)
+ *   XK, XV      BART's encoder_attn.k_proj / v_proj: the key and value rows of
+ *               Megatron's cross-attention linear_kv (per head [k; v])
+ *   ROW         a vector as a (1, n) matrix (BART's final_logits_bias), without
+ *               Megatron's vocabulary padding
+ *   TYPES0      BERT's token_type_embeddings (2, C) of a model without token types
+ *               (a BertForMaskedLM): zeros on export (no element of its own:
+ *               pl_hf_source_index gives -1); on import its row 0, which every
+ *               token without a type adds, is folded into the position embeddings
+ *               (pl_hf_bert_fold_types)
  *
  * The rotary embedding needs no permutation: Megatron core and transformers'
  * Llama both rotate the two halves of each head (rotate_half). A tied output
@@ -32,8 +43,12 @@ typedef enum pl_hf_transform {
     PL_HF_V,
     PL_HF_GATE,
     PL_HF_UP,
-    PL_HF_XK, /* T5's EncDecAttention k and v: the halves of each head's rows of linear_kv */
+    PL_HF_TYPES0,
+    PL_HF_POS2,
+    PL_HF_XK, /* the halves of each head's rows of linear_kv: T5's EncDecAttention k and v,
+               * BART's encoder_attn k_proj and v_proj */
     PL_HF_XV,
+    PL_HF_ROW,
 } pl_hf_transform;
 
 enum { PL_HF_MAX_PER_PARAM = 3 };
@@ -53,14 +68,27 @@ typedef struct pl_hf_tensor {
  * tied), GPT-2's the other GPTs. */
 int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
 
-/* transformers' T5ForConditionalGeneration (model/hf_t5_names.c): pl_hf_map
- * and pl_hf_source_index of --model t5 (its XK and XV transforms). */
+/* transformers' T5ForConditionalGeneration (model/hf_t5_names.c): pl_hf_map of
+ * --model t5. */
 int pl_hf_t5_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
-int64_t pl_hf_t5_source_index(const pl_model_config *c, const pl_param *p, const pl_hf_tensor *t,
-                              int64_t i);
+/* transformers' BERT classes (model/hf_bert_names.c): BertForPreTraining,
+ * BertForMaskedLM and, of a fine-tuned model, BertForSequenceClassification,
+ * BertForTokenClassification, BertForQuestionAnswering, as pl_hf_map. */
+int pl_hf_bert_map(const pl_model_config *c, const pl_param *p,
+                   pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
+/* transformers' BartForConditionalGeneration (model/hf_bart_names.c) of a post-LN
+ * BART, as pl_hf_map. */
+int pl_hf_bart_map(const pl_model_config *c, const pl_param *p,
+                   pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
+/* t's shape (t->tf set) in Hugging Face's layout, from p's. */
+void pl_hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t);
+/* Import of element i (value v) of a TYPES0 tensor into the position embeddings
+ * pos (max_positions x C): row 0 added to every position; returns 1 when v is a
+ * nonzero element of another row (a token type plait's model cannot take). */
+int pl_hf_bert_fold_types(const pl_model_config *c, int64_t i, float v, float *pos);
 
 /* Where element i (row-major) of Hugging Face tensor t comes from: its
- * row-major index in the global plait tensor p. */
+ * row-major index in the global plait tensor p (-1: none, a TYPES0 or POS2 zero). */
 int64_t pl_hf_source_index(const pl_model_config *c, const pl_param *p, const pl_hf_tensor *t,
                            int64_t i);
 

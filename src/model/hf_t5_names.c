@@ -99,12 +99,3 @@ int pl_hf_t5_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[P
     }
     return n;
 }
-
-int64_t pl_hf_t5_source_index(const pl_model_config *c, const pl_param *p, const pl_hf_tensor *t,
-                              int64_t i)
-{
-    /* linear_kv rows per head [k; v]: hf row h HS + e is plait row (2h + part) HS + e */
-    const int64_t HS = pl_model_block_dims(c).HS, cols = p->shape[1];
-    const int64_t row = i / cols, col = i % cols;
-    return ((2 * (row / HS) + (t->tf == PL_HF_XV)) * HS + row % HS) * cols + col;
-}

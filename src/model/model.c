@@ -10,6 +10,7 @@
 #include "nn/relbias.h"
 #include "parallel/tp/layers.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,13 +53,18 @@ pl_status pl_model_layer_bind(const pl_registry *reg, const pl_model_config *c, 
 pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, const float *flat,
                             pl_flat_locate_fn locate, void *ctx, int grad, pl_model_top *out)
 {
-    enum { NTOP = 23 };
+    enum { NTOP = 25 };
     char lnf_w[PL_PARAM_NAME_MAX], lnf_b[PL_PARAM_NAME_MAX], relpos[PL_PARAM_NAME_MAX];
+    char eln_w[PL_PARAM_NAME_MAX], eln_b[PL_PARAM_NAME_MAX];
     pl_model_relpos_name(c, relpos, sizeof relpos);
+    /* the decoder's own names ("" for the other parts: found nowhere) */
+    const int dec = c->part == PL_PART_DECODER;
     snprintf(lnf_w, sizeof lnf_w, "%s.final_layernorm.weight", pl_model_stack(c));
     snprintf(lnf_b, sizeof lnf_b, "%s.final_layernorm.bias", pl_model_stack(c));
+    snprintf(eln_w, sizeof eln_w, "%s.initial_layernorm.weight", pl_model_stack(c));
+    snprintf(eln_b, sizeof eln_b, "%s.initial_layernorm.bias", pl_model_stack(c));
     const char *const names[NTOP] = {
-        "embedding.word_embeddings.weight", "embedding.position_embeddings.weight",
+        "embedding.word_embeddings.weight", pl_model_position_name(c),
         "embedding.tokentype_embeddings.weight", lnf_w, lnf_b, "output_layer.weight",
         pl_model_output_bias_name(c), "lm_head.dense.weight", "lm_head.dense.bias",
         "lm_head.layer_norm.weight", "lm_head.layer_norm.bias", "pooler.dense.weight",
@@ -66,14 +72,14 @@ pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, co
         "classification_head.weight", "classification_head.bias", "classifier.mlp.layer0.weight",
         "classifier.mlp.layer0.bias",
         /* a pipelined encoder-decoder's decoder embeds with copies on its first stage */
-        "decoder_embedding.word_embeddings.weight", "decoder_embedding.position_embeddings.weight",
-        relpos, NULL};
+        dec ? "decoder_embedding.word_embeddings.weight" : "",
+        dec ? "decoder_embedding.position_embeddings.weight" : "", relpos, eln_w, eln_b, NULL};
     pl_head_weights *h = &out->head;
     float **dst[NTOP] = {&out->wte,   &out->wpe,   &out->tte,    &out->lnf_w,  &out->lnf_b,
                          &out->out_w, &out->out_b, &h->dense_w,  &h->dense_b,  &h->ln_w,
                          &h->ln_b,    &h->pool_w,  &h->pool_b,   &h->bin_w,    &h->bin_b,
                          &h->bin_w,   &h->bin_b,   &h->tok_w,    &h->tok_b,    &out->wte,
-                         &out->wpe,   &out->relpos, NULL};
+                         &out->wpe,   &out->relpos, &out->eln_w, &out->eln_b, NULL};
     memset(out, 0, sizeof *out);
     for (int k = 0; names[k]; k++) {
         const pl_param *p = pl_registry_find(reg, names[k]);
@@ -121,6 +127,11 @@ static void plan_mb(pl_model *m, pl_plan *b, pl_model_mb *mb, int recompute, int
     mb->x0 = pl_plan_take(b, Nl * C);
     mb->dx0 = m->stage.first ? NULL : pl_plan_take(b, Nl * C);
     mb->dout = m->stage.last ? NULL : pl_plan_take(b, Nl * C);
+    if (m->stage.first && pl_model_post_ln(&m->cfg)) {
+        mb->emb = pl_plan_take(b, Nl * C);
+        mb->emb_mean = pl_plan_take(b, Nl);
+        mb->emb_rstd = pl_plan_take(b, Nl);
+    }
     mb->dloss = pl_plan_take(b, N);
     mb->dbin = pl_plan_take(b, m->B);
     for (int64_t l = 0; l < L; l++) {
@@ -355,7 +366,9 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     if (params && ((sg->first && (!m->p.wte || (cfg->block.pos == PL_POS_LEARNED && !m->p.wpe) ||
                                   (cfg->block.pos == PL_POS_RELATIVE && !m->p.relpos) ||
                                   (cfg->head.tokentypes && !m->p.tte))) ||
-                   (sg->last && (!m->p.lnf_w || (cfg->head.lm_head && !m->p.out_w) ||
+                   (sg->first && pl_model_post_ln(cfg) && !m->p.eln_w) ||
+                   (sg->last && ((!pl_model_post_ln(cfg) && !m->p.lnf_w) ||
+                                 (cfg->head.lm_head && !m->p.out_w) ||
                                  (cfg->head.output_bias && !m->p.out_b) ||
                                  (cfg->head.lm_transform && !m->p.head.dense_w) ||
                                  (cfg->head.binary_head && !m->p.head.bin_w) ||
@@ -614,6 +627,20 @@ static pl_status relpos_grad(pl_model *m)
     return PL_OK;
 }
 
+/* transformers' BART with scale_embedding: e (this rank's rows, the word embeddings)
+ * times sqrt(C), then the positions added. */
+static void scaled_positions(pl_model *m, float *e)
+{
+    const int64_t C = m->C, Nl = m->blk.Nl, n0 = m->blk.sp ? m->blk.n0 : 0;
+    const float s = sqrtf((float)C);
+    for (int64_t i = 0; i < Nl; i++) {
+        float *row = e + i * C;
+        const float *pos = m->p.wpe + (n0 + i) % m->T * C;
+        for (int64_t k = 0; k < C; k++)
+            row[k] = row[k] * s + pos[k];
+    }
+}
+
 pl_status pl_model_forward(pl_model *m)
 {
     pl_status st = PL_OK;
@@ -623,10 +650,18 @@ pl_status pl_model_forward(pl_model *m)
     if (m->stage.first) {
         if (m->fetch)
             PL_TRY(m->fetch(m->fetch_ctx, -1, 0));
-        PL_TRY(pl_tp_embedding_fwd(m->tp, m->blk.sp, m->x0, m->blk.norm_out, m->tokens, m->p.wte,
-                                   m->p.wpe, B, T, C, m->v0, m->Vl));
+        const pl_model_mb *mb = &m->mb[m->cur];
+        float *e = mb->emb ? mb->emb : m->x0; /* post-LN: the sum, then its norm into x0 */
+        const int scaled = m->cfg.scale_embedding;
+        PL_TRY(pl_tp_embedding_fwd(m->tp, m->blk.sp, e, m->blk.norm_out, m->tokens, m->p.wte,
+                                   scaled ? NULL : m->p.wpe, B, T, C, m->v0, m->Vl));
+        if (scaled)
+            scaled_positions(m, e);
         if (m->types)
-            PL_TRY(tokentype_fwd(m, m->x0));
+            PL_TRY(tokentype_fwd(m, e));
+        if (mb->emb) /* transformers' BertEmbeddings: LayerNorm, then dropout */
+            pl_nn_norm_fwd(m->cfg.block.norm, m->x0, mb->emb_mean, mb->emb_rstd, e, m->p.eln_w,
+                           m->p.eln_b, m->blk.Nl, C, m->cfg.ln_eps);
         embedding_dropout(m, m->x0);
     }
     if (m->cfg.block.pos == PL_POS_RELATIVE)
@@ -638,8 +673,15 @@ pl_status pl_model_forward(pl_model *m)
     }
     if (!m->stage.last)
         return PL_OK;
-    PL_TRY(pl_block_norm_fwd(&m->blk, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L),
-                             m->p.lnf_w, m->p.lnf_b));
+    if (pl_model_post_ln(&m->cfg)) { /* no final norm: the heads take the last layer's output */
+        memcpy(m->lnf + (m->blk.sp ? m->blk.n0 * C : 0), layer_input(m, L),
+               (size_t)(m->blk.Nl * C) * sizeof(float));
+        if (m->blk.sp)
+            PL_TRY(pl_tp_gather_rows(m->tp, m->lnf, m->N, C));
+    } else {
+        PL_TRY(pl_block_norm_fwd(&m->blk, m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, L),
+                                 m->p.lnf_w, m->p.lnf_b));
+    }
     if (m->cfg.output_scale > 0 && m->cfg.head.lm_head)
         scale(m->lnf, m->N * C, m->cfg.output_scale);
     double t0 = pl_time_now();
@@ -724,8 +766,11 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
          * alone, under sp, this rank's rows first */
         const int whole = hs.lm || hs.pooled || hs.token;
         const float *dy = headless ? m->dlnf_in : whole && m->blk.sp ? dln + m->blk.n0 * C : dln;
-        PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->d.lnf_w, m->d.lnf_b, dy, layer_input(m, L),
-                                 m->p.lnf_w, m->lnf_mean, m->lnf_rstd));
+        if (pl_model_post_ln(&m->cfg))
+            pl_cpu_add(m->dres, m->dres, dy, Nl * C);
+        else
+            PL_TRY(pl_block_norm_bwd(&m->blk, m->dres, m->d.lnf_w, m->d.lnf_b, dy,
+                                     layer_input(m, L), m->p.lnf_w, m->lnf_mean, m->lnf_rstd));
     } else {
         memcpy(m->dres, mb->dout, (size_t)(Nl * C) * sizeof(float));
     }
@@ -763,12 +808,28 @@ static pl_status model_backward(pl_model *m, pl_grad_ready_fn ready, void *ctx, 
     }
     embedding_dropout(m, m->dres);
     float *dx0 = m->dres; /* whole for the embeddings' gradients: gathered under sp */
-    if (m->blk.sp) {
+    if (mb->emb) { /* post-LN: through the embeddings' norm, into this rank's rows of dnorm */
+        dx0 = m->blk.dnorm;
+        float *de = dx0 + (m->blk.sp ? m->blk.n0 * C : 0);
+        memset(de, 0, (size_t)(Nl * C) * sizeof(float));
+        PL_TRY(pl_block_norm_bwd(&m->blk, de, m->d.eln_w, m->d.eln_b, m->dres, mb->emb,
+                                 m->p.eln_w, mb->emb_mean, mb->emb_rstd));
+        if (m->blk.sp)
+            PL_TRY(pl_tp_gather_rows(m->tp, dx0, N, C));
+    } else if (m->blk.sp) {
         dx0 = m->blk.dnorm;
         memcpy(dx0 + m->blk.n0 * C, m->dres, (size_t)(Nl * C) * sizeof(float));
         PL_TRY(pl_tp_gather_rows(m->tp, dx0, N, C));
     }
-    pl_tp_embedding_bwd(m->d.wte, m->d.wpe, dx0, m->tokens, B, T, C, m->v0, m->Vl);
+    if (m->cfg.scale_embedding) { /* the positions' gradient, then the words' times sqrt(C) */
+        if (m->d.wpe)
+            pl_cpu_pos_embedding_bwd(m->d.wpe, dx0, B, T, C);
+        const float s = sqrtf((float)C);
+        for (int64_t i = 0; i < N * C; i++)
+            dx0[i] *= s;
+    }
+    pl_tp_embedding_bwd(m->d.wte, m->cfg.scale_embedding ? NULL : m->d.wpe, dx0, m->tokens, B, T,
+                        C, m->v0, m->Vl);
     if (m->types) /* each rank's token-type gradient whole, as its word embeddings' */
         pl_cpu_embedding_bwd(m->d.tte, dx0, m->types, N, C, 0, m->cfg.head.tokentypes);
 fail:

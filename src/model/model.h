@@ -25,11 +25,12 @@ pl_status pl_model_layer_bind(const pl_registry *reg, const pl_model_config *c, 
                               int64_t layer, pl_block_weights *out, int64_t *lo, int64_t *hi);
 
 /* The parameters outside the layers: word, position and token-type embeddings,
- * final norm, output layer (the word embeddings unless untied) and its bias,
+ * a post-LN model's norm of the embeddings, final norm, output layer (the word embeddings unless untied) and its bias,
  * BERT's heads. Absent ones are NULL. */
 typedef struct pl_model_top {
     float *wte, *wpe, *tte, *lnf_w, *lnf_b, *out_w, *out_b;
     float *relpos; /* the stack's relative position bias table (buckets, NH) */
+    float *eln_w, *eln_b; /* a post-LN model's norm of the embeddings (initial_layernorm) */
     pl_head_weights head;
 } pl_model_top;
 
@@ -79,6 +80,8 @@ typedef struct pl_model_mb {
     float *dout;               /* (Nl, C) not the last stage: the gradient of the stage's
                                 * output (received) */
     float *dx0;                /* (Nl, C) not the first stage: the gradient of x0 (to send) */
+    float *emb, *emb_mean, *emb_rstd; /* first stage of a post-LN model: (Nl, C) the embeddings'
+                                * sum, the input of their norm, and its statistics (Nl) */
     pl_block_acts *acts;       /* [nl] */
     float *lnf, *lnf_mean, *lnf_rstd, *loss, *lse; /* last stage: (N,C), (Nl), (Nl), (N), (N) */
     pl_head_acts head;         /* last stage with BERT's heads */

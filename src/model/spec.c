@@ -40,11 +40,13 @@ static const pl_family_spec families[] = {
      * one embedding module for both stacks at PP 1 (share_token_embeddings), the
      * tokens head tied to the word embeddings with a bias. What differs from t5 is
      * the data: NeMo's BART denoising or MegaMolBART's SMILES (train/encdec_data.c).
-     * Not Hugging Face's BART (post-LN, positions offset by 2, layernorm_embedding). */
+     * --transformer-block-type post_ln gives Hugging Face's BART's post-LN layers,
+     * layernorm_embedding and a position table per stack (model/config.h
+     * pl_model_post_ln, pl_model_position_name). */
     {"bart", PL_FAMILY_BART,
      {PL_NORM_LAYERNORM, PL_ACT_GELU, PL_POS_LEARNED, PL_MASK_PADDING, 0, 1, 1, 0, 0},
      {1, PL_TASK_NONE, 0, 0, 0, 1, 0},
-     "encoder", 0, 0.1f, 0.1f, NULL},
+     "encoder", 0, 0.1f, 0.1f, "BartForConditionalGeneration"},
 };
 
 const char pl_family_names[] = "gpt|llama|bert|t5|bart";

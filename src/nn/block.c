@@ -112,7 +112,7 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
                          "--tensor-model-parallel-size %d, heads by query groups (%lld), and "
                          "groups by the TP size or the TP size by groups",
                          (long long)d->NH, (long long)d->F, tps, (long long)d->G);
-    if (spec->act != PL_ACT_GELU && spec->act != PL_ACT_SWIGLU &&
+    if ((spec->act == PL_ACT_RELU || spec->act == PL_ACT_GEGLU) &&
         pl_gemm_get_precision(gemm) == PL_GEMM_BF16)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--bf16 with T5's ReLU or GEGLU MLP: their kernels "
                          "are fp32 only (the activations are saved in bf16 under --bf16); use "
@@ -419,6 +419,10 @@ static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
         pl_cpu_swiglu_fwd_bf16(c->act, a->fc1_bf16, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_SWIGLU)
         pl_cpu_swiglu_fwd(c->act, a->fc1, c->N, c->Fl);
+    else if (c->spec.act == PL_ACT_GELU_ERF && c->act_bf16)
+        pl_cpu_gelu_erf_fwd_bf16(c->act, a->fc1_bf16, n);
+    else if (c->spec.act == PL_ACT_GELU_ERF)
+        pl_cpu_gelu_erf_fwd(c->act, a->fc1, n);
     else if (c->act_bf16)
         pl_cpu_gelu_fwd_bf16(c->act, a->fc1_bf16, n);
     else
@@ -437,6 +441,10 @@ static void act_bwd(pl_block_ctx *c, const pl_block_acts *a)
         pl_cpu_swiglu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_SWIGLU)
         pl_cpu_swiglu_bwd(c->dfc1, a->fc1, c->dact, c->N, c->Fl);
+    else if (c->spec.act == PL_ACT_GELU_ERF && c->act_bf16)
+        pl_cpu_gelu_erf_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, n);
+    else if (c->spec.act == PL_ACT_GELU_ERF)
+        pl_cpu_gelu_erf_bwd(c->dfc1, a->fc1, c->dact, n);
     else if (c->act_bf16)
         pl_cpu_gelu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, n);
     else

@@ -71,13 +71,17 @@
 #include "parallel/comm.h"
 #include "parallel/tp/layers.h"
 
-/* The MLP's activation: GELU (tanh), SwiGLU, and T5's ReLU (v1.0) and GEGLU
- * (v1.1, flan-t5: gated GELU, fc1 rows [wi_0; wi_1] as SwiGLU's [gate; up]). */
+/* The MLP's activation: GELU (the tanh approximation: Megatron's --openai-gelu;
+ * plait's GPT, Megatron BERT, T5), SwiGLU, T5's ReLU (v1.0) and GEGLU (v1.1,
+ * flan-t5: gated GELU, fc1 rows [wi_0; wi_1] as SwiGLU's [gate; up]), and GELU_ERF:
+ * exact, 0.5 x (1 + erf(x / sqrt(2))) (transformers' BERT and BART, hidden_act
+ * "gelu"). */
 typedef enum pl_act_kind {
     PL_ACT_GELU = 0,
     PL_ACT_SWIGLU = 1,
     PL_ACT_RELU = 2,
-    PL_ACT_GEGLU = 3
+    PL_ACT_GEGLU = 3,
+    PL_ACT_GELU_ERF = 4
 } pl_act_kind;
 /* relative: T5's relative position bias on the self-attention scores (nn/relbias.h) */
 typedef enum pl_pos_kind {

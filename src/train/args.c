@@ -78,6 +78,12 @@ static const pl_option train_options[] = {
      "no biases in the linear layers (llama: on)", NULL, 0},
     {"--apply-residual-connection-post-layernorm", PL_OPT_BOOL, NULL, F(res_post_norm),
      "each residual is its norm's output, not the layer's input (the original BERT's)", NULL, 0},
+    {"--scale-embedding", PL_OPT_BOOL, NULL, F(scale_embedding),
+     "post_ln --model bart: token embeddings times sqrt(hidden) (transformers' scale_embedding)",
+     NULL, 0},
+    {"--transformer-block-type", PL_OPT_CHOICE, NULL, F(transformer_block_type),
+     "NeMo's: pre_ln, or post_ln (--model bert: transformers' BERT, exact GELU; "
+     "docs/training.md)", "pre_ln|post_ln", 0},
     {"--lm-head-logits", PL_OPT_CHOICE, "fused", F(lm_head_logits),
      "LM head logits: fused (the gradient formed in forward, blocks of rows), recompute them "
      "in backward chunk by chunk, or keep all (micro-batch x seq x vocab floats) from forward "

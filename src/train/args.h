@@ -57,6 +57,8 @@ typedef struct pl_train_args {
     double softmax_scale, output_scale;
     const char *ffn_activation;
     int64_t kv_channels;
+    const char *transformer_block_type; /* pre_ln | post_ln (NeMo's; NULL: pre_ln) */
+    int scale_embedding; /* --scale-embedding: a post-LN BART's token embeddings x sqrt(hidden) */
     double mask_prob, short_seq_prob; /* BERT's dataset */
     double rotary_base, rotary_percent, rope_scaling_factor;
     int64_t num_query_groups;

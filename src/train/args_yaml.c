@@ -94,6 +94,7 @@ static const struct yaml_map {
     {"model.bias", "--disable-bias-linear", K_UNSET, NULL},
     {"model.apply_residual_connection_post_layernorm",
      "--apply-residual-connection-post-layernorm", K_SWITCH, NULL},
+    {"model.transformer_block_type", "--transformer-block-type", K_VALUE, NULL},
     {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights",
      K_UNSET, NULL},
     {"model.normalization", NULL, K_SPECIAL, NULL},

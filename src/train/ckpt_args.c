@@ -178,6 +178,11 @@ static pl_status apply(pl_train_args *a, const pl_model_config *c, const pl_ckpt
         st = force_bool(a, "--apply-residual-connection-post-layernorm", &a->res_post_norm,
                         c->block.res_post_norm, 0);
     if (!st)
+        st = force_bool(a, "--scale-embedding", &a->scale_embedding, c->scale_embedding, 0);
+    if (!st && (c->block.post_norm || a->transformer_block_type))
+        st = force_str(a, "--transformer-block-type", a->transformer_block_type,
+                       c->block.post_norm ? "post_ln" : "pre_ln");
+    if (!st)
         st = force_bool(a, "--group-query-attention", &a->group_query_attention, gqa, 0);
     if (!st && gqa)
         st = force_num(a, "--num-query-groups", (double)a->num_query_groups, (double)c->query_groups);

@@ -70,7 +70,8 @@ void pl_train_print_banner(const pl_trainer *t)
                 c->sequence_parallel && t->grid.layout.tp > 1 ? " (sequence parallel)" : "",
                 omp_get_max_threads());
     static const char *const norms[] = {"LayerNorm", "RMSNorm"},
-                             *const acts[] = {"GELU", "SwiGLU", "ReLU", "GEGLU"};
+                             *const acts[] = {"GELU (tanh)", "SwiGLU", "ReLU", "GEGLU",
+                                              "GELU (exact)"};
     static const char *const pos[] = {"learned positions", "rope", "no positions",
                                       "relative position bias"};
     pl_log_info("model: %s, %lld layers, hidden %lld, %lld heads (%lld query groups), ffn %lld, "
@@ -95,7 +96,9 @@ void pl_train_print_banner(const pl_trainer *t)
                 c->block.pos == PL_POS_ROPE && c->rope.scaling ? " (Llama 3.1 scaling)" : "",
                 c->block.bias ? "biases" : "no biases", c->untie ? "untied" : "tied",
                 c->block.res_post_norm ? ", residuals after the norms "
-                                         "(--apply-residual-connection-post-layernorm)" : "");
+                                         "(--apply-residual-connection-post-layernorm)"
+                : c->block.post_norm ? ", post-LN (a norm after each residual and of the "
+                                       "embeddings, no final norm)" : "");
     pl_log_info("batch: micro %lld x %lld micro-batches x dp %lld = global %lld; %lld iterations; "
                 "dropout hidden %g, attention %g",
                 (long long)t->mbs, (long long)t->num_micro, (long long)t->dp, (long long)t->gbs,

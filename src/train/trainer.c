@@ -264,6 +264,9 @@ pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c)
     if (a->disable_bias_linear)
         c->block.bias = 0;
     c->block.res_post_norm = a->res_post_norm;
+    const pl_status bt = pl_train_block_type(a, c);
+    if (bt)
+        return bt;
     if (a->bert_no_binary_head && c->family != PL_FAMILY_BERT)
         return pl_errorf(PL_ERR_ARG, "--bert-no-binary-head is for --model bert");
     if (a->bert_no_binary_head) /* pretrain_bert.py: num_tokentypes = 2 if binary head else 0 */

@@ -170,6 +170,11 @@ static inline pl_model *pl_train_head(pl_trainer *t)
  * architecture flags given (sizes, norms, positions, MLP, biases, tying,
  * dropout); the vocabulary is left to the caller. */
 pl_status pl_train_model_config(const pl_train_args *a, pl_model_config *c);
+/* --transformer-block-type (train/block_type.c): post_ln makes c (--model bert,
+ * bart) transformers' BERT or BART: post-norm layers, a norm of the embeddings, no
+ * final norm, exact GELU. Refuses it for other families and with
+ * --apply-residual-connection-post-layernorm or --swiglu, naming the flag. */
+pl_status pl_train_block_type(const pl_train_args *a, pl_model_config *c);
 
 /* trainer.c, for the step's parts in other files: micro-batch idx (mbs global
  * sample indices) of split s into the model's current slot, with d loss scaled by

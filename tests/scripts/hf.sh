@@ -9,8 +9,9 @@
 # rounding. BF16 exports are the fp32 tensors rounded to nearest even; a sharded export
 # (index + shards) holds the same tensors as the single file. The run's tokenizer files
 # (GPT-2 BPE, Llama 2 SentencePiece) are exported byte for byte with their bos/eos ids.
-# A model GPT2LMHeadModel cannot express, a BERT (pre-LN, unlike transformers' post-LN
-# BERT) and a non-empty --out are refused.
+# A model GPT2LMHeadModel cannot express, a pre-LN BERT (Megatron core's, unlike
+# transformers' post-LN BERT: hf_bert.sh has the post-LN one) and a non-empty --out are
+# refused.
 # Import: the exports read back into plait release checkpoints (TP 2 x PP 2; Llama at TP 4,
 # its 2 key/value groups shared) hold the trained checkpoint's model tensors bit for bit
 # (the vocabulary, 128 tokens padded by 64 x TP, has no padding rows for the export to
@@ -173,8 +174,8 @@ c = json.load(open(sys.argv[1])); $2; json.dump(c, open(sys.argv[1], 'w'))" "$TM
 bad b_act 'c["activation_function"] = "gelu"'
 check_fails "import refuses GPT-2's erf GELU naming the key" '"activation_function": "gelu" is not supported' \
     import_hf b_act --out "$TMP/b_act_out"
-bad b_bert 'c["model_type"] = "bert"; c["architectures"] = ["BertForMaskedLM"]'
-check_fails "import refuses BertForMaskedLM naming it" '"architectures": BertForMaskedLM is not supported' \
+bad b_bert 'c["architectures"] = ["RobertaForMaskedLM"]'
+check_fails "import refuses RobertaForMaskedLM naming it" '"architectures": RobertaForMaskedLM is not supported' \
     import_hf b_bert --out "$TMP/b_bert_out"
 bad b_bias 'c["attention_bias"] = True' l_hf
 check_fails "import refuses a Llama with attention biases naming the key" '"attention_bias": true is not supported' \

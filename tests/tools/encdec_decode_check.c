@@ -13,7 +13,10 @@
  * bias tables of 8 buckets up to distance 20, unscaled scores, GEGLU, the tied
  * output layer's input scaled by hidden^-0.5): the cached steps read the
  * decoder's one-way bias of each distance.
- *   usage: [mpirun -n P] encdec_decode_check [--hf-t5] */
+ * --post-ln: the post-LN BART of --model bart --transformer-block-type post_ln (the
+ * decoder's norm of the embeddings in the cached step, no final norms).
+ * --scale-embedding (after --post-ln): its token embeddings times sqrt(hidden).
+ *   usage: [mpirun -n P] encdec_decode_check [--hf-t5 | --post-ln [--scale-embedding]] */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "kernels/kernels.h"
@@ -36,13 +39,16 @@ static int fail(pl_status st)
     return st ? 1 : 0;
 }
 
-static int run(int hf)
+static int run(int hf, int post_ln)
 {
     pl_model_config cfg = {.num_layers = LE, .dec_layers = LD, .hidden = C, .heads = NH,
                            .ffn_hidden = 4 * C, .seq_length = TE, .dec_seq_length = TD,
                            .max_positions = TE, .vocab_size = V, .divisible_by = 128,
                            .init_std = 0.3, .ln_eps = 1e-5f};
-    pl_family_apply(&cfg, PL_FAMILY_T5);
+    pl_family_apply(&cfg, post_ln ? PL_FAMILY_BART : PL_FAMILY_T5);
+    if (post_ln)
+        cfg.block.post_norm = 1, cfg.block.act = PL_ACT_GELU_ERF;
+    cfg.scale_embedding = post_ln == 2;
     cfg.query_groups = NH;
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, tp.size);
@@ -171,7 +177,16 @@ int main(int argc, char **argv)
         return fail(st);
     if ((st = pl_comm_init(&tp, MPI_COMM_WORLD, "tp", 0)))
         return fail(st);
-    int rc = run(argc > 1 && strcmp(argv[1], "--hf-t5") == 0);
+    const int hf = argc > 1 && strcmp(argv[1], "--hf-t5") == 0;
+    int post_ln = argc > 1 && strcmp(argv[1], "--post-ln") == 0;
+    if (post_ln && argc > 2 && strcmp(argv[2], "--scale-embedding") == 0)
+        post_ln = 2;
+    if (argc > 1 + hf + (post_ln > 0) + (post_ln > 1)) {
+        fprintf(stderr, "usage: [mpirun -n P] encdec_decode_check [--hf-t5 | --post-ln "
+                        "[--scale-embedding]]\n");
+        return 2;
+    }
+    int rc = run(hf, post_ln);
     pl_comm_free(&tp);
     pl_dist_finalize(&dist);
     return rc;

@@ -19,7 +19,11 @@
  * tables (--buckets N, default 8, --max-distance M, default 20), scores unscaled,
  * the MLP's ReLU or GEGLU; an untied output layer, or with --tied the word
  * embeddings with the output layer's input scaled by hidden^-0.5; --kv-channels N: heads
- * of N (T5 v1.1 small's d_kv, heads x N other than the hidden size). */
+ * of N (T5 v1.1 small's d_kv, heads x N other than the hidden size).
+ * --post-ln: plait train --model bart --transformer-block-type post_ln, transformers'
+ * BART's layers (both stacks post-LN with a norm of their embeddings, no final norms,
+ * exact GELU), checked by tests/scripts/hf_bart.py; --scale-embedding (with it): the
+ * token embeddings times sqrt(hidden), transformers' scale_embedding. */
 #include "base/alloc.h"
 #include "base/rng.h"
 #include "ckpt/safetensors.h"
@@ -88,11 +92,12 @@ typedef struct hf_opts {
     int64_t buckets, max_distance, kv_channels;
 } hf_opts;
 
-static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *out);
+static int run(int bf16, int sp, int res_post, int post_ln, const hf_opts *hf,
+               const char *out);
 
 int main(int argc, char **argv)
 {
-    int bf16 = 0, sp = 0, res_post = 0, bad = argc < 2;
+    int bf16 = 0, sp = 0, res_post = 0, post_ln = 0, bad = argc < 2;
     hf_opts hf = {0, 0, 0, 8, 20, 0};
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--hf-t5") == 0 && i + 1 < argc) {
@@ -113,13 +118,17 @@ int main(int argc, char **argv)
             sp = 1;
         else if (strcmp(argv[i], "--res-post-norm") == 0)
             res_post = 1;
+        else if (strcmp(argv[i], "--post-ln") == 0)
+            post_ln = post_ln ? post_ln : 1;
+        else if (strcmp(argv[i], "--scale-embedding") == 0)
+            post_ln = 2; /* --post-ln with transformers' scale_embedding */
         else
             bad = 1;
     }
     if (bad) {
         fprintf(stderr, "usage: [mpirun -n P] encdec_parity OUT.safetensors [--bf16] [--sp] "
-                        "[--res-post-norm] [--hf-t5 relu|geglu [--tied] [--buckets N] "
-                        "[--max-distance M] [--kv-channels N]]\n");
+                        "[--res-post-norm | --post-ln [--scale-embedding] | --hf-t5 relu|geglu "
+                        "[--tied] [--buckets N] [--max-distance M] [--kv-channels N]]\n");
         return 2;
     }
     pl_dist dist;
@@ -128,7 +137,7 @@ int main(int argc, char **argv)
         return fail(st);
     if ((st = pl_comm_init(&tp, MPI_COMM_WORLD, "tp", 0)))
         return fail(st);
-    int rc = run(bf16, sp && tp.size > 1, res_post, &hf, argv[1]);
+    int rc = run(bf16, sp && tp.size > 1, res_post, post_ln, &hf, argv[1]);
     pl_comm_free(&tp);
     pl_dist_finalize(&dist);
     return rc;
@@ -151,17 +160,21 @@ static void hf_layer(pl_model_config *cfg, const hf_opts *hf)
     cfg->kv_channels = hf->kv_channels;
 }
 
-static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *out)
+static int run(int bf16, int sp, int res_post, int post_ln, const hf_opts *hf,
+               const char *out)
 {
     pl_model_config cfg = {.num_layers = LE, .dec_layers = LD, .hidden = C, .heads = NH,
                            .ffn_hidden = 4 * C, .seq_length = TE, .dec_seq_length = TD,
                            .max_positions = TE, .vocab_size = V, .divisible_by = 128,
                            .init_std = 0.02, .ln_eps = 1e-5f};
-    pl_family_apply(&cfg, PL_FAMILY_T5);
+    pl_family_apply(&cfg, post_ln ? PL_FAMILY_BART : PL_FAMILY_T5);
     cfg.query_groups = NH;
     cfg.block.res_post_norm = res_post;
     if (hf->on)
         hf_layer(&cfg, hf);
+    if (post_ln) /* what plait train --model bart --transformer-block-type post_ln sets */
+        cfg.block.post_norm = 1, cfg.block.act = PL_ACT_GELU_ERF;
+    cfg.scale_embedding = post_ln == 2; /* and --scale-embedding */
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     cfg.sequence_parallel = sp;
     cfg.padded_vocab = pl_model_padded_vocab(V, 128, 1); /* 1024: a multiple of 128 x tp */
@@ -318,10 +331,11 @@ static int run(int bf16, int sp, int res_post, const hf_opts *hf, const char *ou
              "\"steps\": %d, \"beta1\": 0.9, \"beta2\": 0.95, \"eps\": 1e-8, \"weight_decay\": 0.1, "
              "\"clip_grad\": 0.05, \"precision\": \"%s\", \"res_post_norm\": %d, "
              "\"hf_t5\": %d, \"act\": \"%s\", \"tied\": %d, \"buckets\": %lld, "
-             "\"max_distance\": %lld, \"kv_channels\": %lld}",
+             "\"max_distance\": %lld, \"kv_channels\": %lld, \"post_ln\": %d, "
+             "\"scale_embedding\": %d}",
              LE, LD, C, NH, TE, TD, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : "fp32", res_post,
              hf->on, hf->geglu ? "geglu" : "relu", hf->tied, (long long)hf->buckets,
-             (long long)hf->max_distance, (long long)hf->kv_channels);
+             (long long)hf->max_distance, (long long)hf->kv_channels, post_ln != 0, post_ln == 2);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, out)))
         return fail(st);

@@ -21,6 +21,9 @@
  * output, or the token and span heads' input), its masks written as head_dropout.S
  * (computed here from the documented formula, as the --dropout ones).
  * --res-post-norm (with --model bert): Megatron's --apply-residual-connection-post-layernorm.
+ * --post-ln (with --model bert): transformers' post-LN BERT (--transformer-block-type
+ * post_ln: a norm of the embeddings, post-norm layers with the exact GELU, no final
+ * norm), checked by tests/scripts/hf_bert.py against a BERT with transformers' modules.
  * --model llama: RMSNorm, RoPE (base 10000, or Llama 3.1's scaling with --rope-scaling),
  * SwiGLU, no biases, untied output layer, G key/value groups (--groups, default NH).
  * --dropout P: hidden and attention dropout P; the masks plait draws (the counter-based
@@ -97,7 +100,7 @@ int main(int argc, char **argv)
     int64_t lm_rows = 0;
     pl_lm_logits logits_mode = PL_LM_LOGITS_RECOMPUTE;
     int bf16 = 0, fp16 = 0, llama = 0, bert = 0, scaling = 0, bad = argc < 2;
-    int res_post = 0;
+    int res_post = 0, post_ln = 0;
     pl_task task = PL_TASK_NONE;
     int64_t groups = NH;
     float dropout = 0, head_p = 0;
@@ -116,6 +119,8 @@ int main(int argc, char **argv)
             scaling = 1;
         else if (strcmp(argv[i], "--res-post-norm") == 0)
             res_post = 1;
+        else if (strcmp(argv[i], "--post-ln") == 0)
+            post_ln = 1;
         else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
             llama = strcmp(argv[++i], "llama") == 0;
             bert = strcmp(argv[i], "bert") == 0;
@@ -137,13 +142,13 @@ int main(int argc, char **argv)
             bad = 1;
     }
     if (bad || (bf16 && fp16) || groups < 1 || NH % groups || dropout < 0 || dropout >= 1 ||
-        (bert && dropout > 0) || (task && !bert) || (res_post && !bert) || head_p < 0 ||
-        head_p >= 1 || (head_p > 0 && !task)) {
+        (bert && dropout > 0) || (task && !bert) || (res_post && !bert) || (post_ln && !bert) ||
+        head_p < 0 || head_p >= 1 || (head_p > 0 && !task)) {
         fprintf(stderr, "usage: model_parity OUT.safetensors [--model gpt|llama|bert] [--groups G] "
                         "[--rope-scaling] [--dropout P] [--keep-logits | --fused-logits [--lm-rows R]] "
                         "[--bf16 | --fp16] "
                         "[--task sequence|token|span|regression [--head-dropout P]] "
-                        "[--res-post-norm]\n");
+                        "[--res-post-norm] [--post-ln]\n");
         return 2;
     }
     const double scale = fp16 ? LOSS_SCALE : 1.0;
@@ -162,6 +167,8 @@ int main(int argc, char **argv)
         pl_model_set_task(&cfg, task, K);
     cfg.query_groups = groups;
     cfg.block.res_post_norm = res_post;
+    if (post_ln) /* what plait train --transformer-block-type post_ln sets */
+        cfg.block.post_norm = 1, cfg.block.act = PL_ACT_GELU_ERF;
     cfg.hidden_dropout = cfg.attention_dropout = dropout;
     cfg.head_dropout = head_p;
     cfg.rope = (pl_rope_config){10000.0, 1.0, scaling, 8.0, 1.0, 4.0, 8192};
@@ -394,7 +401,7 @@ int main(int argc, char **argv)
              "\"eps\": 1e-8, \"weight_decay\": 0.1, \"clip_grad\": 0.05, \"precision\": \"%s\", "
              "\"loss_scale\": %g, \"family\": \"%s\", \"groups\": %lld, \"ffn\": %lld, "
              "\"rotary_base\": %g, \"rope_scaling\": %d, \"rope_original\": %lld, "
-             "\"dropout\": %g, \"res_post_norm\": %d, \"head_dropout\": %g}",
+             "\"dropout\": %g, \"res_post_norm\": %d, \"head_dropout\": %g, \"post_ln\": %d}",
              L, C, NH, T, B, V, (long long)Vp, STEPS, bf16 ? "bf16" : fp16 ? "fp16" : "fp32", scale,
              llama ? "llama" : bert ? (task == PL_TASK_SEQUENCE ? "bert-sequence"
                                        : task == PL_TASK_TOKEN  ? "bert-token"
@@ -402,7 +409,7 @@ int main(int argc, char **argv)
                                        : task == PL_TASK_REGRESSION ? "bert-regression"
                                                                     : "bert") : "gpt",
              (long long)groups, (long long)cfg.ffn_hidden, cfg.rope.base,
-             scaling, (long long)cfg.rope.original_max_positions, dropout, res_post, head_p);
+             scaling, (long long)cfg.rope.original_max_positions, dropout, res_post, head_p, post_ln);
     pl_st_writer_meta(w, "config", meta);
     if ((st = pl_st_writer_finish(w, argv[1])))
         return fail(st);

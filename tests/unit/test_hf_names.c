@@ -1,4 +1,5 @@
-/* model/hf_names: the Hugging Face name maps of the families.
+/* model/hf_names: the Hugging Face name maps of the families (and, for a post-LN
+ * BERT and BART, model/hf_bert_names.c and hf_bart_names.c).
  *
  * The expected state dicts are written here from transformers' model classes
  * (models/gpt2/modeling_gpt2.py: GPT2LMHeadModel, Conv1D(nf, nx) holding a
@@ -195,6 +196,144 @@ TEST(every_element_comes_from_one_distinct_plait_element)
     }
 }
 
+static const pl_param *mapped(pl_registry *r, const pl_model_config *c, const char *name,
+                              pl_hf_tensor t[PL_HF_MAX_PER_PARAM], int *n);
+
+/* A post-LN BERT (--transformer-block-type post_ln) or BART: the family's row with
+ * the block's post_norm and the exact GELU. */
+static pl_model_config post_ln(pl_family f)
+{
+    pl_model_config c = config(f, NH, 4 * C);
+    c.block.post_norm = 1;
+    c.block.act = PL_ACT_GELU_ERF;
+    if (f == PL_FAMILY_BART)
+        c.dec_layers = L, c.dec_seq_length = P;
+    return c;
+}
+
+/* transformers' BertForPreTraining (models/bert/modeling_bert.py): bert.embeddings
+ * (word, position, token type, LayerNorm), per layer attention.self.{query,key,value},
+ * attention.output.{dense,LayerNorm}, intermediate.dense, output.{dense,LayerNorm};
+ * bert.pooler.dense, cls.predictions.{transform.dense,transform.LayerNorm,bias},
+ * cls.seq_relationship; the decoder tied, not stored. */
+TEST(post_ln_bert_maps_onto_bertforpretraining_state_dict)
+{
+    want w[64];
+    int n = 0;
+    char s[PL_PARAM_NAME_MAX];
+    n = add(w, n, "bert.embeddings.word_embeddings.weight", V, C);
+    n = add(w, n, "bert.embeddings.position_embeddings.weight", P, C);
+    n = add(w, n, "bert.embeddings.token_type_embeddings.weight", 2, C);
+    n = add(w, n, "bert.embeddings.LayerNorm.weight", C, 0);
+    n = add(w, n, "bert.embeddings.LayerNorm.bias", C, 0);
+    for (int l = 0; l < L; l++) {
+        const struct {
+            const char *suffix;
+            int64_t rows, cols;
+        } t[] = {{"attention.self.query", C, C}, {"attention.self.key", C, C},
+                 {"attention.self.value", C, C}, {"attention.output.dense", C, C},
+                 {"attention.output.LayerNorm", C, 0}, {"intermediate.dense", 4 * C, C},
+                 {"output.dense", C, 4 * C}, {"output.LayerNorm", C, 0}};
+        for (size_t k = 0; k < sizeof t / sizeof *t; k++) {
+            snprintf(s, sizeof s, "bert.encoder.layer.%d.%s.weight", l, t[k].suffix);
+            n = add(w, n, s, t[k].rows, t[k].cols);
+            snprintf(s, sizeof s, "bert.encoder.layer.%d.%s.bias", l, t[k].suffix);
+            n = add(w, n, s, t[k].rows, 0);
+        }
+    }
+    n = add(w, n, "bert.pooler.dense.weight", C, C);
+    n = add(w, n, "bert.pooler.dense.bias", C, 0);
+    n = add(w, n, "cls.predictions.transform.dense.weight", C, C);
+    n = add(w, n, "cls.predictions.transform.dense.bias", C, 0);
+    n = add(w, n, "cls.predictions.transform.LayerNorm.weight", C, 0);
+    n = add(w, n, "cls.predictions.transform.LayerNorm.bias", C, 0);
+    n = add(w, n, "cls.predictions.bias", V, 0);
+    n = add(w, n, "cls.seq_relationship.weight", 2, C);
+    n = add(w, n, "cls.seq_relationship.bias", 2, 0);
+    pl_model_config c = post_ln(PL_FAMILY_BERT);
+    check_state_dict("bert", &c, w, n);
+}
+
+/* transformers' BartForConditionalGeneration (models/bart/modeling_bart.py):
+ * model.shared, per stack embed_positions (max_position_embeddings + 2 rows) and
+ * layernorm_embedding, per layer self_attn.{q,k,v,out}_proj, self_attn_layer_norm,
+ * (decoder) encoder_attn.{q,k,v,out}_proj, encoder_attn_layer_norm, fc1, fc2,
+ * final_layer_norm; final_logits_bias (1, vocab); lm_head tied, not stored. */
+TEST(post_ln_bart_maps_onto_bartforconditionalgeneration_state_dict)
+{
+    want w[160];
+    int n = 0;
+    char s[PL_PARAM_NAME_MAX];
+    n = add(w, n, "model.shared.weight", V, C);
+    n = add(w, n, "final_logits_bias", 1, V);
+    for (int d = 0; d < 2; d++) {
+        const char *stack = d ? "decoder" : "encoder";
+        snprintf(s, sizeof s, "model.%s.embed_positions.weight", stack);
+        n = add(w, n, s, P + 2, C);
+        snprintf(s, sizeof s, "model.%s.layernorm_embedding.weight", stack);
+        n = add(w, n, s, C, 0);
+        snprintf(s, sizeof s, "model.%s.layernorm_embedding.bias", stack);
+        n = add(w, n, s, C, 0);
+        for (int l = 0; l < L; l++) {
+            const struct {
+                const char *suffix;
+                int64_t rows, cols;
+                int decoder_only;
+            } t[] = {{"self_attn.q_proj", C, C, 0}, {"self_attn.k_proj", C, C, 0},
+                     {"self_attn.v_proj", C, C, 0}, {"self_attn.out_proj", C, C, 0},
+                     {"self_attn_layer_norm", C, 0, 0}, {"encoder_attn.q_proj", C, C, 1},
+                     {"encoder_attn.k_proj", C, C, 1}, {"encoder_attn.v_proj", C, C, 1},
+                     {"encoder_attn.out_proj", C, C, 1}, {"encoder_attn_layer_norm", C, 0, 1},
+                     {"fc1", 4 * C, C, 0}, {"fc2", C, 4 * C, 0}, {"final_layer_norm", C, 0, 0}};
+            for (size_t k = 0; k < sizeof t / sizeof *t; k++) {
+                if (t[k].decoder_only && !d)
+                    continue;
+                snprintf(s, sizeof s, "model.%s.layers.%d.%s.weight", stack, l, t[k].suffix);
+                n = add(w, n, s, t[k].rows, t[k].cols);
+                snprintf(s, sizeof s, "model.%s.layers.%d.%s.bias", stack, l, t[k].suffix);
+                n = add(w, n, s, t[k].rows, 0);
+            }
+        }
+    }
+    pl_model_config c = post_ln(PL_FAMILY_BART);
+    check_state_dict("bart", &c, w, n);
+}
+
+/* BERT's and BART's maps: every element from a distinct plait element, all of them
+ * used (but the vocabulary padding), except the zeros the formats have where plait
+ * has nothing: BART's two position rows before its offset, and the token types of a
+ * BERT without them (--bert-no-binary-head). */
+TEST(post_ln_bert_and_bart_elements_come_from_distinct_plait_elements)
+{
+    pl_model_config b = post_ln(PL_FAMILY_BERT);
+    check_bijection("bert", &b);
+    pl_model_config m = post_ln(PL_FAMILY_BART);
+    pl_registry r;
+    pl_hf_tensor t[PL_HF_MAX_PER_PARAM];
+    int n;
+    const pl_param *p = mapped(&r, &m, "decoder_embedding.position_embeddings.weight", t, &n);
+    CHECK(p && n == 1 && t[0].tf == PL_HF_POS2 && t[0].shape[0] == P + 2, "decoder positions");
+    for (int64_t e = 0; p && n == 1 && e < (P + 2) * C; e++)
+        if (pl_hf_source_index(&m, p, &t[0], e) != (e < 2 * C ? -1 : e - 2 * C)) {
+            CHECK(0, "embed_positions element %lld", (long long)e);
+            break;
+        }
+    pl_registry_free(&r);
+    /* encoder_attn.v_proj row h HS + e: linear_kv row (2 h + 1) HS + e */
+    enum { HS = C / NH };
+    p = mapped(&r, &m, "decoder.layers.1.cross_attention.linear_kv.weight", t, &n);
+    CHECK(p && n == 2 && strcmp(t[1].name, "model.decoder.layers.1.encoder_attn.v_proj.weight") == 0 &&
+              pl_hf_source_index(&m, p, &t[1], (2 * HS + 3) * C + 4) == ((2 * 2 + 1) * HS + 3) * C + 4,
+          "encoder_attn.v_proj of head 2");
+    pl_registry_free(&r);
+    b.head.binary_head = b.head.tokentypes = 0; /* BertForMaskedLM */
+    p = mapped(&r, &b, "embedding.position_embeddings.weight", t, &n);
+    CHECK(p && n == 2 && t[1].tf == PL_HF_TYPES0 && t[1].shape[0] == 2 &&
+              pl_hf_source_index(&b, p, &t[1], 5) == -1,
+          "a BERT without token types writes zero token_type_embeddings");
+    pl_registry_free(&r);
+}
+
 /* Find the map of one named parameter. */
 static const pl_param *mapped(pl_registry *r, const pl_model_config *c, const char *name,
                               pl_hf_tensor t[PL_HF_MAX_PER_PARAM], int *n)
@@ -363,5 +502,8 @@ int main(void)
     RUN(elements_land_where_megatrons_layouts_put_them);
     RUN(t5_maps_onto_t5forconditionalgeneration_state_dict);
     RUN(a_parameter_the_family_does_not_map_is_reported);
+    RUN(post_ln_bert_maps_onto_bertforpretraining_state_dict);
+    RUN(post_ln_bart_maps_onto_bartforconditionalgeneration_state_dict);
+    RUN(post_ln_bert_and_bart_elements_come_from_distinct_plait_elements);
     return test_summary("hf_names");
 }

@@ -344,6 +344,20 @@ TEST(gelu_of_bf16_inputs_is_gelu_of_the_widened_values)
         pl_ref_gelu_bwd(d1, xw, R, n);
         pl_ref_gelu_bwd_bf16(d2, h, R, n);
         CHECK(kc_same_bits(d1, d2, n), "ref bwd n=%lld differs", (long long)n);
+        /* the exact GELU's (post-LN BERT's layers): its reference on the widened values */
+        pl_ref_gelu_erf_fwd(a, xw, n);
+        KC_WITH_THREADS(2, pl_cpu_gelu_erf_fwd_bf16(b, h, n));
+        CHECK(kc_same_bits(a, b, n), "erf fwd n=%lld: bf16 input differs", (long long)n);
+        pl_ref_gelu_erf_fwd_bf16(b, h, n);
+        CHECK(kc_same_bits(a, b, n), "erf ref fwd n=%lld differs", (long long)n);
+        memcpy(d1, d0, (size_t)n * sizeof *d0);
+        memcpy(d2, d0, (size_t)n * sizeof *d0);
+        pl_ref_gelu_erf_bwd(d1, xw, R, n);
+        KC_WITH_THREADS(2, pl_cpu_gelu_erf_bwd_bf16(d2, h, R, n));
+        CHECK(kc_same_bits(d1, d2, n), "erf bwd n=%lld: bf16 input differs", (long long)n);
+        memcpy(d2, d0, (size_t)n * sizeof *d0);
+        pl_ref_gelu_erf_bwd_bf16(d2, h, R, n);
+        CHECK(kc_same_bits(d1, d2, n), "erf ref bwd n=%lld differs", (long long)n);
         free(x), free(xw), free(a), free(b), free(h), free(R), free(d0), free(d1), free(d2);
     }
 }

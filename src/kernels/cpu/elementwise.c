@@ -79,6 +79,27 @@ void pl_cpu_gelu_erf_bwd(float *dinp, const float *inp, const float *dout, int64
     }
 }
 
+/* The same on bf16 inputs: the reference's arithmetic on blocks of elements. */
+void pl_cpu_gelu_erf_fwd_bf16(float *out, const uint16_t *inp, int64_t n)
+{
+    PL_DISPATCH(gelu_erf_fwd_bf16, out, inp, n);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
+        int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
+        pl_ref_gelu_erf_fwd_bf16(out + i0, inp + i0, i1 - i0);
+    }
+}
+
+void pl_cpu_gelu_erf_bwd_bf16(float *dinp, const uint16_t *inp, const float *dout, int64_t n)
+{
+    PL_DISPATCH(gelu_erf_bwd_bf16, dinp, inp, dout, n);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i0 = 0; i0 < n; i0 += FLAT_BLOCK) {
+        int64_t i1 = i0 + FLAT_BLOCK < n ? i0 + FLAT_BLOCK : n;
+        pl_ref_gelu_erf_bwd_bf16(dinp + i0, inp + i0, dout + i0, i1 - i0);
+    }
+}
+
 #define GELU_2K 1.5957691216057308f /* 2 sqrt(2/pi) */
 #define GELU_A 0.044715f
 

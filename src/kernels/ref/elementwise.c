@@ -39,6 +39,22 @@ void pl_ref_gelu_erf_bwd(float *dinp, const float *inp, const float *dout, int64
     }
 }
 
+void pl_ref_gelu_erf_fwd_bf16(float *out, const uint16_t *inp, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = pl_ref_bf16_to_f32(inp[i]);
+        pl_ref_gelu_erf_fwd(&out[i], &x, 1);
+    }
+}
+
+void pl_ref_gelu_erf_bwd_bf16(float *dinp, const uint16_t *inp, const float *dout, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float x = pl_ref_bf16_to_f32(inp[i]);
+        pl_ref_gelu_erf_bwd(&dinp[i], &x, &dout[i], 1);
+    }
+}
+
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
 

@@ -26,6 +26,8 @@
 #define pl_cpu_add pl_avx512_add
 #define pl_cpu_gelu_erf_fwd pl_avx512_gelu_erf_fwd
 #define pl_cpu_gelu_erf_bwd pl_avx512_gelu_erf_bwd
+#define pl_cpu_gelu_erf_fwd_bf16 pl_avx512_gelu_erf_fwd_bf16
+#define pl_cpu_gelu_erf_bwd_bf16 pl_avx512_gelu_erf_bwd_bf16
 #define pl_cpu_gelu_fwd pl_avx512_gelu_fwd
 #define pl_cpu_gelu_bwd pl_avx512_gelu_bwd
 #define pl_cpu_gelu_fwd_bf16 pl_avx512_gelu_fwd_bf16
