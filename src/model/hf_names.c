@@ -93,6 +93,8 @@ static void hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *
     case PL_HF_XV:
         t->shape[0] = p->shape[0] / 2;
         break;
+    case PL_HF_T5_VOCAB: /* hf_t5_names.c sets its own shapes */
+        break;
     }
 }
 
@@ -151,6 +153,7 @@ int64_t pl_hf_source_index(const pl_model_config *c, const pl_param *p, const pl
         return (p->shape[0] / 2 + row) * pcols + col;
     case PL_HF_XK:
     case PL_HF_XV:
+    case PL_HF_T5_VOCAB:
         return pl_hf_t5_source_index(c, p, t, i);
     }
     return -1;

@@ -34,6 +34,7 @@ typedef enum pl_hf_transform {
     PL_HF_UP,
     PL_HF_XK, /* T5's EncDecAttention k and v: the halves of each head's rows of linear_kv */
     PL_HF_XV,
+    PL_HF_T5_VOCAB, /* T5's shared / lm_head rows: the sentinels reordered (hf_t5_names.c) */
 } pl_hf_transform;
 
 enum { PL_HF_MAX_PER_PARAM = 3 };
@@ -54,7 +55,7 @@ typedef struct pl_hf_tensor {
 int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
 
 /* transformers' T5ForConditionalGeneration (model/hf_t5_names.c): pl_hf_map
- * and pl_hf_source_index of --model t5 (its XK and XV transforms). */
+ * and pl_hf_source_index of --model t5 (its XK, XV and T5_VOCAB transforms). */
 int pl_hf_t5_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
 int64_t pl_hf_t5_source_index(const pl_model_config *c, const pl_param *p, const pl_hf_tensor *t,
                               int64_t i);
