@@ -11,7 +11,7 @@
 # (`plait train --model t5` with the flags): DP 2 with ZeRO 1 and ZeRO 3 give one
 # process's losses (2e-7 relative: the DP sums' order), full and selective recomputation
 # its losses bit for bit; --bf16 (GEGLU and ReLU) trains within bf16's rounding of fp32's
-# losses; pipelining with relative positions is refused by name.
+# losses (pipelined: encdec_pp.sh).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -80,7 +80,4 @@ check "t5 hf train: ... within 2e-2 of fp32's losses, not equal" near one bf16
 check "t5 hf train: ReLU in fp32" tr relu 1 --ffn-activation relu
 check "t5 hf train: --bf16 with ReLU trains" tr relu_bf16 1 --ffn-activation relu --bf16
 check "t5 hf train: ... within 2e-2 of fp32's losses, not equal" near relu relu_bf16
-check_fails "t5 hf train: pipelining with relative positions is refused" \
-    "pipeline-model-parallel-size 2|not pipelined" \
-    timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${T5HF[@]}" --pipeline-model-parallel-size 2
 summary t5_hf
