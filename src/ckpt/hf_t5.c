@@ -1,6 +1,8 @@
 /* transformers' T5ForConditionalGeneration (models/t5/modeling_t5.py) both ways
  * (ckpt/hf.h): config.json's T5Config keys, its tokenizer (SentencePiece's
- * spiece.model), and the tensors an import skips.
+ * spiece.model with T5Tokenizer's files, the sentinels <extra_id_N> renumbered
+ * between plait's legacy SentencePieceTokenizer and T5Tokenizer, the padding rows
+ * kept), and the tensors an import skips.
  *
  * What the class computes, against plait's T5 (model/config.h) with
  * transformers' layer (`--normalization RMSNorm --disable-bias-linear
