@@ -142,6 +142,11 @@ sys.exit(st != {'encoder_relative_pos_emb.relative_attention_bias.weight': 0,
                 'encoder_relative_pos_emb.stage1.relative_attention_bias.weight': 1,
                 'decoder_relative_pos_emb.relative_attention_bias.weight': 2,
                 'decoder_relative_pos_emb.stage3.relative_attention_bias.weight': 3})"
+check "t5 relative: a one-process checkpoint resumes at PP 4 (the copies filled from the tables)" \
+    resume r_res_pp4 r_single 4 4 --pipeline-model-parallel-split-rank 2 "${REL[@]}"
+ckpt_both r_res_pp4 r_single
+check "t5 relative: ... its final parameters are one process's" ckpt_passed r_res_pp4 same
+check "t5 relative: ... the copies equal their tables" ckpt_passed r_res_pp4 replicas
 check "plait seq2seq decodes the TP 2 x PP 4 checkpoint on 2 ranks as the one-process one" \
     bash -c "'$PLAIT' seq2seq --load '$TMP/r_single' --input '$TMP/src.txt' --max-new-tokens 6 \
                  > '$TMP/r_s2s_1.txt' &&
