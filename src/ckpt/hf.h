@@ -106,6 +106,17 @@ pl_status pl_hf_bert_labels(cJSON *config, const char *dir);
 int pl_hf_bert_tokenizer(const char *type);
 pl_status pl_hf_bert_tokenizer_config(const char *type, const pl_model_config *c, cJSON **out);
 const char *pl_hf_bert_tokenizer_type(const char *dir);
+/* The sentinels <extra_id_N>: plait's legacy SentencePieceTokenizer numbers <extra_id_0>
+ * first after its pieces and added tokens, T5Tokenizer last after the pieces. Export: c's
+ * t5_sentinels / t5_specials from the checkpoint's tokenizer (none unless m has
+ * --vocab-extra-ids), so that the vocabulary rows are permuted and written with the padding
+ * rows; import: from tokenizer_config.json (extra_ids, T5Tokenizer's 100 by default), the
+ * vocabulary of c set to the tokenizer's and config.json's rows past it kept as padding
+ * (divisible_by found for tp), m's tokenizer made the legacy one with the sentinels; a
+ * vocab_size that cannot be so padded imports without sentinels, with a warning. */
+pl_status pl_hf_t5_export_vocab(const pl_ckpt_meta *m, pl_model_config *c);
+pl_status pl_hf_t5_import_vocab(const char *in, int64_t divisible_by, int tp, pl_model_config *c,
+                                pl_ckpt_meta *m);
 
 /* "5GB", "500MB", "2GiB", "1000": bytes (HF's units: KB = 1e3, KiB = 2^10). */
 pl_status pl_hf_parse_size(const char *s, int64_t *bytes);

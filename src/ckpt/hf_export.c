@@ -337,6 +337,8 @@ pl_status pl_hf_export(const char *dir, int64_t it, const char *out, const pl_hf
         goto done;
     cJSON_Delete(config);
     config = NULL;
+    if (e.cfg.family == PL_FAMILY_T5 && (st = pl_hf_t5_export_vocab(m, &e.cfg)))
+        goto done;
     if ((st = pl_model_register(&e.reg, &e.cfg, 1)))
         goto done;
     if ((st = plan_tensors(&e, o->max_shard_bytes > 0 ? o->max_shard_bytes

@@ -363,7 +363,8 @@ static pl_status check_tokenizer(const pl_ckpt_meta *m, const pl_model_config *c
     pl_tokenizer *tok = NULL;
     pl_status st = pl_tokenizer_open(&tok, &(pl_tokenizer_spec){m->tokenizer_type, m->vocab_file,
                                                                 m->merge_file, m->tokenizer_model,
-                                                                0, 0});
+                                                                m->vocab_extra_ids,
+                                                                m->legacy_tokenizer});
     if (st)
         return st;
     if (tok->vocab_size == c->vocab_size + 2 && strncmp(m->tokenizer_type, "BertWordPiece", 13) == 0)
@@ -406,6 +407,8 @@ pl_status pl_hf_import(const char *in, const char *out, const pl_hf_import_opts 
     pl_ckpt_meta meta = {.beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .seed = 1234,
                          .tp = o->tp, .pp = o->pp, .dp = 1};
     find_tokenizer(in, &cfg, &meta, tok_a, tok_b, sizeof tok_a);
+    if (cfg.family == PL_FAMILY_T5)
+        PL_TRY(pl_hf_t5_import_vocab(in, o->divisible_by, o->tp, &cfg, &meta));
     PL_TRY(check_tokenizer(&meta, &cfg));
     PL_TRY(files_open(&files, in));
     PL_TRY(pl_model_register(&g, &cfg, 1));

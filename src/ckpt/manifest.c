@@ -415,8 +415,9 @@ static int encdec_shape(const pl_model_config *c, const char *name, int64_t *l, 
     pl_model_config part[2];
     pl_model_encdec_parts(c, &part[0], &part[1]);
     *l = -1;
-    const char *orig = pl_model_tied_original(name); /* pipelined: the decoder's copies */
-    if (orig && strncmp(name, "decoder_embedding.", 18) == 0)
+    /* pipelined: the decoder's copies of the embeddings, the stacks' of their bias tables */
+    const char *orig = pl_model_tied_original(name);
+    if (orig && strcmp(name, "output_layer.weight") != 0)
         name = orig;
     if (strcmp(name, pl_model_output_bias_name(c)) == 0) {
         shape[0] = c->padded_vocab, shape[1] = 0;

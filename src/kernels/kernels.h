@@ -169,12 +169,19 @@ PL_KERNEL(gelu_bwd_bf16, float *dinp, const uint16_t *inp, const float *dout, in
  * ReLU (T5 v1.0's DenseReluDense): out = max(x, 0); dinp += (x > 0) dout.
  * GEGLU (T5 v1.1 and flan-t5's "gated-gelu"): a row of fc1's output is
  * [gate (F) | up (F)] as SwiGLU's, out = gelu(gate) * up with the tanh GELU
- * above (transformers' gelu_new). fp32 only. */
+ * above (transformers' gelu_new). */
 PL_KERNEL(relu_fwd, float *out, const float *inp, int64_t n);
 PL_KERNEL(relu_bwd, float *dinp, const float *inp, const float *dout, int64_t n);
 /* inp (N,2F), out (N,F); dinp (N,2F) += the gradient from dout (N,F). */
 PL_KERNEL(geglu_fwd, float *out, const float *inp, int64_t N, int64_t F);
 PL_KERNEL(geglu_bwd, float *dinp, const float *inp, const float *dout, int64_t N, int64_t F);
+/* The same four on a bf16 input (fc1's output saved under --bf16): bit for bit the
+ * fp32 kernel on the widened values. */
+PL_KERNEL(relu_fwd_bf16, float *out, const uint16_t *inp, int64_t n);
+PL_KERNEL(relu_bwd_bf16, float *dinp, const uint16_t *inp, const float *dout, int64_t n);
+PL_KERNEL(geglu_fwd_bf16, float *out, const uint16_t *inp, int64_t N, int64_t F);
+PL_KERNEL(geglu_bwd_bf16, float *dinp, const uint16_t *inp, const float *dout, int64_t N,
+          int64_t F);
 
 /* ---- LayerNorm ---------------------------------------------------------- */
 

@@ -111,11 +111,31 @@ static const char *const tied_names[][2] = {
     {"decoder_embedding.position_embeddings.weight", "embedding.position_embeddings.weight"},
 };
 
+/* A pipelined encoder-decoder's later stages of a stack hold copies of its relative
+ * position bias table: "<stack>_relative_pos_emb.stage<N>.relative_attention_bias.weight". */
+static const char *const relpos_names[] = {"encoder_relative_pos_emb.relative_attention_bias.weight",
+                                           "decoder_relative_pos_emb.relative_attention_bias.weight"};
+enum { RELPOS_STACK = 24 /* strlen("encoder_relative_pos_emb") */ };
+
+static void relpos_copy_name(int dec, int stage, char *name, size_t n)
+{
+    snprintf(name, n, "%s_relative_pos_emb.stage%d.relative_attention_bias.weight",
+             dec ? "decoder" : "encoder", stage);
+}
+
 const char *pl_model_tied_original(const char *copy)
 {
     for (size_t i = 0; i < sizeof tied_names / sizeof *tied_names; i++)
         if (strcmp(copy, tied_names[i][0]) == 0)
             return tied_names[i][1];
+    for (int k = 0; k < 2; k++) {
+        int stage, used = 0;
+        const char *o = relpos_names[k];
+        if (strncmp(copy, o, RELPOS_STACK) == 0 &&
+            sscanf(copy + RELPOS_STACK, ".stage%d%n", &stage, &used) == 1 && used > 0 &&
+            stage > 0 && strcmp(copy + RELPOS_STACK + used, o + RELPOS_STACK) == 0)
+            return o;
+    }
     return NULL;
 }
 
@@ -126,16 +146,21 @@ void pl_model_relpos_name(const pl_model_config *c, char *name, size_t n)
 
 /* The relative position bias tables (buckets, NH), whole on every TP rank as
  * Megatron core's RelativePositionEmbedding (an nn.Embedding) holds them, with
- * the embeddings: their gradients are final when the backward ends. */
+ * the embeddings: their gradients are final when the backward ends. Pipelined
+ * (t5, bart with a split rank S), each stack's table is on its first stage (0,
+ * S) and tied copies on the stack's later stages, drawn alike, their gradients
+ * summed over the stack's stages (train/encdec_pipe.c). */
 static pl_status register_relpos(pl_registry *r, const pl_model_config *c, int pp_size)
 {
     pl_status st = PL_OK;
     if (c->block.pos != PL_POS_RELATIVE)
         return PL_OK;
-    if (pp_size > 1)
+    const int whole_encdec = pl_model_is_encdec(c) && c->part == PL_PART_WHOLE;
+    if (pp_size > 1 && !whole_encdec)
         return pl_errorf(PL_ERR_UNSUPPORTED, "--position-embedding-type relative with "
-                         "--pipeline-model-parallel-size %d: every stage reads its stack's bias "
-                         "table, which is not shared across stages yet", pp_size);
+                         "--pipeline-model-parallel-size %d: pipelined only in an "
+                         "encoder-decoder (--model t5 with --pipeline-model-parallel-split-rank)",
+                         pp_size);
     if (c->rel_buckets < 2 || c->rel_max_distance <= c->rel_buckets / 4)
         return pl_errorf(PL_ERR_ARG, "--relative-attention-num-buckets %lld must be at least 2 "
                          "and --relative-attention-max-distance %lld above a quarter of it (the "
@@ -143,14 +168,27 @@ static pl_status register_relpos(pl_registry *r, const pl_model_config *c, int p
                          (long long)c->rel_max_distance);
     pl_model_config part[2] = {*c, *c};
     int n = 1;
-    if (pl_model_is_encdec(c) && c->part == PL_PART_WHOLE)
+    if (whole_encdec)
         pl_model_encdec_parts(c, &part[0], &part[1]), n = 2;
     for (int k = 0; k < n; k++) {
-        char name[PL_PARAM_NAME_MAX];
+        char name[PL_PARAM_NAME_MAX], copy[PL_PARAM_NAME_MAX];
         pl_model_relpos_name(&part[k], name, sizeof name);
-        pl_param_spec t = {name, 2, {c->rel_buckets, c->heads}, PL_TP_REPLICATED, 0, -1, 1,
-                           PL_INIT_NORMAL, (float)c->init_std, 0, 0};
-        PL_TRY(pl_registry_add(r, &t));
+        int s0 = 0, ns = 1; /* the stack's stages */
+        if (pp_size > 1 && c->pp_split >= 1 && c->pp_split < pp_size) /* else refused below */
+            pl_model_encdec_stage_stack(c, pp_size, k ? (int)c->pp_split : 0, &s0, &ns);
+        for (int s = s0; s < s0 + ns; s++) {
+            if (s > s0)
+                relpos_copy_name(k, s, copy, sizeof copy);
+            pl_param_spec t = {s > s0 ? copy : name, 2, {c->rel_buckets, c->heads},
+                               PL_TP_REPLICATED, s, -1, 1, PL_INIT_NORMAL, (float)c->init_std, 0,
+                               0};
+            PL_TRY(pl_registry_add(r, &t));
+            if (s > s0) {
+                pl_param *p = &r->params[r->n - 1];
+                p->init_stream = pl_hash_str(name);
+                p->tied_copy = 1;
+            }
+        }
     }
 fail:
     return st;

@@ -112,6 +112,11 @@ typedef struct pl_model_config {
     int64_t vocab_size;   /* the tokenizer's (unpadded) */
     int64_t padded_vocab; /* Megatron's padding: multiple of divisible_by * tp */
     int64_t divisible_by;
+    /* Hugging Face T5 export/import only (ckpt/hf_t5.c, not in the manifest): the legacy
+     * SentencePieceTokenizer's vocabulary is the pieces, t5_specials added tokens (<CLS> ...),
+     * then t5_sentinels <extra_id_i>; T5Tokenizer numbers the sentinels right after the pieces,
+     * in reverse (model/hf_t5_names.c permutes the vocabulary rows). 0: no permutation. */
+    int64_t t5_sentinels, t5_specials;
     int64_t query_groups; /* G: key/value heads (heads for multi-head attention) */
     double init_std;
     float ln_eps;         /* --norm-epsilon (--layernorm-epsilon) */

@@ -104,6 +104,8 @@ void pl_hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t)
         t->shape[0] = 1;
         t->shape[1] = p->split == PL_TP_VOCAB ? c->vocab_size : p->shape[0];
         break;
+    case PL_HF_T5_VOCAB: /* hf_t5_names.c sets its own shapes */
+        break;
     }
 }
 
@@ -175,6 +177,8 @@ int64_t pl_hf_source_index(const pl_model_config *c, const pl_param *p, const pl
     }
     case PL_HF_ROW:
         return i;
+    case PL_HF_T5_VOCAB:
+        return pl_hf_t5_source_index(c, p, t, i);
     }
     return -1;
 }

@@ -49,6 +49,7 @@ typedef enum pl_hf_transform {
                * BART's encoder_attn k_proj and v_proj */
     PL_HF_XV,
     PL_HF_ROW,
+    PL_HF_T5_VOCAB, /* T5's shared / lm_head rows: the sentinels reordered (hf_t5_names.c) */
 } pl_hf_transform;
 
 enum { PL_HF_MAX_PER_PARAM = 3 };
@@ -68,9 +69,11 @@ typedef struct pl_hf_tensor {
  * tied), GPT-2's the other GPTs. */
 int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
 
-/* transformers' T5ForConditionalGeneration (model/hf_t5_names.c): pl_hf_map of
- * --model t5. */
+/* transformers' T5ForConditionalGeneration (model/hf_t5_names.c): pl_hf_map
+ * and pl_hf_source_index of --model t5 (its T5_VOCAB transform). */
 int pl_hf_t5_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
+int64_t pl_hf_t5_source_index(const pl_model_config *c, const pl_param *p, const pl_hf_tensor *t,
+                              int64_t i);
 /* transformers' BERT classes (model/hf_bert_names.c): BertForPreTraining,
  * BertForMaskedLM and, of a fine-tuned model, BertForSequenceClassification,
  * BertForTokenClassification, BertForQuestionAnswering, as pl_hf_map. */

@@ -84,6 +84,8 @@ int pl_hf_t5_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[P
     }
     if (n == 0)
         return -1;
+    if (c->t5_sentinels > 0 && p->split == PL_TP_VOCAB)
+        out[0].tf = PL_HF_T5_VOCAB;
     /* shapes: the vocabulary without Megatron's padding rows, a part of a fused tensor */
     for (int k = 0; k < n; k++) {
         pl_hf_tensor *t = &out[k];
@@ -92,10 +94,34 @@ int pl_hf_t5_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[P
         t->shape[1] = p->ndim == 2 ? p->shape[1] : 0;
         if (t->tf == PL_HF_COPY && p->split == PL_TP_VOCAB)
             t->shape[0] = c->vocab_size;
+        else if (t->tf == PL_HF_T5_VOCAB) /* with the padding rows, as T5's 32128 of 32100 */
+            t->shape[0] = p->shape[0];
         else if (t->tf == PL_HF_Q || t->tf == PL_HF_K || t->tf == PL_HF_V)
             t->shape[0] = p->shape[0] / 3;
         else if (t->tf != PL_HF_COPY)
             t->shape[0] = p->shape[0] / 2;
     }
     return n;
+}
+
+/* T5Tokenizer's row r of the vocabulary as plait's (the legacy SentencePieceTokenizer's):
+ * pieces [0, P) and the padding rows alike; hf [P, P + N) are <extra_id_{N-1}> .. <extra_id_0>,
+ * plait's [P + K, P + K + N) <extra_id_0> .. <extra_id_{N-1}>; hf [P + N, P + N + K) plait's
+ * K added tokens [P, P + K) in order. */
+static int64_t vocab_row(const pl_model_config *c, int64_t r)
+{
+    const int64_t N = c->t5_sentinels, K = c->t5_specials, P = c->vocab_size - N - K;
+    if (r < P || r >= P + N + K)
+        return r;
+    if (r < P + N)
+        return P + K + (P + N - 1 - r);
+    return P + (r - P - N);
+}
+
+int64_t pl_hf_t5_source_index(const pl_model_config *c, const pl_param *p, const pl_hf_tensor *t,
+                              int64_t i)
+{
+    (void)t; /* PL_HF_T5_VOCAB: the rows reordered */
+    const int64_t cols = p->ndim == 2 ? p->shape[1] : 1;
+    return vocab_row(c, i / cols) * cols + i % cols;
 }

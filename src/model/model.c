@@ -87,6 +87,14 @@ pl_status pl_model_top_bind(const pl_registry *reg, const pl_model_config *c, co
             continue;
         *dst[k] = locate ? locate(ctx, p->offset, grad) : flat ? (float *)flat + p->offset : NULL;
     }
+    /* a pipelined stack's later stages: their copy of the stack's bias table */
+    for (int i = 0; c->block.pos == PL_POS_RELATIVE && !out->relpos && i < reg->n; i++) {
+        const pl_param *p = &reg->params[i];
+        const char *orig = p->tied_copy ? pl_model_tied_original(p->name) : NULL;
+        if (p->offset >= 0 && orig && strcmp(orig, relpos) == 0)
+            out->relpos = locate ? locate(ctx, p->offset, grad) : flat ? (float *)flat + p->offset
+                                                                      : NULL;
+    }
     /* tied: the word embeddings, unless the last stage holds its own copy (pipelining) */
     if (c->head.lm_head && !c->untie && !out->out_w)
         out->out_w = out->wte;
@@ -363,8 +371,8 @@ pl_status pl_model_init(pl_model *m, const pl_model_config *cfg, const pl_regist
     }
     PL_TRY(bind_top(m, 0, params, NULL, NULL));
     PL_TRY(bind_top(m, 1, grads, NULL, NULL));
-    if (params && ((sg->first && (!m->p.wte || (cfg->block.pos == PL_POS_LEARNED && !m->p.wpe) ||
-                                  (cfg->block.pos == PL_POS_RELATIVE && !m->p.relpos) ||
+    if (params && ((cfg->block.pos == PL_POS_RELATIVE && !m->p.relpos) ||
+                   (sg->first && (!m->p.wte || (cfg->block.pos == PL_POS_LEARNED && !m->p.wpe) ||
                                   (cfg->head.tokentypes && !m->p.tte))) ||
                    (sg->first && pl_model_post_ln(cfg) && !m->p.eln_w) ||
                    (sg->last && ((!pl_model_post_ln(cfg) && !m->p.lnf_w) ||

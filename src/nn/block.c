@@ -112,11 +112,6 @@ pl_status pl_block_ctx_init(pl_block_ctx *c, const pl_block_spec *spec, const pl
                          "--tensor-model-parallel-size %d, heads by query groups (%lld), and "
                          "groups by the TP size or the TP size by groups",
                          (long long)d->NH, (long long)d->F, tps, (long long)d->G);
-    if ((spec->act == PL_ACT_RELU || spec->act == PL_ACT_GEGLU) &&
-        pl_gemm_get_precision(gemm) == PL_GEMM_BF16)
-        return pl_errorf(PL_ERR_UNSUPPORTED, "--bf16 with T5's ReLU or GEGLU MLP: their kernels "
-                         "are fp32 only (the activations are saved in bf16 under --bf16); use "
-                         "--fp16 or fp32");
     if (sp && tps > 1 && (B * T) % tps)
         return pl_errorf(PL_ERR_ARG, "--sequence-parallel: --micro-batch-size x --seq-length (%lld) "
                          "must divide by --tensor-model-parallel-size %d", (long long)(B * T), tps);
@@ -411,8 +406,12 @@ static pl_status row_bwd(pl_block_ctx *c, float *dx, float *dw, float *db, const
 static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
 {
     const int64_t n = c->N * c->Fl;
-    if (c->spec.act == PL_ACT_RELU)
+    if (c->spec.act == PL_ACT_RELU && c->act_bf16)
+        pl_cpu_relu_fwd_bf16(c->act, a->fc1_bf16, n);
+    else if (c->spec.act == PL_ACT_RELU)
         pl_cpu_relu_fwd(c->act, a->fc1, n);
+    else if (c->spec.act == PL_ACT_GEGLU && c->act_bf16)
+        pl_cpu_geglu_fwd_bf16(c->act, a->fc1_bf16, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_GEGLU)
         pl_cpu_geglu_fwd(c->act, a->fc1, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_SWIGLU && c->act_bf16)
@@ -433,8 +432,12 @@ static void act_fwd(pl_block_ctx *c, const pl_block_acts *a)
 static void act_bwd(pl_block_ctx *c, const pl_block_acts *a)
 {
     const int64_t n = c->N * c->Fl;
-    if (c->spec.act == PL_ACT_RELU)
+    if (c->spec.act == PL_ACT_RELU && c->act_bf16)
+        pl_cpu_relu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, n);
+    else if (c->spec.act == PL_ACT_RELU)
         pl_cpu_relu_bwd(c->dfc1, a->fc1, c->dact, n);
+    else if (c->spec.act == PL_ACT_GEGLU && c->act_bf16)
+        pl_cpu_geglu_bwd_bf16(c->dfc1, a->fc1_bf16, c->dact, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_GEGLU)
         pl_cpu_geglu_bwd(c->dfc1, a->fc1, c->dact, c->N, c->Fl);
     else if (c->spec.act == PL_ACT_SWIGLU && c->act_bf16)

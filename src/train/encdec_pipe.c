@@ -19,7 +19,8 @@
  * stage's gradient after the stage's backward instead: the same sum in another
  * order. The copies of the embeddings take the sum of every copy's gradient,
  * Megatron's embedding group (stages 0, S and P-1) and position-embedding group
- * (stages 0 and S).
+ * (stages 0 and S); with relative positions every stage of a stack holds its bias
+ * table (the original on its first stage, config.c), summed over the stack's stages.
  *
  * t->model is this stage's part of the stack it is in (t->ed has no second
  * model); every stage loads every micro-batch (its own stack's tokens, and the
@@ -48,6 +49,7 @@ typedef struct pl_train_encdec_pp {
     int32_t *enc_len;   /* decoder: [slots] (B) the encoder's lengths */
     int32_t *scratch;   /* the other stack's tokens of one sample */
     pl_comm embd, posd; /* the embedding and position-embedding groups (members only) */
+    pl_comm relg;       /* relative positions: the stages of this stage's stack */
 } pl_train_encdec_pp;
 
 /* n floats, zeroed: their pages faulted in now, not in the first step */
@@ -59,15 +61,22 @@ static float *touched(size_t n)
     return p;
 }
 
-/* The members of one group of pipeline stages (a stage in it: member), over the PP group. */
-static pl_status group_split(pl_trainer *t, int member, const char *name, pl_comm *out)
+/* The groups of pipeline stages over the PP group: this stage's is color (< 0: none). */
+static pl_status group_split_color(pl_trainer *t, int color, const char *name, pl_comm *out)
 {
     pl_comm *pp = pl_grid_comm(&t->grid, PL_GRID_PP);
     MPI_Comm c;
-    if (MPI_Comm_split(pp->mpi, member ? 0 : MPI_UNDEFINED, t->grid.pp_rank, &c) != MPI_SUCCESS)
+    if (MPI_Comm_split(pp->mpi, color >= 0 ? color : MPI_UNDEFINED, t->grid.pp_rank, &c) !=
+        MPI_SUCCESS)
         return pl_errorf(PL_ERR_IO, "MPI_Comm_split for the %s group on pipeline stage %d failed",
                          name, t->grid.pp_rank);
     return pl_comm_init(out, c, name, 1);
+}
+
+/* The members of one group of pipeline stages (a stage in it: member). */
+static pl_status group_split(pl_trainer *t, int member, const char *name, pl_comm *out)
+{
+    return group_split_color(t, member ? 0 : -1, name, out);
 }
 
 pl_status pl_train_encdec_pp_setup(pl_trainer *t)
@@ -114,6 +123,9 @@ pl_status pl_train_encdec_pp_setup(pl_trainer *t)
     PL_TRY(group_split(t, r == 0 || r == S || (tied_last && r == P - 1), "embd", &e->embd));
     if (t->cfg.block.pos == PL_POS_LEARNED)
         PL_TRY(group_split(t, r == 0 || r == S, "posd", &e->posd));
+    /* relative positions: each stack's stages hold its bias table (config.c's copies) */
+    if (t->cfg.block.pos == PL_POS_RELATIVE)
+        PL_TRY(group_split_color(t, e->stack, "relpos", &e->relg));
 fail:
     return st;
 }
@@ -125,6 +137,7 @@ void pl_train_encdec_pp_free(pl_trainer *t)
         return;
     pl_comm_free(&e->embd);
     pl_comm_free(&e->posd);
+    pl_comm_free(&e->relg);
     pl_free(e->enc_out);
     pl_free(e->denc);
     pl_free(e->dsum);
@@ -269,6 +282,9 @@ pl_status pl_train_encdec_pp_tied_grads(pl_trainer *t)
     }
     if (pl_comm_is_member(&e->posd))
         PL_TRY(pl_comm_allreduce_f32(&e->posd, m->d.wpe, t->cfg.max_positions * m->C,
+                                     PL_COMM_SUM));
+    if (pl_comm_is_member(&e->relg) && e->relg.size > 1)
+        PL_TRY(pl_comm_allreduce_f32(&e->relg, m->d.relpos, t->cfg.rel_buckets * t->cfg.heads,
                                      PL_COMM_SUM));
 fail:
     return st;

@@ -20,6 +20,7 @@ group's k, v must be equal: checked with the replicated tensors).
 """
 import json
 import os
+import re
 import struct
 import sys
 
@@ -105,6 +106,11 @@ def whole(idir, prefix='', trim=True):
         if copy in out:
             replicas[f'{copy} (the decoder\'s copy)'] = [out[f'embedding.{what}.weight'],
                                                          out.pop(copy)]
+    # Relative positions pipelined: a stack's later stages hold copies of its bias table
+    # (<stack>_relative_pos_emb.stageN....), equal to the original bit for bit.
+    for name in [n for n in out if re.match(r'(en|de)coder_relative_pos_emb\.stage\d+\.', n)]:
+        orig = re.sub(r'\.stage\d+\.', '.', name)
+        replicas[f'{name} (the stack\'s copy)'] = [out[orig], out.pop(name)]
     return out, replicas
 
 

@@ -10,7 +10,10 @@
 # bit-identical to the originals; the first iteration's loss is one process's bit for
 # bit (the same forward, operation for operation); a PP 2 checkpoint resumes at PP 1 and
 # a PP 1 one at PP 2, also through plait ckpt reshard; plait seq2seq decodes pipelined
-# checkpoints as the one-process one; what is not supported is refused by name.
+# checkpoints as the one-process one. transformers' T5 layer (relative position bias
+# tables, tied copies on each stack's later stages) at PP 2 and PP 4 equals one process and
+# TP 2 x PP 4 the unpipelined TP 2 run, the copies equal to their originals; what is not
+# supported is refused by name.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -114,6 +117,42 @@ check "plait seq2seq decodes a TP 2 x PP 2 checkpoint on 2 ranks (TP 2) as one p
     bash -c "timeout -k 5 60 mpirun.openmpi -n 2 '$PLAIT' seq2seq --load '$TMP/t_tp2_pp2' \
              --input '$TMP/src.txt' --max-new-tokens 6 > '$TMP/s2s_tp2_pp2.txt' &&
              diff '$TMP/s2s_1.txt' '$TMP/s2s_tp2_pp2.txt'"
+
+# transformers' T5 layer, relative position bias tables: each stack's later stages hold tied
+# copies of its table (the encoder's on 1, the decoder's on 3 at PP 4, split 2), drawn alike
+# and their gradients summed over the stack's stages, so they stay equal to the originals
+REL=(--normalization RMSNorm --disable-bias-linear --position-embedding-type relative
+     --softmax-scale 1 --norm-epsilon 1e-6 --ffn-activation geglu
+     --untie-embeddings-and-output-weights)
+check "t5 relative: one process trains 10 iterations" run r_single 1 1 1 "${REL[@]}"
+layout_checks "t5 relative" r_single r_pp2 "2 1 1 2" "${SPLIT[@]}" "${REL[@]}"
+layout_checks "t5 relative" r_single r_pp4 "4 1 1 4" --pipeline-model-parallel-split-rank 2 \
+    "${REL[@]}"
+# At TP 2 the layer's 10 AdamW steps move one word-embedding element of one process's run by
+# 1e-5 above the bound (pipelined or not: Adam's step on a row of tiny gradients amplifies
+# the TP sums' order), so TP 2 x PP 4 is held to the unpipelined TP 2 run.
+check "t5 relative: TP 2 with sp trains 10 iterations" run r_tp2 2 2 1 --sequence-parallel "${REL[@]}"
+layout_checks "t5 relative (against TP 2)" r_tp2 r_tp2_pp4 "8 2 1 4" \
+    --pipeline-model-parallel-split-rank 2 --sequence-parallel "${REL[@]}"
+check "t5 relative pp 4: the tables' copies are on stages 1 and 3" $PY -c "
+import json, sys
+t = json.load(open('$TMP/r_tp2_pp4/iter_0000010/manifest.json'))['tensors']
+st = {k: v['pipeline_stage'] for k, v in t.items() if 'relative' in k}
+sys.exit(st != {'encoder_relative_pos_emb.relative_attention_bias.weight': 0,
+                'encoder_relative_pos_emb.stage1.relative_attention_bias.weight': 1,
+                'decoder_relative_pos_emb.relative_attention_bias.weight': 2,
+                'decoder_relative_pos_emb.stage3.relative_attention_bias.weight': 3})"
+check "t5 relative: a one-process checkpoint resumes at PP 4 (the copies filled from the tables)" \
+    resume r_res_pp4 r_single 4 4 --pipeline-model-parallel-split-rank 2 "${REL[@]}"
+ckpt_both r_res_pp4 r_single
+check "t5 relative: ... its final parameters are one process's" ckpt_passed r_res_pp4 same
+check "t5 relative: ... the copies equal their tables" ckpt_passed r_res_pp4 replicas
+check "plait seq2seq decodes the TP 2 x PP 4 checkpoint on 2 ranks as the one-process one" \
+    bash -c "'$PLAIT' seq2seq --load '$TMP/r_single' --input '$TMP/src.txt' --max-new-tokens 6 \
+                 > '$TMP/r_s2s_1.txt' &&
+             timeout -k 5 60 mpirun.openmpi -n 2 '$PLAIT' seq2seq --load '$TMP/r_tp2_pp4' \
+                 --input '$TMP/src.txt' --max-new-tokens 6 > '$TMP/r_s2s_pp4.txt' &&
+             [ \$(wc -l < '$TMP/r_s2s_1.txt') = 2 ] && diff '$TMP/r_s2s_1.txt' '$TMP/r_s2s_pp4.txt'"
 
 # BART on MegaMolBART's objective (SMILES, each stage augmenting and masking the same
 # samples alike: the encoder's stage the encoder input, the decoder's the decoder's): TP 2

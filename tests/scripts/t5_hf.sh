@@ -10,8 +10,8 @@
 # --kv-channels 24 and 12 (T5 v1.1 small's d_kv x heads other than d_model). In training
 # (`plait train --model t5` with the flags): DP 2 with ZeRO 1 and ZeRO 3 give one
 # process's losses (2e-7 relative: the DP sums' order), full and selective recomputation
-# its losses bit for bit; --bf16 with T5's MLPs and pipelining with relative positions
-# are refused by name.
+# its losses bit for bit; --bf16 (GEGLU and ReLU) trains within bf16's rounding of fp32's
+# losses (pipelined: encdec_pp.sh).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/train_lib.sh"
 export OMP_NUM_THREADS=1
@@ -71,9 +71,13 @@ check "t5 hf train: full recomputation, the same bits" tr full 1 --recompute-gra
 check "t5 hf train: ... equal" close one full 0
 check "t5 hf train: selective recomputation, the same bits" tr sel 1 --recompute-granularity selective
 check "t5 hf train: ... equal" close one sel 0
-check_fails "t5 hf train: --bf16 with GEGLU is refused" "--bf16 with T5's ReLU or GEGLU MLP" \
-    "$PLAIT" train "${T5HF[@]}" --bf16
-check_fails "t5 hf train: pipelining with relative positions is refused" \
-    "pipeline-model-parallel-size 2|not pipelined" \
-    timeout -k 5 60 mpirun.openmpi -n 2 "$PLAIT" train "${T5HF[@]}" --pipeline-model-parallel-size 2
+# --bf16: GEMM inputs and the saved fc1 output in bf16 (the ReLU / GEGLU of the widened
+# values, test_kernels_t5); bf16 keeps 8 significant bits (u = 2^-8 ~ 4e-3), so 4 steps'
+# losses (~10 nats) move by well under 2% (train_precision.sh's bound), and must move.
+near() { close "$1" "$2" 2e-2 && ! close "$1" "$2" 0; }
+check "t5 hf train: --bf16 with GEGLU trains" tr bf16 1 --bf16
+check "t5 hf train: ... within 2e-2 of fp32's losses, not equal" near one bf16
+check "t5 hf train: ReLU in fp32" tr relu 1 --ffn-activation relu
+check "t5 hf train: --bf16 with ReLU trains" tr relu_bf16 1 --ffn-activation relu --bf16
+check "t5 hf train: ... within 2e-2 of fp32's losses, not equal" near relu relu_bf16
 summary t5_hf

@@ -7,7 +7,11 @@ shared.weight that older checkpoints hold, and a SentencePiece model as spiece.m
 Weights are drawn wide enough (std 0.12, bias tables 1.0) for the logits to be far from
 uniform, so that a wrong layout shows.
 
-usage: t5_hf_make.py OUT_DIR SPIECE_MODEL [relu|gated [D_KV]]  (D_KV: default d_model / heads)"""
+With VOCAB and EXTRA_IDS: vocab_size VOCAB (t5-small's style: 32128 rows for its 32100
+tokens) and a tokenizer_config.json declaring EXTRA_IDS sentinels <extra_id_N>.
+
+usage: t5_hf_make.py OUT_DIR SPIECE_MODEL [relu|gated [D_KV [VOCAB EXTRA_IDS]]]
+(D_KV: default d_model / heads)"""
 import json
 import os
 import shutil
@@ -35,7 +39,8 @@ def main():
     out, spm = sys.argv[1], sys.argv[2]
     gated = len(sys.argv) > 3 and sys.argv[3] == "gated"
     d, H, F, Le, Ld, V, nb = 64, 4, 96, 2, 2, 32000, 32
-    dkv = int(sys.argv[4]) if len(sys.argv) > 4 else d // H
+    dkv = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] != "-" else d // H
+    V = int(sys.argv[5]) if len(sys.argv) > 6 else V
     inner = H * dkv
     rng = np.random.default_rng(5)
     w = lambda *s: rng.normal(0, 0.12, s)  # noqa: E731
@@ -71,6 +76,12 @@ def main():
            "vocab_size": V, "use_cache": True}
     json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=2)
     shutil.copy(spm, os.path.join(out, "spiece.model"))
+    if len(sys.argv) > 6:
+        n = int(sys.argv[6])
+        tok = {"tokenizer_class": "T5Tokenizer", "extra_ids": n, "model_max_length": 512,
+               "additional_special_tokens": ["<extra_id_%d>" % i for i in range(n)],
+               "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
+        json.dump(tok, open(os.path.join(out, "tokenizer_config.json"), "w"), indent=2)
 
 
 if __name__ == "__main__":

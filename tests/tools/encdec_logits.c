@@ -5,8 +5,9 @@
  * (the last 3 padding: the encoder's length Te - 3) and Td decoder tokens drawn
  * from a fixed LCG below the vocabulary size, and writes OUT.safetensors with
  * "src" (I32, Te), "src_len" (I32, 1), "dec" (I32, Td) and "logits" (F32,
- * Td x V, the unpadded vocabulary).
- * usage: encdec_logits CKPT_DIR OUT [Te Td] */
+ * Td x V, the unpadded vocabulary). With LO, the tokens are drawn from [LO, V) (the
+ * vocabulary's end: T5's added tokens and sentinels).
+ * usage: encdec_logits CKPT_DIR OUT [Te Td [LO]] */
 #include "base/alloc.h"
 #include "ckpt/safetensors.h"
 #include "ckpt/source.h"
@@ -17,13 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int32_t next_token(uint64_t *lcg, int64_t V)
+static int32_t next_token(uint64_t *lcg, int64_t lo, int64_t V)
 {
     *lcg = *lcg * 6364136223846793005ull + 1442695040888963407ull;
-    return (int32_t)((*lcg >> 33) % (uint64_t)V);
+    return (int32_t)(lo + (int64_t)((*lcg >> 33) % (uint64_t)(V - lo)));
 }
 
-static pl_status run(const char *path, const char *out, int64_t Te, int64_t Td)
+static pl_status run(const char *path, const char *out, int64_t Te, int64_t Td, int64_t lo)
 {
     char dir[4096];
     int64_t it;
@@ -47,6 +48,10 @@ static pl_status run(const char *path, const char *out, int64_t Te, int64_t Td)
     cfg.dec_seq_length = Td;
     cfg.hidden_dropout = cfg.attention_dropout = 0;
     const int64_t V = cfg.vocab_size, PV = cfg.padded_vocab, C = cfg.hidden;
+    if (lo < 0 || lo >= V) {
+        st = pl_errorf(PL_ERR_ARG, "LO %lld is not in [0, %lld)", (long long)lo, (long long)V);
+        goto fail;
+    }
     PL_TRY(pl_model_register(&reg, &cfg, 1));
     params = pl_calloc((size_t)reg.numel, sizeof(float));
     full = pl_calloc((size_t)(Td * PV), sizeof(float));
@@ -65,9 +70,9 @@ static pl_status run(const char *path, const char *out, int64_t Te, int64_t Td)
     int32_t *src = ids, *dec = ids + Te, *len = ids + Te + Td;
     *len = (int32_t)(Te > 3 ? Te - 3 : Te);
     for (int64_t t = 0; t < Te; t++)
-        e.enc->tokens[t] = src[t] = t < *len ? next_token(&lcg, V) : 0;
+        e.enc->tokens[t] = src[t] = t < *len ? next_token(&lcg, lo, V) : 0;
     for (int64_t t = 0; t < Td; t++) {
-        e.dec->tokens[t] = dec[t] = next_token(&lcg, V);
+        e.dec->tokens[t] = dec[t] = next_token(&lcg, lo, V);
         e.dec->targets[t] = 0;
     }
     e.enc->lengths[0] = *len;
@@ -103,12 +108,12 @@ fail:
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 && argc != 5) {
-        fprintf(stderr, "usage: encdec_logits CKPT_DIR OUT [Te Td]\n");
+    if (argc != 3 && argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: encdec_logits CKPT_DIR OUT [Te Td [LO]]\n");
         return 2;
     }
     pl_status st = run(argv[1], argv[2], argc > 3 ? atoll(argv[3]) : 24,
-                       argc > 3 ? atoll(argv[4]) : 12);
+                       argc > 3 ? atoll(argv[4]) : 12, argc > 5 ? atoll(argv[5]) : 0);
     if (st) {
         fprintf(stderr, "encdec_logits: %s\n", pl_error_msg());
         return 1;

@@ -374,6 +374,52 @@ TEST(relu_and_geglu_twins_agree_and_match_finite_differences)
     }
 }
 
+/* The bf16-input ReLU and GEGLU (--bf16's saved fc1 output) are the fp32 kernels of the
+ * same twin on the widened values, bit for bit, at sizes below and above the threads'
+ * threshold (2 threads). */
+TEST(relu_and_geglu_of_bf16_inputs_are_the_kernels_of_the_widened_values)
+{
+    static const int64_t shapes[][2] = {/* N, F */ {1, 1}, {3, 37}, {300, 130}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int geglu = 0; geglu < 2; geglu++) {
+            const int64_t N = shapes[s][0], F = shapes[s][1];
+            const int64_t ni = geglu ? N * 2 * F : N * F, no = N * F;
+            float *x = kc_random(ni, -4, 4), *xw = kc_floats(ni), *R = kc_random(no, -1, 1);
+            uint16_t *h = malloc((size_t)ni * sizeof *h);
+            pl_ref_f32_to_bf16(h, x, 1, ni, ni);
+            for (int64_t i = 0; i < ni; i++)
+                xw[i] = pl_ref_bf16_to_f32(h[i]);
+            for (int twin = 0; twin < 2; twin++) {
+                float *a = kc_floats(no), *b = kc_floats(no), *d0 = kc_random(ni, -1, 1);
+                float *d1 = kc_copy(d0, ni), *d2 = kc_copy(d0, ni);
+                if (geglu && twin) {
+                    KC_WITH_THREADS(2, pl_cpu_geglu_fwd(a, xw, N, F));
+                    KC_WITH_THREADS(2, pl_cpu_geglu_fwd_bf16(b, h, N, F));
+                    KC_WITH_THREADS(2, pl_cpu_geglu_bwd(d1, xw, R, N, F));
+                    KC_WITH_THREADS(2, pl_cpu_geglu_bwd_bf16(d2, h, R, N, F));
+                } else if (geglu) {
+                    pl_ref_geglu_fwd(a, xw, N, F), pl_ref_geglu_fwd_bf16(b, h, N, F);
+                    pl_ref_geglu_bwd(d1, xw, R, N, F), pl_ref_geglu_bwd_bf16(d2, h, R, N, F);
+                } else if (twin) {
+                    KC_WITH_THREADS(2, pl_cpu_relu_fwd(a, xw, no));
+                    KC_WITH_THREADS(2, pl_cpu_relu_fwd_bf16(b, h, no));
+                    KC_WITH_THREADS(2, pl_cpu_relu_bwd(d1, xw, R, no));
+                    KC_WITH_THREADS(2, pl_cpu_relu_bwd_bf16(d2, h, R, no));
+                } else {
+                    pl_ref_relu_fwd(a, xw, no), pl_ref_relu_fwd_bf16(b, h, no);
+                    pl_ref_relu_bwd(d1, xw, R, no), pl_ref_relu_bwd_bf16(d2, h, R, no);
+                }
+                CHECK(kc_same_bits(a, b, no) && kc_same_bits(d1, d2, ni),
+                      "%s %s N=%lld F=%lld: the bf16 input's result differs",
+                      geglu ? "geglu" : "relu", twin_name[twin], (long long)N, (long long)F);
+                CHECK(!kc_same_bits(d0, d2, ni), "%s %s: the backward added nothing",
+                      geglu ? "geglu" : "relu", twin_name[twin]);
+                free(a), free(b), free(d0), free(d1), free(d2);
+            }
+            free(x), free(xw), free(R), free(h);
+        }
+}
+
 int main(void)
 {
     kc_seed(15);
@@ -385,6 +431,7 @@ int main(void)
     RUN(buckets_follow_the_t5_rule);
     RUN(bias_vectors_read_and_scatter_the_table_by_bucket);
     RUN(relu_and_geglu_twins_agree_and_match_finite_differences);
+    RUN(relu_and_geglu_of_bf16_inputs_are_the_kernels_of_the_widened_values);
     kc_print_notes();
     return test_summary("kernels_t5");
 }

@@ -77,6 +77,62 @@ TEST(layout_offsets_splits_and_stages)
     pl_registry_free(&r);
 }
 
+/* Relative positions pipelined (T5 with transformers' layer, 4 stages, split rank 2): each
+ * stack's bias table on its first stage (0, 2) and a tied copy on its later stage (1, 3),
+ * drawing the original's stream, ahead of the stage's layers; the copies' names map back to
+ * their originals and no other name does. */
+TEST(a_pipelined_stack_holds_its_bias_table_on_every_stage)
+{
+    pl_model_config c = {.num_layers = 2, .dec_layers = 2, .hidden = 16, .heads = 2,
+                         .query_groups = 2, .ffn_hidden = 32, .seq_length = 8,
+                         .dec_seq_length = 4, .max_positions = 8, .vocab_size = 50,
+                         .divisible_by = 8, .init_std = 0.02, .pp_split = 2,
+                         .rel_buckets = 8, .rel_max_distance = 20};
+    pl_family_apply(&c, PL_FAMILY_T5);
+    c.block.pos = PL_POS_RELATIVE;
+    c.padded_vocab = pl_model_padded_vocab(c.vocab_size, 8, 1);
+    static const char enc[] = "encoder_relative_pos_emb.relative_attention_bias.weight";
+    static const char dec[] = "decoder_relative_pos_emb.relative_attention_bias.weight";
+    const struct {
+        const char *name, *orig;
+        int stage;
+    } where[] = {
+        {enc, NULL, 0},
+        {"encoder_relative_pos_emb.stage1.relative_attention_bias.weight", enc, 1},
+        {dec, NULL, 2},
+        {"decoder_relative_pos_emb.stage3.relative_attention_bias.weight", dec, 3},
+    };
+    for (int r = 0; r < 4; r++) {
+        pl_registry reg;
+        pl_registry_init(&reg, 1, 0, r);
+        CHECK_OK(pl_model_register(&reg, &c, 4));
+        for (size_t i = 0; i < sizeof where / sizeof *where; i++) {
+            const pl_param *p = pl_registry_find(&reg, where[i].name);
+            CHECK(p && p->stage == where[i].stage && (p->offset >= 0) == (r == where[i].stage) &&
+                      p->tied_copy == (where[i].orig != NULL) &&
+                      p->shape[0] == 8 && p->shape[1] == 2,
+                  "stage %d: %s", r, where[i].name);
+            CHECK(pl_model_tied_original(where[i].name) == where[i].orig ||
+                      (where[i].orig && pl_model_tied_original(where[i].name) &&
+                       strcmp(pl_model_tied_original(where[i].name), where[i].orig) == 0),
+                  "%s's original", where[i].name);
+            if (p && where[i].orig)
+                CHECK(p->init_stream == pl_registry_find(&reg, where[i].orig)->init_stream,
+                      "%s draws its original's values", where[i].name);
+            if (p && r == where[i].stage)
+                CHECK(p->offset == 0 || where[i].stage != 1, "the copy opens stage 1's buffer");
+        }
+        pl_registry_free(&reg);
+    }
+    static const char *const not_copies[] = {
+        "encoder_relative_pos_emb.stage0.relative_attention_bias.weight",
+        "encoder_relative_pos_emb.stagex.relative_attention_bias.weight",
+        "encoder_relative_pos_emb.stage1.relative_attention_bias.weightx",
+        "decoder_relative_pos_emb.stage2.relative_attention_bias"};
+    for (size_t i = 0; i < sizeof not_copies / sizeof *not_copies; i++)
+        CHECK(!pl_model_tied_original(not_copies[i]), "%s is no copy", not_copies[i]);
+}
+
 /* 8 query heads in 2 groups of head size 2 (QKV rows per group: 4 q heads, k, v =
  * 12 rows, 24 in all) over TP 4: each group is shared by 2 ranks. Rank r holds 2
  * query heads then its group's k, v; over the ranks every query row appears once,
@@ -300,6 +356,7 @@ int main(void)
     RUN(the_name_index_finds_every_entry_and_refuses_duplicates);
     RUN(model_chunks_hold_the_layers_of_their_virtual_stage);
     RUN(an_encoder_decoder_splits_its_stacks_at_the_split_rank);
+    RUN(a_pipelined_stack_holds_its_bias_table_on_every_stage);
     RUN(shared_key_value_groups_map_each_rank_to_its_heads_and_its_groups_k_v);
     RUN(tp_slices_draw_the_same_global_values_as_one_rank);
     RUN(layout_offsets_splits_and_stages);
