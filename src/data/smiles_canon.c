@@ -1,0 +1,229 @@
+/* Canonical key of a sanitised SMILES graph (see smiles_chem.h): colour
+ * refinement to symmetry classes, ties broken one atom at a time, then the
+ * graph and its stereo written in that order. */
+#include "data/smiles_chem.h"
+
+#include "base/status.h"
+
+#include <string.h>
+
+#define RETURN_IF(expr)                                                                            \
+    do {                                                                                           \
+        pl_status st_ = (expr);                                                                    \
+        if (st_ != PL_OK)                                                                          \
+            return st_;                                                                            \
+    } while (0)
+
+static int32_t other(const pl_smiles_bond *b, int32_t a) { return b->a == a ? b->b : b->a; }
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+/* rank[a] = the number of atoms whose (key) is smaller: tied atoms share a
+ * rank. O(n^2), molecules are small. Returns the number of classes. */
+static int32_t ranks_from_keys(int32_t n, const uint64_t *key, int32_t *rank)
+{
+    int32_t classes = 0;
+    for (int32_t a = 0; a < n; a++) {
+        int32_t r = 0, first = 1;
+        for (int32_t b = 0; b < n; b++) {
+            r += key[b] < key[a];
+            if (key[b] == key[a] && b < a)
+                first = 0;
+        }
+        rank[a] = r;
+        classes += first;
+    }
+    return classes;
+}
+
+/* Refines rank until the number of classes stops growing. key: scratch. */
+static int32_t refine(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t *rank, uint64_t *key,
+                      int32_t classes)
+{
+    const int32_t n = m->n_atoms;
+    for (;;) {
+        for (int32_t a = 0; a < n; a++) {
+            /* the neighbours' (rank, order) as a sorted multiset: sum and sum of squares of
+             * mixed terms are order-free and collide only by accident of 64-bit hashing */
+            uint64_t s1 = 0, s2 = 0;
+            for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++) {
+                int32_t bi = m->adj[i];
+                uint64_t t = mix((uint64_t)rank[other(&m->bonds[bi], a)] + 1, c->order2[bi]);
+                s1 += t;
+                s2 += t * t;
+            }
+            /* rank in the high bits keeps the old order: refinement only splits classes */
+            key[a] = ((uint64_t)rank[a] << 40) | (mix(s1, s2) >> 24);
+        }
+        int32_t now = ranks_from_keys(n, key, rank);
+        if (now <= classes)
+            return now;
+        classes = now;
+    }
+}
+
+static int bracket_h(const pl_smiles_atom *a) { return a->bracket && a->hcount > 0 ? a->hcount : 0; }
+
+/* Same as smiles_write.c's: RDKit's extra swap of a saturated three-neighbour
+ * centre without H carrying exactly one ring-closure digit. */
+static int rdkit_extra_swap(const pl_smiles_mol *m, int32_t a)
+{
+    const pl_smiles_atom *at = &m->atoms[a];
+    int32_t lo = m->adj_start[a], deg = m->adj_start[a + 1] - lo, digits = 0;
+    if (deg != 3 || (at->bracket && at->hcount == 1))
+        return 0;
+    for (int32_t i = lo; i < lo + deg; i++) {
+        const pl_smiles_bond *b = &m->bonds[m->adj[i]];
+        if (b->order == '=' || b->order == '#' || b->order == '$' || b->order == ':')
+            return 0;
+        if (!b->order && !b->dir && m->atoms[b->a].aromatic && m->atoms[b->b].aromatic)
+            return 0;
+        digits += b->ring;
+    }
+    return digits == 1;
+}
+
+/* The canonical tetrahedral tag of a (1 @, 2 @@, 0 none): the parsed tag
+ * relative to the neighbours sorted by canonical rank (an implicit H first). */
+static int tetra_tag(const pl_smiles_mol *m, const int32_t *rank, const int32_t *sym, int32_t a)
+{
+    const pl_smiles_atom *at = &m->atoms[a];
+    if (at->chiral == PL_SMILES_CHIRAL_NONE || bracket_h(at) > 1)
+        return 0;
+    int32_t lo = m->adj_start[a], deg = m->adj_start[a + 1] - lo;
+    const int h = bracket_h(at);
+    if (deg + h < 3 || deg + h > 4)
+        return 0;
+    int32_t in[5], n_in = 0;
+    for (int32_t i = 0; i < deg; i++) {
+        if (h && n_in == (at->has_from ? 1 : 0))
+            in[n_in++] = -1;
+        in[n_in++] = rank[other(&m->bonds[m->adj[lo + i]], a)];
+    }
+    if (h && n_in == (at->has_from ? 1 : 0))
+        in[n_in++] = -1;
+    for (int32_t i = 0; i < deg; i++) /* two neighbours alike: not a stereocentre */
+        for (int32_t j = 0; j < i; j++)
+            if (sym[other(&m->bonds[m->adj[lo + i]], a)] == sym[other(&m->bonds[m->adj[lo + j]], a)])
+                return 0;
+    int inv = rdkit_extra_swap(m, a);
+    for (int32_t i = 0; i < n_in; i++) /* parity of sorting in[] ascending */
+        for (int32_t j = i + 1; j < n_in; j++)
+            inv += in[i] > in[j];
+    return inv % 2 ? 3 - at->chiral : at->chiral;
+}
+
+/* The / or \ of bond bi read from atom u to its other end. */
+static char dir_from(const pl_smiles_bond *b, int32_t u)
+{
+    if (b->dir_from == u)
+        return b->dir;
+    return b->dir == '/' ? '\\' : '/';
+}
+
+/* One end u (the other end v) of a double bond: the marked neighbour's mark
+ * read from u, flipped when the highest-ranked neighbour is another one.
+ * 0: no usable mark. */
+static char end_mark(const pl_smiles_mol *m, const int32_t *rank, const int32_t *sym, int32_t u,
+                     int32_t v)
+{
+    int32_t marked = -1, best = -1, n_other = 0, nb[3];
+    char mark = 0;
+    for (int32_t i = m->adj_start[u]; i < m->adj_start[u + 1]; i++) {
+        const pl_smiles_bond *b = &m->bonds[m->adj[i]];
+        int32_t x = other(b, u);
+        if (x == v)
+            continue;
+        if (n_other < 3)
+            nb[n_other] = x;
+        n_other++;
+        if (b->dir && marked < 0) {
+            marked = x;
+            mark = dir_from(b, u);
+        }
+        if (best < 0 || rank[x] > rank[best])
+            best = x;
+    }
+    if (marked < 0 || n_other > 2 || (n_other == 2 && sym[nb[0]] == sym[nb[1]]))
+        return 0;
+    if (marked != best)
+        mark = mark == '/' ? '\\' : '/';
+    return mark;
+}
+
+pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_bytes *out)
+{
+    const int32_t n = m->n_atoms;
+    /* work: sanitize left 8n + 2nb + 16 ints; rank n, sym n, key 2n (uint64), pos n */
+    int32_t *rank = c->work, *sym = rank + n, *pos = sym + n;
+    uint64_t *key = (uint64_t *)(void *)(pos + n + (n & 1));
+    for (int32_t a = 0; a < n; a++) {
+        const pl_smiles_atom *at = &m->atoms[a];
+        uint64_t k = (uint64_t)c->z[a];
+        k = k << 11 | (uint64_t)(at->isotope + 1) ;
+        k = k << 8 | (uint64_t)(c->charge[a] + 128) ;
+        k = k << 5 | (uint64_t)c->h[a];
+        k = k << 1 | at->aromatic;
+        k = k << 5 | (uint64_t)(m->adj_start[a + 1] - m->adj_start[a]);
+        k = k << 1 | c->in_ring[a];
+        key[a] = k;
+    }
+    int32_t classes = refine(m, c, rank, key, ranks_from_keys(n, key, rank));
+    memcpy(sym, rank, (size_t)n * sizeof *rank);
+    while (classes < n) { /* break the lowest tie at its first atom, refine again */
+        int32_t r = n, pick = -1;
+        for (int32_t a = 0; a < n; a++)
+            for (int32_t b = 0; b < n; b++)
+                if (b != a && rank[b] == rank[a] && rank[a] < r) {
+                    r = rank[a];
+                    pick = a < b ? a : b;
+                }
+        for (int32_t a = 0; a < n; a++)
+            key[a] = 2 * (uint64_t)rank[a] + (rank[a] == r && a != pick);
+        classes = refine(m, c, rank, key, ranks_from_keys(n, key, rank));
+    }
+    for (int32_t a = 0; a < n; a++)
+        pos[rank[a]] = a;
+    out->n = 0;
+    RETURN_IF(pl_bytes_printf(out, "%d;", (int)n));
+    for (int32_t r = 0; r < n; r++) {
+        int32_t a = pos[r];
+        const pl_smiles_atom *at = &m->atoms[a];
+        RETURN_IF(pl_bytes_printf(out, "%d.%d.%d.%d.%d.%d|", (int)c->z[a], (int)at->isotope,
+                               (int)c->charge[a], (int)c->h[a], (int)at->aromatic,
+                               tetra_tag(m, rank, sym, a)));
+    }
+    for (int32_t r = 0; r < n; r++) { /* bonds to higher-ranked atoms, in rank order */
+        int32_t a = pos[r];
+        for (int32_t s = r + 1; s < n; s++)
+            for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++) {
+                int32_t bi = m->adj[i];
+                if (other(&m->bonds[bi], a) != pos[s])
+                    continue;
+                RETURN_IF(pl_bytes_printf(out, "%d-%d:%d,", (int)r, (int)s, (int)c->order2[bi]));
+                if (c->order2[bi] == 4) {
+                    char mu = end_mark(m, rank, sym, a, pos[s]);
+                    char mv = end_mark(m, rank, sym, pos[s], a);
+                    if (mu && mv)
+                        RETURN_IF(pl_bytes_printf(out, "%c,", mu == mv ? 'Z' : 'E'));
+                }
+            }
+    }
+    return PL_OK;
+}
+
+pl_status pl_smiles_identify(pl_smiles_mol *m, pl_smiles_chem *c, const char *s, size_t len,
+                             pl_bytes *out)
+{
+    out->n = 0;
+    if (out->data)
+        out->data[0] = 0;
+    RETURN_IF(pl_smiles_parse(m, s, len));
+    RETURN_IF(pl_smiles_sanitize(m, c));
+    return pl_smiles_canon_key(m, c, out);
+}
