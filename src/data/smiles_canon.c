@@ -156,25 +156,77 @@ static char end_mark(const pl_smiles_mol *m, const int32_t *rank, const int32_t 
     return mark;
 }
 
+/* The stereo label of the double bond bi (order2 4): 0 none, 1 Z, 2 E, read
+ * with the symmetry classes (so it is the same for every writing). */
+static int bond_label(const pl_smiles_mol *m, const pl_smiles_chem *c, const int32_t *sym, int32_t bi)
+{
+    if (c->order2[bi] != 4)
+        return 0;
+    const pl_smiles_bond *b = &m->bonds[bi];
+    char mu = end_mark(m, sym, sym, b->a, b->b), mv = end_mark(m, sym, sym, b->b, b->a);
+    return mu && mv ? (mu == mv ? 1 : 2) : 0;
+}
+
 pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_bytes *out)
 {
     const int32_t n = m->n_atoms;
-    /* work: sanitize left 8n + 2nb + 16 ints; rank n, sym n, key 2n (uint64), pos n */
-    int32_t *rank = c->work, *sym = rank + n, *pos = sym + n;
-    uint64_t *key = (uint64_t *)(void *)(pos + n + (n & 1));
+    /* work (8n + 2nb + 16 ints, smiles_sanitize.c): rank, sym, pos, tag (n each), key
+     * (n uint64, 8-aligned) */
+    int32_t *rank = c->work, *sym = rank + n, *pos = sym + n, *tag = pos + n;
+    uint64_t *key = (uint64_t *)(void *)(tag + n + (n & 1));
+    uint64_t *base = key; /* the atom invariants, kept in key until the first refinement */
+    /* Fragment sizes (pos: BFS queue, tag: fragment id, rank: size per fragment id), an
+     * invariant refinement cannot see: C1CCCC1.C1CC1's atoms all look alike to it. */
+    for (int32_t a = 0; a < n; a++)
+        tag[a] = -1;
+    for (int32_t root = 0, nf = 0; root < n; root++) {
+        if (tag[root] >= 0)
+            continue;
+        int32_t head = 0, tail = 0;
+        pos[tail++] = root;
+        tag[root] = nf;
+        while (head < tail) {
+            int32_t u = pos[head++];
+            for (int32_t i = m->adj_start[u]; i < m->adj_start[u + 1]; i++) {
+                int32_t v = other(&m->bonds[m->adj[i]], u);
+                if (tag[v] < 0) {
+                    tag[v] = nf;
+                    pos[tail++] = v;
+                }
+            }
+        }
+        rank[nf++] = tail;
+    }
     for (int32_t a = 0; a < n; a++) {
         const pl_smiles_atom *at = &m->atoms[a];
         uint64_t k = (uint64_t)c->z[a];
-        k = k << 11 | (uint64_t)(at->isotope + 1) ;
-        k = k << 8 | (uint64_t)(c->charge[a] + 128) ;
+        k = k << 11 | (uint64_t)(at->isotope + 1);
+        k = k << 8 | (uint64_t)(c->charge[a] + 128);
         k = k << 5 | (uint64_t)c->h[a];
         k = k << 1 | at->aromatic;
         k = k << 5 | (uint64_t)(m->adj_start[a + 1] - m->adj_start[a]);
         k = k << 1 | c->in_ring[a];
+        base[a] = mix(mix(k, (uint64_t)(at->atom_class + 1)), (uint64_t)rank[tag[a]]);
+    }
+    refine(m, c, sym, key, ranks_from_keys(n, key, sym));
+    /* Stereo read with the symmetry classes, then refined in: mirror-image halves of a
+     * molecule get different ranks, and the labels do not depend on tie-breaking. */
+    int any = 0;
+    for (int32_t a = 0; a < n; a++) {
+        tag[a] = tetra_tag(m, sym, sym, a);
+        any |= tag[a];
+    }
+    for (int32_t bi = 0; bi < m->n_bonds && !any; bi++)
+        any |= bond_label(m, c, sym, bi);
+    int32_t classes = 0;
+    for (int32_t a = 0; a < n; a++) {
+        uint64_t k = (uint64_t)sym[a] << 16 | (uint64_t)tag[a] << 12;
+        if (any)
+            for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++)
+                k += mix((uint64_t)bond_label(m, c, sym, m->adj[i]), 77) & 0xf;
         key[a] = k;
     }
-    int32_t classes = refine(m, c, rank, key, ranks_from_keys(n, key, rank));
-    memcpy(sym, rank, (size_t)n * sizeof *rank);
+    classes = refine(m, c, rank, key, ranks_from_keys(n, key, rank));
     while (classes < n) { /* break the lowest tie at its first atom, refine again */
         int32_t r = n, pick = -1;
         for (int32_t a = 0; a < n; a++)
@@ -194,9 +246,9 @@ pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_byte
     for (int32_t r = 0; r < n; r++) {
         int32_t a = pos[r];
         const pl_smiles_atom *at = &m->atoms[a];
-        RETURN_IF(pl_bytes_printf(out, "%d.%d.%d.%d.%d.%d|", (int)c->z[a], (int)at->isotope,
-                               (int)c->charge[a], (int)c->h[a], (int)at->aromatic,
-                               tetra_tag(m, rank, sym, a)));
+        RETURN_IF(pl_bytes_printf(out, "%d.%d.%d.%d.%d.%d.%d|", (int)c->z[a], (int)at->isotope,
+                                  (int)c->charge[a], (int)c->h[a], (int)at->aromatic, (int)tag[a],
+                                  (int)at->atom_class));
     }
     for (int32_t r = 0; r < n; r++) { /* bonds to higher-ranked atoms, in rank order */
         int32_t a = pos[r];
@@ -205,13 +257,8 @@ pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_byte
                 int32_t bi = m->adj[i];
                 if (other(&m->bonds[bi], a) != pos[s])
                     continue;
-                RETURN_IF(pl_bytes_printf(out, "%d-%d:%d,", (int)r, (int)s, (int)c->order2[bi]));
-                if (c->order2[bi] == 4) {
-                    char mu = end_mark(m, rank, sym, a, pos[s]);
-                    char mv = end_mark(m, rank, sym, pos[s], a);
-                    if (mu && mv)
-                        RETURN_IF(pl_bytes_printf(out, "%c,", mu == mv ? 'Z' : 'E'));
-                }
+                RETURN_IF(pl_bytes_printf(out, "%d-%d:%d%s,", (int)r, (int)s, (int)c->order2[bi],
+                                          (const char *[]){"", "Z", "E"}[bond_label(m, c, sym, bi)]));
             }
     }
     return PL_OK;

@@ -344,6 +344,17 @@ static pl_status atom_valence(const pl_smiles_mol *m, const pl_smiles_chem *c, i
                      (int)a, element_symbols[z]);
 }
 
+/* RDKit's SMILES reader removes a hydrogen atom ([H], [H+]...) bonded to one
+ * heavy atom by a single bond, without isotope, before it sanitises (its
+ * charge is dropped): such an atom is not checked. */
+static int removable_h(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t a)
+{
+    if (c->z[a] != 1 || m->atoms[a].isotope >= 0 || m->adj_start[a + 1] - m->adj_start[a] != 1)
+        return 0;
+    int32_t bi = m->adj[m->adj_start[a]];
+    return c->order2[bi] == 2 && c->z[other(&m->bonds[bi], a)] > 1;
+}
+
 /* Kekulize.cpp's markDbondCands for one aromatic atom: does it need one of
  * its aromatic ring bonds to be double? */
 static int needs_double(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t a, int ev, int iv)
@@ -438,7 +449,8 @@ pl_status pl_smiles_sanitize(const pl_smiles_mol *m, pl_smiles_chem *c)
     int any_aromatic = 0;
     for (int32_t a = 0; a < n; a++) {
         int e = 0, i = 0;
-        RETURN_IF(atom_valence(m, c, a, &e, &i));
+        if (!removable_h(m, c, a))
+            RETURN_IF(atom_valence(m, c, a, &e, &i));
         ev[a] = e;
         iv[a] = i;
         c->h[a] = bracket_h(&m->atoms[a]) + i;
