@@ -11,6 +11,10 @@
       isomer are one molecule and the isomers distinct molecules.
   rdkit_check.py valences SMILES_SANITIZE.c
       The C valence table equals RDKit's GetValenceList for every element.
+  rdkit_check.py figures PAIRS.tsv PLAIT.json [I,J]
+      Columns I and J (default 0,1) of PAIRS.tsv are input and output SMILES;
+      plait's validity / reconstruction / uniqueness counts (PLAIT.json) must
+      equal RDKit's (bench/megamolbart_eval.sh's definitions).
   rdkit_check.py verdicts IN.smi PLAIT.tsv
       PLAIT.tsv: tests/tools/smiles_chem's lines for IN.smi. plait's
       valid/invalid verdict must equal RDKit's (MolFromSmiles is not None) on
@@ -174,6 +178,35 @@ def valence_table(c_source):
     return 1 if bad else 0
 
 
+def rdkit_figures(pairs):
+    """MOSES/MegaMolBART's validity, reconstruction, uniqueness with RDKit (as
+    bench/megamolbart_eval.sh computes them) over (input, output) pairs."""
+    valid = same = 0
+    canon = set()
+    for src, gen in pairs:
+        m = Chem.MolFromSmiles(gen) if gen else None
+        if m is None:
+            continue
+        valid += 1
+        c = Chem.MolToSmiles(m)
+        canon.add(c)
+        ms = Chem.MolFromSmiles(src)
+        same += ms is not None and c == Chem.MolToSmiles(ms)
+    return {"molecules": len(pairs), "valid": valid, "reconstructed": same, "unique_valid": len(canon)}
+
+
+def figures(pairs_tsv, plait_json, cols="0,1"):
+    """plait's figures (a JSON object) equal RDKit's on the same pairs."""
+    import json
+    i, j = (int(x) for x in cols.split(","))
+    rows = [l.rstrip("\n").split("\t") for l in open(pairs_tsv, encoding="utf-8")]
+    want = rdkit_figures([(r[i], r[j] if len(r) > j else "") for r in rows])
+    got = json.load(open(plait_json))
+    print(f"RDKit {want}")
+    print(f"plait {dict((k, got[k]) for k in want)}")
+    return 0 if all(got[k] == v for k, v in want.items()) else 1
+
+
 def same_key(orig_path, orig_tsv, aug_tsv):
     orig, a, b = lines(orig_path), plait_lines(orig_tsv), plait_lines(aug_tsv)
     assert len(a) == len(b) == len(orig)
@@ -219,5 +252,5 @@ if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "inputs":
         sys.exit(inputs(args[0], args[1:-3], args[-3], args[-2], int(args[-1])))
-    sys.exit({"valences": valence_table, "verdicts": verdicts, "identity": identity, "same_key": same_key,
+    sys.exit({"figures": figures, "valences": valence_table, "verdicts": verdicts, "identity": identity, "same_key": same_key,
               "stereo": stereo}[cmd](*args))
