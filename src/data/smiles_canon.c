@@ -53,7 +53,9 @@ static int32_t refine(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t *
             uint64_t s1 = 0, s2 = 0;
             for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++) {
                 int32_t bi = m->adj[i];
-                uint64_t t = mix((uint64_t)rank[other(&m->bonds[bi], a)] + 1, c->order2[bi]);
+                if (c->hidden[a] || c->hidden[other(&m->bonds[bi], a)])
+                    continue;
+                uint64_t t = mix((uint64_t)rank[other(&m->bonds[bi], a)] + 1, c->cls[bi]);
                 s1 += t;
                 s2 += t * t;
             }
@@ -88,16 +90,61 @@ static int rdkit_extra_swap(const pl_smiles_mol *m, int32_t a)
     return digits == 1;
 }
 
+static int bonded(const pl_smiles_mol *m, int32_t x, int32_t y)
+{
+    for (int32_t i = m->adj_start[x]; i < m->adj_start[x + 1]; i++)
+        if (other(&m->bonds[m->adj[i]], x) == y)
+            return 1;
+    return 0;
+}
+
+/* RDKit's isAtomPotentialChiralCenter (Chirality.cpp, 2022.09) before its
+ * neighbour-rank test: nz heavy neighbours, h hydrogens. Bridgehead N (an
+ * RDKit extension) is not recognised. */
+static int legal_centre(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t a, int nz, int h)
+{
+    const int z = c->z[a];
+    if (nz + h > 4 || nz + h < 3)
+        return 0;
+    if (nz < 3 && z != 15 && z != 33)
+        return 0;
+    if (nz == 3 && h != 1) {
+        if (z == 15 || z == 33)
+            return 1;
+        if (z == 16 || z == 34) {
+            int v2 = 0;
+            for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++)
+                v2 += c->kek[m->adj[i]];
+            const int ev = (v2 + 1) / 2 + bracket_h(&m->atoms[a]);
+            return ev == 4 || (ev == 3 && c->charge[a] == 1);
+        }
+        if (z == 7) { /* in a three-membered ring */
+            int32_t lo = m->adj_start[a], hi = m->adj_start[a + 1];
+            for (int32_t i = lo; i < hi; i++)
+                for (int32_t j = lo; j < i; j++)
+                    if (bonded(m, other(&m->bonds[m->adj[i]], a), other(&m->bonds[m->adj[j]], a)))
+                        return 1;
+        }
+        return 0;
+    }
+    return 1;
+}
+
 /* The canonical tetrahedral tag of a (1 @, 2 @@, 0 none): the parsed tag
- * relative to the neighbours sorted by canonical rank (an implicit H first). */
-static int tetra_tag(const pl_smiles_mol *m, const int32_t *rank, const int32_t *sym, int32_t a)
+ * relative to the neighbours sorted by canonical rank (an implicit H first).
+ * Hidden H atoms have rank -1. */
+static int tetra_tag(const pl_smiles_mol *m, const pl_smiles_chem *c, const int32_t *rank,
+                     const int32_t *sym, int32_t a)
 {
     const pl_smiles_atom *at = &m->atoms[a];
     if (at->chiral == PL_SMILES_CHIRAL_NONE || bracket_h(at) > 1)
         return 0;
     int32_t lo = m->adj_start[a], deg = m->adj_start[a + 1] - lo;
     const int h = bracket_h(at);
-    if (deg + h < 3 || deg + h > 4)
+    int all_h = h; /* with H atoms written as neighbours */
+    for (int32_t i = 0; i < deg; i++)
+        all_h += c->hidden[other(&m->bonds[m->adj[lo + i]], a)];
+    if (deg + h > 4 || !legal_centre(m, c, a, deg + h - all_h, all_h))
         return 0;
     int32_t in[5], n_in = 0;
     for (int32_t i = 0; i < deg; i++) {
@@ -156,11 +203,42 @@ static char end_mark(const pl_smiles_mol *m, const int32_t *rank, const int32_t 
     return mark;
 }
 
+/* H count with the hidden H atoms bound to a; degree without them. */
+static int total_h(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t a)
+{
+    int h = c->h[a];
+    for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++)
+        h += c->hidden[other(&m->bonds[m->adj[i]], a)];
+    return h;
+}
+
+static int heavy_degree(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t a)
+{
+    return m->adj_start[a + 1] - m->adj_start[a] - (total_h(m, c, a) - c->h[a]);
+}
+
+/* A ring atom with exactly one double bond (Kekulé structure), a ring bond,
+ * and no triple bond: its ring bonds to other such atoms alternate. */
+static int conj_atom(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t a)
+{
+    int dbl = 0, ring_dbl = 0;
+    for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++) {
+        int32_t bi = m->adj[i];
+        if (c->kek[bi] > 4)
+            return 0;
+        if (c->kek[bi] == 4) {
+            dbl++;
+            ring_dbl += c->ring_bond[bi];
+        }
+    }
+    return dbl == 1 && ring_dbl == 1;
+}
+
 /* The stereo label of the double bond bi (order2 4): 0 none, 1 Z, 2 E, read
  * with the symmetry classes (so it is the same for every writing). */
 static int bond_label(const pl_smiles_mol *m, const pl_smiles_chem *c, const int32_t *sym, int32_t bi)
 {
-    if (c->order2[bi] != 4)
+    if (c->cls[bi] != 4)
         return 0;
     const pl_smiles_bond *b = &m->bonds[bi];
     char mu = end_mark(m, sym, sym, b->a, b->b), mv = end_mark(m, sym, sym, b->b, b->a);
@@ -175,6 +253,13 @@ pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_byte
     int32_t *rank = c->work, *sym = rank + n, *pos = sym + n, *tag = pos + n;
     uint64_t *key = (uint64_t *)(void *)(tag + n + (n & 1));
     uint64_t *base = key; /* the atom invariants, kept in key until the first refinement */
+    for (int32_t bi = 0; bi < m->n_bonds; bi++) {
+        const pl_smiles_bond *b = &m->bonds[bi];
+        c->cls[bi] = c->ring_bond[bi] && (c->kek[bi] == 2 || c->kek[bi] == 4) &&
+                             conj_atom(m, c, b->a) && conj_atom(m, c, b->b)
+                         ? 3
+                         : c->kek[bi];
+    }
     /* Fragment sizes (pos: BFS queue, tag: fragment id, rank: size per fragment id), an
      * invariant refinement cannot see: C1CCCC1.C1CC1's atoms all look alike to it. */
     for (int32_t a = 0; a < n; a++)
@@ -202,26 +287,34 @@ pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_byte
         uint64_t k = (uint64_t)c->z[a];
         k = k << 11 | (uint64_t)(at->isotope + 1);
         k = k << 8 | (uint64_t)(c->charge[a] + 128);
-        k = k << 5 | (uint64_t)c->h[a];
-        k = k << 1 | at->aromatic;
-        k = k << 5 | (uint64_t)(m->adj_start[a + 1] - m->adj_start[a]);
+        k = k << 5 | (uint64_t)total_h(m, c, a);
+        k = k << 1 | (uint64_t)conj_atom(m, c, a);
+        k = k << 5 | (uint64_t)heavy_degree(m, c, a);
         k = k << 1 | c->in_ring[a];
         base[a] = mix(mix(k, (uint64_t)(at->atom_class + 1)), (uint64_t)rank[tag[a]]);
+        if (c->hidden[a]) /* last, out of the key */
+            base[a] = UINT64_MAX;
     }
     refine(m, c, sym, key, ranks_from_keys(n, key, sym));
+    int32_t n_hidden = 0;
+    for (int32_t a = 0; a < n; a++)
+        if (c->hidden[a]) {
+            sym[a] = -1; /* read as an implicit H by the stereo below */
+            n_hidden++;
+        }
     /* Stereo read with the symmetry classes, then refined in: mirror-image halves of a
      * molecule get different ranks, and the labels do not depend on tie-breaking. */
     int any = 0;
     for (int32_t a = 0; a < n; a++) {
-        tag[a] = tetra_tag(m, sym, sym, a);
+        tag[a] = tetra_tag(m, c, sym, sym, a);
         any |= tag[a];
     }
     for (int32_t bi = 0; bi < m->n_bonds && !any; bi++)
         any |= bond_label(m, c, sym, bi);
     int32_t classes = 0;
     for (int32_t a = 0; a < n; a++) {
-        uint64_t k = (uint64_t)sym[a] << 16 | (uint64_t)tag[a] << 12;
-        if (any)
+        uint64_t k = c->hidden[a] ? UINT64_MAX : (uint64_t)sym[a] << 16 | (uint64_t)tag[a] << 12;
+        if (any && !c->hidden[a])
             for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++)
                 k += mix((uint64_t)bond_label(m, c, sym, m->adj[i]), 77) & 0xf;
         key[a] = k;
@@ -242,22 +335,23 @@ pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_byte
     for (int32_t a = 0; a < n; a++)
         pos[rank[a]] = a;
     out->n = 0;
-    RETURN_IF(pl_bytes_printf(out, "%d;", (int)n));
-    for (int32_t r = 0; r < n; r++) {
+    const int32_t shown = n - n_hidden; /* hidden atoms rank last */
+    RETURN_IF(pl_bytes_printf(out, "%d;", (int)shown));
+    for (int32_t r = 0; r < shown; r++) {
         int32_t a = pos[r];
         const pl_smiles_atom *at = &m->atoms[a];
         RETURN_IF(pl_bytes_printf(out, "%d.%d.%d.%d.%d.%d.%d|", (int)c->z[a], (int)at->isotope,
-                                  (int)c->charge[a], (int)c->h[a], (int)at->aromatic, (int)tag[a],
+                                  (int)c->charge[a], total_h(m, c, a), (int)conj_atom(m, c, a), (int)tag[a],
                                   (int)at->atom_class));
     }
-    for (int32_t r = 0; r < n; r++) { /* bonds to higher-ranked atoms, in rank order */
+    for (int32_t r = 0; r < shown; r++) { /* bonds to higher-ranked atoms, in rank order */
         int32_t a = pos[r];
-        for (int32_t s = r + 1; s < n; s++)
+        for (int32_t s = r + 1; s < shown; s++)
             for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++) {
                 int32_t bi = m->adj[i];
                 if (other(&m->bonds[bi], a) != pos[s])
                     continue;
-                RETURN_IF(pl_bytes_printf(out, "%d-%d:%d%s,", (int)r, (int)s, (int)c->order2[bi],
+                RETURN_IF(pl_bytes_printf(out, "%d-%d:%d%s,", (int)r, (int)s, (int)c->cls[bi],
                                           (const char *[]){"", "Z", "E"}[bond_label(m, c, sym, bi)]));
             }
     }

@@ -25,14 +25,20 @@
  *
  * pl_smiles_canon_key writes a canonical key of a sanitised molecule: atoms
  * in a canonical order (colour refinement on element, isotope, charge, H
- * count, aromaticity, degree and bond orders, ties broken one atom at a time),
+ * count, degree and bond classes, ties broken one atom at a time),
  * their bonds, tetrahedral centres (@/@@ relative to the canonical order, the
  * RDKit reading of the tag kept) and double-bond geometry (cis/trans of the
  * highest-ranked neighbours). Equal keys mean the same labelled graph, so two
  * SMILES with equal keys are one molecule; unequal keys mean different
- * molecules except for the cases docs/training.md lists (Kekulé vs aromatic
- * writings, stereo RDKit drops or keeps by rules not followed here). A centre
- * with two neighbours of one symmetry class loses its tag, as RDKit's.
+ * molecules except for the cases docs/training.md lists (stereo RDKit drops
+ * or keeps by rules not followed here). A centre with two neighbours of one
+ * symmetry class loses its tag, as RDKit's. Kekulé and aromatic writings are
+ * one molecule: the key sees the Kekulé structure (aromatic bonds made single
+ * or double by the kekulization), and a ring bond between two ring atoms
+ * whose one double bond each is a ring bond becomes "conjugated ring bond",
+ * whichever of the alternating structures was written (c1ccccc1 =
+ * C1=CC=CC=C1). Departure from RDKit: its non-aromatic alternating rings
+ * (cyclooctatetraene's bond-shift isomers, say) are one molecule here.
  *
  * Reuse one pl_smiles_chem for many molecules: once grown, nothing is
  * allocated. Not thread-safe per object. */
@@ -49,9 +55,14 @@ typedef struct pl_smiles_chem {
      * after cleanUp, total H (bracket + implicit), in a ring. */
     int32_t *z, *charge, *h;
     uint8_t *in_ring;
+    /* A hydrogen atom RDKit's reader folds into its neighbour's H count. */
+    uint8_t *hidden;
     /* Per bond: order x 2 (2 single, 3 aromatic, 4 double, 6 triple, 8
      * quadruple) after cleanUp; ring bond flag. */
     uint8_t *order2, *ring_bond;
+    /* Per bond: order x 2 of one Kekulé structure (aromatic bonds made 2 or 4 by the
+     * matching); the class the key uses (smiles_canon.c). */
+    uint8_t *kek, *cls;
     /* Scratch (owned). */
     int32_t *work;
     int64_t cap_atoms, cap_bonds, cap_work;

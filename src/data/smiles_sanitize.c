@@ -129,6 +129,8 @@ static pl_status reserve(pl_smiles_chem *c, const pl_smiles_mol *m)
         RETURN_IF(grow((void **)&c->h, &cap, na, sizeof *c->h));
         cap = c->cap_atoms;
         RETURN_IF(grow((void **)&c->in_ring, &cap, na, sizeof *c->in_ring));
+        cap = c->cap_atoms;
+        RETURN_IF(grow((void **)&c->hidden, &cap, na, sizeof *c->hidden));
         c->cap_atoms = cap;
     }
     if (nb > c->cap_bonds) {
@@ -136,6 +138,10 @@ static pl_status reserve(pl_smiles_chem *c, const pl_smiles_mol *m)
         RETURN_IF(grow((void **)&c->order2, &cap, nb, 1));
         cap = c->cap_bonds;
         RETURN_IF(grow((void **)&c->ring_bond, &cap, nb, 1));
+        cap = c->cap_bonds;
+        RETURN_IF(grow((void **)&c->kek, &cap, nb, 1));
+        cap = c->cap_bonds;
+        RETURN_IF(grow((void **)&c->cls, &cap, nb, 1));
         c->cap_bonds = cap;
     }
     /* work: 8 ints per atom + 2 per bond, enough for every pass here and in smiles_canon.c */
@@ -449,13 +455,16 @@ pl_status pl_smiles_sanitize(const pl_smiles_mol *m, pl_smiles_chem *c)
     int any_aromatic = 0;
     for (int32_t a = 0; a < n; a++) {
         int e = 0, i = 0;
-        if (!removable_h(m, c, a))
+        c->hidden[a] = (uint8_t)removable_h(m, c, a);
+        if (!c->hidden[a])
             RETURN_IF(atom_valence(m, c, a, &e, &i));
         ev[a] = e;
         iv[a] = i;
         c->h[a] = bracket_h(&m->atoms[a]) + i;
         any_aromatic |= m->atoms[a].aromatic;
     }
+    for (int32_t b = 0; b < m->n_bonds; b++)
+        c->kek[b] = c->order2[b] == 3 ? 2 : c->order2[b];
     if (!any_aromatic)
         return PL_OK;
     for (int32_t a = 0; a < n; a++) {
@@ -475,6 +484,13 @@ pl_status pl_smiles_sanitize(const pl_smiles_mol *m, pl_smiles_chem *c)
                          "aromatic atoms (atom %d %s unmatched)", (int)(first < n ? first : 0),
                          element_symbols[c->z[first < n ? first : 0]]);
     }
+    for (int32_t a = 0; a < n; a++) /* the matching's double bonds */
+        if (mate[a] > a)
+            for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++) {
+                int32_t bi = m->adj[i];
+                if (c->order2[bi] == 3 && other(&m->bonds[bi], a) == mate[a])
+                    c->kek[bi] = 4;
+            }
     return PL_OK;
 }
 
@@ -484,8 +500,11 @@ void pl_smiles_chem_free(pl_smiles_chem *c)
     pl_free(c->charge);
     pl_free(c->h);
     pl_free(c->in_ring);
+    pl_free(c->hidden);
     pl_free(c->order2);
     pl_free(c->ring_bond);
+    pl_free(c->kek);
+    pl_free(c->cls);
     pl_free(c->work);
     memset(c, 0, sizeof *c);
 }

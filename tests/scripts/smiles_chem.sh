@@ -11,7 +11,10 @@
 #     randomised SMILES (plait data smiles-augment) have its key; RDKit's canonical and two
 #     random SMILES of every shipped molecule share one key; 200 stereoisomers (RDKit's
 #     EnumerateStereoisomers, 3 writings each) have one key each and distinct keys apart;
-#   - a flipped @/@@ is a different molecule (the check can fail).
+#   - every shipped molecule is identified with RDKit's canonical (aromatic) and Kekulé
+#     SMILES of it (Kekulé and aromatic writings are one molecule);
+#   - a flipped @/@@ is a different molecule (the check can fail);
+#   - validity / reconstruction / uniqueness (data/smiles_eval.h) equal RDKit's figures.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 CHK=$ROOT/tests/scripts/smiles_chem/rdkit_check.py
@@ -56,6 +59,13 @@ done
 check "RDKit's canonical and random SMILES of every shipped molecule: one key each, distinct apart" \
     "$PY" "$CHK" stereo "$TMP/stereo.smi.rand" "$TMP/rand.tsv"
 cat "$TMP/check.out"
+for col in 1 2; do
+    cut -f1,$((col + 1)) "$TMP/stereo.smi.forms" >"$TMP/forms$col.tsv"
+    check "every shipped molecule is its RDKit $([ $col = 1 ] && echo canonical aromatic || echo Kekulé) SMILES (reconstruction = RDKit's)" \
+        sh -c "'$TOOL' --pairs '$TMP/forms$col.tsv' > '$TMP/forms$col.json' &&
+               '$PY' '$CHK' figures '$TMP/forms$col.tsv' '$TMP/forms$col.json'"
+    cat "$TMP/check.out"
+done
 check "stereoisomers: one key each over 3 writings, distinct isomers distinct" \
     "$PY" "$CHK" stereo "$TMP/stereo.smi" "$TMP/stereo.tsv"
 cat "$TMP/check.out"

@@ -3,6 +3,8 @@
   rdkit_check.py inputs DATA_DIR EXTRA.smi... OUT.smi STEREO.smi N
       OUT.smi: every SMILES of the shipped sets, then of the extra files (the
       adversarial list, smiles_augment's cases and fuzz finds), one a line.
+      FORMS.tsv (STEREO.smi with .forms): each valid shipped SMILES, its RDKit
+      canonical (aromatic) SMILES and RDKit's Kekulé SMILES, tab-separated.
       RAND.smi (STEREO.smi with .rand): every valid shipped molecule as RDKit's
       canonical SMILES and two of its random SMILES (aromatic, RDKit's writer).
       STEREO.smi: N stereo SMILES RDKit makes from the shipped sets: up to 4
@@ -91,12 +93,15 @@ def inputs(data_dir, extras, out_path, stereo_path, n):
             break
     with open(stereo_path, "w", encoding="utf-8") as fh:
         fh.write("".join(s + "\n" for s in out))
-    rand = []
+    rand, forms = [], []
     for smi in shipped(data_dir):
         m = Chem.MolFromSmiles(smi)
         if m is not None:
             rand += [Chem.MolToSmiles(m), Chem.MolToSmiles(m, doRandom=True),
                      Chem.MolToSmiles(m, doRandom=True)]
+            forms.append(f"{smi}\t{Chem.MolToSmiles(m)}\t{Chem.MolToSmiles(m, kekuleSmiles=True)}")
+    with open(stereo_path + ".forms", "w", encoding="utf-8") as fh:
+        fh.write("".join(s + "\n" for s in forms))
     with open(stereo_path + ".rand", "w", encoding="utf-8") as fh:
         fh.write("".join(s + "\n" for s in rand))
     print(f"{len(smis)} SMILES; stereo set {len(out)} SMILES ({len(out) // 3} isomers)")
