@@ -251,7 +251,7 @@ pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_byte
     /* work (8n + 2nb + 16 ints, smiles_sanitize.c): rank, sym, pos, tag (n each), key
      * (n uint64, 8-aligned) */
     int32_t *rank = c->work, *sym = rank + n, *pos = sym + n, *tag = pos + n;
-    uint64_t *key = (uint64_t *)(void *)(tag + n + (n & 1));
+    uint64_t *key = (uint64_t *)(void *)(tag + n); /* 4n ints in: 8-aligned */
     uint64_t *base = key; /* the atom invariants, kept in key until the first refinement */
     for (int32_t bi = 0; bi < m->n_bonds; bi++) {
         const pl_smiles_bond *b = &m->bonds[bi];
