@@ -189,7 +189,8 @@ static char end_mark(const pl_smiles_mol *m, const int32_t *rank, const int32_t 
         if (n_other < 3)
             nb[n_other] = x;
         n_other++;
-        if (b->dir && marked < 0) {
+        if (b->dir && (marked < 0 || rank[x] > rank[marked])) { /* two marks (they may
+                                                      conflict): the higher-ranked one's */
             marked = x;
             mark = dir_from(b, u);
         }
@@ -217,15 +218,16 @@ static int heavy_degree(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t
     return m->adj_start[a + 1] - m->adj_start[a] - (total_h(m, c, a) - c->h[a]);
 }
 
-/* A ring atom with exactly one double bond (Kekulé structure), a ring bond,
- * and no triple bond: its ring bonds to other such atoms alternate. */
+/* A ring atom with exactly one double bond (Kekulé structure), a ring bond:
+ * its ring bonds to other such atoms alternate. Every kekulization of an
+ * aromatic writing gives each atom that needs a double bond exactly one, in a
+ * ring, so the set of such atoms (and the key) does not depend on which
+ * matching was found. */
 static int conj_atom(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t a)
 {
     int dbl = 0, ring_dbl = 0;
     for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++) {
         int32_t bi = m->adj[i];
-        if (c->kek[bi] > 4)
-            return 0;
         if (c->kek[bi] == 4) {
             dbl++;
             ring_dbl += c->ring_bond[bi];

@@ -156,7 +156,8 @@ static void find_rings(const pl_smiles_mol *m, pl_smiles_chem *c)
 {
     int32_t n = m->n_atoms, *disc = c->work, *low = disc + n, *stack = low + n,
             *edge_pos = stack + n, *parent_bond = edge_pos + n;
-    memset(c->ring_bond, 1, (size_t)m->n_bonds);
+    if (m->n_bonds > 0)
+        memset(c->ring_bond, 1, (size_t)m->n_bonds);
     for (int32_t i = 0; i < n; i++)
         disc[i] = -1;
     int32_t t = 0;
@@ -390,9 +391,24 @@ static int needs_double(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t
     return m->atoms[a].bracket && dv == sbo + 2;
 }
 
+/* Candidates (mark 1) still free around a over aromatic ring bonds. */
+static int free_partners(const pl_smiles_mol *m, const pl_smiles_chem *c, const int32_t *mark,
+                         const int32_t *mate, int32_t a)
+{
+    int k = 0;
+    for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++) {
+        int32_t bi = m->adj[i], nb = other(&m->bonds[bi], a);
+        k += c->order2[bi] == 3 && c->ring_bond[bi] && mark[nb] == 1 && mate[nb] < 0;
+    }
+    return k;
+}
+
 /* Backtracking perfect matching of the candidates (mark 1) over aromatic ring
  * bonds: mate[a] = the partner. Returns 1 when every candidate is matched.
- * Iterative over a stack of (atom, next adjacency index); bounded by 'budget'. */
+ * The most constrained free candidate is matched next (a dead end, one with
+ * no free partner, is seen at once), so chains and rings take linear time;
+ * the search is bounded by a budget as RDKit's by maxBackTracks. Iterative
+ * over a stack of (atom, next adjacency index). */
 static int match_all(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t *mark, int32_t *mate,
                      int32_t *stack_a, int32_t *stack_i)
 {
@@ -400,15 +416,22 @@ static int match_all(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t *m
     int64_t budget = 200000;
     int32_t top = 0;
     for (;;) {
-        int32_t a = -1;
-        for (int32_t i = 0; i < n && a < 0; i++)
-            if (mark[i] == 1 && mate[i] < 0)
-                a = i;
+        int32_t a = -1, best = 1 << 30;
+        for (int32_t i = 0; i < n && best > 0; i++)
+            if (mark[i] == 1 && mate[i] < 0) {
+                int k = free_partners(m, c, mark, mate, i);
+                if (k < best) {
+                    best = k;
+                    a = i;
+                }
+            }
         if (a < 0)
             return 1;
-        stack_a[top] = a;
-        stack_i[top] = m->adj_start[a];
-        top++;
+        if (best > 0) {
+            stack_a[top] = a;
+            stack_i[top] = m->adj_start[a];
+            top++;
+        }
         for (;;) { /* advance the top frame to its next partner, or pop */
             if (!top || --budget < 0)
                 return 0;
