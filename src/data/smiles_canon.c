@@ -165,6 +165,138 @@ static int tetra_tag(const pl_smiles_mol *m, const pl_smiles_chem *c, const int3
     return inv % 2 ? 3 - at->chiral : at->chiral;
 }
 
+/* Ring stereo, as RDKit keeps it (cis/trans-1,4-dimethylcyclohexane): a
+ * tagged ring atom with four neighbours (H included) two of which, ring
+ * neighbours, are alike (so tetra_tag drops its tag), paired with another such
+ * atom of its ring system. The pair's label says whether their top
+ * substituents lie on one face of the ring: both orientations are read along
+ * one walk round the ring (a -> t1 ... A1 -> b -> A2 ... t2 -> a), so the
+ * label is the same from either end and for every writing. */
+typedef struct ring_centre {
+    int32_t t1, t2; /* the two alike ring neighbours */
+    int32_t x, y;   /* the other two, x the higher symmetry class (-2: the implicit H) */
+} ring_centre;
+
+/* Is a a ring-stereo centre; its neighbours into *rc. */
+static int ring_centre_of(const pl_smiles_mol *m, const pl_smiles_chem *c, const int32_t *sym,
+                          int32_t a, ring_centre *rc)
+{
+    const pl_smiles_atom *at = &m->atoms[a];
+    int32_t lo = m->adj_start[a], deg = m->adj_start[a + 1] - lo;
+    const int h = bracket_h(at);
+    if (at->chiral == PL_SMILES_CHIRAL_NONE || c->hidden[a] || !c->in_ring[a] || deg + h != 4)
+        return 0;
+    int all_h = h;
+    for (int32_t i = 0; i < deg; i++)
+        all_h += c->hidden[other(&m->bonds[m->adj[lo + i]], a)];
+    if (all_h > 1 || !legal_centre(m, c, a, 4 - all_h, all_h))
+        return 0;
+    int pairs = 0;
+    rc->t1 = rc->t2 = -1;
+    for (int32_t i = 0; i < deg; i++)
+        for (int32_t j = 0; j < i; j++) {
+            int32_t bi = m->adj[lo + i], bj = m->adj[lo + j];
+            int32_t u = other(&m->bonds[bi], a), v = other(&m->bonds[bj], a);
+            if (sym[u] == sym[v]) {
+                pairs++;
+                if (c->ring_bond[bi] && c->ring_bond[bj] && !c->hidden[u]) {
+                    rc->t1 = v;
+                    rc->t2 = u;
+                }
+            }
+        }
+    if (pairs != 1 || rc->t1 < 0)
+        return 0;
+    rc->x = rc->y = -2;
+    for (int32_t i = 0; i < deg; i++) {
+        int32_t u = other(&m->bonds[m->adj[lo + i]], a);
+        if (u == rc->t1 || u == rc->t2)
+            continue;
+        if (rc->x == -2)
+            rc->x = u;
+        else
+            rc->y = u;
+    }
+    int32_t sx = rc->x >= 0 ? sym[rc->x] : -1, sy = rc->y >= 0 ? sym[rc->y] : -1;
+    if (sy > sx) {
+        int32_t t = rc->x;
+        rc->x = rc->y;
+        rc->y = t;
+    }
+    return 1;
+}
+
+/* The orientation (0 or 1) of a's neighbours in the order (p, q, r, s), atom
+ * ids, -2 the implicit H: the parsed tag corrected by the permutation's parity. */
+static int orientation(const pl_smiles_mol *m, int32_t a, int32_t p, int32_t q, int32_t r, int32_t s)
+{
+    const pl_smiles_atom *at = &m->atoms[a];
+    int32_t lo = m->adj_start[a], deg = m->adj_start[a + 1] - lo;
+    const int h = bracket_h(at);
+    int32_t in[5], n_in = 0;
+    for (int32_t i = 0; i < deg; i++) {
+        if (h && n_in == (at->has_from ? 1 : 0))
+            in[n_in++] = -2;
+        in[n_in++] = other(&m->bonds[m->adj[lo + i]], a);
+    }
+    if (h && n_in == (at->has_from ? 1 : 0))
+        in[n_in++] = -2;
+    const int32_t want[4] = {p, q, r, s};
+    int32_t posn[4];
+    for (int k = 0; k < 4; k++) {
+        posn[k] = 0;
+        while (posn[k] < n_in && in[posn[k]] != want[k])
+            posn[k]++;
+    }
+    int inv = rdkit_extra_swap(m, a);
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            inv += posn[i] > posn[j];
+    return (at->chiral == PL_SMILES_CHIRAL_CCW) ^ (inv & 1);
+}
+
+/* Which of b's alike neighbours (u1, u2) the ring walk from t (a's
+ * neighbour), avoiding a and b, reaches first: 1 or 2; 0 if neither or both at
+ * once. dist, queue: n ints of scratch. */
+static int arrival(const pl_smiles_mol *m, const pl_smiles_chem *c, int32_t a, int32_t b,
+                   int32_t t, int32_t u1, int32_t u2, int32_t *dist, int32_t *queue)
+{
+    for (int32_t i = 0; i < m->n_atoms; i++)
+        dist[i] = -1;
+    int32_t head = 0, tail = 0;
+    dist[t] = 0;
+    queue[tail++] = t;
+    while (head < tail) {
+        int32_t u = queue[head++];
+        for (int32_t i = m->adj_start[u]; i < m->adj_start[u + 1]; i++) {
+            int32_t bi = m->adj[i], v = other(&m->bonds[bi], u);
+            if (!c->ring_bond[bi] || v == a || v == b || dist[v] >= 0)
+                continue;
+            dist[v] = dist[u] + 1;
+            queue[tail++] = v;
+        }
+    }
+    if (dist[u1] >= 0 && (dist[u2] < 0 || dist[u1] < dist[u2]))
+        return 1;
+    if (dist[u2] >= 0 && (dist[u1] < 0 || dist[u2] < dist[u1]))
+        return 2;
+    return 0;
+}
+
+/* The label of the ring-stereo pair (a, b): 1 one face, 2 opposite faces, 0 none. */
+static int ring_pair_label(const pl_smiles_mol *m, const pl_smiles_chem *c, const ring_centre *ra,
+                           const ring_centre *rb, int32_t a, int32_t b, int32_t *dist, int32_t *queue)
+{
+    int e1 = arrival(m, c, a, b, ra->t1, rb->t1, rb->t2, dist, queue);
+    int e2 = arrival(m, c, a, b, ra->t2, rb->t1, rb->t2, dist, queue);
+    if (!e1 || !e2 || e1 == e2)
+        return 0;
+    const int32_t a1 = e1 == 1 ? rb->t1 : rb->t2, a2 = e1 == 1 ? rb->t2 : rb->t1;
+    int oa = orientation(m, a, ra->x, ra->t2, ra->t1, ra->y);
+    int ob = orientation(m, b, rb->x, a1, a2, rb->y);
+    return oa == ob ? 1 : 2;
+}
+
 /* The / or \ of bond bi read from atom u to its other end. */
 static char dir_from(const pl_smiles_bond *b, int32_t u)
 {
@@ -250,10 +382,11 @@ static int bond_label(const pl_smiles_mol *m, const pl_smiles_chem *c, const int
 pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_bytes *out)
 {
     const int32_t n = m->n_atoms;
-    /* work (8n + 2nb + 16 ints, smiles_sanitize.c): rank, sym, pos, tag (n each), key
-     * (n uint64, 8-aligned) */
+    /* work (12n + 2nb + 16 ints, smiles_sanitize.c): rank, sym, pos, tag (n each), key
+     * (n uint64, 8-aligned), ring_info, dist, queue (n each) */
     int32_t *rank = c->work, *sym = rank + n, *pos = sym + n, *tag = pos + n;
     uint64_t *key = (uint64_t *)(void *)(tag + n); /* 4n ints in: 8-aligned */
+    int32_t *ring_info = tag + 3 * n, *dist = ring_info + n, *queue = dist + n; /* up to 9n */
     uint64_t *base = key; /* the atom invariants, kept in key until the first refinement */
     for (int32_t bi = 0; bi < m->n_bonds; bi++) {
         const pl_smiles_bond *b = &m->bonds[bi];
@@ -313,9 +446,26 @@ pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_byte
     }
     for (int32_t bi = 0; bi < m->n_bonds && !any; bi++)
         any |= bond_label(m, c, sym, bi);
+    /* Ring-stereo pairs: each centre's counts of same-face and opposite-face partners */
+    int n_ring = 0;
+    for (int32_t a = 0; a < n; a++) {
+        ring_centre ra, rb;
+        ring_info[a] = 0;
+        if (!ring_centre_of(m, c, sym, a, &ra))
+            continue;
+        for (int32_t b = 0; b < n; b++) {
+            if (b == a || !ring_centre_of(m, c, sym, b, &rb))
+                continue;
+            int l = ring_pair_label(m, c, &ra, &rb, a, b, dist, queue);
+            ring_info[a] += l == 1 ? 256 : l == 2 ? 1 : 0;
+        }
+        n_ring += ring_info[a] != 0;
+    }
     int32_t classes = 0;
     for (int32_t a = 0; a < n; a++) {
-        uint64_t k = c->hidden[a] ? UINT64_MAX : (uint64_t)sym[a] << 16 | (uint64_t)tag[a] << 12;
+        uint64_t k = c->hidden[a] ? UINT64_MAX
+                                  : (uint64_t)sym[a] << 32 | (uint64_t)ring_info[a] << 16 |
+                                        (uint64_t)tag[a] << 12;
         if (any && !c->hidden[a])
             for (int32_t i = m->adj_start[a]; i < m->adj_start[a + 1]; i++)
                 k += mix((uint64_t)bond_label(m, c, sym, m->adj[i]), 77) & 0xf;
@@ -356,6 +506,19 @@ pl_status pl_smiles_canon_key(const pl_smiles_mol *m, pl_smiles_chem *c, pl_byte
                 RETURN_IF(pl_bytes_printf(out, "%d-%d:%d%s,", (int)r, (int)s, (int)c->cls[bi],
                                           (const char *[]){"", "Z", "E"}[bond_label(m, c, sym, bi)]));
             }
+    }
+    for (int32_t r = 0; r < shown && n_ring; r++) { /* ring-stereo pairs, in rank order */
+        ring_centre ra, rb;
+        if (!ring_info[pos[r]] || !ring_centre_of(m, c, sym, pos[r], &ra))
+            continue;
+        for (int32_t s = r + 1; s < shown; s++) {
+            if (!ring_info[pos[s]] || !ring_centre_of(m, c, sym, pos[s], &rb))
+                continue;
+            int l = ring_pair_label(m, c, &ra, &rb, pos[r], pos[s], dist, queue);
+            if (l)
+                RETURN_IF(pl_bytes_printf(out, "R%d-%d:%s,", (int)r, (int)s,
+                                          l == 1 ? "cis" : "trans"));
+        }
     }
     return PL_OK;
 }

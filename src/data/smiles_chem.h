@@ -27,12 +27,13 @@
  * in a canonical order (colour refinement on element, isotope, charge, H
  * count, degree and bond classes, ties broken one atom at a time),
  * their bonds, tetrahedral centres (@/@@ relative to the canonical order, the
- * RDKit reading of the tag kept) and double-bond geometry (cis/trans of the
- * highest-ranked neighbours). Equal keys mean the same labelled graph, so two
- * SMILES with equal keys are one molecule; unequal keys mean different
- * molecules except for the cases docs/training.md lists (stereo RDKit drops
- * or keeps by rules not followed here). A centre with two neighbours of one
- * symmetry class loses its tag, as RDKit's. Kekulé and aromatic writings are
+ * RDKit reading of the tag kept), double-bond geometry (cis/trans of the
+ * highest-ranked neighbours) and ring stereo (pairs of ring centres whose two
+ * ring neighbours are alike, cis/trans-1,4-dimethylcyclohexane: one face or
+ * opposite faces). Equal keys mean the same labelled graph, so two SMILES
+ * with equal keys are one molecule; unequal keys mean different molecules
+ * except for the cases docs/training.md lists. A centre with two neighbours of
+ * one symmetry class and no ring partner loses its tag, as RDKit's. Kekulé and aromatic writings are
  * one molecule: the key sees the Kekulé structure (aromatic bonds made single
  * or double by the kekulization), and a ring bond between two ring atoms
  * whose one double bond each is a ring bond becomes "conjugated ring bond",

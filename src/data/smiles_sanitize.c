@@ -144,8 +144,8 @@ static pl_status reserve(pl_smiles_chem *c, const pl_smiles_mol *m)
         RETURN_IF(grow((void **)&c->cls, &cap, nb, 1));
         c->cap_bonds = cap;
     }
-    /* work: 8 ints per atom + 2 per bond, enough for every pass here and in smiles_canon.c */
-    return grow((void **)&c->work, &c->cap_work, 8 * (na + 1) + 2 * nb + 16, sizeof *c->work);
+    /* work: 12 ints per atom + 2 per bond, enough for every pass here and in smiles_canon.c */
+    return grow((void **)&c->work, &c->cap_work, 12 * (na + 1) + 2 * nb + 16, sizeof *c->work);
 }
 
 static int32_t other(const pl_smiles_bond *b, int32_t a) { return b->a == a ? b->b : b->a; }

@@ -9,7 +9,8 @@
 #   - identity: distinct RDKit-canonical molecules get distinct keys (ring stereo plait
 #     does not keep is printed, the documented class); every valid molecule's three
 #     randomised SMILES (plait data smiles-augment) have its key; RDKit's canonical and two
-#     random SMILES of every shipped molecule share one key; 200 stereoisomers (RDKit's
+#     random SMILES of every shipped molecule share one key; ring cis/trans isomers
+#     (smiles_chem/ring_stereo.smi) one key each and distinct; 200 stereoisomers (RDKit's
 #     EnumerateStereoisomers, 3 writings each) have one key each and distinct keys apart;
 #   - every shipped molecule is identified with RDKit's canonical (aromatic) and Kekulé
 #     SMILES of it (Kekulé and aromatic writings are one molecule);
@@ -69,6 +70,12 @@ done
 check "stereoisomers: one key each over 3 writings, distinct isomers distinct" \
     "$PY" "$CHK" stereo "$TMP/stereo.smi" "$TMP/stereo.tsv"
 cat "$TMP/check.out"
+check "ring cis/trans (smiles_chem/ring_stereo.smi): one key per isomer over 3 RDKit writings, isomers distinct" \
+    sh -c "'$PY' '$CHK' groups '$ROOT/tests/scripts/smiles_chem/ring_stereo.smi' '$TMP/ring.smi' &&
+           '$TOOL' '$TMP/ring.smi' > '$TMP/ring.tsv' && '$PY' '$CHK' stereo '$TMP/ring.smi' '$TMP/ring.tsv'"
+cat "$TMP/check.out"
+check "  cis and trans 1,4-dimethylcyclohexane differ" sh -c \
+    "[ \"\$(sed -n 1p '$TMP/ring.tsv')\" != \"\$(sed -n 4p '$TMP/ring.tsv')\" ] && grep -q 'Rx*[0-9]*-[0-9]*:cis' '$TMP/ring.tsv'"
 printf 'C[C@H](F)Cl\nC[C@@H](F)Cl\nF[C@H](C)Cl\nF/C=C/F\nF/C=C\\F\nF\\C=C\\F\n' >"$TMP/flip.smi"
 "$TOOL" "$TMP/flip.smi" | cut -f2 >"$TMP/flip.keys"
 check "a flipped @/@@ is another molecule; swapping two neighbours flips it back" sh -c \
