@@ -6,7 +6,9 @@
 # cross-attention), then: validity (the fraction of generated SMILES RDKit parses
 # and sanitises), reconstruction (the fraction whose canonical SMILES is the input
 # molecule's, stereo included) and uniqueness (distinct canonical SMILES among the
-# valid ones). Appends the figures to bench/results/megamolbart.json.
+# valid ones). plait computes the same figures itself (its molecule checks,
+# src/data/smiles_chem.h: --eval-json); RDKit's are the cross-check, and both go into
+# bench/results/megamolbart.json with whether they agree.
 #   bench/megamolbart_eval.sh [OUT] [N]   (defaults /tmp/plait_megamolbart, all test molecules)
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,8 +18,8 @@ total=$(($(wc -l <"$OUT/mols.csv") - 1))
 test_lo=$(/usr/bin/python3 -c "print(round(0.99 * $total))") # --split 98,1,1's test range
 { head -n 1 "$OUT/mols.csv"; tail -n +$((test_lo + 2)) "$OUT/mols.csv"; } >"$OUT/test.csv"
 OMP_NUM_THREADS=1 build/plait seq2seq --load "$OUT/ckpt" --input "$OUT/test.csv" --mmb \
-    --limit "$N" --output "$OUT/recon.tsv"
-/usr/bin/python3 - "$OUT/recon.tsv" <<'EOF'
+    --limit "$N" --output "$OUT/recon.tsv" --eval-json "$OUT/plait_eval.json"
+/usr/bin/python3 - "$OUT/recon.tsv" "$OUT/plait_eval.json" <<'EOF'
 import json, sys
 from rdkit import Chem, RDLogger
 RDLogger.DisableLog("rdApp.*")
@@ -34,6 +36,10 @@ for src, enc, gen in rows:
 n = len(rows)
 res = {"held_out_molecules": n, "valid_fraction": valid / n, "reconstructed_fraction": same / n,
        "unique_valid_fraction": len(canon) / max(valid, 1)}
+mine = json.load(open(sys.argv[2]))
+res["plait"] = mine
+res["plait_agrees_with_rdkit"] = (mine["molecules"], mine["valid"], mine["reconstructed"],
+                                  mine["unique_valid"]) == (n, valid, same, len(canon))
 path = "bench/results/megamolbart.json"
 out = json.load(open(path))
 out["reconstruction"] = res

@@ -11,7 +11,10 @@
  * molecule i is MegaMolBART's training corruption of it (data/mmb_dataset.h: a
  * random atom order, span-masked with --mask-prob, keyed by --seed and i); each
  * output line is "input SMILES <TAB> encoder input <TAB> generated SMILES", what
- * tests/scripts and bench/megamolbart_eval.sh score with RDKit. With --ids each
+ * tests/scripts and bench/megamolbart_eval.sh score with RDKit. With --mmb the
+ * run ends with plait's own figures (data/smiles_eval.h: validity,
+ * reconstruction, uniqueness of the best output of each molecule): a summary
+ * line on standard error and, with --eval-json FILE, a JSON object. With --ids each
  * input line is space-separated token ids and each output the ids decoded. With
  * --num-return N (beam search) each source gives N lines, best first, each its
  * output line, a tab and the hypothesis' score (N = 1 too, when given). With
@@ -25,6 +28,7 @@
 #include "base/vec.h"
 #include "ckpt/checkpoint.h"
 #include "data/mmb_dataset.h"
+#include "data/smiles_eval.h"
 #include "data/tokenizer/tokenizer.h"
 #include "model/beam.h"
 #include "model/encdec_generate.h"
@@ -38,7 +42,7 @@
 
 typedef struct s2s_opts {
     const char *load, *input, *output;
-    const char *lp_form;
+    const char *lp_form, *eval_json;
     int64_t max_new_tokens, seed, limit, top_k, beam_size, num_return, batch_size;
     double mask_prob, temperature, top_p, length_penalty;
     int mmb, early_stopping, ids;
@@ -80,6 +84,9 @@ static const pl_option s2s_options[] = {
     {"--batch-size", PL_OPT_INT, "1", F(batch_size),
      "beam search: sources searched together, their beams the rows of one decoder step (the "
      "output is the same)", NULL, 0},
+    {"--eval-json", PL_OPT_STRING, NULL, F(eval_json),
+     "--mmb: write validity, reconstruction and uniqueness (plait's molecule checks) to this "
+     "JSON file", NULL, 0},
     {"--ids", PL_OPT_BOOL, NULL, F(ids),
      "sources and outputs as space-separated token ids instead of text", NULL, 0},
 };
@@ -108,6 +115,7 @@ typedef struct s2s {
     pl_model_config cfg;
     pl_mmb_molecules mols;
     pl_mmb_dataset *mmb;
+    pl_smiles_eval eval;
     int32_t *src, *out, *dec, *lab;
     pl_ids ids;
     pl_bytes text, line;
@@ -264,6 +272,20 @@ static pl_status write_line(s2s *s, const s2s_opts *o, int64_t i, const int32_t 
                             int64_t len, const int32_t *tok, int64_t got, double score);
 
 /* Beam search of the batch's k sources (the last one source i), and their lines. */
+/* --mmb: the decoded molecule of source i (tok, got) into the evaluation's figures. */
+static pl_status mmb_eval(s2s *s, const s2s_opts *o, int64_t i, const int32_t *tok, int64_t got)
+{
+    pl_status st = PL_OK;
+    if (!o->mmb)
+        return PL_OK;
+    const char *in = s->mols.text + s->mols.offset[i];
+    s->text.n = 0;
+    PL_TRY(pl_tokenizer_decode(s->tok, tok, got, &s->text));
+    PL_TRY(pl_smiles_eval_add(&s->eval, in, strlen(in), s->text.data, s->text.n, NULL, NULL));
+fail:
+    return st;
+}
+
 static pl_status beam_batch(s2s *s, const s2s_opts *o, int64_t i, int64_t k, int32_t bos,
                             int32_t eos, int64_t max_new)
 {
@@ -280,9 +302,42 @@ static pl_status beam_batch(s2s *s, const s2s_opts *o, int64_t i, int64_t k, int
             double score;
             pl_beam_result(&s->beam.src[j], h, &tok, &got, &score);
             PL_TRY(write_line(s, o, i - k + 1 + j, s->bsrc + j * Te, s->blen[j], tok, got, score));
+            if (h == 0)
+                PL_TRY(mmb_eval(s, o, i - k + 1 + j, tok, got));
         }
 fail:
     return st;
+}
+
+static double frac(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : 0.0; }
+
+/* --mmb's figures: a summary line on stderr, and the --eval-json file. */
+static pl_status report_eval(s2s *s, const s2s_opts *o)
+{
+    pl_smiles_eval_summary r;
+    pl_status st = pl_smiles_eval_summarize(&s->eval, &r);
+    if (st != PL_OK)
+        return st;
+    fprintf(stderr, "molecules %lld: valid %lld (%.1f%%), reconstructed %lld (%.1f%%), unique "
+            "%lld of the valid (%.1f%%)%s\n", (long long)r.n, (long long)r.valid,
+            100 * frac(r.valid, r.n), (long long)r.reconstructed, 100 * frac(r.reconstructed, r.n),
+            (long long)r.unique, 100 * frac(r.unique, r.valid),
+            r.inputs_invalid ? " (some inputs fail plait's molecule checks)" : "");
+    if (!o->eval_json)
+        return PL_OK;
+    FILE *fp = fopen(o->eval_json, "w");
+    if (!fp)
+        return pl_errorf(PL_ERR_IO, "--eval-json %s: cannot open for writing: %s", o->eval_json,
+                         strerror(errno));
+    fprintf(fp, "{\"molecules\": %lld, \"valid\": %lld, \"reconstructed\": %lld, "
+            "\"unique_valid\": %lld, \"inputs_invalid\": %lld, \"valid_fraction\": %.6f, "
+            "\"reconstructed_fraction\": %.6f, \"unique_valid_fraction\": %.6f}\n",
+            (long long)r.n, (long long)r.valid, (long long)r.reconstructed, (long long)r.unique,
+            (long long)r.inputs_invalid, frac(r.valid, r.n), frac(r.reconstructed, r.n),
+            frac(r.unique, r.valid));
+    if (fclose(fp))
+        return pl_errorf(PL_ERR_IO, "--eval-json %s: write failed", o->eval_json);
+    return PL_OK;
 }
 
 static pl_status decode_all(s2s *s, const s2s_opts *o)
@@ -342,11 +397,15 @@ static pl_status decode_all(s2s *s, const s2s_opts *o)
             continue;
         }
         PL_TRY(pl_encdec_decode(&s->gen, s->src, len, bos, eos, max_new, &how, s->out, &got));
-        if (s->tp.rank == 0)
+        if (s->tp.rank == 0) {
             PL_TRY(write_line(s, o, i, s->src, len, s->out, got, 0));
+            PL_TRY(mmb_eval(s, o, i, s->out, got));
+        }
     }
     if (s->tp.rank == 0 && fflush(s->fp))
         st = pl_errorf(PL_ERR_IO, "--output %s: write failed", o->output);
+    if (st == PL_OK && s->tp.rank == 0 && o->mmb)
+        st = report_eval(s, o);
 fail:
     pl_free(all);
     return st;
@@ -391,6 +450,7 @@ static void s2s_free(s2s *s)
     if (s->gen_up)
         pl_encdec_generator_free(&s->gen);
     pl_mmb_dataset_free(s->mmb);
+    pl_smiles_eval_free(&s->eval);
     pl_mmb_molecules_free(&s->mols);
     pl_gemm_free(s->gemm);
     pl_free(s->params);
@@ -415,6 +475,8 @@ int plait_cmd_seq2seq(int argc, char **argv)
     o.beam = given[pl_options_index(&s2s_cmd, "--beam-size")];
     o.scores = given[pl_options_index(&s2s_cmd, "--num-return")];
     pl_status bad = check_flags(&o, given);
+    if (!bad && o.eval_json && !o.mmb)
+        bad = pl_errorf(PL_ERR_ARG, "--eval-json scores molecules: give --mmb too");
     if (bad)
         return plait_report(bad);
     s2s s;

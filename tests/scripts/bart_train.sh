@@ -86,6 +86,12 @@ check "plait seq2seq sampling: the same --seed draws the same, another seed or g
              $(printf '%q ' "${S2S[@]}") --temperature 1 --seed 5 | cmp -s - '$TMP/t1.tsv' &&
              ! $(printf '%q ' "${S2S[@]}") --temperature 1 --seed 6 | cut -f3 | cmp -s - <(cut -f3 '$TMP/t1.tsv') &&
              ! $(printf '%q ' "${S2S[@]}") --seed 5 | cut -f3 | cmp -s - <(cut -f3 '$TMP/t1.tsv')"
+check "plait seq2seq --mmb: validity, reconstruction, uniqueness (summary line and --eval-json)" \
+    bash -c "$(printf '%q ' "${S2S[@]}") --limit 8 --temperature 1 --seed 5 --eval-json '$TMP/eval.json' \
+             > '$TMP/eval.tsv' 2> '$TMP/eval.err' &&
+             grep -qE '^molecules 8: valid [0-9]+ \([0-9.]+%\), reconstructed [0-9]+ \([0-9.]+%\), unique [0-9]+ of the valid' '$TMP/eval.err'"
+check "  the figures equal RDKit's on the same decodes" \
+    /usr/bin/python3 "$ROOT/tests/scripts/smiles_chem/rdkit_check.py" figures "$TMP/eval.tsv" "$TMP/eval.json" 0,2
 check "plait seq2seq --mmb --beam-size 3 --num-return 2: two scored hypotheses per molecule" \
     bash -c "$(printf '%q ' "${S2S[@]}") --beam-size 3 --num-return 2 > '$TMP/beam.tsv' &&
              [ \$(awk -F'\t' 'NF == 4 && \$4 < 0' '$TMP/beam.tsv' | wc -l) = 8 ] &&
