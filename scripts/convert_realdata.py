@@ -11,7 +11,8 @@ spam -> OUT_DIR/{train,dev}.tsv, header "text<TAB>label", labels "ham" / "spam":
   words decoded); the body is the text/plain parts (transfer encoding and charset decoded,
   unknown charsets as latin-1), or, for a message without one, its text/html parts with
   the tags removed (script/style contents dropped, entities decoded). Text = subject + " "
-  + body, whitespace runs (tabs, newlines) collapsed to one space, cut to the first 2,000
+  + body, control characters (NUL, C0, DEL, NEL, line/paragraph separators) made
+  spaces and whitespace runs (tabs, newlines) collapsed to one space, cut to the first 2,000
   characters. A message whose text is empty is dropped; a message whose text equals an
   earlier one's is dropped (the first kept), so no text is in both splits. Split: dev when
   int(sha256(text)[:8], 16) % 10 == 0, else train.
@@ -122,7 +123,8 @@ def message_text(raw):
         else:
             plain.append(decode_part(part))
     body = " ".join(plain) if plain else " ".join(htm)
-    text = " ".join((subject_of(msg) + " " + body).split())
+    text = re.sub(r"[\x00-\x1f\x7f\x85\u2028\u2029]", " ", subject_of(msg) + " " + body)
+    text = " ".join(text.split())
     return text[:MAX_CHARS].strip()
 
 

@@ -210,8 +210,8 @@ print(base64.b64encode(hashlib.sha512(open(sys.argv[1],"rb").read()).digest()).d
     [ "$got" = "$2" ] || die "$1: dist.integrity mismatch: expected $2, got $got"
 }
 declare -A FTDATA=(
-    [spam/train.tsv]=b6260738ebdee3fbe319ffac78dae86a609be1dc8a05e4a9a1ad80d3cab03ad8
-    [spam/dev.tsv]=9c4cafd667929a722c5a3369315f013acca2d0b44b6fdec47c2df492e653a3a8
+    [spam/train.tsv]=6b031add9cd2096826c6cf08526a9674cd9d28e3691105d50fd2fd9d13ec58a5
+    [spam/dev.tsv]=a3594227692233cf7184413ebf2cf030b2eb0d248975bce8956358099f4b3c0e
     [brown/train.conll]=ba4351bd8c24955fd298c1af58799616689a3485f8b8ae262c20fcd994a4a8ba
     [brown/dev.conll]=dbc949e1a41d97ed37d04cca1941ea911c10f3e8193c8c98031ee039341bbf5a
 )
