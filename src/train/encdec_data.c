@@ -13,8 +13,10 @@
  *         the cumulative fractions). A split's sample i is molecule i mod n with
  *         its augmentation and masking a function of (--seed, i): any layout and a
  *         resume see the same samples. --mask-prob (MegaMolBART's mask_prob,
- *         default 0.1 here), span lambda 3, both sides augmented, the encoder
- *         masked. Not MegaMolBART's directory layout (dataset_path/train/,
+ *         default 0.1 here), --span-lambda (3) and the switches
+ *         --encoder-augment ... --decoder-mask (v0.2's defaults: both sides
+ *         augmented, the encoder masked; train/mmb_args.c), saved in the
+ *         checkpoint's manifest and checked on resume. Not MegaMolBART's directory layout (dataset_path/train/,
  *         val/, test/ with x[000..146] ranges): the splits come from --split.
  * Part of the trainer (trainer_internal.h). */
 #include "train/trainer_internal.h"
