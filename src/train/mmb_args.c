@@ -31,6 +31,13 @@ static int *switch_field(pl_mmb_config *c, int i)
     return f[i];
 }
 
+static int switch_value(const pl_mmb_config *c, int i)
+{
+    const int v[5] = {c->encoder_augment, c->encoder_mask, c->decoder_augment, c->decoder_mask,
+                      c->canonicalize_input};
+    return v[i];
+}
+
 pl_status pl_train_mmb_args(const pl_train_args *a)
 {
     const int mmb = !strcmp(a->model, "bart") && a->tokenizer_type &&
@@ -47,7 +54,8 @@ pl_status pl_train_mmb_args(const pl_train_args *a)
         !(a->span_lambda > 0.0 && a->span_lambda <= 30.0))
         return pl_errorf(PL_ERR_ARG, "plait train: --span-lambda %g: expected (0, 30]",
                          a->span_lambda);
-    if (mmb && pl_train_args_given(a, "--mask-prob") && !(a->mask_prob >= 0.0 && a->mask_prob <= 1.0))
+    if (mmb && pl_train_args_given(a, "--mask-prob") &&
+        !(a->mask_prob >= 0.0 && a->mask_prob <= 1.0))
         return pl_errorf(PL_ERR_ARG, "plait train: --mask-prob %g: expected [0, 1]", a->mask_prob);
     return PL_OK;
 }
@@ -67,7 +75,7 @@ void pl_train_mmb_config_meta(const pl_mmb_config *c, pl_ckpt_meta *m)
 {
     m->mmb = 1;
     for (int i = 0; i < 5; i++)
-        m->mmb_switch[i] = *switch_field((pl_mmb_config *)c, i);
+        m->mmb_switch[i] = switch_value(c, i);
     m->mmb_mask_prob = c->mask_prob;
     m->mmb_span_lambda = c->span_lambda;
 }
@@ -102,10 +110,9 @@ pl_status pl_train_mmb_check_loaded(const pl_train_args *a, const pl_mmb_config 
 {
     if (!m->mmb)
         return PL_OK; /* a checkpoint from before the switches were saved: nothing to compare */
-    pl_mmb_config run = *c;
     for (int i = 0; i < 7; i++) {
         const char *flag = i < 5 ? switch_flags[i] : i == 5 ? "--mask-prob" : "--span-lambda";
-        const double r = i < 5 ? *switch_field(&run, i) : i == 5 ? c->mask_prob : c->span_lambda;
+        const double r = i < 5 ? switch_value(c, i) : i == 5 ? c->mask_prob : c->span_lambda;
         const double k = i < 5 ? m->mmb_switch[i] : i == 5 ? m->mmb_mask_prob : m->mmb_span_lambda;
         if (r == k)
             continue;
