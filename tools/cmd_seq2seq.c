@@ -9,7 +9,10 @@
  * --input is a file of SMILES read as training reads them (.csv: MegaMolBART's
  * "zinc_id,SMILES"; else the SMILES first on each line) and the encoder input of
  * molecule i is MegaMolBART's training corruption of it (data/mmb_dataset.h: a
- * random atom order, span-masked with --mask-prob, keyed by --seed and i); each
+ * random atom order, span-masked, keyed by --seed and i; the checkpoint's
+ * MegaMolBART switches, mask_prob and span_lambda as trained, unless
+ * --encoder-augment, --encoder-mask, --decoder-augment, --decoder-mask,
+ * --mask-prob or --span-lambda say otherwise); each
  * output line is "input SMILES <TAB> encoder input <TAB> generated SMILES", what
  * tests/scripts and bench/megamolbart_eval.sh score with RDKit. With --mmb the
  * run ends with plait's own figures (data/smiles_eval.h: validity,
@@ -46,6 +49,9 @@ typedef struct s2s_opts {
     int64_t max_new_tokens, seed, limit, top_k, beam_size, num_return, batch_size;
     double mask_prob, temperature, top_p, length_penalty;
     int mmb, early_stopping, ids;
+    const char *mmb_switch[5]; /* "true", "false", NULL: the checkpoint's */
+    double span_lambda;
+    int mask_given, lambda_given;
     int beam, scores; /* --beam-size, --num-return given */
 } s2s_opts;
 
@@ -61,7 +67,21 @@ static const pl_option s2s_options[] = {
     {"--limit", PL_OPT_INT, "0", F(limit), "the first N sources only (0: all)", NULL, 0},
     {"--mmb", PL_OPT_BOOL, NULL, F(mmb),
      "MegaMolBART: the encoder input is the training corruption of each molecule", NULL, 0},
-    {"--mask-prob", PL_OPT_FLOAT, "0.1", F(mask_prob), "--mmb: span-masking probability", NULL, 0},
+    {"--mask-prob", PL_OPT_FLOAT, "0.1", F(mask_prob),
+     "--mmb: span-masking probability (default: the checkpoint's, else 0.1)", NULL, 0},
+    {"--span-lambda", PL_OPT_FLOAT, "3", F(span_lambda),
+     "--mmb: mean masked span length (default: the checkpoint's, else 3)", NULL, 0},
+    {"--encoder-augment", PL_OPT_CHOICE, NULL, F(mmb_switch[0]),
+     "--mmb: the encoder's SMILES in a random atom order (default: the checkpoint's, else true)",
+     "true|false", 0},
+    {"--encoder-mask", PL_OPT_CHOICE, NULL, F(mmb_switch[1]),
+     "--mmb: span-mask the encoder (default: the checkpoint's, else true)", "true|false", 0},
+    {"--decoder-augment", PL_OPT_CHOICE, NULL, F(mmb_switch[2]),
+     "--mmb: the decoder's side as trained (no effect on decoding; default: the checkpoint's)",
+     "true|false", 0},
+    {"--decoder-mask", PL_OPT_CHOICE, NULL, F(mmb_switch[3]),
+     "--mmb: the decoder's side as trained (no effect on decoding; default: the checkpoint's)",
+     "true|false", 0},
     {"--seed", PL_OPT_INT, "1234", F(seed), "sampling's seed, and --mmb's corruption's", NULL, 0},
     {"--temperature", PL_OPT_FLOAT, "0", F(temperature), "softmax temperature (0: greedy)", NULL, 0},
     {"--top-k", PL_OPT_INT, "0", F(top_k), "sample among the k most likely (0: all)", NULL, 0},
@@ -184,8 +204,25 @@ static pl_status setup(s2s *s, const s2s_opts *o)
         pl_mmb_config c;
         pl_mmb_config_default(&c);
         c.seq_length = Te;
-        c.mask_prob = o->mask_prob;
         c.seed = (uint32_t)o->seed;
+        if (meta.mmb) { /* the training run's switches (ckpt/manifest_mmb.c) */
+            c.encoder_augment = meta.mmb_switch[0], c.encoder_mask = meta.mmb_switch[1];
+            c.decoder_augment = meta.mmb_switch[2], c.decoder_mask = meta.mmb_switch[3];
+            c.canonicalize_input = meta.mmb_switch[4];
+            c.mask_prob = meta.mmb_mask_prob, c.span_lambda = meta.mmb_span_lambda;
+        }
+        int *sw[4] = {&c.encoder_augment, &c.encoder_mask, &c.decoder_augment, &c.decoder_mask};
+        for (int k = 0; k < 4; k++)
+            if (o->mmb_switch[k])
+                *sw[k] = strcmp(o->mmb_switch[k], "true") == 0;
+        if (o->mask_given || !meta.mmb)
+            c.mask_prob = o->mask_prob;
+        if (o->lambda_given || !meta.mmb)
+            c.span_lambda = o->span_lambda;
+        if (s->tp.rank == 0)
+            fprintf(stderr, "seq2seq --mmb: encoder_augment %d encoder_mask %d mask_prob %g "
+                    "span_lambda %g (%s)\n", c.encoder_augment, c.encoder_mask, c.mask_prob,
+                    c.span_lambda, meta.mmb ? "the checkpoint's unless given" : "defaults");
         PL_TRY(pl_mmb_molecules_load(&s->mols, &o->input, 1, csv ? 1 : 0, csv ? 1 : 0));
         PL_TRY(pl_mmb_dataset_init(&s->mmb, &c, s->tok, &s->mols));
     }
@@ -474,7 +511,16 @@ int plait_cmd_seq2seq(int argc, char **argv)
         return rc;
     o.beam = given[pl_options_index(&s2s_cmd, "--beam-size")];
     o.scores = given[pl_options_index(&s2s_cmd, "--num-return")];
+    o.mask_given = given[pl_options_index(&s2s_cmd, "--mask-prob")];
+    o.lambda_given = given[pl_options_index(&s2s_cmd, "--span-lambda")];
     pl_status bad = check_flags(&o, given);
+    static const char *const mmb_only[] = {"--mask-prob", "--span-lambda", "--encoder-augment",
+                                            "--encoder-mask", "--decoder-augment",
+                                            "--decoder-mask"};
+    for (size_t k = 0; k < sizeof mmb_only / sizeof *mmb_only && !bad && !o.mmb; k++)
+        if (given[pl_options_index(&s2s_cmd, mmb_only[k])])
+            bad = pl_errorf(PL_ERR_ARG, "%s is MegaMolBART's corruption: give --mmb too",
+                            mmb_only[k]);
     if (!bad && o.eval_json && !o.mmb)
         bad = pl_errorf(PL_ERR_ARG, "--eval-json scores molecules: give --mmb too");
     if (bad)

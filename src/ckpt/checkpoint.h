@@ -53,6 +53,12 @@ typedef struct pl_ckpt_meta {
     int64_t vocab_extra_ids;
     int legacy_tokenizer;
     const char *data_hash; /* identity of the training data, may be NULL */
+    /* MegaMolBART's data switches ("data": {"megamolbart": ...}; mmb 0: none
+     * saved): encoder_augment, encoder_mask, decoder_augment, decoder_mask,
+     * canonicalize_input as 0/1, then mask_prob and span_lambda */
+    int mmb;
+    int mmb_switch[5];
+    double mmb_mask_prob, mmb_span_lambda;
     /* fp16 loss scaler (Megatron's grad_scaler state); has_loss_scaler 0: none saved */
     int has_loss_scaler;
     double loss_scale;

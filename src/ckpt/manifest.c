@@ -130,6 +130,7 @@ cJSON *pl_ckpt_manifest_build(const pl_model_config *cfg, const pl_ckpt_meta *m,
     pl_ckpt_jnum(root, "consumed_valid_samples", (double)m->consumed_valid_samples, &b);
     pl_ckpt_jnum(root, "seed", (double)m->seed, &b);
     pl_ckpt_jstr(root, "data_hash", m->data_hash, &b);
+    pl_ckpt_mmb_write(root, m, &b);
     cJSON *model = pl_ckpt_jobj(root, "model", &b);
     pl_ckpt_jstr(model, "architecture", pl_family_get(cfg->family)->name, &b);
     for (size_t i = 0; i < N_FIELDS; i++)
@@ -816,6 +817,8 @@ pl_status pl_ckpt_manifest_read(int idfd, const char *idir, int64_t it, cJSON **
         st = model_read(cJSON_GetObjectItemCaseSensitive(root, "model"), meta->tp, mpath, &c);
     if (!st)
         st = tensors_check(cJSON_GetObjectItemCaseSensitive(root, "tensors"), &c, mpath);
+    if (!st)
+        st = pl_ckpt_mmb_read(root, mpath, meta);
     if (!st)
         st = strings_read(root, (int)version, idfd, idir, mpath, meta, strings);
     if (st) {

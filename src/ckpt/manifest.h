@@ -65,6 +65,11 @@ void pl_ckpt_t5_arch_write(cJSON *model, const pl_model_config *c, pl_ckpt_jbuil
 pl_status pl_ckpt_t5_arch_read(const cJSON *model, pl_model_config *c, const char *mpath);
 const char *pl_ckpt_t5_arch_differs(const pl_model_config *saved, const pl_model_config *run);
 
+/* MegaMolBART's data switches (ckpt/manifest_mmb.c): "data.megamolbart",
+ * written when meta->mmb; read into meta (mmb 0 when absent). */
+void pl_ckpt_mmb_write(cJSON *root, const pl_ckpt_meta *m, pl_ckpt_jbuild *b);
+pl_status pl_ckpt_mmb_read(const cJSON *root, const char *mpath, pl_ckpt_meta *m);
+
 /* A required number field of o (named obj in messages) in [lo, hi], and an
  * integer when integral; mpath names the manifest. */
 pl_status pl_ckpt_jfield(const cJSON *o, const char *obj, const char *key, double lo, double hi,

@@ -35,6 +35,7 @@ static const pl_option train_options[] = {
     {"--ffn-hidden-size", PL_OPT_INT, NULL, F(ffn_hidden_size), "MLP hidden size (default 4 x hidden)", NULL, 0},
     {"--seq-length", PL_OPT_INT, NULL, F(seq_length), "tokens per sample", NULL, 0},
     PL_TRAIN_ENCDEC_OPTIONS /* --encoder-num-layers, --decoder-seq-length, ... (encdec_args.c) */
+    PL_TRAIN_MMB_OPTIONS    /* --encoder-augment, ..., --span-lambda (mmb_args.c) */
     PL_TRAIN_T5_OPTIONS     /* --relative-attention-num-buckets, --softmax-scale, ... (t5_args.c) */
     {"--max-position-embeddings", PL_OPT_INT, NULL, F(max_position_embeddings),
      "position embedding rows (default --seq-length)", NULL, 0},
@@ -680,6 +681,7 @@ static pl_status validate(pl_train_args *a)
     pl_status st = PL_OK;
     PL_TRY(resolve_zero_stage(a));
     PL_TRY(pl_train_encdec_args(a));
+    PL_TRY(pl_train_mmb_args(a));
     PL_TRY(require_positive(a, "--num-layers", a->num_layers));
     PL_TRY(require_positive(a, "--hidden-size", a->hidden_size));
     PL_TRY(require_positive(a, "--num-attention-heads", a->num_attention_heads));

@@ -60,6 +60,10 @@ typedef struct pl_train_args {
     const char *transformer_block_type; /* pre_ln | post_ln (NeMo's; NULL: pre_ln) */
     int scale_embedding; /* --scale-embedding: a post-LN BART's token embeddings x sqrt(hidden) */
     double mask_prob, short_seq_prob; /* BERT's dataset */
+    /* MegaMolBART's model.data switches (train/mmb_args.c): "true", "false" or
+     * NULL (v0.2's default); --span-lambda 0 when not given */
+    const char *mmb_switch[5];
+    double span_lambda;
     double rotary_base, rotary_percent, rope_scaling_factor;
     int64_t num_query_groups;
     /* parallelism */
@@ -222,6 +226,24 @@ pl_status pl_train_args_legacy(pl_train_args *a);
      offsetof(pl_train_args, encoder_pipeline_model_parallel_size),                                \
      "t5, bart: the encoder's pipeline stages, before --pipeline-model-parallel-size decoder "      \
      "stages (Megatron core 0.9)", NULL, 0},
+/* MegaMolBART's model.data switches (megamolbart_pretrain_base.yaml's keys),
+ * for --model bart with --tokenizer-type SmilesTokenizer (train/mmb_args.c). */
+#define PL_MMB_SWITCH_OPTION(flag, i, help)                                                        \
+    {flag, PL_OPT_CHOICE, NULL, offsetof(pl_train_args, mmb_switch) + (i) * sizeof(const char *), \
+     help, "true|false", 0},
+#define PL_TRAIN_MMB_OPTIONS                                                                       \
+    PL_MMB_SWITCH_OPTION("--encoder-augment", 0, "MegaMolBART: the encoder's SMILES in a random "  \
+                         "atom order (default true)")                                              \
+    PL_MMB_SWITCH_OPTION("--encoder-mask", 1, "MegaMolBART: span-mask the encoder's tokens "       \
+                         "(default true)")                                                         \
+    PL_MMB_SWITCH_OPTION("--decoder-augment", 2, "MegaMolBART: the decoder's SMILES in another "   \
+                         "random atom order (default true; false: the encoder's SMILES)")          \
+    PL_MMB_SWITCH_OPTION("--decoder-mask", 3, "MegaMolBART: span-mask the decoder's tokens "       \
+                         "(default false)")                                                        \
+    PL_MMB_SWITCH_OPTION("--canonicalize-input", 4, "MegaMolBART: recorded; changes no sample "    \
+                         "(v0.2.0's sets only its validation target)")                             \
+    {"--span-lambda", PL_OPT_FLOAT, NULL, offsetof(pl_train_args, span_lambda),                    \
+     "MegaMolBART: the Poisson mean of a masked span's length (default 3)", NULL, 0},
 /* transformers' T5 layer: Megatron's relative position flags, the scores' scale
  * (Megatron's TransformerConfig.softmax_scale), T5's MLP activations and the
  * tied output layer's input scale (train/t5_args.c). */
@@ -247,6 +269,14 @@ pl_status pl_train_args_legacy(pl_train_args *a);
  * each pair only; --decoder-seq-length required for t5, the decoder's flags
  * refused for the other families. */
 pl_status pl_train_encdec_args(pl_train_args *a);
+
+/* The MegaMolBART switches (PL_TRAIN_MMB_OPTIONS): refused unless --model bart
+ * with --tokenizer-type SmilesTokenizer (train/mmb_args.c). */
+pl_status pl_train_mmb_args(const pl_train_args *a);
+/* --use-checkpoint-args: the checkpoint's MegaMolBART values for those of its
+ * flags not given (a bart run on SMILES only). */
+struct pl_ckpt_meta;
+pl_status pl_train_mmb_args_from_meta(pl_train_args *a, const struct pl_ckpt_meta *m);
 /* The encoder-decoder's pipeline split, once the PP size is resolved: the split
  * rank from --pipeline-model-parallel-split-rank or (Megatron core's)
  * --encoder-pipeline-model-parallel-size E, which adds E encoder stages before

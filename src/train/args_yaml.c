@@ -52,6 +52,7 @@ enum kind {
     K_VALUE,   /* the scalar is the flag's value */
     K_SWITCH,  /* true sets the switch */
     K_UNSET,   /* false sets the switch (model.bias: false -> --disable-bias-linear) */
+    K_BOOL,    /* true or false as the flag's value "true" / "false" */
     K_LIST,    /* a list (or one scalar) as a list flag's values */
     K_SPECIAL, /* handled by a function below */
     K_NOTE,    /* known, not applied: the note says why */
@@ -106,6 +107,14 @@ static const struct yaml_map {
     {"model.tokenizer.model", NULL, K_SPECIAL, NULL},
     {"model.data.data_prefix", "--data-path", K_LIST, NULL},
     {"model.data.splits_string", "--split", K_VALUE, NULL},
+    /* MegaMolBART's objective (train/mmb_args.c) */
+    {"model.data.encoder_augment", "--encoder-augment", K_BOOL, NULL},
+    {"model.data.encoder_mask", "--encoder-mask", K_BOOL, NULL},
+    {"model.data.decoder_augment", "--decoder-augment", K_BOOL, NULL},
+    {"model.data.decoder_mask", "--decoder-mask", K_BOOL, NULL},
+    {"model.data.canonicalize_input", "--canonicalize-input", K_BOOL, NULL},
+    {"model.data.mask_prob", "--mask-prob", K_VALUE, NULL},
+    {"model.data.span_lambda", "--span-lambda", K_VALUE, NULL},
     {"model.optim.name", NULL, K_SPECIAL, NULL},
     {"model.optim.lr", "--lr", K_VALUE, NULL},
     {"model.optim.weight_decay", "--weight-decay", K_VALUE, NULL},
@@ -126,6 +135,8 @@ static const struct yaml_map {
     {"trainer.min_epochs", NULL, K_NOTE, "plait counts iterations (trainer.max_steps)"},
     {"model.kv_channels", NULL, K_NOTE, "plait uses hidden_size / num_attention_heads"},
     {"model.optim.sched.constant_steps", NULL, K_NOTE, "Megatron's schedules have no constant phase"},
+    {"model.data.mask_scheme", NULL, K_NOTE,
+     "plait masks spans (MegaMolBART v0.2.0's span scheme; replace is unused there)"},
     {"model.data.num_workers", NULL, K_NOTE, "plait reads the memory-mapped dataset without loader workers"},
     {"exp_manager", NULL, K_NOTE, "not applied: checkpoints with --save/--load, logs with --tensorboard-dir"},
     {"name", NULL, K_NOTE, "a run name; not used"},
@@ -701,11 +712,13 @@ static pl_status apply_entry(yaml_apply *c, yaml_entry *e)
         return st;
     if (m->kind == K_SPECIAL)
         return special(c, e, v);
-    if (m->kind == K_SWITCH || m->kind == K_UNSET) {
+    if (m->kind == K_SWITCH || m->kind == K_UNSET || m->kind == K_BOOL) {
         int t = truth(e, v);
         if (t < 0)
             return pl_errorf(PL_ERR_ARG, "--config-file %s: %s: expected true or false, got '%s'",
                              c->y->path, e->key, v);
+        if (m->kind == K_BOOL)
+            return set1(c, e->key, m->flag, t ? "true" : "false");
         return t == (m->kind == K_SWITCH) ? set(c, e->key, m->flag, NULL, 0) : PL_OK;
     }
     return set1(c, e->key, m->flag, v);

@@ -39,6 +39,7 @@ static void fill_meta(const pl_trainer *t, pl_ckpt_meta *m)
     m->loss_scale = t->scaler.scale;
     m->growth_tracker = t->scaler.growth_tracker;
     m->hysteresis_tracker = t->scaler.hysteresis_tracker;
+    pl_train_mmb_meta(t, m);
 }
 
 static pl_ckpt_zero zero_shard(pl_trainer *t, int with_optim)

@@ -218,6 +218,8 @@ static pl_status apply(pl_train_args *a, const pl_model_config *c, const pl_ckpt
                         0);
     if (!st)
         st = fill_tokenizer(a, m, c);
+    if (!st) /* MegaMolBART's data switches (train/mmb_args.c) */
+        st = pl_train_mmb_args_from_meta(a, m);
     return st;
 }
 

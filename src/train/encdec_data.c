@@ -13,8 +13,10 @@
  *         the cumulative fractions). A split's sample i is molecule i mod n with
  *         its augmentation and masking a function of (--seed, i): any layout and a
  *         resume see the same samples. --mask-prob (MegaMolBART's mask_prob,
- *         default 0.1 here), span lambda 3, both sides augmented, the encoder
- *         masked. Not MegaMolBART's directory layout (dataset_path/train/,
+ *         default 0.1 here), --span-lambda (3) and the switches
+ *         --encoder-augment ... --decoder-mask (v0.2's defaults: both sides
+ *         augmented, the encoder masked; train/mmb_args.c), saved in the
+ *         checkpoint's manifest and checked on resume. Not MegaMolBART's directory layout (dataset_path/train/,
  *         val/, test/ with x[000..146] ranges): the splits come from --split.
  * Part of the trainer (trainer_internal.h). */
 #include "train/trainer_internal.h"
@@ -22,6 +24,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "data/encdec_sample.h"
+#include "ckpt/checkpoint.h"
 #include "data/mmb_dataset.h"
 
 #include <math.h>
@@ -31,6 +34,7 @@ typedef struct pl_train_mmb {
     pl_mmb_molecules mols;          /* every file's molecules */
     pl_mmb_molecules part[PL_N_SPLITS]; /* views of each split's range (not owned) */
     pl_mmb_dataset *ds[PL_N_SPLITS];
+    pl_mmb_config cfg; /* the flags' values (train/mmb_args.c), saved in checkpoints */
     int64_t len[PL_N_SPLITS];
 } pl_train_mmb;
 
@@ -60,8 +64,8 @@ static pl_status mmb_setup(pl_trainer *t, const int64_t sizes[PL_N_SPLITS])
     pl_mmb_config_default(&c);
     c.seq_length = t->cfg.seq_length;
     c.seed = (uint32_t)a->seed;
-    if (pl_train_args_given(a, "--mask-prob"))
-        c.mask_prob = a->mask_prob;
+    pl_train_mmb_config(a, &c);
+    d->cfg = c;
     pl_split_matrix sm;
     PL_TRY(pl_split_parse(a->split, &sm));
     const int64_t n = d->mols.n;
@@ -129,4 +133,16 @@ void pl_train_encdec_data_free(pl_trainer *t)
     pl_mmb_molecules_free(&d->mols);
     pl_free(d);
     t->mmb = NULL;
+}
+
+void pl_train_mmb_meta(const pl_trainer *t, pl_ckpt_meta *m)
+{
+    if (t->mmb)
+        pl_train_mmb_config_meta(&t->mmb->cfg, m);
+}
+
+pl_status pl_train_mmb_loaded(const pl_trainer *t, const pl_ckpt_meta *m)
+{
+    return t->mmb ? pl_train_mmb_check_loaded(t->a, &t->mmb->cfg, m, pl_train_is_root(t))
+                  : PL_OK;
 }

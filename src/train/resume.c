@@ -118,6 +118,9 @@ pl_status pl_train_apply_loaded(pl_trainer *t, const pl_ckpt_meta *meta)
                         (long long)meta->iteration);
         return PL_OK;
     }
+    pl_status st = pl_train_mmb_loaded(t, meta);
+    if (st)
+        return st;
     t->iteration = meta->iteration;
     t->consumed_train = meta->consumed_train_samples;
     t->consumed_valid = meta->consumed_valid_samples;

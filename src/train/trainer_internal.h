@@ -233,6 +233,17 @@ int64_t pl_train_encdec_data_len(const pl_trainer *t, pl_split s);
 pl_status pl_train_encdec_sample(pl_trainer *t, pl_split s, int64_t idx,
                                  struct pl_encdec_sample *x);
 void pl_train_encdec_data_free(pl_trainer *t);
+/* MegaMolBART's data switches: into a checkpoint's meta (nothing when the run
+ * is not MegaMolBART's), and a resume's check of the checkpoint's against this
+ * run's (train/mmb_args.c). */
+struct pl_ckpt_meta;
+void pl_train_mmb_meta(const pl_trainer *t, struct pl_ckpt_meta *m);
+pl_status pl_train_mmb_loaded(const pl_trainer *t, const struct pl_ckpt_meta *m);
+struct pl_mmb_config;
+void pl_train_mmb_config(const pl_train_args *a, struct pl_mmb_config *c);
+void pl_train_mmb_config_meta(const struct pl_mmb_config *c, struct pl_ckpt_meta *m);
+pl_status pl_train_mmb_check_loaded(const pl_train_args *a, const struct pl_mmb_config *c,
+                                    const struct pl_ckpt_meta *m, int root);
 pl_status pl_train_backward(pl_trainer *t, pl_model *m, pl_grad_ready_fn ready, void *ctx);
 /* encdec_pipe.c, a pipelined encoder-decoder (t->model: this stage's part of one
  * stack): _setup after the schedule and t->model (its per-slot encoder output and

@@ -174,6 +174,15 @@ check "a config with a defaults list (--config-path/--config-name) trains" \
     run composed --config-path "$TMP/conf" --config-name pretrain
 check "  the group files were read (3 layers, 2 iterations, Adam lr 1e-3)" sh -c \
     "grep -q 'gpt, 3 layers' '$TMP/composed.log' && [ \$(grep -c '\"lm_loss\"' '$TMP/composed.jsonl') = 2 ] && grep -q '\"lr\": 0.001,' '$TMP/composed.jsonl'"
+# MegaMolBART's model.data switches (mmb_switches.sh trains with them): its own objective's,
+# refused by name for the decoder-only model this config trains; a non-boolean named.
+printf 'model:\n  data:\n    encoder_augment: False\n' >"$TMP/mmb_sw.yaml"
+check_fails "model.data.encoder_augment with --model gpt is refused by name" \
+    "--encoder-augment is MegaMolBART's \\(--model bart with --tokenizer-type SmilesTokenizer\\), not --model gpt" \
+    "$PLAIT" train --config-file "$TMP/mmb_sw.yaml" --num-layers 1 --hidden-size 32 --num-attention-heads 2 --seq-length 16 --mock-data --vocab-size 64 --train-iters 1 --micro-batch-size 1
+printf 'model:\n  data:\n    decoder_mask: maybe\n' >"$TMP/mmb_bad.yaml"
+check_fails "model.data.decoder_mask maybe: expected true or false" "mmb_bad.yaml: model.data.decoder_mask: expected true or false, got 'maybe'" \
+    "$PLAIT" train --config-file "$TMP/mmb_bad.yaml"
 printf 'model:\n  num_layers: 2\n   hidden_size: 3\n' >"$TMP/broken.yaml"
 check_fails "malformed YAML names file:line" "broken.yaml:3: " "$PLAIT" train --config-file "$TMP/broken.yaml"
 summary nemo_yaml
