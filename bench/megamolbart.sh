@@ -12,7 +12,9 @@
 # in OUT for the decoding evaluation (bench/megamolbart_eval.sh).
 #   bench/megamolbart.sh [ITERS] [OUT]   (defaults 2500, /tmp/plait_megamolbart)
 #   LAYERS, HIDDEN, HEADS, SEQ, MBS, GBS in the environment change the model and batch
-#   (defaults 2, 128, 4, 64, 16, 32); THREADS the OpenMP threads (default 1).
+#   (defaults 2, 128, 4, 64, 16, 32); THREADS the OpenMP threads (default 1); MMB_FLAGS
+#   more flags for plait train (e.g. MegaMolBART's switches, "--encoder-augment false
+#   --decoder-augment false"); RESULT the JSON written (default bench/results/megamolbart.json).
 set -eu
 cd "$(dirname "$0")/.."
 ITERS=${1:-2500}
@@ -58,19 +60,19 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=${THREADS:-1} build
     --global-batch-size "${GBS:-32}" --train-iters "$ITERS" --lr 1e-3 --min-lr 1e-5 \
     --lr-decay-style cosine --lr-warmup-iters $((ITERS / 20)) --weight-decay 0.01 \
     --clip-grad 1.0 --eval-interval $((ITERS / 10)) --eval-iters 5 --log-interval 50 \
-    --seed 1234 --save "$OUT/ckpt" --metrics-file "$OUT/m.jsonl" | tee "$OUT/log"
-/usr/bin/python3 - "$OUT" "$ITERS" \
+    --seed 1234 --save "$OUT/ckpt" --metrics-file "$OUT/m.jsonl" ${MMB_FLAGS:-} | tee "$OUT/log"
+/usr/bin/python3 - "$OUT" "$ITERS" "${RESULT:-bench/results/megamolbart.json}" "${MMB_FLAGS:-}" \
     "layers ${LAYERS:-2}+${LAYERS:-2}, hidden ${HIDDEN:-128}, heads ${HEADS:-4}, seq ${SEQ:-64}, batch ${GBS:-32}" <<'EOF'
 import json, sys
-out, iters, model = sys.argv[1:4]
+out, iters, path, flags, model = sys.argv[1:6]
 rows = [json.loads(l) for l in open(f"{out}/m.jsonl")]
 train = [r["lm_loss"] for r in rows if "lm_loss" in r and "iteration" in r]
 valid = [r["valid_lm_loss"] for r in rows if "valid_lm_loss" in r]
 final = {k: r[k] for r in rows for k in ("final_valid_lm_loss", "test_lm_loss") if k in r}
 H, n = open(f"{out}/unigram.txt").read().split()
-res = {"model": model, "iterations": int(iters), "molecules": int(n),
+res = {"model": model, "flags": flags, "iterations": int(iters), "molecules": int(n),
        "unigram_entropy_nats": float(H), "first_train_loss": train[0],
        "last_train_loss": train[-1], "valid_losses": valid, **final}
-json.dump(res, open("bench/results/megamolbart.json", "w"), indent=1)
+json.dump(res, open(path, "w"), indent=1)
 print(json.dumps(res, indent=1))
 EOF

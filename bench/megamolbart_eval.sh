@@ -10,6 +10,7 @@
 # src/data/smiles_chem.h: --eval-json); RDKit's are the cross-check, and both go into
 # bench/results/megamolbart.json with whether they agree.
 #   bench/megamolbart_eval.sh [OUT] [N]   (defaults /tmp/plait_megamolbart, all test molecules)
+#   RESULT: the training run's JSON to add the figures to (default bench/results/megamolbart.json)
 set -eu
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/plait_megamolbart}
@@ -19,7 +20,7 @@ test_lo=$(/usr/bin/python3 -c "print(round(0.99 * $total))") # --split 98,1,1's 
 { head -n 1 "$OUT/mols.csv"; tail -n +$((test_lo + 2)) "$OUT/mols.csv"; } >"$OUT/test.csv"
 OMP_NUM_THREADS=1 build/plait seq2seq --load "$OUT/ckpt" --input "$OUT/test.csv" --mmb \
     --limit "$N" --output "$OUT/recon.tsv" --eval-json "$OUT/plait_eval.json"
-/usr/bin/python3 - "$OUT/recon.tsv" "$OUT/plait_eval.json" <<'EOF'
+/usr/bin/python3 - "$OUT/recon.tsv" "$OUT/plait_eval.json" "${RESULT:-bench/results/megamolbart.json}" <<'EOF'
 import json, sys
 from rdkit import Chem, RDLogger
 RDLogger.DisableLog("rdApp.*")
@@ -40,7 +41,7 @@ mine = json.load(open(sys.argv[2]))
 res["plait"] = mine
 res["plait_agrees_with_rdkit"] = (mine["molecules"], mine["valid"], mine["reconstructed"],
                                   mine["unique_valid"]) == (n, valid, same, len(canon))
-path = "bench/results/megamolbart.json"
+path = sys.argv[3]
 out = json.load(open(path))
 out["reconstruction"] = res
 json.dump(out, open(path, "w"), indent=1)
