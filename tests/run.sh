@@ -63,7 +63,7 @@ if [ "$unit_only" -eq 0 ]; then
         run_suite "$(basename "$s" .sh)" 900 bash "$ROOT/$s"
     done
     if [ -d build-fuzz ]; then
-        run_suite "fuzz (brief)" 600 scripts/fuzz.sh "${FUZZ_BRIEF_SECONDS:-15}"
+        run_suite "fuzz (brief)" 600 scripts/fuzz.sh "${FUZZ_BRIEF_SECONDS:-10}"
     fi
 fi
 
