@@ -114,6 +114,7 @@ static pl_status grow(void **p, int64_t *cap, int64_t need, size_t elem)
     if (!q)
         return pl_errorf(PL_ERR_NOMEM, "SMILES chemistry: out of memory for %zu bytes", bytes);
     *p = q;
+    *cap = c;
     return PL_OK;
 }
 
