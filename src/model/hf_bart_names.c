@@ -46,15 +46,6 @@ static const struct {
     {"lm_head.output_layer.bias", "final_logits_bias", PL_HF_ROW},
 };
 
-static int put(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t, const char *name,
-               pl_hf_transform tf)
-{
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->tf = tf;
-    pl_hf_shape(c, p, t);
-    return 1;
-}
-
 int pl_hf_bart_map(const pl_model_config *c, const pl_param *p,
                    pl_hf_tensor out[PL_HF_MAX_PER_PARAM])
 {
@@ -72,7 +63,7 @@ int pl_hf_bart_map(const pl_model_config *c, const pl_param *p,
             for (; n < 3 && r->hf[n]; n++) {
                 char name[PL_PARAM_NAME_MAX];
                 snprintf(name, sizeof name, "model.%s.layers.%d.%s%s", stack, layer, r->hf[n], dot);
-                put(c, p, &out[n], name, r->tf[n]);
+                pl_hf_put(c, p, &out[n], name, r->tf[n]);
             }
             return n;
         }
@@ -82,6 +73,6 @@ int pl_hf_bart_map(const pl_model_config *c, const pl_param *p,
         return p->tied_copy || !c->untie ? 0 : -1;
     for (size_t k = 0; k < sizeof top_rows / sizeof *top_rows; k++)
         if (strcmp(top_rows[k].plait, p->name) == 0)
-            return put(c, p, &out[0], top_rows[k].hf, top_rows[k].tf);
+            return pl_hf_put(c, p, &out[0], top_rows[k].hf, top_rows[k].tf);
     return -1;
 }

@@ -58,15 +58,6 @@ static const bert_row top_rows[] = {
     {"classification_head.bias", "classifier.bias", PL_HF_COPY},
 };
 
-static int one(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t, const char *name,
-               pl_hf_transform tf)
-{
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->tf = tf;
-    pl_hf_shape(c, p, t);
-    return 1;
-}
-
 int pl_hf_bert_map(const pl_model_config *c, const pl_param *p,
                    pl_hf_tensor out[PL_HF_MAX_PER_PARAM])
 {
@@ -79,14 +70,14 @@ int pl_hf_bert_map(const pl_model_config *c, const pl_param *p,
                 continue;
             if (layer_rows[k].tf != PL_HF_Q) {
                 snprintf(name, sizeof name, "bert.encoder.layer.%d.%s", layer, layer_rows[k].hf);
-                return one(c, p, &out[0], name, layer_rows[k].tf);
+                return pl_hf_put(c, p, &out[0], name, layer_rows[k].tf);
             }
             static const char *const qkv[] = {"query", "key", "value"};
             static const pl_hf_transform tfs[] = {PL_HF_Q, PL_HF_K, PL_HF_V};
             for (int j = 0; j < 3; j++) {
                 snprintf(name, sizeof name, "bert.encoder.layer.%d.attention.self.%s.%s", layer,
                          qkv[j], p->ndim == 2 ? "weight" : "bias");
-                one(c, p, &out[j], name, tfs[j]);
+                pl_hf_put(c, p, &out[j], name, tfs[j]);
             }
             return 3;
         }
@@ -99,14 +90,15 @@ int pl_hf_bert_map(const pl_model_config *c, const pl_param *p,
         snprintf(name, sizeof name, "%s.%s", c->head.task == PL_TASK_SPAN ? "qa_outputs"
                                                                           : "classifier",
                  p->name + 22);
-        return one(c, p, &out[0], name, PL_HF_COPY);
+        return pl_hf_put(c, p, &out[0], name, PL_HF_COPY);
     }
     for (size_t k = 0; k < sizeof top_rows / sizeof *top_rows; k++) {
         if (strcmp(top_rows[k].plait, p->name) != 0)
             continue;
-        int n = one(c, p, &out[0], top_rows[k].hf, top_rows[k].tf);
+        int n = pl_hf_put(c, p, &out[0], top_rows[k].hf, top_rows[k].tf);
         if (k == 1 && c->head.tokentypes == 0) /* transformers' BERT always has token types */
-            n += one(c, p, &out[1], "bert.embeddings.token_type_embeddings.weight", PL_HF_TYPES0);
+            n += pl_hf_put(c, p, &out[1], "bert.embeddings.token_type_embeddings.weight",
+                           PL_HF_TYPES0);
         return n;
     }
     return -1;

@@ -109,6 +109,15 @@ void pl_hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t)
     }
 }
 
+int pl_hf_put(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t, const char *name,
+              pl_hf_transform tf)
+{
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->tf = tf;
+    pl_hf_shape(c, p, t);
+    return 1;
+}
+
 int pl_hf_map(const pl_model_config *c, const pl_param *p, pl_hf_tensor out[PL_HF_MAX_PER_PARAM])
 {
     if (c->family == PL_FAMILY_BERT)

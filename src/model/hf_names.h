@@ -85,6 +85,10 @@ int pl_hf_bart_map(const pl_model_config *c, const pl_param *p,
                    pl_hf_tensor out[PL_HF_MAX_PER_PARAM]);
 /* t's shape (t->tf set) in Hugging Face's layout, from p's. */
 void pl_hf_shape(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t);
+/* t named name with transform tf and its shape from p (pl_hf_shape); returns 1, one
+ * tensor, for the family maps' returns. */
+int pl_hf_put(const pl_model_config *c, const pl_param *p, pl_hf_tensor *t, const char *name,
+              pl_hf_transform tf);
 /* Import of element i (value v) of a TYPES0 tensor into the position embeddings
  * pos (max_positions x C): row 0 added to every position; returns 1 when v is a
  * nonzero element of another row (a token type plait's model cannot take). */
